@@ -1,0 +1,342 @@
+"""``HyperPodEksCluster``: a SageMaker HyperPod cluster orchestrated by Amazon EKS.
+
+One construct for the whole chain a HyperPod EKS cluster needs, created in the order it must
+exist: VPC (private subnets, NAT, S3 gateway endpoint, an intra-cluster security group) ->
+EKS control plane (API authentication, all control-plane logs, encrypted secrets) -> core
+add-ons -> HyperPod dependencies -> lifecycle scripts and execution role ->
+``AWS::SageMaker::Cluster`` -> the HyperPod inference operator and its prerequisites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from .addons import CORE_ADDONS, HyperPodDependencies, InferenceOperator, addon
+from .catalog import InstanceSpec, instance_spec
+from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
+
+NVME_PATH = "/opt/dlami/nvme"
+"""Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
+
+INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+HEALTH_TAINT_KEY = "sagemaker.amazonaws.com/node-health-status"
+"""HyperPod taints nodes with this key (value Unschedulable, NoSchedule) during health checks."""
+
+_LIFECYCLE_DIR = Path(__file__).parent / "lifecycle"
+_LIFECYCLE_PREFIX = "lifecycle"
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    """A synthesized instance group, as other constructs see it (never the L1 internals)."""
+
+    name: str
+    instance_type: str
+    instance_count: int
+    spec: InstanceSpec
+    holds_caches: bool
+
+    @property
+    def nvme_gb(self) -> int:
+        return self.spec.nvme_gb
+
+    @property
+    def nvme_path(self) -> str:
+        return NVME_PATH
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels HyperPod puts on every node of the group: select the group with these."""
+        return {INSTANCE_GROUP_LABEL: self.name, "node.kubernetes.io/instance-type": self.instance_type}
+
+
+@dataclass(frozen=True)
+class HyperPodEksClusterProps:
+    """Properties of :class:`HyperPodEksCluster`."""
+
+    instance_groups: Sequence[InstanceGroupConfig]
+    """HyperPod instance groups (validated models; at least one)."""
+    kubernetes_version: str = "1.33"
+    """EKS Kubernetes version, 1.30..1.35. Default: 1.33."""
+    vpc: ec2.IVpc | None = None
+    """An existing VPC whose private subnets HyperPod uses. Default: a new VPC."""
+    availability_zones: Sequence[str] = ()
+    """AZs of the new VPC. Default: ``max_azs`` zones from ``Fn::GetAZs``."""
+    vpc_cidr: str = "10.0.0.0/16"
+    """CIDR of the new VPC. Default: 10.0.0.0/16."""
+    max_azs: int = 2
+    """Zones of the new VPC when ``availability_zones`` is empty. Default: 2."""
+    nat_gateways: int = 1
+    """NAT gateways of the new VPC. Default: 1 (use one per AZ in production)."""
+    endpoint_public_access: bool = False
+    """Expose the EKS API endpoint publicly. Default: private only."""
+    admin_principal_arns: Sequence[str] = ()
+    """IAM principals given cluster-admin access entries. Default: a new role assumable by the account."""
+    node_recovery: str = "Automatic"
+    """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
+    install_inference_operator: bool = True
+    """Install the HyperPod inference operator and its prerequisites. Default: true."""
+    addon_versions: Mapping[str, str] = field(default_factory=dict)
+    """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version."""
+
+
+class HyperPodEksCluster(Construct):
+    """A HyperPod cluster on EKS whose NVMe instance groups can hold model caches.
+
+    ``node.default_child`` is the ``AWS::SageMaker::Cluster`` (``CfnCluster``).
+    """
+
+    def __init__(self, scope: Construct, id: str, props: HyperPodEksClusterProps) -> None:
+        super().__init__(scope, id)
+        _validate(self, props)
+        self.vpc = props.vpc or self._new_vpc(props)
+        self.security_group = ec2.SecurityGroup(
+            self, "ClusterSecurityGroup", vpc=self.vpc, allow_all_outbound=True,
+            description="HyperPod nodes and EKS control plane: all traffic within the group",
+        )
+        self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "intra-cluster traffic")
+        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        self.private_subnet_ids = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
+
+        self.eks_cluster = eks.Cluster(
+            self, "Eks",
+            version=eks.KubernetesVersion.of(props.kubernetes_version),
+            vpc=self.vpc,
+            vpc_subnets=[private],
+            security_group=self.security_group,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            endpoint_access=eks.EndpointAccess.PUBLIC_AND_PRIVATE if props.endpoint_public_access
+            else eks.EndpointAccess.PRIVATE,
+            cluster_logging=list(_ALL_CONTROL_PLANE_LOGS),
+            secrets_encryption_key=kms.Key(self, "SecretsKey", enable_key_rotation=True,
+                                           description="EKS secrets envelope encryption"),
+            bootstrap_cluster_creator_admin_permissions=False,
+            # Applies the packaged HyperPod dependency manifests; kubectl matches the control plane.
+            kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=_kubectl_layer(self, props)),
+        )
+        self._grant_admins(props)
+        core = [addon(self, name, self.eks_cluster, props.addon_versions) for name in CORE_ADDONS]
+        self.dependencies = HyperPodDependencies(self, "HyperPodDependencies", cluster=self.eks_cluster,
+                                                 region=_region(self), after=core)
+
+        self.lifecycle_bucket = self._lifecycle_bucket()
+        self.execution_role = self._execution_role()
+        self.instance_groups: dict[str, InstanceGroup] = {
+            g.name: InstanceGroup(g.name, g.instance_type, g.instance_count, instance_spec(g.instance_type),
+                                  g.holds_caches)
+            for g in props.instance_groups
+        }
+        self._resource = sagemaker.CfnCluster(
+            self, "Resource",
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(cluster_arn=self.eks_cluster.cluster_arn)
+            ),
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[self.security_group.security_group_id], subnets=self.private_subnet_ids
+            ),
+            node_recovery=props.node_recovery,
+            instance_groups=[self._instance_group(g) for g in props.instance_groups],
+        )
+        self._resource.node.add_dependency(self.dependencies, self._lifecycle_upload)
+        self.node.default_child = self._resource
+        self.cluster_arn = self._resource.attr_cluster_arn
+        self.cluster_name = self._resource.ref
+
+        self.inference_operator: InferenceOperator | None = None
+        if props.install_inference_operator:
+            self.inference_operator = InferenceOperator(
+                self, "InferenceOperator", cluster=self.eks_cluster, hyperpod_cluster_arn=self.cluster_arn,
+                versions=props.addon_versions, after=[self._resource],
+            )
+
+    # -- public API ----------------------------------------------------------------------
+
+    def instance_group(self, name: str) -> InstanceGroup:
+        """The instance group called ``name``; raises naming the groups that exist."""
+        try:
+            return self.instance_groups[name]
+        except KeyError:
+            raise ValueError(
+                f"{self.node.path}: no instance group {name!r}; groups: {', '.join(self.instance_groups)}"
+            ) from None
+
+    def cache_group(self, name: str) -> InstanceGroup:
+        """The instance group ``name``, which must have local NVMe to hold model caches."""
+        group = self.instance_group(name)
+        if not group.spec.has_nvme:
+            raise ValueError(
+                f"{self.node.path}: instance group {name!r} ({group.instance_type}) has no local NVMe "
+                "and cannot hold model caches"
+            )
+        return group
+
+    def grant_describe(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` describe this HyperPod cluster and its nodes."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+            resource_arns=[self.cluster_arn],
+        )
+
+    # -- building blocks -----------------------------------------------------------------
+
+    def _new_vpc(self, props: HyperPodEksClusterProps) -> ec2.Vpc:
+        zones = {"availability_zones": list(props.availability_zones)} if props.availability_zones \
+            else {"max_azs": props.max_azs}
+        vpc = ec2.Vpc(
+            self, "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(props.vpc_cidr),
+            nat_gateways=props.nat_gateways,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                # HyperPod gives every pod a VPC IP: large private subnets.
+                ec2.SubnetConfiguration(name="hyperpod", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                                        cidr_mask=18),
+            ],
+            gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
+            restrict_default_security_group=True,
+            **zones,
+        )
+        vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+            logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)))
+        return vpc
+
+    def _grant_admins(self, props: HyperPodEksClusterProps) -> None:
+        admins = list(props.admin_principal_arns)
+        if not admins:
+            self.admin_role = iam.Role(
+                self, "AdminRole", assumed_by=iam.AccountRootPrincipal(),
+                description="Cluster administrators of the HyperPod EKS cluster",
+            )
+            admins = [self.admin_role.role_arn]
+        policy = eks.AccessPolicy.from_access_policy_name(
+            "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)
+        for index, arn in enumerate(admins):
+            self.eks_cluster.grant_access(f"Admin{index}", arn, [policy])
+
+    def _lifecycle_bucket(self) -> s3.Bucket:
+        bucket = s3.Bucket(
+            self, "LifecycleScripts",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        self._lifecycle_upload = s3deploy.BucketDeployment(
+            self, "LifecycleScriptsUpload",
+            sources=[s3deploy.Source.asset(str(_LIFECYCLE_DIR))],
+            destination_bucket=bucket,
+            destination_key_prefix=_LIFECYCLE_PREFIX,
+        )
+        return bucket
+
+    def _execution_role(self) -> iam.Role:
+        role = iam.Role(
+            self, "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="HyperPod node execution role",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy"),
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKS_CNI_Policy"),
+            ],
+        )
+        # The managed policy only covers buckets named sagemaker-*: grant the lifecycle prefix explicitly.
+        self.lifecycle_bucket.grant_read(role, f"{_LIFECYCLE_PREFIX}/*")
+        role.add_to_policy(iam.PolicyStatement(
+            sid="PullServingImages",
+            actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            resources=[cdk.Stack.of(self).format_arn(service="ecr", account="*", resource="repository",
+                                                     resource_name="*")],
+        ))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
+            resources=[self.eks_cluster.cluster_arn]))
+        return role
+
+    def _instance_group(self, group: InstanceGroupConfig) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        storage = None
+        if group.ebs_volume_gb:
+            storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                    volume_size_in_gb=group.ebs_volume_gb))]
+        kubernetes = None
+        if group.labels or group.taints:
+            kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+                labels=dict(group.labels) or None,
+                taints=[sagemaker.CfnCluster.ClusterKubernetesTaintProperty(key=t.key, value=t.value or None,
+                                                                           effect=t.effect)
+                        for t in group.taints] or None,
+            )
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.instance_count,
+            execution_role=self.execution_role.role_arn,
+            threads_per_core=group.threads_per_core,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=self.lifecycle_bucket.s3_url_for_object(_LIFECYCLE_PREFIX),
+                on_create="on_create.sh",
+            ),
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            instance_storage_configs=storage,
+            kubernetes_config=kubernetes,
+        )
+
+
+_ALL_CONTROL_PLANE_LOGS = (
+    eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER,
+)
+
+
+def _region(scope: Construct) -> str:
+    region = cdk.Stack.of(scope).region
+    if cdk.Token.is_unresolved(region):
+        raise ValueError(f"{scope.node.path}: HyperPodEksCluster needs a stack with a concrete region "
+                         "(HyperPod's health monitoring agent image is published per region)")
+    return region
+
+
+def _kubectl_layer(scope: Construct, props: HyperPodEksClusterProps):
+    """A kubectl within one minor version of the control plane, as kubectl's skew policy requires."""
+    minor = int(props.kubernetes_version.split(".")[1])
+    if minor <= 31:
+        from aws_cdk.lambda_layer_kubectl_v31 import KubectlV31Layer
+        return KubectlV31Layer(scope, "KubectlLayer")
+    if minor <= 33:
+        from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+        return KubectlV33Layer(scope, "KubectlLayer")
+    from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
+    return KubectlV34Layer(scope, "KubectlLayer")
+
+
+def _validate(scope: Construct, props: HyperPodEksClusterProps) -> None:
+    """Construct-level rules (each group is already a validated InstanceGroupConfig)."""
+    path = scope.node.path
+    if not props.instance_groups:
+        raise ValueError(f"{path}: instance_groups needs at least one instance group")
+    names = [g.name for g in props.instance_groups]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: instance_groups names must be unique, got {names}")
+    if not cdk.Token.is_unresolved(props.kubernetes_version):
+        if props.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(f"{path}: kubernetes_version {props.kubernetes_version!r} is not supported; "
+                             f"allowed: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+    if props.node_recovery not in ("Automatic", "None"):
+        raise ValueError(f"{path}: node_recovery {props.node_recovery!r}; allowed: Automatic, None")

@@ -1,0 +1,167 @@
+"""Per-environment configuration: the ``environments`` object in ``cdk.json`` context.
+
+Every environment (dev, staging, prod, ...) is parsed into a frozen, validated
+:class:`EnvironmentConfig`. A bad value fails synth before anything deploys, with one
+:class:`ConfigError` that lists every problem as ``environments.<env>.<field path>: <value> -- <rule>``.
+An environment given as ``{}`` is the small embedded default (one ml.g5.xlarge cache group),
+which is what ``dev`` uses out of the box.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .catalog import CATALOG, instance_spec
+
+SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, reported with the environment and the field path."""
+
+
+class _Model(BaseModel):
+    """Strict base: unknown keys and type coercions are errors, models are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Taint(_Model):
+    key: str = Field(min_length=1, max_length=253)
+    value: str = Field(default="", max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class InstanceGroupConfig(_Model):
+    """One HyperPod instance group (``ClusterInstanceGroup``)."""
+
+    name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
+    instance_type: str = Field(description="an ml.* type from hyperwarm's instance catalog")
+    instance_count: int = Field(default=1, ge=0, le=1000)
+    threads_per_core: Literal[1, 2] = 1
+    deep_health_checks: tuple[Literal["InstanceStress", "InstanceConnectivity"], ...] = ()
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] | None = Field(
+        default=None, description="extra EBS volume mounted at /opt/sagemaker; none by default"
+    )
+    holds_caches: bool = Field(
+        default=False, description="whether model weights and images are cached on this group's NVMe"
+    )
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in CATALOG:
+            raise ValueError(f"unknown instance type; allowed: {', '.join(sorted(CATALOG))}")
+        return value
+
+    @model_validator(mode="after")
+    def _rules(self) -> "InstanceGroupConfig":
+        if self.holds_caches and not instance_spec(self.instance_type).has_nvme:
+            with_nvme = sorted(t for t, s in CATALOG.items() if s.has_nvme)
+            raise ValueError(
+                f"instance group {self.name!r} holds caches but {self.instance_type} has no local NVMe; "
+                f"use a type with NVMe ({', '.join(with_nvme)}) or set holds_caches false"
+            )
+        if self.taints and self.deep_health_checks:
+            raise ValueError(
+                f"instance group {self.name!r}: custom taints are not allowed while deep health checks are on"
+            )
+        return self
+
+
+class VpcConfig(_Model):
+    """A new VPC (the default) or an existing one named by id with its private subnets."""
+
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = ()
+    availability_zones: tuple[Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")], ...] = Field(
+        default=(), description="AZs to use; empty means Fn::GetAZs picks max_azs of the region's zones"
+    )
+    cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
+    max_azs: int = Field(default=2, ge=2, le=6)
+    nat_gateways: int = Field(default=1, ge=1, le=6)
+
+    @model_validator(mode="after")
+    def _existing(self) -> "VpcConfig":
+        if self.vpc_id and not self.private_subnet_ids:
+            raise ValueError("an existing vpc_id needs private_subnet_ids (one per availability zone)")
+        if self.vpc_id and len(self.availability_zones) != len(self.private_subnet_ids):
+            raise ValueError("an existing vpc_id needs one availability_zones entry per private subnet")
+        if not self.vpc_id and self.private_subnet_ids:
+            raise ValueError("private_subnet_ids are only used with an existing vpc_id")
+        return self
+
+
+def _default_groups() -> tuple[InstanceGroupConfig, ...]:
+    return (InstanceGroupConfig(name="inference", instance_type="ml.g5.xlarge", holds_caches=True),)
+
+
+class EnvironmentConfig(_Model):
+    """Everything one deployment environment needs; ``{}`` is a small, working dev default."""
+
+    account: str | None = Field(default=None, pattern=r"^\d{12}$", description="none: environment-agnostic")
+    region: str = Field(default="us-west-2", pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    vpc: VpcConfig = Field(default_factory=VpcConfig)
+    kubernetes_version: Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"] = "1.33"
+    endpoint_public_access: bool = Field(
+        default=False, description="expose the EKS API publicly (private-only by default)"
+    )
+    instance_groups: tuple[InstanceGroupConfig, ...] = Field(default_factory=_default_groups, min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_groups(self) -> "EnvironmentConfig":
+        names = [g.name for g in self.instance_groups]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"instance group names must be unique; repeated: {', '.join(dupes)}")
+        if len(self.vpc.availability_zones) not in (0, *range(2, 7)):
+            raise ValueError("vpc.availability_zones needs 2..6 zones (or none for Fn::GetAZs)")
+        return self
+
+    def instance_group(self, name: str) -> InstanceGroupConfig:
+        for group in self.instance_groups:
+            if group.name == name:
+                return group
+        raise KeyError(name)
+
+
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
+
+
+def _format(env: str, error: Mapping[str, Any]) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"environments.{env}{path}: {error.get('input')!r} -- {message}"
+
+
+def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
+    """Validate one environment; raises :class:`ConfigError` listing every problem."""
+    if not _ENV_NAME.match(name):
+        raise ConfigError(f"environments.{name}: environment names are 1..21 lower-case letters, digits or hyphens")
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"environments.{name}: {raw!r} -- must be an object")
+    try:
+        # JSON mode: strict about types, yet JSON arrays become tuples as they should.
+        return EnvironmentConfig.model_validate_json(json.dumps(raw))
+    except ValidationError as exc:
+        lines = [_format(name, e) for e in exc.errors(include_url=False)]
+        raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
+
+
+def parse_environments(raw: Any) -> dict[str, EnvironmentConfig]:
+    """Validate the whole ``environments`` context object (``None`` means dev with defaults)."""
+    if raw is None:
+        raw = {"dev": {}}
+    if not isinstance(raw, Mapping) or not raw:
+        raise ConfigError(f"environments: {raw!r} -- must be a non-empty object of environment name -> settings")
+    return {name: parse_environment(name, value) for name, value in raw.items()}

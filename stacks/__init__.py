@@ -1,0 +1,1 @@
+"""Per-environment composition of hyperwarm's constructs into deployable stacks."""

@@ -1,0 +1,55 @@
+"""Build the CDK app: one set of stacks per environment in ``cdk.json``'s ``environments``.
+
+``-c env=prod`` (or ``env=dev,prod``) limits the app to those environments, so ``cdk deploy``
+targets one; without it every environment is synthesized.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from hyperwarm import EnvironmentConfig, parse_environments
+
+from .cluster_stack import ClusterStack
+
+
+def stack_name(env_name: str, part: str) -> str:
+    return f"hyperwarm-{env_name}-{part}"
+
+
+def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
+    environments = parse_environments(app.node.try_get_context("environments"))
+    wanted = app.node.try_get_context("env")
+    if not wanted:
+        return environments
+    names = [n.strip() for n in str(wanted).split(",") if n.strip()]
+    unknown = [n for n in names if n not in environments]
+    if unknown:
+        raise ValueError(f"-c env={wanted}: unknown environment(s) {unknown}; configured: {sorted(environments)}")
+    return {n: environments[n] for n in names}
+
+
+def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
+    """Every stack of one environment, keyed by part name."""
+    env = cdk.Environment(account=config.account, region=config.region)
+    tags = {"hyperwarm:environment": env_name}
+    cluster = ClusterStack(app, stack_name(env_name, "cluster"), config=config, env=env, tags=tags,
+                           description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
+    return {"cluster": cluster}
+
+
+def build_app(outdir: str | None = None, context: Mapping[str, Any] | None = None,
+              nag: bool = True) -> cdk.App:
+    """The whole app; ``context`` overrides cdk.json (tests use it)."""
+    kwargs: dict[str, Any] = {"outdir": outdir} if outdir else {}
+    if context is not None:
+        kwargs["context"] = dict(context)
+    app = cdk.App(**kwargs)
+    for env_name, config in selected_environments(app).items():
+        add_environment(app, env_name, config)
+    if nag:
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app

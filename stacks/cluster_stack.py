@@ -1,0 +1,31 @@
+"""``hyperwarm-<env>-cluster``: VPC, EKS and the HyperPod cluster with its NVMe instance groups."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from hyperwarm import EnvironmentConfig, HyperPodEksCluster, HyperPodEksClusterProps
+
+
+class ClusterStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        vpc = None
+        if config.vpc.vpc_id:
+            vpc = ec2.Vpc.from_vpc_attributes(
+                self, "ExistingVpc", vpc_id=config.vpc.vpc_id,
+                availability_zones=list(config.vpc.availability_zones),
+                private_subnet_ids=list(config.vpc.private_subnet_ids),
+            )
+        self.cluster = HyperPodEksCluster(self, "HyperPod", HyperPodEksClusterProps(
+            instance_groups=config.instance_groups,
+            kubernetes_version=config.kubernetes_version,
+            vpc=vpc,
+            availability_zones=config.vpc.availability_zones,
+            vpc_cidr=config.vpc.cidr,
+            max_azs=config.vpc.max_azs,
+            nat_gateways=config.vpc.nat_gateways,
+            endpoint_public_access=config.endpoint_public_access,
+        ))

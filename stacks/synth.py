@@ -1,0 +1,43 @@
+"""``make synth``: synthesize every environment into cdk.out/ and print what was built."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .app import build_app, selected_environments
+from .summary import environment_rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--outdir", default="cdk.out")
+    parser.add_argument("--env", help="comma-separated environments (default: all)")
+    args = parser.parse_args(argv)
+    console = Console()
+    context = json.loads(Path("cdk.json").read_text())["context"]
+    if args.env:
+        context["env"] = args.env
+    start = time.perf_counter()
+    with console.status("synthesizing ..."):
+        app = build_app(outdir=args.outdir, context=context)
+        assembly = app.synth()
+    console.print(f"synthesized {len(assembly.stacks)} stacks into {args.outdir}/ "
+                  f"in {time.perf_counter() - start:.1f} s")
+    for env_name, config in selected_environments(app).items():
+        table = Table(title=f"environment {env_name} ({config.region})", title_justify="left")
+        for column in ("stack", "resources", "details"):
+            table.add_column(column)
+        for row in environment_rows(assembly, env_name, config):
+            table.add_row(*row)
+        console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
