@@ -18,6 +18,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
+from .nag import acknowledge
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
@@ -101,6 +102,8 @@ class InferenceOperator(Construct):
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
         )
+        acknowledge(self.tls_bucket, "S1", "holds only the operator's generated TLS certificates; "
+                    "written and read by the operator role alone, no user data to audit")
         self.roles = self._roles(provider)
         self.tls_bucket.grant_read_write(self.roles.execution)
         self.roles.execution.add_to_policy(iam.PolicyStatement(
