@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
-from .nag import acknowledge
+from .nag import acknowledge, logical_id, managed_policy
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
@@ -102,12 +102,15 @@ class InferenceOperator(Construct):
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
         )
-        acknowledge(self.tls_bucket, "S1", "holds only the operator's generated TLS certificates; "
-                    "written and read by the operator role alone, no user data to audit")
+        acknowledge(self.tls_bucket, "holds only the operator's generated TLS certificates, written and "
+                    "read by the operator role alone", "S1")
         self.roles = self._roles(provider)
-        self.tls_bucket.grant_read_write(self.roles.execution)
         self.roles.execution.add_to_policy(iam.PolicyStatement(
-            sid="TagTlsObjects", actions=["s3:PutObjectTagging"], resources=[self.tls_bucket.arn_for_objects("*")]))
+            sid="ManageTlsCertificates",
+            actions=["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"],
+            resources=[self.tls_bucket.arn_for_objects("*")]))
+        acknowledge(self.roles.execution, "the operator writes one certificate object per endpoint into its "
+                    "own TLS bucket", f"IAM5[Resource::<{logical_id(self.tls_bucket)}.Arn>/*]")
 
         prerequisites = [
             addon(self, "cert-manager", cluster, versions, after=after),
@@ -139,6 +142,8 @@ class InferenceOperator(Construct):
             "HyperPod inference operator", extra_principals=[iam.ServicePrincipal("sagemaker.amazonaws.com")])
         execution.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess"))
+        acknowledge(execution, "the operator add-on documents this AWS-managed policy; AWS keeps it in step "
+                    "with the operator's API use", managed_policy("AmazonSageMakerHyperPodInferenceAccess"))
         s3_csi = irsa_role(self, "S3CsiRole", provider, "kube-system:s3-csi-driver-sa",
                            "Mountpoint for S3 CSI driver: read-only access to granted model prefixes")
         load_balancer = irsa_role(self, "LoadBalancerRole", provider,
@@ -146,6 +151,9 @@ class InferenceOperator(Construct):
                                   "Load balancer controller of the HyperPod inference operator")
         load_balancer.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("ElasticLoadBalancingFullAccess"))
+        acknowledge(load_balancer, "the operator's load balancer controller creates and deletes a load balancer "
+                    "per inference endpoint, whose names are not known at synth",
+                    managed_policy("ElasticLoadBalancingFullAccess"))
         keda = irsa_role(self, "KedaRole", provider, f"{OPERATOR_NAMESPACE}:keda-operator",
                          "KEDA autoscaler of the HyperPod inference operator: read metrics")
         keda.add_to_policy(iam.PolicyStatement(
@@ -154,4 +162,6 @@ class InferenceOperator(Construct):
                      "aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
             resources=["*"],
         ))
+        acknowledge(keda, "CloudWatch and Prometheus metric reads have no resource-level permissions",
+                    "IAM5[Resource::*]")
         return InferenceOperatorRoles(execution, s3_csi, load_balancer, keda)

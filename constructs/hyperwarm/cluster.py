@@ -27,6 +27,7 @@ from constructs import Construct
 from .addons import CORE_ADDONS, HyperPodDependencies, InferenceOperator, addon
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
+from .nag import acknowledge, logical_id, managed_policy
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
@@ -128,6 +129,9 @@ class HyperPodEksCluster(Construct):
             # Applies the packaged HyperPod dependency manifests; kubectl matches the control plane.
             kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=_kubectl_layer(self, props)),
         )
+        acknowledge(self.eks_cluster, "the EKS control-plane service role requires the AWS-managed "
+                    "AmazonEKSClusterPolicy", managed_policy("AmazonEKSClusterPolicy"))
+        _acknowledge_kubectl_provider(self.eks_cluster)
         self._grant_admins(props)
         core = [addon(self, name, self.eks_cluster, props.addon_versions) for name in CORE_ADDONS]
         self.dependencies = HyperPodDependencies(self, "HyperPodDependencies", cluster=self.eks_cluster,
@@ -236,12 +240,15 @@ class HyperPodEksCluster(Construct):
             versioned=True,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
+        acknowledge(bucket, "holds only the lifecycle scripts this stack uploads; they are versioned "
+                    "and changed by deployments alone, which CloudTrail already records", "S1")
         self._lifecycle_upload = s3deploy.BucketDeployment(
             self, "LifecycleScriptsUpload",
             sources=[s3deploy.Source.asset(str(_LIFECYCLE_DIR))],
             destination_bucket=bucket,
             destination_key_prefix=_LIFECYCLE_PREFIX,
         )
+        _acknowledge_bucket_deployment(cdk.Stack.of(self), bucket)
         return bucket
 
     def _execution_role(self) -> iam.Role:
@@ -255,7 +262,12 @@ class HyperPodEksCluster(Construct):
             ],
         )
         # The managed policy only covers buckets named sagemaker-*: grant the lifecycle prefix explicitly.
-        self.lifecycle_bucket.grant_read(role, f"{_LIFECYCLE_PREFIX}/*")
+        role.add_to_policy(iam.PolicyStatement(
+            sid="ReadLifecycleScripts", actions=["s3:GetObject"],
+            resources=[self.lifecycle_bucket.arn_for_objects(f"{_LIFECYCLE_PREFIX}/*")]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[self.lifecycle_bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{_LIFECYCLE_PREFIX}/*"]}}))
         role.add_to_policy(iam.PolicyStatement(
             sid="PullServingImages",
             actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
@@ -267,6 +279,14 @@ class HyperPodEksCluster(Construct):
         role.add_to_policy(iam.PolicyStatement(
             sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
             resources=[self.eks_cluster.cluster_arn]))
+        acknowledge(role, "HyperPod requires these AWS-managed policies on the node role; AWS updates them "
+                    "with the service", managed_policy("AmazonSageMakerClusterInstanceRolePolicy"),
+                    managed_policy("AmazonEKS_CNI_Policy"))
+        acknowledge(role, "nodes read every script under the lifecycle prefix of this stack's own bucket",
+                    f"IAM5[Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{_LIFECYCLE_PREFIX}/*]")
+        acknowledge(role, "pull-only ECR actions: serving images live in AWS-owned accounts' repositories "
+                    "(Deep Learning Containers) as well as the user's own", f"IAM5[Resource::arn:<AWS::Partition>:ecr:{cdk.Stack.of(self).region}:*:repository/*]")
+        acknowledge(role, "ecr:GetAuthorizationToken has no resource-level permissions", "IAM5[Resource::*]")
         return role
 
     def _instance_group(self, group: InstanceGroupConfig) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
@@ -303,6 +323,48 @@ _ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
     eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER,
 )
+
+
+def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
+    """Findings on the kubectl provider aws-cdk-lib adds to apply manifests."""
+    acknowledge(cluster, "aws-cdk-lib's kubectl handler only writes its own logs and runs in the cluster's "
+                "private subnets to reach a private EKS API",
+                managed_policy("service-role/AWSLambdaBasicExecutionRole"),
+                managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
+    acknowledge(cluster, "aws-cdk-lib's kubectl handler pulls chart images read-only, as aws-cdk-lib designs it",
+                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
+                'IAM4[Policy::{"Fn::If":["' + _kubectl_logical_id(cluster, "Handler", "HasEcrPublic")
+                + '",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
+                '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]')
+    acknowledge(cluster, "the provider framework may invoke only the kubectl handler and its versions",
+                f"IAM5[Resource::<{_kubectl_logical_id(cluster, 'Handler')}.Arn>:*]")
+    acknowledge(cluster, "runtimes of aws-cdk-lib's own deployment-time handlers are chosen by aws-cdk-lib "
+                "and move with its upgrades", "L1")
+
+
+def _kubectl_logical_id(cluster: eks.Cluster, *path: str) -> str:
+    node = cluster.node.find_child("KubectlProvider")
+    for child in path:
+        node = node.node.find_child(child)
+    return logical_id(node)
+
+
+def _acknowledge_bucket_deployment(stack: cdk.Stack, bucket: s3.IBucket) -> None:
+    """Findings on aws-cdk-lib's singleton bucket-deployment handler (a child of the stack)."""
+    for handler in stack.node.children:
+        if handler.node.id.startswith("Custom::CDKBucketDeployment"):
+            acknowledge(handler, "aws-cdk-lib's bucket-deployment handler copies the asset from the CDK "
+                        "assets bucket into the lifecycle bucket; it only writes its own logs",
+                        managed_policy("service-role/AWSLambdaBasicExecutionRole"))
+            acknowledge(handler, "aws-cdk-lib grants its bucket-deployment handler these S3 action groups on "
+                        "the CDK assets bucket and the lifecycle bucket only",
+                        *(f"IAM5[Action::s3:{a}]" for a in ("GetObject*", "GetBucket*", "List*",
+                                                             "DeleteObject*", "Abort*")),
+                        f"IAM5[Resource::<{logical_id(bucket)}.Arn>/*]",
+                        f"IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-"
+                        f"{stack.region}/*]")
+            acknowledge(handler, "runtime of aws-cdk-lib's own bucket-deployment handler is chosen by "
+                        "aws-cdk-lib and moves with its upgrades", "L1")
 
 
 def _region(scope: Construct) -> str:

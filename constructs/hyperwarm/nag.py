@@ -1,4 +1,8 @@
-"""cdk-nag acknowledgments, kept next to the resource they excuse, each with its reason."""
+"""cdk-nag acknowledgments, kept next to the resource they excuse, each with its reason.
+
+cdk-nag 3 matches an acknowledgment to a finding's exact id, so wildcard findings are named in
+full (``IAM5[Action::s3:GetObject*]``); an acknowledgment covers the scope and its children.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,21 @@ import aws_cdk as cdk
 from constructs import IConstruct
 
 
-def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
-    """Acknowledge AwsSolutions ``rule`` (e.g. ``IAM5`` or ``IAM5[Action::s3:GetObject*]``) on ``scope``."""
+def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
+    """Acknowledge AwsSolutions ``rules`` (e.g. ``S1``, ``IAM5[Resource::*]``) on ``scope`` for ``reason``."""
     if len(reason) < 30:
-        raise ValueError(f"acknowledgment of {rule} on {scope.node.path} needs a specific reason, got {reason!r}")
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
+        raise ValueError(f"acknowledgment of {rules} on {scope.node.path} needs a specific reason, got {reason!r}")
+    for rule in rules:
+        cdk.Validations.of(scope).acknowledge(
+            cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
+
+
+def managed_policy(name: str) -> str:
+    """The finding id of AWS-managed policy ``name`` (e.g. ``service-role/AWSLambdaBasicExecutionRole``)."""
+    return f"IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]"
+
+
+def logical_id(construct: IConstruct) -> str:
+    """The logical id cdk-nag prints for ``construct``'s CloudFormation resource."""
+    resource = construct.node.default_child or construct
+    return cdk.Stack.of(construct).resolve(resource.logical_id)  # type: ignore[attr-defined]
