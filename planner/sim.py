@@ -1,0 +1,279 @@
+"""Discrete-event model of one SageMaker endpoint variant.
+
+Why this model: prefix-aware routing pays off only through the prefill work
+it saves, so the model keeps exactly what decides that -- which instance
+holds which prompt prefix, how much prefill each request still has to do,
+and how queues build up -- and nothing else.
+
+* **KV prefix cache** per instance: capacity in tokens, counted in whole
+  blocks of ``block_tokens`` (vLLM caches full blocks only; a trailing
+  partial block is recomputed).  Eviction is LRU.  The unit kept in the LRU
+  is a run of blocks that always travel together (one prompt segment, see
+  :mod:`planner.workloads`); blocks are touched child-first so a shared
+  parent is always more recent than its children and leaves are evicted
+  first, as vLLM frees blocks in reverse order.  This equals block-level
+  LRU except that a run is evicted whole instead of block by block.
+* **Prefill** is compute-bound and serialised per instance (FIFO, one
+  prefill at a time): service time = ``overhead_ms`` + uncached tokens /
+  ``prefill_tokens_per_s``.  TTFT = queueing + prefill (+ the router's own
+  overhead).  Cached tokens cost nothing; vLLM always recomputes at least
+  the last prompt token.
+* **Decode** runs concurrently after prefill; time per output token grows
+  with the number of in-flight sequences on the instance:
+  ``tpot_ms x (1 + inflight / decode_knee)``.  A request is *in flight*
+  from routing until its last token; that count drives
+  LEAST_OUTSTANDING_REQUESTS, the prefix-aware spill threshold and
+  KV_AWARE's load term.
+* Arrivals are open-loop (the trace's timestamps).  The cache is updated
+  when the request is routed.
+
+Memory is bounded by the caches, the in-flight heap and a fixed TTFT
+histogram (log bins, 1 % wide), never by the trace length.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from .strategies import PrefixAware, Strategy
+from .workloads import Workload
+
+
+@dataclass(frozen=True)
+class InstanceModel:
+    """Performance model of one instance (defaults: Llama 3.1 70B in BF16,
+    tensor-parallel over the 8 H100s of an ml.p5.48xlarge, vLLM).
+
+    * ``kv_capacity_tokens``: (8 x 80 GB x 0.90 utilisation - 141 GB weights
+      - ~15 GB activations/graphs) / 320 KiB of KV per token (80 layers x
+      8 KV heads x 128 dims x 2 (K,V) x 2 bytes) = ~1.28 M tokens.
+    * ``prefill_tokens_per_s``: 2 x 70e9 FLOP per token at ~50 % of the
+      8 x 989 TFLOP/s dense BF16 peak = ~28,300 tokens/s.
+    * ``overhead_ms``: SageMaker front end, HTTP, scheduling and the first
+      forward/decode step: TTFT of a fully cached prompt.
+    * ``tpot_ms``: ~25 ms per output token at small batch, memory-bound.
+    """
+
+    kv_capacity_tokens: int = 1_280_000
+    block_tokens: int = 16
+    prefill_tokens_per_s: float = 28_300.0
+    overhead_ms: float = 45.0
+    tpot_ms: float = 25.0
+    decode_knee: float = 64.0
+
+    def __post_init__(self) -> None:
+        for name, lo in (
+            ("kv_capacity_tokens", 1),
+            ("block_tokens", 1),
+            ("prefill_tokens_per_s", 1e-9),
+            ("overhead_ms", 0.0),
+            ("tpot_ms", 0.0),
+            ("decode_knee", 1e-9),
+        ):
+            v = getattr(self, name)
+            if v is None or v < lo:
+                raise ValueError(f"{name}={v!r} is outside the allowed range >= {lo}")
+        if self.kv_capacity_tokens < self.block_tokens:
+            raise ValueError(
+                f"kv_capacity_tokens={self.kv_capacity_tokens} is outside the allowed range "
+                f">= block_tokens ({self.block_tokens})"
+            )
+
+
+# TTFT histogram: bin = int(ln(ms) * 100) + offset, i.e. 1 % relative width,
+# covering 0.01 ms .. ~1e9 ms.
+_BINS_PER_E = 100
+_OFFSET = 461
+_NBINS = 2600
+
+
+def _percentile(hist: List[int], total: int, q: float) -> float:
+    if total == 0:
+        return float("nan")
+    target = q * total
+    acc = 0
+    for idx, c in enumerate(hist):
+        acc += c
+        if acc >= target and c:
+            return math.exp((idx - _OFFSET + 0.5) / _BINS_PER_E)
+    return float("nan")
+
+
+@dataclass
+class StrategyResult:
+    """What one strategy did on one workload."""
+
+    strategy: str
+    params: Dict[str, object]
+    requests: int
+    kv_hit_rate: float
+    ttft_ms: Dict[str, float]
+    ttft_mean_ms: float
+    throughput_rps: float
+    instance_share: List[float]
+    spill_rate: float
+    remap: Optional[Dict[str, float]] = None
+    label: str = ""
+    routing: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def max_share_deviation(self) -> float:
+        """Largest relative distance of any instance's share from fair."""
+        n = len(self.instance_share)
+        fair = 1.0 / n
+        return max(abs(s - fair) for s in self.instance_share) / fair
+
+    def to_dict(self) -> Dict[str, object]:
+        d = asdict(self)
+        d.pop("strategy")
+        d.pop("label")
+        return d
+
+
+def simulate(
+    workload: Workload,
+    strategy: Strategy,
+    n_instances: int,
+    model: InstanceModel = InstanceModel(),
+    *,
+    seed: int = 0,
+    progress: Optional[Callable[[int], None]] = None,
+) -> StrategyResult:
+    """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
+
+    ``progress(k)`` is called with the number of new requests done every
+    65,536 requests and at the end.
+    """
+    if not isinstance(n_instances, int) or n_instances < 1:
+        raise ValueError(f"instances={n_instances!r} is outside the allowed range >= 1")
+    n = n_instances
+    B = model.block_tokens
+    ncache = 1 if strategy.shared_cache else n
+    cap = (model.kv_capacity_tokens // B) * (n if strategy.shared_cache else 1)
+    caches = [OrderedDict() for _ in range(ncache)]
+    used = [0] * ncache
+    inflight = [0] * n
+    free_at = [0.0] * n
+    counts = [0] * n
+    heap: list = []
+    hist = [0] * _NBINS
+    route = strategy.bind(n, caches, inflight, workload, seed)
+
+    per_tok = 1.0 / model.prefill_tokens_per_s
+    ovh = model.overhead_ms / 1000.0
+    tpot = model.tpot_ms / 1000.0
+    knee = model.decode_knee
+    r_ovh = strategy.routing_overhead_ms / 1000.0
+    shared = strategy.shared_cache
+    log = math.log
+    push, pop = heapq.heappush, heapq.heappop
+    hi_bin = _NBINS - 1
+
+    total = 0
+    tok_in = 0
+    tok_hit = 0
+    ttft_sum = 0.0
+    t_first = None
+    t_last = 0.0
+    last_done = 0.0
+    tick = 0
+
+    for req in workload:
+        t, inp, out, segs, out_key, _body = req
+        if t < t_last:
+            t = t_last  # tolerate slightly unordered traces
+        t_last = t
+        if t_first is None:
+            t_first = t
+        while heap and heap[0][0] <= t:
+            inflight[pop(heap)[1]] -= 1
+
+        # prompt as (key, full blocks owned) runs
+        sb = []
+        pb = 0
+        for key, end in segs:
+            eb = end // B
+            if eb > pb:
+                sb.append((key, eb - pb))
+                pb = eb
+
+        i = route(req, sb)
+        ci = 0 if shared else i
+        c = caches[ci]
+
+        hitb = 0
+        for key, nb in sb:
+            if key in c:
+                hitb += nb
+            else:
+                break
+        u = used[ci]
+        if out_key is not None:
+            ob = (inp + out) // B - pb
+            if ob > 0:
+                if out_key in c:
+                    c.move_to_end(out_key)
+                else:
+                    c[out_key] = ob
+                    u += ob
+        for key, nb in reversed(sb):
+            if key in c:
+                c.move_to_end(key)
+            else:
+                c[key] = nb
+                u += nb
+        while u > cap and c:
+            u -= c.popitem(last=False)[1]
+        used[ci] = u
+
+        hit = hitb * B
+        if hit >= inp:
+            hit = inp - 1 if inp > 0 else 0
+        start = free_at[i]
+        if start < t:
+            start = t
+        end_pf = start + ovh + (inp - hit) * per_tok
+        free_at[i] = end_pf
+        ttft = end_pf - t + r_ovh
+        done = end_pf + out * tpot * (1.0 + inflight[i] / knee)
+        if done > last_done:
+            last_done = done
+        push(heap, (done, i))
+        inflight[i] += 1
+        counts[i] += 1
+
+        b = int(log(ttft * 1000.0) * _BINS_PER_E) + _OFFSET
+        hist[b if b < hi_bin else hi_bin] += 1
+        ttft_sum += ttft
+        tok_in += inp
+        tok_hit += hit
+        total += 1
+        tick += 1
+        if tick == 65536:
+            if progress is not None:
+                progress(tick)
+            tick = 0
+
+    if progress is not None and tick:
+        progress(tick)
+
+    span = (last_done - t_first) if total and t_first is not None else 0.0
+    pct = {f"p{q}": _percentile(hist, total, q / 100) * 1.0 for q in (50, 90, 95, 99)}
+    remap = strategy.remap(n) if isinstance(strategy, PrefixAware) and n > 1 else None
+    return StrategyResult(
+        strategy=strategy.name,
+        params=strategy.params(),
+        requests=total,
+        kv_hit_rate=(tok_hit / tok_in) if tok_in else 0.0,
+        ttft_ms=pct,
+        ttft_mean_ms=(ttft_sum / total * 1000.0) if total else float("nan"),
+        throughput_rps=(total / span) if span > 0 else 0.0,
+        instance_share=[c / total if total else 0.0 for c in counts],
+        spill_rate=(strategy.spills / total) if total else 0.0,
+        remap=remap,
+        label=strategy.label(),
+        routing=strategy.routing_config(),
+    )
