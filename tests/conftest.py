@@ -1,0 +1,66 @@
+"""Shared fixtures: fake AWS credentials, and one synthesis of the whole app per test session."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_CRDS = REPO.parent / "shared" / "reference" / "crds"
+
+# Tests never reach AWS: fake credentials before any boto3 client exists.
+for _key, _value in {
+    "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+    "AWS_SECURITY_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-west-2", "AWS_REGION": "us-west-2",
+}.items():
+    os.environ[_key] = _value
+os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+
+def project_context() -> dict[str, Any]:
+    """The CDK context of cdk.json (a fresh copy each call)."""
+    return json.loads((REPO / "cdk.json").read_text())["context"]
+
+
+class Synthesized:
+    """The project app synthesized once, with cdk-nag on: templates by stack name."""
+
+    def __init__(self, outdir: Path) -> None:
+        from stacks.app import build_app
+
+        self.app = build_app(outdir=str(outdir), context=project_context())
+        self.assembly = self.app.synth()
+        self.outdir = outdir
+
+    def template(self, stack_name: str) -> dict[str, Any]:
+        return self.assembly.get_stack_by_name(stack_name).template
+
+    def stack_names(self) -> list[str]:
+        return [s.stack_name for s in self.assembly.stacks]
+
+    def resources(self, stack_name: str, kind: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.template(stack_name)["Resources"].items() if v["Type"] == kind}
+
+
+@pytest.fixture(name="project_context")
+def project_context_fixture() -> dict[str, Any]:
+    return project_context()
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    return Synthesized(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def crds_dir() -> Path:
+    """The published operator CRDs: skip where absent (a user's clone), fail under CI."""
+    if not SHARED_CRDS.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"operator CRDs missing at {SHARED_CRDS}; CI must validate against them")
+        pytest.skip(f"operator CRDs not available at {SHARED_CRDS} (outside the project's workspace)")
+    return SHARED_CRDS

@@ -1,0 +1,197 @@
+"""HyperPodEksCluster: what the synthesized cluster stacks contain, and the construct's own rules."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupConfig
+from hyperwarm.config import parse_environments
+
+ENVIRONMENTS = ("dev", "staging", "prod")
+
+
+def only(resources: dict) -> dict:
+    assert len(resources) == 1, list(resources)
+    return next(iter(resources.values()))
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_one_hyperpod_cluster_orchestrated_by_eks(synthesized, env) -> None:
+    name = f"hyperwarm-{env}-cluster"
+    cluster = only(synthesized.resources(name, "AWS::SageMaker::Cluster"))["Properties"]
+    eks_id = next(iter(synthesized.resources(name, "AWS::EKS::Cluster")))
+    assert cluster["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
+    assert cluster["NodeRecovery"] == "Automatic"
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_instance_groups_follow_the_configuration(synthesized, project_context, env) -> None:
+    config = parse_environments(project_context["environments"])[env]
+    groups = only(synthesized.resources(f"hyperwarm-{env}-cluster", "AWS::SageMaker::Cluster"))["Properties"][
+        "InstanceGroups"]
+    assert [(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"], g["ThreadsPerCore"]) for g in groups] == [
+        (g.name, g.instance_type, g.instance_count, g.threads_per_core) for g in config.instance_groups]
+    for group in groups:
+        assert group["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+
+
+def test_prod_groups_carry_health_checks_labels_taints_and_ebs(synthesized) -> None:
+    groups = {g["InstanceGroupName"]: g for g in only(synthesized.resources(
+        "hyperwarm-prod-cluster", "AWS::SageMaker::Cluster"))["Properties"]["InstanceGroups"]}
+    p5 = groups["inference-p5"]
+    assert p5["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert p5["KubernetesConfig"] == {"Labels": {"hyperwarm.io/tier": "serving"}}
+    assert p5["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+    assert groups["inference-g6e"]["KubernetesConfig"]["Taints"] == [
+        {"Key": "hyperwarm.io/dedicated", "Value": "inference", "Effect": "NoSchedule"}]
+
+
+def test_hyperpod_runs_in_private_subnets_with_the_intra_cluster_group(synthesized) -> None:
+    template = synthesized.template("hyperwarm-dev-cluster")
+    vpc_config = only(synthesized.resources("hyperwarm-dev-cluster", "AWS::SageMaker::Cluster"))["Properties"][
+        "VpcConfig"]
+    private = {k for k, v in template["Resources"].items()
+               if v["Type"] == "AWS::EC2::Subnet" and not v["Properties"].get("MapPublicIpOnLaunch")}
+    assert {s["Ref"] for s in vpc_config["Subnets"]} == private and len(private) == 2
+    (group_ref,) = vpc_config["SecurityGroupIds"]
+    group_id = group_ref["Fn::GetAtt"][0]
+    self_rule = [r for r in synthesized.resources("hyperwarm-dev-cluster", "AWS::EC2::SecurityGroupIngress").values()
+                 if r["Properties"]["GroupId"] == group_ref]
+    assert self_rule and self_rule[0]["Properties"]["SourceSecurityGroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+    assert self_rule[0]["Properties"]["IpProtocol"] == "-1"
+
+
+def test_vpc_has_nat_and_s3_gateway_endpoint(synthesized) -> None:
+    template = Template.from_json(synthesized.template("hyperwarm-prod-cluster"))
+    template.resource_count_is("AWS::EC2::NatGateway", 3)
+    template.has_resource_properties("AWS::EC2::VPCEndpoint", {"VpcEndpointType": "Gateway"})
+    template.has_resource_properties("AWS::EC2::Subnet", {"AvailabilityZone": "us-east-1c"})
+
+
+def test_eks_uses_api_authentication_private_endpoint_logging_and_encryption(synthesized) -> None:
+    eks = only(synthesized.resources("hyperwarm-dev-cluster", "AWS::EKS::Cluster"))["Properties"]
+    assert eks["AccessConfig"]["AuthenticationMode"] in ("API", "API_AND_CONFIG_MAP")
+    assert eks["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
+    assert eks["ResourcesVpcConfig"]["EndpointPrivateAccess"] is True
+    assert {t for e in eks["Logging"]["ClusterLogging"]["EnabledTypes"] for t in e.values()} == {
+        "api", "audit", "authenticator", "controllerManager", "scheduler"}
+    assert eks["EncryptionConfig"][0]["Resources"] == ["secrets"]
+    assert eks["Version"] == "1.33"
+
+
+def test_admin_role_gets_a_cluster_admin_access_entry(synthesized) -> None:
+    entries = synthesized.resources("hyperwarm-dev-cluster", "AWS::EKS::AccessEntry").values()
+    admin = [e["Properties"] for e in entries
+             if e["Properties"]["PrincipalArn"] == {"Fn::GetAtt": ["HyperPodAdminRole23C7CAE0", "Arn"]}]
+    assert len(admin) == 1
+    (policy,) = admin[0]["AccessPolicies"]
+    assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
+    assert policy["AccessScope"] == {"Type": "cluster"}
+
+
+def test_addons_are_created_in_dependency_order(synthesized) -> None:
+    resources = synthesized.template("hyperwarm-dev-cluster")["Resources"]
+    addons = {r["Properties"]["AddonName"]: (k, r) for k, r in resources.items() if r["Type"] == "AWS::EKS::Addon"}
+    assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "cert-manager",
+                           "metrics-server", "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver",
+                           "amazon-sagemaker-hyperpod-inference"}
+    hyperpod_id = next(k for k, r in resources.items() if r["Type"] == "AWS::SageMaker::Cluster")
+    manifest_id = next(k for k, r in resources.items() if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource")
+    # HyperPod dependencies exist before the HyperPod cluster, after the core add-ons.
+    assert manifest_id in resources[hyperpod_id]["DependsOn"]
+    for core in ("vpc-cni", "coredns"):
+        assert addons[core][0] in resources[manifest_id]["DependsOn"]
+    # The operator comes after the HyperPod cluster and after every prerequisite add-on.
+    operator_id, operator = addons["amazon-sagemaker-hyperpod-inference"]
+    for prerequisite in ("cert-manager", "metrics-server", "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver"):
+        assert addons[prerequisite][0] in operator["DependsOn"]
+    assert hyperpod_id in operator["DependsOn"]
+
+
+def test_operator_roles_are_bound_to_their_service_accounts(synthesized) -> None:
+    template = synthesized.template("hyperwarm-dev-cluster")
+    text = str(template)
+    for account in ("hyperpod-inference-system:hyperpod-inference-controller-manager",
+                    "kube-system:s3-csi-driver-sa", "hyperpod-inference-system:keda-operator"):
+        assert f"system:serviceaccount:{account}" in text
+    csi = next(r for r in template["Resources"].values()
+               if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == "aws-mountpoint-s3-csi-driver")
+    assert "ServiceAccountRoleArn" in csi["Properties"]
+
+
+def test_execution_role_trusts_sagemaker_and_reads_only_the_lifecycle_prefix(synthesized) -> None:
+    template = Template.from_json(synthesized.template("hyperwarm-dev-cluster"))
+    template.has_resource_properties("AWS::IAM::Role", {
+        "AssumeRolePolicyDocument": {"Statement": [Match.object_like(
+            {"Principal": {"Service": "sagemaker.amazonaws.com"}})]},
+        "ManagedPolicyArns": Match.array_with([Match.object_like({"Fn::Join": Match.array_with([
+            Match.array_with([Match.string_like_regexp("AmazonSageMakerClusterInstanceRolePolicy")])])})]),
+    })
+    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Sid": "ReadLifecycleScripts", "Action": "s3:GetObject"})])}})
+
+
+def test_lifecycle_bucket_is_encrypted_private_and_ssl_only(synthesized) -> None:
+    template = Template.from_json(synthesized.template("hyperwarm-dev-cluster"))
+    template.has_resource_properties("AWS::S3::Bucket", {
+        "BucketEncryption": Match.any_value(),
+        "PublicAccessBlockConfiguration": {"BlockPublicAcls": True, "BlockPublicPolicy": True,
+                                           "IgnorePublicAcls": True, "RestrictPublicBuckets": True},
+    })
+    template.has_resource_properties("AWS::S3::BucketPolicy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}})
+
+
+# -- construct rules, on small stacks of their own --------------------------------------
+
+def _cluster(groups, region: str | None = "us-west-2", **props):
+    app = cdk.App()
+    stack = cdk.Stack(app, "T", env=cdk.Environment(region=region) if region else None)
+    return HyperPodEksCluster(stack, "HyperPod", HyperPodEksClusterProps(instance_groups=groups, **props))
+
+
+SYSTEM = InstanceGroupConfig(name="system", instance_type="ml.m5.xlarge")
+GPU = InstanceGroupConfig(name="gpu", instance_type="ml.g6e.12xlarge", holds_caches=True)
+
+
+def test_instance_groups_expose_nvme_and_node_labels() -> None:
+    cluster = _cluster([SYSTEM, GPU], install_inference_operator=False)
+    group = cluster.cache_group("gpu")
+    assert (group.nvme_gb, group.nvme_path) == (3800, "/opt/dlami/nvme")
+    assert group.node_labels == {"sagemaker.amazonaws.com/instance-group-name": "gpu",
+                                 "node.kubernetes.io/instance-type": "ml.g6e.12xlarge"}
+    assert cluster.node.default_child.cfn_resource_type == "AWS::SageMaker::Cluster"
+
+
+def test_cache_group_without_nvme_fails_naming_group_and_type() -> None:
+    cluster = _cluster([SYSTEM, GPU], install_inference_operator=False)
+    with pytest.raises(ValueError, match=r"instance group 'system' \(ml.m5.xlarge\) has no local NVMe"):
+        cluster.cache_group("system")
+
+
+def test_unknown_group_lists_existing_groups() -> None:
+    cluster = _cluster([SYSTEM], install_inference_operator=False)
+    with pytest.raises(ValueError, match="no instance group 'gpu'; groups: system"):
+        cluster.instance_group("gpu")
+
+
+def test_no_instance_groups_is_rejected() -> None:
+    with pytest.raises(ValueError, match="instance_groups needs at least one"):
+        _cluster([])
+
+
+def test_unsupported_kubernetes_version_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"kubernetes_version '1.29' is not supported; allowed: 1.30"):
+        _cluster([SYSTEM], kubernetes_version="1.29")
+
+
+def test_bad_node_recovery_is_rejected() -> None:
+    with pytest.raises(ValueError, match="node_recovery 'Sometimes'; allowed: Automatic, None"):
+        _cluster([SYSTEM], node_recovery="Sometimes")
+
+
+def test_region_agnostic_stack_is_rejected_with_reason() -> None:
+    with pytest.raises(ValueError, match="needs a stack with a concrete region"):
+        _cluster([SYSTEM], region=None)

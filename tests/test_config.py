@@ -1,0 +1,111 @@
+"""Every configuration rule fails with one message naming environment, field path, value and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperwarm import ConfigError, EnvironmentConfig, parse_environment, parse_environments
+
+
+def error_of(raw: object, env: str = "prod") -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_environment(env, raw)
+    return str(info.value)
+
+
+def group(**overrides: object) -> dict:
+    return {"name": "gpu", "instance_type": "ml.g5.12xlarge", **overrides}
+
+
+def test_empty_environment_is_the_small_dev_default() -> None:
+    config = parse_environment("dev", {})
+    assert [(g.name, g.instance_type, g.holds_caches) for g in config.instance_groups] == [
+        ("inference", "ml.g5.xlarge", True)]
+    assert config.region == "us-west-2" and config.kubernetes_version == "1.33"
+
+
+def test_missing_environments_context_means_dev_with_defaults() -> None:
+    assert list(parse_environments(None)) == ["dev"]
+
+
+def test_unknown_key_is_rejected_with_its_path() -> None:
+    message = error_of({"instance_groups": [group(colour="blue")]})
+    assert "environments.prod.instance_groups[0].colour: 'blue' -- unknown key" in message
+
+
+def test_wrong_type_is_rejected() -> None:
+    message = error_of({"instance_groups": [group(instance_count="3")]})
+    assert "environments.prod.instance_groups[0].instance_count: '3'" in message
+    assert "valid integer" in message
+
+
+def test_unknown_instance_type_lists_allowed_types() -> None:
+    message = error_of({"instance_groups": [group(instance_type="ml.x9.huge")]})
+    assert "environments.prod.instance_groups[0].instance_type: 'ml.x9.huge'" in message
+    assert "ml.p5.48xlarge" in message and "ml.g6e.xlarge" in message
+
+
+def test_out_of_range_ebs_volume_names_the_bound() -> None:
+    message = error_of({"instance_groups": [group(ebs_volume_gb=20000)]})
+    assert "instance_groups[0].ebs_volume_gb: 20000 -- Input should be less than or equal to 16384" in message
+
+
+def test_threads_per_core_allows_only_one_or_two() -> None:
+    assert "instance_groups[0].threads_per_core: 4 -- Input should be 1 or 2" in error_of(
+        {"instance_groups": [group(threads_per_core=4)]})
+
+
+def test_cache_group_without_nvme_names_group_and_type() -> None:
+    message = error_of({"instance_groups": [group(name="system", instance_type="ml.m5.2xlarge", holds_caches=True)]})
+    assert "instance group 'system' holds caches but ml.m5.2xlarge has no local NVMe" in message
+
+
+def test_taints_with_deep_health_checks_are_rejected() -> None:
+    message = error_of({"instance_groups": [group(
+        deep_health_checks=["InstanceStress"], taints=[{"key": "a", "effect": "NoSchedule"}])]})
+    assert "custom taints are not allowed while deep health checks are on" in message
+
+
+def test_unknown_deep_health_check_lists_allowed() -> None:
+    message = error_of({"instance_groups": [group(deep_health_checks=["Burn"])]})
+    assert "deep_health_checks[0]: 'Burn' -- Input should be 'InstanceStress' or 'InstanceConnectivity'" in message
+
+
+def test_duplicate_group_names_are_rejected() -> None:
+    assert "repeated: gpu" in error_of({"instance_groups": [group(), group()]})
+
+
+def test_bad_group_name_is_rejected() -> None:
+    assert "instance_groups[0].name: 'GPU_1'" in error_of({"instance_groups": [group(name="GPU_1")]})
+
+
+def test_unsupported_kubernetes_version_lists_allowed() -> None:
+    message = error_of({"kubernetes_version": "1.29"})
+    assert "environments.prod.kubernetes_version: '1.29'" in message and "'1.35'" in message
+
+
+def test_existing_vpc_needs_private_subnets() -> None:
+    assert "an existing vpc_id needs private_subnet_ids" in error_of({"vpc": {"vpc_id": "vpc-0123456789abcdef0"}})
+
+
+def test_bad_account_is_rejected() -> None:
+    assert "environments.prod.account: '12345'" in error_of({"account": "12345"})
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    message = error_of({"region": "mars", "instance_groups": [group(instance_count=-1)]})
+    assert "region: 'mars'" in message and "instance_count: -1" in message
+
+
+def test_environment_must_be_an_object() -> None:
+    assert "environments.prod: [] -- must be an object" in error_of([])
+
+
+def test_bad_environment_name_is_rejected() -> None:
+    assert "environments.Prod_1:" in error_of({}, env="Prod_1")
+
+
+def test_config_is_immutable() -> None:
+    config = EnvironmentConfig()
+    with pytest.raises(Exception):
+        config.region = "eu-west-1"  # type: ignore[misc]
