@@ -1,0 +1,123 @@
+"""Presenting simulation results: a rich table, a PNG chart, a JSON object.
+
+Why three forms: the table is for reading in a terminal, the chart for a
+design review, the JSON (``--json``) for scripts and CI; all three come
+from the same :class:`planner.sim.StrategyResult` values.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Dict, List, Optional
+
+from .sim import StrategyResult
+
+
+def _num(x: float, nd: int = 4) -> Optional[float]:
+    if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))):
+        return None
+    return round(x, nd)
+
+
+def results_to_dict(scenario: str, results: List[StrategyResult], **extra) -> Dict[str, object]:
+    """The ``--json`` object: ``{"scenario": ..., "strategies": {NAME: {...}}}``.
+
+    When one strategy runs with several settings the later keys get the
+    settings appended, e.g. ``PREFIX_AWARE(8192,16)``."""
+    strategies: Dict[str, object] = {}
+    for r in results:
+        key = r.strategy if r.strategy not in strategies else r.label
+        strategies[key] = {
+            "kv_hit_rate": _num(r.kv_hit_rate),
+            "ttft_ms": {k: _num(v, 2) for k, v in r.ttft_ms.items()},
+            "ttft_mean_ms": _num(r.ttft_mean_ms, 2),
+            "throughput_rps": _num(r.throughput_rps, 3),
+            "instance_share": [_num(s) for s in r.instance_share],
+            "spill_rate": _num(r.spill_rate),
+            "remap_share": (
+                {k: _num(v) for k, v in r.remap.items()} if r.remap is not None else None
+            ),
+            "requests": r.requests,
+            "params": r.params,
+        }
+    out: Dict[str, object] = {"scenario": scenario}
+    out.update(extra)
+    out["strategies"] = strategies
+    return out
+
+
+def to_json(scenario: str, results: List[StrategyResult], **extra) -> str:
+    return json.dumps(results_to_dict(scenario, results, **extra), indent=2)
+
+
+def render_table(results: List[StrategyResult], title: str = ""):
+    """A ``rich.table.Table`` with one row per strategy."""
+    from rich.table import Table
+
+    base = results[0] if results else None
+    t = Table(title=title or None, show_lines=False)
+    t.add_column("strategy", style="bold")
+    t.add_column("KV hit", justify="right")
+    for q in ("p50", "p90", "p95", "p99"):
+        t.add_column(f"TTFT {q} ms", justify="right")
+    t.add_column("req/s", justify="right")
+    t.add_column("share min..max", justify="right")
+    t.add_column("spill", justify="right")
+    t.add_column("remap out/in", justify="right")
+    for r in results:
+        cells = [r.label, f"{r.kv_hit_rate:.1%}"]
+        for q in ("p50", "p90", "p95", "p99"):
+            v = r.ttft_ms[q]
+            cell = f"{v:,.0f}"
+            if base is not None and r is not base and base.ttft_ms[q] > 0:
+                cell += f" ({v / base.ttft_ms[q] - 1:+.0%})"
+            cells.append(cell)
+        cells.append(f"{r.throughput_rps:,.2f}")
+        cells.append(f"{min(r.instance_share):.1%}..{max(r.instance_share):.1%}")
+        cells.append(f"{r.spill_rate:.1%}")
+        cells.append(
+            f"{r.remap['scale_out']:.0%}/{r.remap['scale_in']:.0%}" if r.remap else "-"
+        )
+        t.add_row(*cells)
+    if base is not None:
+        t.caption = f"changes in brackets are against {base.label}"
+    return t
+
+
+def write_chart(results: List[StrategyResult], path: str, title: str = "") -> str:
+    """Bar charts (KV hit rate, TTFT percentiles, instance share) as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [r.label.replace("(", "\n(") for r in results]
+    x = list(range(len(results)))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    ax = axes[0]
+    ax.bar(x, [r.kv_hit_rate * 100 for r in results], color="#4c72b0")
+    ax.set_title("KV cache hit rate (%)")
+    ax.set_ylim(0, 100)
+    ax = axes[1]
+    w = 0.2
+    for j, q in enumerate(("p50", "p90", "p95", "p99")):
+        ax.bar([i + (j - 1.5) * w for i in x], [r.ttft_ms[q] for r in results], w, label=q)
+    ax.set_title("TTFT (ms)")
+    ax.legend(fontsize=8)
+    ax = axes[2]
+    lo = [min(r.instance_share) * 100 for r in results]
+    hi = [max(r.instance_share) * 100 for r in results]
+    ax.bar(x, [h - l for l, h in zip(lo, hi)], bottom=lo, color="#dd8452")
+    if results:
+        ax.axhline(100 / len(results[0].instance_share), color="k", ls="--", lw=1, label="fair share")
+        ax.legend(fontsize=8)
+    ax.set_title("per-instance request share, min..max (%)")
+    for ax in axes:
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels, fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
