@@ -1,0 +1,34 @@
+"""Users' ways in: an app of their own that imports only ``hyperwarm``, and the wheel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
+    env = {**os.environ, "CDK_OUTDIR": str(tmp_path)}
+    # Run from outside the repository so nothing but the installed package is importable.
+    subprocess.run([sys.executable, str(REPO / "examples" / "my_platform_app.py")], cwd=tmp_path, env=env,
+                   check=True, capture_output=True)
+    template = json.loads((tmp_path / "MyTeamInference.template.json").read_text())
+    kinds = {r["Type"] for r in template["Resources"].values()}
+    assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster"} <= kinds
+    assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
+
+
+def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
+                   check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("hyperwarm-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "hyperwarm/__init__.py" in names and "hyperwarm/lifecycle/on_create.sh" in names
+    assert not any(n.startswith(("constructs/", "stacks/", "tests/")) for n in names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "hyperwarm = hyperwarm.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

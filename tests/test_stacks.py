@@ -1,0 +1,35 @@
+"""Per-environment composition: names, selection with -c env=..., bad configuration fails synth."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperwarm import ConfigError
+from stacks.app import build_app
+
+
+def names(app) -> list[str]:
+    return sorted(child.node.id for child in app.node.children if hasattr(child, "stack_name"))
+
+
+def test_env_context_selects_one_environment(project_context) -> None:
+    app = build_app(context={**project_context, "env": "prod"}, nag=False)
+    assert all(n.startswith("hyperwarm-prod-") for n in names(app)) and "hyperwarm-prod-cluster" in names(app)
+
+
+def test_unknown_env_lists_configured_ones(project_context) -> None:
+    with pytest.raises(ValueError, match=r"unknown environment\(s\) \['qa'\]; configured: \['dev', 'prod', 'staging'\]"):
+        build_app(context={**project_context, "env": "qa"}, nag=False)
+
+
+def test_bad_configuration_fails_before_any_stack_exists(project_context) -> None:
+    context = {**project_context}
+    context["environments"] = {**context["environments"], "prod": {"instance_groups": [
+        {"name": "gpu", "instance_type": "ml.p5.48xlarge", "instance_count": 9999}]}}
+    with pytest.raises(ConfigError, match=r"environments.prod.instance_groups\[0\].instance_count: 9999"):
+        build_app(context=context, nag=False)
+
+
+def test_stacks_carry_their_environment_region(project_context) -> None:
+    app = build_app(context={**project_context, "env": "prod"}, nag=False)
+    assert app.node.find_child("hyperwarm-prod-cluster").region == "us-east-1"
