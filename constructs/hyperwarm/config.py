@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
@@ -115,6 +116,8 @@ class EnvironmentConfig(_Model):
         default=False, description="expose the EKS API publicly (private-only by default)"
     )
     instance_groups: tuple[InstanceGroupConfig, ...] = Field(default_factory=_default_groups, min_length=1)
+    caches: CachesConfig = Field(default_factory=CachesConfig,
+                                 description="models cached on instance groups' NVMe; none by default")
 
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":
@@ -124,6 +127,13 @@ class EnvironmentConfig(_Model):
             raise ValueError(f"instance group names must be unique; repeated: {', '.join(dupes)}")
         if len(self.vpc.availability_zones) not in (0, *range(2, 7)):
             raise ValueError("vpc.availability_zones needs 2..6 zones (or none for Fn::GetAZs)")
+        return self
+
+    @model_validator(mode="after")
+    def _caches_fit_groups(self) -> "EnvironmentConfig":
+        problems = cache_problems(self.caches, self.instance_groups)
+        if problems:
+            raise ValueError("\n  ".join(problems))
         return self
 
     def instance_group(self, name: str) -> InstanceGroupConfig:

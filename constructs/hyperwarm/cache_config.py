@@ -1,0 +1,183 @@
+"""The ``caches`` section of an environment: which models are cached on which instance group.
+
+Each entry becomes an ``InferenceEndpointConfig`` with ``spec.modelCacheConfig`` (and, when asked,
+stand-alone pre-warm caches and an image pre-pull DaemonSet; see :mod:`manifests`). Model weights
+live in S3 at ``s3://<bucket>/<prefix>/<version>``: the operator does not notice objects
+overwritten under the same path, so every model version gets its own location.
+
+Rules that need the instance groups (the group exists, holds caches, has the GPUs, the NVMe fits)
+are in :func:`cache_problems`, called from ``EnvironmentConfig``'s validator.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .capacity import CacheFootprint, capacity_problems
+from .catalog import instance_spec
+
+_K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
+"""DNS-1123 label of at most 40 characters: leaves room for suffixes such as ``-weights``."""
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$"
+_IMAGE = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$"
+
+PrepullMode = Literal["operator", "daemonset", "both"]
+RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _pinned_image(value: str) -> str:
+    if value.endswith(":latest"):
+        raise ValueError("a moving tag (:latest) defeats the image cache; pin a version tag or a sha256 digest")
+    return value
+
+
+class ExtraImage(_Model):
+    """An image the operator's image cache does not cover (sidecar, init image): pre-pulled by the DaemonSet."""
+
+    image: str = Field(pattern=_IMAGE, description="registry/repository:tag or @sha256:digest")
+    size_gb: float = Field(default=1.0, gt=0, le=500, description="uncompressed size on the node; default 1 GB")
+
+    _pinned = field_validator("image")(_pinned_image)
+
+
+class S3ModelSource(_Model):
+    """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
+
+    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+    prefix: str = Field(pattern=r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+                        description="key prefix of the model, without leading or trailing slash")
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
+                         description="the version folder below prefix, e.g. v3 or 2026-11-01")
+    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
+                               description="bucket region; default: the environment's region")
+
+    @property
+    def location(self) -> str:
+        """The key prefix of this version (the operator's ``modelLocation``)."""
+        return f"{self.prefix}/{self.version}"
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.location}"
+
+
+class WorkerResources(_Model):
+    """Requests of one serving pod; GPUs are also its limit."""
+
+    gpus: int = Field(default=1, ge=0, le=8)
+    cpu: str = Field(default="4", pattern=_QUANTITY)
+    memory: str = Field(default="32Gi", pattern=_QUANTITY)
+
+
+class CachedModel(_Model):
+    """One model deployment whose weights and image are cached on an instance group's NVMe."""
+
+    name: str = Field(pattern=_K8S_NAME, description="lower-case, 1..40 characters; names every object")
+    source: S3ModelSource
+    size_gb: float = Field(gt=0, le=100_000, description="weights size in GB (counted twice: old+new on refresh)")
+    image: str = Field(pattern=_IMAGE, description="serving container image, pinned by tag or digest")
+    image_size_gb: float = Field(default=20.0, gt=0, le=500,
+                                 description="uncompressed image size on the node; default 20 GB (vLLM/LMI DLCs)")
+    instance_group: str = Field(description="an instance group with holds_caches true")
+    weights_cache: bool = Field(default=True, description="operator caches the weights on the group's NVMe")
+    image_cache: bool = Field(default=True, description="pre-pull the serving image (see prepull)")
+    prepull: PrepullMode = Field(
+        default="operator", description="who pre-pulls images: the operator's image cache, a DaemonSet, or both")
+    extra_images: tuple[ExtraImage, ...] = Field(default=(), description="sidecar/init images for the DaemonSet")
+    prewarm: bool = Field(default=False, description="stand-alone caches that fill the group before a deployment")
+    replicas: int = Field(default=1, ge=0, le=1000)
+    resources: WorkerResources = Field(default_factory=WorkerResources)
+    port: int = Field(default=8080, ge=1, le=65535, description="the server's invocation port")
+    routing: RoutingStrategy | None = Field(default=None, description="intelligent routing; none by default")
+
+    _pinned = field_validator("image")(_pinned_image)
+
+    @model_validator(mode="after")
+    def _rules(self) -> "CachedModel":
+        if self.extra_images and self.prepull == "operator":
+            raise ValueError(f"model {self.name!r}: extra_images are pre-pulled by the DaemonSet; "
+                             "set prepull to daemonset or both")
+        if self.extra_images and not self.image_cache:
+            raise ValueError(f"model {self.name!r}: extra_images need image_cache true")
+        if self.prewarm and not (self.weights_cache or self.image_cache):
+            raise ValueError(f"model {self.name!r}: prewarm needs weights_cache or image_cache")
+        return self
+
+    @property
+    def operator_image_cache(self) -> bool:
+        return self.image_cache and self.prepull in ("operator", "both")
+
+    @property
+    def daemonset_images(self) -> tuple[str, ...]:
+        """Images the pre-pull DaemonSet keeps on the group's nodes for this model."""
+        if not self.image_cache or self.prepull == "operator":
+            return ()
+        return (self.image, *(e.image for e in self.extra_images))
+
+    def footprint(self) -> CacheFootprint:
+        """What this model puts on each node of its group (for the capacity guard)."""
+        copies = (2 if self.weights_cache else 0) + (1 if self.prewarm and self.weights_cache else 0)
+        images = {}
+        if self.image_cache:
+            images = {self.image: self.image_size_gb, **{e.image: e.size_gb for e in self.extra_images}}
+        return CacheFootprint(self.name, self.size_gb, copies, images)
+
+
+class CachesConfig(_Model):
+    """Model caches of one environment; empty (no models) by default."""
+
+    namespace: str = Field(default="hyperwarm-models", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                           description="Kubernetes namespace of the deployments and caches")
+    nvme_headroom_percent: int = Field(default=10, ge=0, le=90,
+                                       description="share of each node's NVMe kept free; default 10 %")
+    models: tuple[CachedModel, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> "CachesConfig":
+        names = [m.name for m in self.models]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+class InstanceGroupLike(Protocol):
+    """What these rules read of an instance group (``InstanceGroupConfig`` fits)."""
+
+    name: str
+    instance_type: str
+    holds_caches: bool
+
+
+def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroupLike]) -> list[str]:
+    """Rules across ``caches`` and the instance groups; each problem names its field path and value."""
+    groups = {g.name: g for g in instance_groups}
+    problems = []
+    for index, model in enumerate(caches.models):
+        path = f"caches.models[{index}]"
+        group = groups.get(model.instance_group)
+        if group is None:
+            problems.append(f"{path}.instance_group: {model.instance_group!r} -- no such instance group; "
+                            f"allowed: {', '.join(groups)}")
+            continue
+        if not group.holds_caches:
+            allowed = [n for n, g in groups.items() if g.holds_caches]
+            problems.append(f"{path}.instance_group: {model.instance_group!r} -- holds_caches is false for "
+                            f"this group; allowed: {', '.join(allowed) or 'none (set holds_caches true)'}")
+            continue
+        spec = instance_spec(group.instance_type)
+        if model.resources.gpus > spec.gpus:
+            problems.append(f"{path}.resources.gpus: {model.resources.gpus} -- {group.instance_type} "
+                            f"has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
+    if problems:
+        return problems
+    placed = {name: [m.footprint() for m in caches.models if m.instance_group == name] for name in groups}
+    return capacity_problems(
+        {name: instance_spec(g.instance_type).nvme_gb for name, g in groups.items() if placed[name]},
+        placed, caches.nvme_headroom_percent)

@@ -1,0 +1,77 @@
+"""NVMe capacity guard: every cache placed on an instance group must fit each node's NVMe.
+
+Per node of a group: cached weights of every model x their copies (2 for a serving cache: old and
+new version side by side while the operator refreshes; +1 for a stand-alone pre-warm cache, which
+the operator keeps in its own directory), plus every distinct image once, must fit the NVMe less a
+headroom. Checked at synth, so an oversize cache never reaches a GPU node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class CacheFootprint:
+    """What one model puts on each node of its instance group."""
+
+    model: str
+    weights_gb: float
+    weight_copies: int
+    """Copies of the weights kept at once (0 when weights are not cached)."""
+    images: Mapping[str, float] = field(default_factory=dict)
+    """Cached image -> size in GB; an image shared by several models is counted once per node."""
+
+
+@dataclass(frozen=True)
+class GroupUsage:
+    """NVMe use of one instance group's node against what it may use."""
+
+    group: str
+    nvme_gb: float
+    headroom_percent: int
+    weights_gb: float
+    images_gb: float
+    models: tuple[CacheFootprint, ...]
+
+    @property
+    def need_gb(self) -> float:
+        return self.weights_gb + self.images_gb
+
+    @property
+    def have_gb(self) -> float:
+        return self.nvme_gb * (100 - self.headroom_percent) / 100
+
+    @property
+    def fits(self) -> bool:
+        return self.need_gb <= self.have_gb
+
+    def describe(self) -> str:
+        models = ", ".join(f"{m.model} ({_gb(m.weights_gb)} GB x {m.weight_copies})" for m in self.models
+                           if m.weight_copies) or "none"
+        return (f"instance group {self.group!r}: need {_gb(self.need_gb)} GB, have {_gb(self.have_gb)} GB "
+                f"(NVMe {_gb(self.nvme_gb)} GB less {self.headroom_percent} % headroom); "
+                f"weights {_gb(self.weights_gb)} GB from models {models}; images {_gb(self.images_gb)} GB")
+
+
+def group_usage(group: str, nvme_gb: float, footprints: Sequence[CacheFootprint],
+                headroom_percent: int) -> GroupUsage:
+    images: dict[str, float] = {}
+    for footprint in footprints:
+        for image, size in footprint.images.items():
+            images[image] = max(size, images.get(image, 0.0))
+    weights = sum(f.weights_gb * f.weight_copies for f in footprints)
+    return GroupUsage(group, nvme_gb, headroom_percent, weights, sum(images.values()), tuple(footprints))
+
+
+def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequence[CacheFootprint]],
+                      headroom_percent: int) -> list[str]:
+    """One message per instance group whose caches do not fit its NVMe."""
+    usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent) for g in nvme_gb]
+    return [f"caches: {u.describe()} -- does not fit; use a larger instance type, fewer or smaller models, "
+            "or a lower nvme_headroom_percent" for u in usages if not u.fits]
+
+
+def _gb(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"

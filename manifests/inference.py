@@ -1,0 +1,136 @@
+"""Typed builders of the HyperPod inference operator's objects (``inference.sagemaker.aws.amazon.com/v1``).
+
+Names are deterministic (``<model>``, ``<model>-weights``, ``img-<group>-<digest>``) so later
+changes (a new model version) can address them through the Kubernetes API. The model source
+location is ``spec.modelSourceConfig.modelLocation`` and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Sequence
+
+from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
+from hyperwarm.cache_config import CachedModel
+
+API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
+WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
+IMAGE_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/image-cache-ready."
+MODEL_VOLUME = "model-weights"
+
+
+def metadata(name: str, namespace: str | None, labels: dict[str, str],
+             annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items()))}
+    if namespace:
+        meta["namespace"] = namespace
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def model_source(model: CachedModel, region: str) -> dict[str, Any]:
+    """``modelSourceConfig``: the versioned S3 location (the one field a model update changes)."""
+    return {
+        "modelSourceType": "s3",
+        "s3Storage": {"bucketName": model.source.bucket, "region": model.source.region or region},
+        "modelLocation": model.source.location,
+    }
+
+
+def group_requirement(group: str) -> dict[str, Any]:
+    """Required node affinity: the pods run on ``group``'s nodes (where its caches are)."""
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": [group]}]}]}
+
+
+def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> list[dict[str, Any]]:
+    """PREFERRED affinity toward nodes whose cache ``uid`` is warm (labels the operator sets).
+
+    Never required: a pod on a cold node falls back to downloading. UIDs exist only once the cache
+    objects are created, so synthesized manifests carry none; the operator already prefers the warm
+    nodes of a deployment's own cache, and a controller that knows a pre-warm cache's UID adds it here.
+    """
+    return [{"weight": weight, "preference": {"matchExpressions": [{"key": f"{prefix}{uid}", "operator": "Exists"}]}}
+            for uid in cache_uids for prefix in (WEIGHTS_READY_LABEL_PREFIX, IMAGE_READY_LABEL_PREFIX)]
+
+
+def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str, labels: dict[str, str],
+                              cache_uids: Sequence[str] = ()) -> dict[str, Any]:
+    """The serving deployment, with ``spec.modelCacheConfig`` on the instance group's NVMe.
+
+    Placement is by required affinity on the instance group (``nodeAffinity`` excludes
+    ``instanceType``), so the operator warms exactly that group's nodes.
+    """
+    requests: dict[str, Any] = {"cpu": model.resources.cpu, "memory": model.resources.memory}
+    limits: dict[str, Any] = {"memory": model.resources.memory}
+    if model.resources.gpus:
+        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = model.resources.gpus
+    affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": group_requirement(
+        model.instance_group)}
+    if cache_uids:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = cache_ready_preferences(cache_uids)
+    spec: dict[str, Any] = {
+        "modelName": model.name,
+        "modelVersion": model.source.version,
+        "modelSourceConfig": model_source(model, region),
+        "replicas": model.replicas,
+        "nodeAffinity": affinity,
+        "worker": {
+            "image": model.image,
+            "resources": {"requests": requests, "limits": limits},
+            "modelInvocationPort": {"containerPort": model.port, "name": "http"},
+            "modelVolumeMount": {"name": MODEL_VOLUME, "mountPath": "/opt/ml/model"},
+        },
+        "modelCacheConfig": {
+            "weightsCache": {"enabled": model.weights_cache, "hostPath": NVME_PATH},
+            "imageCache": {"enabled": model.operator_image_cache},
+        },
+    }
+    if model.routing:
+        spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
+    return {"apiVersion": API_VERSION, "kind": "InferenceEndpointConfig",
+            "metadata": metadata(model.name, namespace, labels), "spec": spec}
+
+
+def model_weights_cache_config(model: CachedModel, *, namespace: str, region: str,
+                               labels: dict[str, str]) -> dict[str, Any]:
+    """Stand-alone pre-warm of the weights on every node of the group, before a deployment exists."""
+    return {
+        "apiVersion": API_VERSION, "kind": "ModelWeightsCacheConfig",
+        "metadata": metadata(f"{model.name}-weights", namespace, labels),
+        "spec": {
+            "enabled": True,
+            "hostPath": NVME_PATH,
+            "modelSourceConfig": model_source(model, region),
+            "nodeSelector": {INSTANCE_GROUP_LABEL: model.instance_group},
+        },
+    }
+
+
+def image_cache_name(group: str, image: str) -> str:
+    """``img-<group>-<8 hex of the image>``: one image cache per image and group, shared by its models."""
+    return f"img-{group[:40]}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
+
+
+def parent_reference(kind: str, name: str, namespace: str, uid: str) -> dict[str, str]:
+    """A ``parentReferences`` entry; ``uid`` is the live object's, so only a controller can fill it."""
+    return {"kind": kind, "name": name, "namespace": namespace, "uid": uid}
+
+
+def model_image_cache(image: str, group: str, *, namespace: str, labels: dict[str, str], parents: Sequence[str],
+                      parent_references: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    """Stand-alone pre-pull of ``image`` on the group's nodes, shared by the deployments in ``parents``.
+
+    ``parentReferences`` need the parents' UIDs: given when known, otherwise the deployments served
+    are listed in the ``hyperwarm.io/parents`` annotation for the controller that fills them in.
+    """
+    spec: dict[str, Any] = {"image": image, "nodeSelector": {INSTANCE_GROUP_LABEL: group}}
+    if parent_references:
+        spec["parentReferences"] = list(parent_references)
+    return {
+        "apiVersion": API_VERSION, "kind": "ModelImageCache",
+        "metadata": metadata(image_cache_name(group, image), namespace, labels,
+                             {"hyperwarm.io/parents": ",".join(sorted(parents))}),
+        "spec": spec,
+    }
