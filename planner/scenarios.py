@@ -52,11 +52,11 @@ def _aws_long(seed: int, n: Optional[int]) -> Workload:
 def _aws_short(seed: int, n: Optional[int]) -> Workload:
     return multi_turn_chat(
         active_conversations=200,
-        rounds=(2, 10),
+        rounds=(2, 6),
         system_prompts=1,
         system_tokens=150,
-        user_tokens=(180.0, 0.9),
-        assistant_tokens=(220.0, 0.6),
+        user_tokens=(80.0, 0.9),
+        assistant_tokens=(150.0, 0.6),
         rate_rps=8.0,
         n_requests=n if n is not None else 28800,
         seed=seed,
@@ -150,8 +150,8 @@ SCENARIOS: Dict[str, Scenario] = {
             concurrency_threshold=12,
             notes=[
                 "published: 7 instances, variable-length ShareGPT-like prompts",
-                "not published, chosen: 200 concurrent conversations of 2..10 turns, one 150-token system "
-                "prompt, lognormal user (~180) and assistant (~220) messages, 8 req/s",
+                "not published, chosen: 200 concurrent conversations of 2..6 turns, one 150-token system "
+                "prompt, lognormal user (median 80) and assistant (median 150) messages, 8 req/s",
                 "PrefixLength 1024 bytes covers the system prompt and the start of the first user message",
             ],
         ),

@@ -1,0 +1,168 @@
+"""Unit tests of the simulator core: cache accounting, timing, streaming."""
+import itertools
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.sim import InstanceModel, simulate, _percentile, _NBINS, _OFFSET, _BINS_PER_E
+from planner.strategies import LeastOutstanding, Oracle, PrefixAware, Random
+from planner.workloads import Workload, multi_turn_chat, shared_prefix
+
+# 1,000 tokens/s prefill, 10 ms overhead: easy numbers to check by hand.
+SIMPLE = InstanceModel(
+    kv_capacity_tokens=1000, block_tokens=10, prefill_tokens_per_s=1000.0, overhead_ms=10.0, tpot_ms=0.0
+)
+
+
+def wl(reqs, name="hand"):
+    return Workload(name, lambda: iter(reqs), n_requests=len(reqs))
+
+
+def req(t, segs, out=1, out_key=None):
+    return (t, segs[-1][1], out, tuple(segs), out_key, None)
+
+
+def test_second_request_hits_cached_prefix_in_whole_blocks():
+    # prefix 105 tokens: blocks 0..9 full (100 tokens), the 6th token block is
+    # shared with the question and has a different chained key.
+    r1 = req(0.0, [(1, 105), (2, 150)])
+    r2 = req(10.0, [(1, 105), (3, 150)])
+    res = simulate(wl([r1, r2]), Random(), 1, SIMPLE)
+    # 100 of 300 prompt tokens hit
+    assert res.kv_hit_rate == pytest.approx(100 / 300)
+    # TTFT: 10 ms + 150 ms (miss) and 10 ms + 50 ms (hit 100)
+    assert res.ttft_ms["p50"] == pytest.approx(60, rel=0.011)
+    assert res.ttft_ms["p99"] == pytest.approx(160, rel=0.011)
+    assert res.ttft_mean_ms == pytest.approx((160 + 60) / 2)
+
+
+def test_fifo_prefill_queueing_adds_waiting_time():
+    r1 = req(0.0, [(1, 100)])
+    r2 = req(0.0, [(2, 100)])  # arrives together: waits for r1's 110 ms
+    res = simulate(wl([r1, r2]), Random(), 1, SIMPLE)
+    assert res.ttft_mean_ms == pytest.approx((110 + 220) / 2)
+
+
+def test_lru_evicts_least_recent_prefix_first():
+    # capacity 1000 tokens = 100 blocks; prefixes of 400 tokens
+    a, b, c = (1, 400), (2, 400), (3, 400)
+    reqs = [req(0, [a]), req(1, [b]), req(2, [a]), req(3, [c]), req(4, [a]), req(5, [b])]
+    res = simulate(wl(reqs), Random(), 1, SIMPLE)
+    # hits: third (a), fifth (a); b was evicted by c (a had been touched)
+    hit_tokens = res.kv_hit_rate * 6 * 400
+    assert hit_tokens == pytest.approx(2 * 399)  # full hit recomputes the last token
+
+
+def test_parent_prefix_outlives_its_children():
+    # 1000-token capacity: a 500-token parent with 300-token children
+    reqs = [req(i, [(1, 500), (100 + i, 800)]) for i in range(5)]
+    res = simulate(wl(reqs), Random(), 1, SIMPLE)
+    # every request after the first reuses the parent (children get evicted)
+    assert res.kv_hit_rate == pytest.approx(4 * 500 / (5 * 800))
+
+
+def test_reply_is_cached_for_next_turn():
+    turn1 = req(0, [(1, 100)], out=50, out_key=7)
+    turn2 = req(5, [(1, 100), (7, 150), (8, 200)], out=10)
+    res = simulate(wl([turn1, turn2]), Random(), 1, SIMPLE)
+    assert res.kv_hit_rate == pytest.approx(150 / 300)
+    res_no = simulate(wl([turn1[:4] + (None, None), turn2]), Random(), 1, SIMPLE)
+    assert res_no.kv_hit_rate == pytest.approx(100 / 300)
+
+
+def test_in_flight_counts_drive_least_outstanding():
+    m = InstanceModel(kv_capacity_tokens=1000, block_tokens=10, prefill_tokens_per_s=1000.0, tpot_ms=1000.0)
+    # each request decodes for 10 s: four quick arrivals must land on four instances
+    reqs = [req(0.001 * i, [(i + 1, 100)], out=10) for i in range(4)]
+    res = simulate(wl(reqs), LeastOutstanding(), 4, m)
+    assert res.instance_share == [0.25] * 4
+
+
+def test_oracle_shares_one_cache():
+    reqs = [req(i, [(1, 500), (100 + i, 600)]) for i in range(20)]
+    o = simulate(wl(reqs), Oracle(), 4, SIMPLE)
+    r = simulate(wl(reqs), Random(), 4, SIMPLE)
+    assert o.kv_hit_rate == pytest.approx(19 * 500 / (20 * 600))
+    assert r.kv_hit_rate < o.kv_hit_rate
+
+
+def test_streams_without_materialising_the_trace():
+    # an endless generator: only a streaming simulator can finish
+    def endless():
+        for i in itertools.count():
+            yield (i * 0.01, 200, 10, ((1, 100), (i + 2, 200)), None, None)
+
+    res = simulate(Workload("endless", endless).limit(3000), Random(), 3, InstanceModel())
+    assert res.requests == 3000
+
+
+def test_percentile_histogram_is_within_one_percent():
+    hist = [0] * _NBINS
+    vals = [1.0, 2.0, 50.0, 75.0, 123.4, 400.0, 999.0, 1500.0, 2000.0, 5000.0]
+    for v in vals:
+        hist[int(math.log(v) * _BINS_PER_E) + _OFFSET] += 1
+    assert _percentile(hist, len(vals), 0.5) == pytest.approx(123.4, rel=0.01)
+    assert _percentile(hist, len(vals), 0.9) == pytest.approx(2000.0, rel=0.01)
+    assert _percentile(hist, len(vals), 1.0) == pytest.approx(5000.0, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("kv_capacity_tokens", 0), ("block_tokens", 0), ("prefill_tokens_per_s", 0), ("overhead_ms", -1)],
+)
+def test_instance_model_names_bad_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        InstanceModel(**{field: value})
+
+
+def test_instances_must_be_positive():
+    with pytest.raises(ValueError, match="instances=0"):
+        simulate(wl([req(0, [(1, 10)])]), Random(), 0)
+
+
+def test_generators_are_deterministic_and_reiterable():
+    w = multi_turn_chat(n_requests=500, seed=3)
+    assert list(w) == list(w)
+    w2 = shared_prefix(groups=8, prompts_per_group=4, seed=1)
+    a = list(w2)
+    assert len(a) == 32 and a == list(w2)
+    assert all(a[i][0] <= a[i + 1][0] for i in range(len(a) - 1))
+
+
+def test_multi_turn_history_grows_and_reuses_reply_keys():
+    w = multi_turn_chat(active_conversations=1, rounds=(3, 3), system_tokens=50, n_requests=3)
+    r1, r2, r3 = list(w)
+    assert r2[3][: len(r1[3])] == r1[3]
+    assert r2[3][len(r1[3])][0] == r1[4]  # previous reply is the next segment
+    assert r3[1] > r2[1] > r1[1]
+
+
+def test_hot_share_sends_that_share_to_one_prefix():
+    w = shared_prefix(groups=50, hot_share=0.7, n_requests=4000, seed=2)
+    keys = [r[3][0][0] for r in w]
+    top = max(keys.count(k) for k in set(keys))
+    assert 0.68 < top / len(keys) < 0.75
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cap=st.integers(min_value=16, max_value=3000),
+    n=st.integers(min_value=1, max_value=5),
+    groups=st.integers(min_value=1, max_value=20),
+    seed=st.integers(min_value=0, max_value=100),
+)
+def test_invariants_hold_for_any_workload(cap, n, groups, seed):
+    model = InstanceModel(kv_capacity_tokens=cap, block_tokens=16)
+    w = shared_prefix(groups=groups, prefix_tokens=300, question_tokens=50, question_jitter=0.5,
+                      n_requests=300, seed=seed)
+    for s in (Random(), LeastOutstanding(), PrefixAware(1024, 4), Oracle()):
+        r = simulate(w, s, n, model)
+        assert r.requests == 300
+        assert 0.0 <= r.kv_hit_rate < 1.0
+        assert sum(r.instance_share) == pytest.approx(1.0)
+        assert 0.0 <= r.spill_rate <= 1.0
+        assert r.ttft_ms["p50"] <= r.ttft_ms["p90"] <= r.ttft_ms["p95"] <= r.ttft_ms["p99"]
+        if cap < 316:  # not even one prefix fits (300 tokens + question)
+            assert r.kv_hit_rate <= (300 // 16 * 16) / 325 + 1e-9
