@@ -211,7 +211,8 @@ def read_trace(paths, name: Optional[str] = None) -> Workload:
                 raise TraceError(f"{where}: not valid JSON ({e.msg})") from None
             yield parse_line(rec, where)
 
-    return Workload(name or os.path.basename(files[0]), gen, header_bytes=0)
+    # header_bytes applies to 'segments'/'hash_ids' lines; 'body' lines are exact
+    return Workload(name or os.path.basename(files[0]), gen)
 
 
 def write_trace(workload: Workload, path: str) -> int:
@@ -222,7 +223,7 @@ def write_trace(workload: Workload, path: str) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as f:
         for t, inp, out, segs, out_key, body in workload:
-            rec = {"timestamp": round(t, 6), "input_tokens": inp, "output_tokens": out}
+            rec = {"timestamp": t, "input_tokens": inp, "output_tokens": out}
             if body is not None:
                 rec["body_b64"] = base64.b64encode(body).decode()
             else:
