@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
-from .nag import acknowledge, logical_id, managed_policy
+from .nag import acknowledge, logical_id, managed_policy, object_arn_finding
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
@@ -131,10 +131,17 @@ class InferenceOperator(Construct):
         )
         self.node.default_child = self.addon
 
-    def grant_model_read(self, bucket: s3.IBucket, prefix: str = "*") -> None:
+    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
         """Let the operator mount models under ``prefix`` of ``bucket`` (Mountpoint for S3, read-only)."""
-        bucket.grant_read(self.roles.s3_csi, prefix)
-        bucket.grant_read(self.roles.execution, prefix)
+        prefix = prefix.strip("/")
+        for role in (self.roles.s3_csi, self.roles.execution):
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}))
+            acknowledge(role, "reads every object of one model prefix: a model version is many files",
+                        f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
 
     def _roles(self, provider: eks.OidcProviderNative) -> InferenceOperatorRoles:
         execution = irsa_role(

@@ -7,6 +7,7 @@ full (``IAM5[Action::s3:GetObject*]``); an acknowledgment covers the scope and i
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
 
@@ -28,3 +29,10 @@ def logical_id(construct: IConstruct) -> str:
     """The logical id cdk-nag prints for ``construct``'s CloudFormation resource."""
     resource = construct.node.default_child or construct
     return cdk.Stack.of(construct).resolve(resource.logical_id)  # type: ignore[attr-defined]
+
+
+def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
+    """How cdk-nag prints ``bucket.arn_for_objects(key_pattern)`` in a finding id."""
+    if cdk.Token.is_unresolved(bucket.bucket_name):
+        return f"<{logical_id(bucket)}.Arn>/{key_pattern}"
+    return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/{key_pattern}"
