@@ -1,0 +1,91 @@
+"""``routing simulate`` / ``routing tune`` through the argparse front end."""
+import argparse
+import json
+
+import pytest
+
+from planner.routing_cli import add_parser, main
+from planner.traces import write_trace
+from planner.tune import tune
+from planner.scenarios import get_scenario
+from planner.workloads import shared_prefix
+
+
+def test_add_parser_registers_routing_with_funcs():
+    p = argparse.ArgumentParser(prog="hyperwarm")
+    subs = p.add_subparsers(dest="command")
+    add_parser(subs)
+    a = p.parse_args(["routing", "simulate", "--scenario", "aws-long-context"])
+    b = p.parse_args(["routing", "tune", "--trace", "x.jsonl"])
+    assert callable(a.func) and callable(b.func) and a.func is not b.func
+
+
+def test_simulate_json_is_one_object_on_stdout(capsys, tmp_path):
+    chart = tmp_path / "c.png"
+    rc = main(["routing", "simulate", "--scenario", "aws-long-context", "--requests", "2000",
+               "--json", "--chart", str(chart), "--no-progress"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scenario"] == "aws-long-context"
+    assert set(out["strategies"]) == {"RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE", "ORACLE"}
+    r = out["strategies"]["RANDOM"]
+    assert set(r["ttft_ms"]) == {"p50", "p90", "p95", "p99"}
+    assert len(r["instance_share"]) == 7 and 0 <= r["kv_hit_rate"] <= 1
+    assert out["strategies"]["PREFIX_AWARE"]["remap_share"]["scale_out"] <= 0.2
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulate_prints_table_and_writes_chart(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["routing", "simulate", "--scenario", "aws-short-context", "--requests", "1500",
+               "--strategies", "RANDOM,PREFIX_AWARE", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "PREFIX_AWARE(1024,12)" in out and "KV hit" in out
+    assert (tmp_path / "routing-aws-short-context.png").stat().st_size > 1000
+
+
+def test_bad_prefix_length_exits_2_with_named_field(capsys):
+    rc = main(["routing", "simulate", "--scenario", "hot-prefix", "--prefix-length", "512", "--no-chart"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "prefix_length=512" in err and "1024..65536" in err
+
+
+def test_tune_recommends_prefix_aware_and_prints_cdk_snippet(capsys, tmp_path):
+    w = shared_prefix(groups=40, prefix_tokens=3000, question_tokens=300, output_tokens=128,
+                      rate_rps=6.0, n_requests=3000, seed=5)
+    trace = tmp_path / "trace.jsonl"
+    write_trace(w, str(trace))
+    rc = main(["routing", "tune", "--trace", str(trace), "--instances", "4",
+               "--prefix-lengths", "1024,4096,16384", "--thresholds", "4,16,64", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    snippet = json.loads(out.strip().splitlines()[-1])
+    routing = snippet["routing"]
+    assert routing["strategy"] == "PREFIX_AWARE"
+    # the question starts at ~12 KB: only keys inside the prefix keep groups together
+    assert routing["prefix_length"] in (1024, 4096)
+    assert routing["concurrency_threshold"] in (4, 16, 64)
+    assert list(snippet) == ["routing"] and list(routing) == ["strategy", "prefix_length", "concurrency_threshold"]
+
+
+def test_tune_falls_back_when_prefixes_are_not_shared():
+    # every prompt unique: prefix-aware cannot beat least-outstanding
+    w = shared_prefix(groups=1, prefix_tokens=0, question_tokens=2000, rate_rps=8.0, n_requests=2000)
+    res = tune(w, 4, get_scenario("aws-long-context").model, prefix_lengths=[1024, 8192], thresholds=[8, 64])
+    assert res.routing == {"strategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert "beat" in res.reason
+
+
+def test_tune_rejects_out_of_range_candidates():
+    w = shared_prefix(n_requests=10)
+    with pytest.raises(ValueError, match="concurrency_threshold=2000"):
+        tune(w, 4, thresholds=[8, 2000])
+    with pytest.raises(ValueError, match="instances=1"):
+        tune(w, 1)
+
+
+def test_tune_needs_a_source(capsys):
+    assert main(["routing", "tune", "--no-progress"]) == 2
+    assert "--trace" in capsys.readouterr().err
