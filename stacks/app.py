@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import EnvironmentConfig, parse_environments
 
+from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 
 
@@ -38,7 +39,12 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     tags = {"hyperwarm:environment": env_name}
     cluster = ClusterStack(app, stack_name(env_name, "cluster"), config=config, env=env, tags=tags,
                            description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
-    return {"cluster": cluster}
+    stacks: dict[str, cdk.Stack] = {"cluster": cluster}
+    if config.caches.models:
+        stacks["caches"] = CachesStack(app, stack_name(env_name, "caches"), env_name=env_name, config=config,
+                                       cluster=cluster.cluster, env=env, tags=tags,
+                                       description=f"hyperwarm {env_name}: model weights and image caches")
+    return stacks
 
 
 def build_app(outdir: str | None = None, context: Mapping[str, Any] | None = None,

@@ -10,6 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from manifests import write_manifests
+
 from .app import build_app, selected_environments
 from .summary import environment_rows
 
@@ -30,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"synthesized {len(assembly.stacks)} stacks into {args.outdir}/ "
                   f"in {time.perf_counter() - start:.1f} s")
     for env_name, config in selected_environments(app).items():
+        written = write_manifests(env_name, config, Path("dist/manifests"))
+        if written:
+            console.print(f"wrote {len(written)} manifests to dist/manifests/{env_name}/")
         table = Table(title=f"environment {env_name} ({config.region})", title_justify="left")
         for column in ("stack", "resources", "details"):
             table.add_column(column)

@@ -11,7 +11,7 @@ are in :func:`cache_problems`, called from ``EnvironmentConfig``'s validator.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -153,6 +153,7 @@ class InstanceGroupLike(Protocol):
     name: str
     instance_type: str
     holds_caches: bool
+    taints: Sequence[Any]
 
 
 def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroupLike]) -> list[str]:
@@ -170,6 +171,12 @@ def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroup
             allowed = [n for n, g in groups.items() if g.holds_caches]
             problems.append(f"{path}.instance_group: {model.instance_group!r} -- holds_caches is false for "
                             f"this group; allowed: {', '.join(allowed) or 'none (set holds_caches true)'}")
+            continue
+        blocking = [f"{t.key}={t.value}:{t.effect}" for t in group.taints if t.effect != "PreferNoSchedule"]
+        if blocking:
+            problems.append(f"{path}.instance_group: {model.instance_group!r} -- the group is tainted "
+                            f"({', '.join(blocking)}) and InferenceEndpointConfig has no tolerations, so its "
+                            "pods could never run there; allowed: an untainted group")
             continue
         spec = instance_spec(group.instance_type)
         if model.resources.gpus > spec.gpus:

@@ -1,0 +1,41 @@
+"""``hyperwarm-<env>-caches``: the environment's model caches applied to the HyperPod EKS cluster.
+
+The manifest resource lives in this stack (not ``cluster.add_cdk8s_chart``, which would put it in
+the cluster's stack and make the stacks reference each other). It is created after the inference
+operator add-on, which installs the CRDs it uses, and the operator may read the models' S3 prefixes.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from hyperwarm import EnvironmentConfig, HyperPodEksCluster
+from manifests import build_chart
+
+
+class CachesStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
+                 cluster: HyperPodEksCluster, **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        operator = cluster.inference_operator
+        if operator is None:
+            raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
+                             "the cluster was built with install_inference_operator false")
+        self.chart = build_chart(env_name, config)
+        self.objects = self.chart.to_json()
+        self.manifest = eks.KubernetesManifest(
+            self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects, overwrite=True)
+        # The add-on installs the operator's CRDs: a dependency across stacks CloudFormation honours
+        # by deploying the cluster stack (add-on included) first.
+        self.manifest.node.add_dependency(operator.addon)
+
+        buckets: dict[str, s3.IBucket] = {}
+        for model in config.caches.models:
+            bucket = buckets.get(model.source.bucket)
+            if bucket is None:
+                bucket = buckets[model.source.bucket] = s3.Bucket.from_bucket_name(
+                    self, f"ModelBucket-{model.source.bucket}", model.source.bucket)
+            operator.grant_model_read(bucket, model.source.location)
