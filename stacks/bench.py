@@ -1,0 +1,86 @@
+"""``make bench``: synth time of hyperwarm's app against a plain-L1 baseline with the same resources.
+
+Each repetition runs in a fresh process (a new jsii runtime, as ``cdk synth`` has) and times
+app construction plus synthesis, after imports. The baseline declares every resource of the
+same templates as a bare ``CfnResource`` (no L2 logic, no validation beyond CloudFormation's
+shape), so the ratio is what hyperwarm's constructs, config validation and cdk-nag add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+_OURS = """
+import json, sys, time
+from pathlib import Path
+import aws_cdk
+from stacks.app import build_app
+context = json.loads(Path("cdk.json").read_text())["context"]
+if sys.argv[2]:
+    context["env"] = sys.argv[2]
+start = time.perf_counter()
+build_app(outdir=sys.argv[1], context=context, nag=sys.argv[3] == "nag").synth()
+print(time.perf_counter() - start)
+"""
+
+_BASELINE = """
+import json, sys, time
+from pathlib import Path
+import aws_cdk as cdk
+templates = [json.loads(p.read_text()) | {"_name": p.name.removesuffix(".template.json")}
+             for p in sorted(Path(sys.argv[2]).glob("*.template.json"))]
+wanted = [e for e in sys.argv[3].split(",") if e]
+start = time.perf_counter()
+app = cdk.App(outdir=sys.argv[1])
+for template in templates:
+    if wanted and not any(template["_name"].startswith(f"hyperwarm-{e}-") for e in wanted):
+        continue
+    stack = cdk.Stack(app, template["_name"])
+    for logical_id, resource in template["Resources"].items():
+        cfn = cdk.CfnResource(stack, logical_id, type=resource["Type"], properties=resource.get("Properties"))
+        cfn.override_logical_id(logical_id)
+app.synth()
+print(time.perf_counter() - start)
+"""
+
+
+def _time(code: str, *args: str) -> float:
+    with tempfile.TemporaryDirectory() as outdir:
+        result = subprocess.run([sys.executable, "-c", code, outdir, *args], capture_output=True, text=True,
+                                check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions per measurement (median is reported)")
+    args = parser.parse_args(argv)
+    console = Console()
+    table = Table(title=f"synth time, median of {args.repeat} fresh processes", title_justify="left")
+    for column in ("scope", "hyperwarm (s)", "hyperwarm + cdk-nag (s)", "plain L1 baseline (s)", "ratio", "ratio + nag"):
+        table.add_column(column, justify="right")
+    with tempfile.TemporaryDirectory() as reference:
+        _time(_OURS.replace("sys.argv[1]", repr(reference)), "", "", "")  # templates for the baseline
+        for scope, envs in (("one environment (prod)", "prod"), ("all environments", "")):
+            with console.status(f"timing {scope} ..."):
+                ours = statistics.median(_time(_OURS, envs, "") for _ in range(args.repeat))
+                nag = statistics.median(_time(_OURS, envs, "nag") for _ in range(args.repeat))
+                base = statistics.median(_time(_BASELINE, reference, envs) for _ in range(args.repeat))
+            table.add_row(scope, f"{ours:.2f}", f"{nag:.2f}", f"{base:.2f}", f"{ours / base:.2f}x",
+                          f"{nag / base:.2f}x")
+    console.print(table)
+    console.print("target: hyperwarm within 1.3x of the baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
