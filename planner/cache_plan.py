@@ -1,0 +1,204 @@
+"""``hyperwarm plan cache --env prod``: does each instance group's cache fit, and what does it buy?
+
+For every cached model: NVMe use of its group, the time until a new pod serves when its node is
+cold (image pull + S3 download at a per-node bandwidth) and when it is warm (image already on the
+node, weights read from NVMe), and a scale-out of K pods of which the first W land on pre-warmed
+nodes (each new pod on its own node, the usual case for GPU-bound serving pods).
+
+Defaults follow AWS's published HyperPod figures: a multi-GB serving image takes 5..7 min to pull
+(6 min), 145 GB of weights take more than 20 min from S3 (an effective ~1 Gbit/s per node, well
+below the ~5 Gbit/s ceiling of one S3 connection), local NVMe reads ~7 GB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from hyperwarm.cache_config import CachedModel
+from hyperwarm.capacity import group_usage
+from hyperwarm.catalog import instance_spec
+from hyperwarm.config import ConfigError, EnvironmentConfig, parse_environments
+
+DEFAULT_BANDWIDTH_GBPS = 1.0
+DEFAULT_IMAGE_PULL_MIN = 6.0
+NVME_GB_PER_S = 7.0
+DEFAULT_SCALE_OUT = 5
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """Assumptions of the estimate."""
+
+    bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS
+    """Effective S3 download rate per node, Gbit/s."""
+    image_pull_s: float = DEFAULT_IMAGE_PULL_MIN * 60
+    nvme_gb_per_s: float = NVME_GB_PER_S
+
+    def cold_s(self, model: CachedModel) -> float:
+        """A new pod on a node without caches: pull the image, download the weights."""
+        return self.image_pull_s + model.size_gb * 8 / self.bandwidth_gbps
+
+    def warm_s(self, model: CachedModel) -> float:
+        """A new pod on a prepared node: what is cached costs (almost) nothing, the rest stays cold."""
+        image = 0.0 if model.image_cache else self.image_pull_s
+        weights = model.size_gb / self.nvme_gb_per_s if model.weights_cache else model.size_gb * 8 / self.bandwidth_gbps
+        return image + weights
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    group: str
+    model: str
+    size_gb: float
+    cold_s: float
+    warm_s: float
+    speedup: float
+    scale_out: int
+    prewarmed_nodes: int
+    all_serving_s: float
+    cold_share: float
+    """Share of the K new pods that land on unprepared nodes."""
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    group: str
+    instance_type: str
+    nvme_gb: float
+    usable_gb: float
+    used_gb: float
+    fits: bool
+    models: tuple[ModelPlan, ...]
+
+
+def plan_model(model: CachedModel, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int,
+               prewarmed: int | None) -> ModelPlan:
+    cold, warm = cold_start.cold_s(model), cold_start.warm_s(model)
+    if prewarmed is None:
+        # The operator warms every node of the group; nodes already serving this model take no new pod.
+        group = config.instance_group(model.instance_group)
+        prewarmed = max(0, group.instance_count - model.replicas) if model.weights_cache or model.image_cache else 0
+    warm_pods = min(scale_out, prewarmed)
+    cold_pods = scale_out - warm_pods
+    all_serving = cold if cold_pods else (warm if scale_out else 0.0)
+    return ModelPlan(model.instance_group, model.name, model.size_gb, cold, warm, cold / warm if warm else math.inf,
+                     scale_out, prewarmed, all_serving, cold_pods / scale_out if scale_out else 0.0)
+
+
+def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int = DEFAULT_SCALE_OUT,
+         prewarmed: int | None = None) -> list[GroupPlan]:
+    """The plan of every instance group holding at least one cached model."""
+    groups = []
+    for group in config.instance_groups:
+        models = [m for m in config.caches.models if m.instance_group == group.name]
+        if not models:
+            continue
+        nvme = instance_spec(group.instance_type).nvme_gb
+        usage = group_usage(group.name, nvme, [m.footprint() for m in models], config.caches.nvme_headroom_percent)
+        groups.append(GroupPlan(group.name, group.instance_type, nvme, usage.have_gb, usage.need_gb, usage.fits,
+                                tuple(plan_model(m, config, cold_start, scale_out, prewarmed) for m in models)))
+    return groups
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, console: Console) -> None:
+    table = Table(title=f"model caches of {env_name}: S3 {cold_start.bandwidth_gbps:g} Gbit/s per node, image pull "
+                        f"{_minutes(cold_start.image_pull_s)}, NVMe {cold_start.nvme_gb_per_s:g} GB/s",
+                  title_justify="left")
+    for column in ("instance group", "model", "weights", "fits", "NVMe used/usable", "cold", "warm", "speed-up",
+                   "K (W warm)", "all K serve", "on cold nodes"):
+        table.add_column(column, justify="left" if column in ("instance group", "model", "fits") else "right",
+                         no_wrap=True)
+    for group in groups:
+        for index, m in enumerate(group.models):
+            first = index == 0
+            table.add_row(
+                f"{group.group} ({group.instance_type})" if first else "", m.model, f"{m.size_gb:,g} GB",
+                ("yes" if group.fits else "[red]NO[/red]") if first else "",
+                f"{group.used_gb:,.0f} / {group.usable_gb:,.0f} GB" if first else "",
+                _minutes(m.cold_s), _minutes(m.warm_s), f"{m.speedup:.0f}x",
+                f"{m.scale_out} ({m.prewarmed_nodes})", _minutes(m.all_serving_s), f"{m.cold_share:.0%}")
+    console.print(table)
+
+
+def as_json(env_name: str, groups: list[GroupPlan], cold_start: ColdStart) -> dict[str, Any]:
+    return {"environment": env_name, "assumptions": asdict(cold_start), "groups": [asdict(g) for g in groups]}
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)  # pipes and CI logs: keep rows on one line
+    try:
+        raw = json.loads(Path("cdk.json").read_text())["context"].get("environments")
+        environments = parse_environments(raw)
+    except FileNotFoundError:
+        print("hyperwarm plan cache: no cdk.json in the current directory", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"hyperwarm plan cache: {exc}", file=sys.stderr)
+        return 2
+    if args.env not in environments:
+        print(f"hyperwarm plan cache: --env {args.env!r} is not configured; environments: "
+              f"{', '.join(environments)}", file=sys.stderr)
+        return 2
+    cold_start = ColdStart(bandwidth_gbps=args.bandwidth_gbps, image_pull_s=args.image_pull_min * 60)
+    groups = plan(environments[args.env], cold_start, args.scale_out, args.prewarmed)
+    if args.json:
+        print(json.dumps(as_json(args.env, groups, cold_start), indent=2))
+    elif not groups:
+        console.print(f"environment {args.env} caches no models")
+    else:
+        render(args.env, groups, cold_start, console)
+    return 0
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    return parse
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``plan`` with the sub-command ``cache`` on ``subparsers``."""
+    plan_parser = subparsers.add_parser("plan", help="plan model caches: NVMe fit and cold vs warm scale-out time",
+                                        description="Planning tools for an environment in ./cdk.json.")
+    sub = plan_parser.add_subparsers(dest="plan_command", metavar="{cache}")
+    sub.required = True
+    cache = sub.add_parser("cache", help="NVMe fit and cold vs warm time to serve per instance group and model",
+                           description=__doc__)
+    cache.add_argument("--env", required=True, help="environment in cdk.json")
+    cache.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    cache.add_argument("--bandwidth-gbps", type=_positive(float), default=DEFAULT_BANDWIDTH_GBPS,
+                       help=f"effective S3 download rate per node, Gbit/s (default {DEFAULT_BANDWIDTH_GBPS:g})")
+    cache.add_argument("--image-pull-min", type=_positive(float), default=DEFAULT_IMAGE_PULL_MIN,
+                       help=f"cold image pull, minutes (default {DEFAULT_IMAGE_PULL_MIN:g}; AWS: 5..7)")
+    cache.add_argument("--scale-out", type=_non_negative_int, default=DEFAULT_SCALE_OUT, metavar="K",
+                       help=f"new pods in the scale-out scenario (default {DEFAULT_SCALE_OUT})")
+    cache.add_argument("--prewarmed", type=_non_negative_int, default=None, metavar="W",
+                       help="pre-warmed nodes free for new pods (default: the group's nodes not yet serving the model)")
+    cache.set_defaults(func=run)
+    return plan_parser
+
