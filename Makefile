@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: synth test bench lint wheel clean
+.PHONY: synth test bench wheel clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m stacks.bench
+	$(PY) -m planner.bench
 
 wheel: $(STAMP)
 	$(PY) -m build --wheel --outdir dist/wheel .
