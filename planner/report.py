@@ -91,7 +91,10 @@ def write_chart(results: List[StrategyResult], path: str, title: str = "") -> st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [r.label.replace("(", "\n(") for r in results]
+    labels = [
+        r.label.replace("LEAST_OUTSTANDING_REQUESTS", "LEAST_OUTSTANDING\n_REQUESTS").replace("(", "\n(")
+        for r in results
+    ]
     x = list(range(len(results)))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
     ax = axes[0]
@@ -109,12 +112,15 @@ def write_chart(results: List[StrategyResult], path: str, title: str = "") -> st
     hi = [max(r.instance_share) * 100 for r in results]
     ax.bar(x, [h - l for l, h in zip(lo, hi)], bottom=lo, color="#dd8452")
     if results:
+        fair = 100 / len(results[0].instance_share)
+        pad = max(0.5, 0.1 * (max(hi) - min(lo)))
+        ax.set_ylim(min(min(lo), fair) - pad, max(max(hi), fair) + pad)
         ax.axhline(100 / len(results[0].instance_share), color="k", ls="--", lw=1, label="fair share")
         ax.legend(fontsize=8)
     ax.set_title("per-instance request share, min..max (%)")
     for ax in axes:
         ax.set_xticks(x)
-        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
