@@ -1,0 +1,138 @@
+"""The ``caches`` section: model entries, cross-field rules and the NVMe capacity guard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hyperwarm.cache_config import CachedModel
+from hyperwarm.capacity import CacheFootprint, group_usage
+from hyperwarm.config import ConfigError, parse_environment, parse_environments
+from stacks.app import build_app
+
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
+
+
+def model(**overrides: Any) -> dict[str, Any]:
+    entry = {"name": "qwen", "size_gb": 10, "image": IMAGE, "instance_group": "inference",
+             "source": {"bucket": "my-models", "prefix": "qwen2.5-7b", "version": "v1"}}
+    entry.update(overrides)
+    return entry
+
+
+def environment(*models: dict[str, Any], **caches: Any) -> dict[str, Any]:
+    """The dev default (one ml.g5.xlarge group "inference", NVMe 250 GB) with ``models`` cached."""
+    return {"caches": {"models": list(models), **caches}}
+
+
+def problems(raw: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as error:
+        parse_environment("dev", raw)
+    return str(error.value)
+
+
+def test_caches_default_to_no_models() -> None:
+    assert parse_environment("dev", {}).caches.models == ()
+
+
+def test_project_staging_and_prod_cache_models(project_context) -> None:
+    environments = parse_environments(project_context["environments"])
+    assert environments["staging"].caches.models and environments["prod"].caches.models
+
+
+def test_model_source_is_a_versioned_location() -> None:
+    source = parse_environment("dev", environment(model())).caches.models[0].source
+    assert (source.location, source.uri) == ("qwen2.5-7b/v1", "s3://my-models/qwen2.5-7b/v1")
+
+
+def test_source_without_version_is_rejected() -> None:
+    message = problems(environment(model(source={"bucket": "my-models", "prefix": "qwen2.5-7b"})))
+    assert "environments.dev.caches.models[0].source.version" in message
+
+
+def test_unknown_instance_group_is_rejected_naming_the_allowed_ones() -> None:
+    message = problems(environment(model(instance_group="nope")))
+    assert "caches.models[0].instance_group: 'nope' -- no such instance group; allowed: inference" in message
+    assert message.startswith("invalid configuration for environment 'dev'")
+
+
+def test_group_without_caches_is_rejected() -> None:
+    raw = environment(model(instance_group="cpu"))
+    raw["instance_groups"] = [{"name": "cpu", "instance_type": "ml.m5.xlarge"},
+                              {"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True}]
+    assert "caches.models[0].instance_group: 'cpu' -- holds_caches is false for this group; allowed: inference" \
+        in problems(raw)
+
+
+def test_tainted_group_is_rejected_because_the_operator_has_no_tolerations() -> None:
+    raw = environment(model())
+    raw["instance_groups"] = [{"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True,
+                               "taints": [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]}]
+    assert "the group is tainted (dedicated=llm:NoSchedule)" in problems(raw)
+
+
+def test_more_gpus_than_the_instance_has_is_rejected() -> None:
+    message = problems(environment(model(resources={"gpus": 2})))
+    assert "caches.models[0].resources.gpus: 2 -- ml.g5.xlarge has 1 GPU(s); allowed: 0..1" in message
+
+
+def test_moving_image_tag_is_rejected() -> None:
+    assert "moving tag (:latest)" in problems(environment(model(image="public.ecr.aws/x/vllm:latest")))
+
+
+def test_extra_images_need_the_daemonset() -> None:
+    message = problems(environment(model(extra_images=[{"image": "public.ecr.aws/x/proxy:1.2"}])))
+    assert "extra_images are pre-pulled by the DaemonSet; set prepull to daemonset or both" in message
+
+
+def test_unknown_prepull_mode_is_rejected() -> None:
+    assert "caches.models[0].prepull: 'kubelet'" in problems(environment(model(prepull="kubelet")))
+
+
+def test_unknown_routing_strategy_is_rejected() -> None:
+    assert "caches.models[0].routing: 'random'" in problems(environment(model(routing="random")))
+
+
+def test_duplicate_model_names_are_rejected() -> None:
+    assert "model names must be unique; repeated: qwen" in problems(environment(model(), model()))
+
+
+def test_oversize_cache_fails_with_its_numbers() -> None:
+    message = problems(environment(model(name="big", size_gb=120), model(name="small", size_gb=5)))
+    # (120 + 5) x 2 weights + 20 GB image = 270 GB; 250 GB NVMe less 10 % = 225 GB.
+    assert "instance group 'inference': need 270 GB, have 225 GB (NVMe 250 GB less 10 % headroom)" in message
+    assert "models big (120 GB x 2), small (5 GB x 2); images 20 GB -- does not fit" in message
+
+
+def test_oversize_cache_fails_synth(project_context) -> None:
+    project_context["environments"]["dev"] = environment(model(size_gb=200))
+    project_context["env"] = "dev"
+    with pytest.raises(ConfigError, match="need 420 GB, have 225 GB"):
+        build_app(context=project_context, nag=False)
+
+
+def test_headroom_is_configurable() -> None:
+    raw = environment(model(size_gb=110))  # 240 GB: over 225 GB at 10 %, under 250 GB at 0 %
+    assert "need 240 GB, have 225 GB" in problems(raw)
+    raw["caches"]["nvme_headroom_percent"] = 0
+    assert parse_environment("dev", raw).caches.nvme_headroom_percent == 0
+
+
+def test_refresh_keeps_two_copies_of_the_weights() -> None:
+    footprint = CachedModel.model_validate(model(size_gb=100)).footprint()
+    assert (footprint.weights_gb, footprint.weight_copies) == (100, 2)
+
+
+def test_prewarm_cache_is_a_third_copy() -> None:
+    assert CachedModel.model_validate(model(prewarm=True)).footprint().weight_copies == 3
+
+
+def test_uncached_weights_take_no_nvme() -> None:
+    assert CachedModel.model_validate(model(weights_cache=False)).footprint().weight_copies == 0
+
+
+def test_shared_image_is_counted_once_per_node() -> None:
+    usage = group_usage("g", 1000, [CacheFootprint("a", 10, 2, {IMAGE: 20}), CacheFootprint("b", 5, 2, {IMAGE: 20})],
+                        10)
+    assert (usage.weights_gb, usage.images_gb, usage.need_gb, usage.have_gb) == (30, 20, 50, 900)

@@ -1,0 +1,241 @@
+"""The cache chart: every object validates against its schema, and scheduling is what it must be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
+from hyperwarm.config import parse_environment, parse_environments
+from manifests import build_chart, cache_ready_preferences, model_image_cache, parent_reference, write_manifests
+from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
+from manifests.prepull import PRIORITY_CLASS
+
+from test_caches_config import IMAGE, environment, model
+
+ENVIRONMENTS = ("dev", "staging", "prod")
+SIDECAR = "public.ecr.aws/example/proxy:1.2.0"
+
+
+def objects_of(raw: dict[str, Any], env: str = "dev") -> list[dict[str, Any]]:
+    return build_chart(env, parse_environment(env, raw)).to_json()
+
+
+def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+@pytest.fixture(scope="module")
+def project_objects() -> dict[str, list[dict[str, Any]]]:
+    from conftest import project_context
+
+    environments = parse_environments(project_context()["environments"])
+    return {env: build_chart(env, environments[env]).to_json() for env in ENVIRONMENTS}
+
+
+@pytest.fixture(scope="module")
+def crd_schemas(crds_dir: Path) -> dict[str, dict[str, Any]]:
+    """kind -> the v1 openAPIV3Schema of the published operator CRDs."""
+    schemas = {}
+    for path in crds_dir.glob("*.yaml"):
+        crd = yaml.safe_load(path.read_text())
+        version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+        schemas[crd["spec"]["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
+    return schemas
+
+
+def unknown_fields(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
+    """Fields the API server would silently prune: not declared by a structural schema."""
+    if isinstance(value, dict) and "properties" in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        return [problem for key, item in value.items()
+                for problem in ([f"{path}/{key}: unknown field"] if key not in schema["properties"]
+                                else unknown_fields(item, schema["properties"][key], f"{path}/{key}"))]
+    if isinstance(value, list) and "items" in schema:
+        return [p for i, item in enumerate(value) for p in unknown_fields(item, schema["items"], f"{path}/{i}")]
+    return []
+
+
+def crd_errors(obj: dict[str, Any], schemas: dict[str, dict[str, Any]]) -> list[str]:
+    schema = schemas[obj["kind"]]
+    validator = jsonschema.Draft7Validator(schema)
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+    return errors + unknown_fields(obj, schema)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_custom_kinds_validate_against_the_operator_crds(project_objects, crd_schemas, env) -> None:
+    custom = [o for o in project_objects[env] if o["apiVersion"].startswith("inference.sagemaker.aws.amazon.com/")]
+    assert custom
+    for obj in custom:
+        assert obj["apiVersion"] == "inference.sagemaker.aws.amazon.com/v1"
+        assert crd_errors(obj, crd_schemas) == [], obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_builtin_kinds_validate_against_kubernetes_schemas(project_objects, env) -> None:
+    builtin = [o for o in project_objects[env] if not o["apiVersion"].startswith("inference.")]
+    assert {o["kind"] for o in builtin} >= {"Namespace"}
+    for obj in builtin:
+        kubernetes_validate.validate(obj, "1.33", strict=True)
+
+
+def test_every_kind_is_emitted_and_validates(crd_schemas) -> None:
+    raw = environment(model(name="a", size_gb=5, prewarm=True, prepull="both", routing="session",
+                            extra_images=[{"image": SIDECAR}]),
+                      model(name="b", size_gb=5, prewarm=True))
+    objects = objects_of(raw)
+    assert [o["kind"] for o in objects] == [
+        "Namespace", "PriorityClass", "ModelWeightsCacheConfig", "ModelWeightsCacheConfig", "ModelImageCache",
+        "DaemonSet", "InferenceEndpointConfig", "InferenceEndpointConfig"]
+    for obj in objects:
+        if obj["apiVersion"].startswith("inference."):
+            assert crd_errors(obj, crd_schemas) == []
+        else:
+            kubernetes_validate.validate(obj, "1.33", strict=True)
+
+
+def test_parent_references_validate_when_uids_are_known(crd_schemas) -> None:
+    cache = model_image_cache(IMAGE, "inference", namespace="ns", labels={}, parents=["a"],
+                              parent_references=[parent_reference("InferenceEndpointConfig", "a", "ns", "0b1c-uid")])
+    assert crd_errors(cache, crd_schemas) == []
+    assert cache["spec"]["parentReferences"][0]["uid"] == "0b1c-uid"
+
+
+def test_endpoint_caches_weights_on_the_group_nvme_and_the_image() -> None:
+    spec = of_kind(objects_of(environment(model())), "InferenceEndpointConfig")[0]["spec"]
+    assert spec["modelCacheConfig"] == {"weightsCache": {"enabled": True, "hostPath": NVME_PATH},
+                                        "imageCache": {"enabled": True}}
+    assert spec["worker"]["image"] == IMAGE
+    assert spec["worker"]["resources"]["limits"]["nvidia.com/gpu"] == 1
+
+
+def test_model_source_is_the_versioned_s3_location_in_the_environment_region() -> None:
+    spec = of_kind(objects_of(environment(model())), "InferenceEndpointConfig")[0]["spec"]
+    assert spec["modelSourceConfig"] == {"modelSourceType": "s3", "modelLocation": "qwen2.5-7b/v1",
+                                         "s3Storage": {"bucketName": "my-models", "region": "us-west-2"}}
+    assert spec["modelVersion"] == "v1"
+
+
+def test_routing_is_emitted_only_when_configured() -> None:
+    assert "intelligentRoutingSpec" not in of_kind(objects_of(environment(model())), "InferenceEndpointConfig")[0][
+        "spec"]
+    spec = of_kind(objects_of(environment(model(routing="kvaware"))), "InferenceEndpointConfig")[0]["spec"]
+    assert spec["intelligentRoutingSpec"] == {"enabled": True, "routingStrategy": "kvaware"}
+
+
+def test_serving_pods_never_require_a_cache_ready_node() -> None:
+    affinity = of_kind(objects_of(environment(model(prewarm=True))), "InferenceEndpointConfig")[0]["spec"][
+        "nodeAffinity"]
+    required_keys = {e["key"] for term in affinity["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"] for e in term["matchExpressions"]}
+    assert required_keys == {INSTANCE_GROUP_LABEL}
+
+
+def test_cache_ready_affinity_is_preferred() -> None:
+    preferences = cache_ready_preferences(["uid-1"])
+    assert [p["preference"]["matchExpressions"][0] for p in preferences] == [
+        {"key": f"{WEIGHTS_READY_LABEL_PREFIX}uid-1", "operator": "Exists"},
+        {"key": f"{IMAGE_READY_LABEL_PREFIX}uid-1", "operator": "Exists"}]
+    assert all(1 <= p["weight"] <= 100 for p in preferences)
+
+
+def test_prewarm_fills_the_group_before_a_deployment() -> None:
+    objects = objects_of(environment(model(prewarm=True)))
+    weights = of_kind(objects, "ModelWeightsCacheConfig")[0]
+    assert weights["metadata"]["name"] == "qwen-weights"
+    assert weights["spec"]["nodeSelector"] == {INSTANCE_GROUP_LABEL: "inference"}
+    assert weights["spec"]["modelSourceConfig"]["modelLocation"] == "qwen2.5-7b/v1"
+    assert of_kind(objects, "ModelImageCache")[0]["spec"]["image"] == IMAGE
+
+
+def test_no_prewarm_no_standalone_caches() -> None:
+    objects = objects_of(environment(model()))
+    assert not of_kind(objects, "ModelWeightsCacheConfig") and not of_kind(objects, "ModelImageCache")
+
+
+def test_one_image_cache_serves_every_model_sharing_the_image() -> None:
+    caches = of_kind(objects_of(environment(model(name="a", size_gb=5, prewarm=True),
+                                            model(name="b", size_gb=5, prewarm=True))), "ModelImageCache")
+    assert len(caches) == 1
+    assert caches[0]["metadata"]["annotations"] == {"hyperwarm.io/parents": "a,b"}
+
+
+def test_prepull_operator_uses_the_image_cache_and_no_daemonset() -> None:
+    objects = objects_of(environment(model(prepull="operator")))
+    assert of_kind(objects, "InferenceEndpointConfig")[0]["spec"]["modelCacheConfig"]["imageCache"] == {
+        "enabled": True}
+    assert not of_kind(objects, "DaemonSet") and not of_kind(objects, "PriorityClass")
+
+
+def test_prepull_daemonset_turns_the_operator_image_cache_off() -> None:
+    objects = objects_of(environment(model(prepull="daemonset", extra_images=[{"image": SIDECAR}])))
+    assert of_kind(objects, "InferenceEndpointConfig")[0]["spec"]["modelCacheConfig"]["imageCache"] == {
+        "enabled": False}
+    containers = of_kind(objects, "DaemonSet")[0]["spec"]["template"]["spec"]["containers"]
+    assert sorted(c["image"] for c in containers) == sorted([IMAGE, SIDECAR])
+
+
+def test_prepull_both_uses_image_cache_and_daemonset() -> None:
+    objects = objects_of(environment(model(prepull="both")))
+    assert of_kind(objects, "InferenceEndpointConfig")[0]["spec"]["modelCacheConfig"]["imageCache"]["enabled"]
+    assert of_kind(objects, "DaemonSet")
+
+
+def daemonset_pod(raw: dict[str, Any]) -> dict[str, Any]:
+    return of_kind(objects_of(raw), "DaemonSet")[0]["spec"]["template"]["spec"]
+
+
+def test_daemonset_tolerates_the_health_check_taint() -> None:
+    assert {"key": HEALTH_TAINT_KEY, "operator": "Equal", "value": "Unschedulable", "effect": "NoSchedule"} in \
+        daemonset_pod(environment(model(prepull="both")))["tolerations"]
+
+
+def test_daemonset_tolerates_the_group_taints() -> None:
+    raw = environment(model(prepull="both"))
+    raw["instance_groups"] = [{"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True,
+                               "taints": [{"key": "gpu", "value": "yes", "effect": "PreferNoSchedule"}]}]
+    assert {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "PreferNoSchedule"} in \
+        daemonset_pod(raw)["tolerations"]
+
+
+def test_daemonset_is_limited_to_its_instance_group() -> None:
+    affinity = daemonset_pod(environment(model(prepull="both")))["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": ["inference"]}]}]
+
+
+def test_daemonset_keeps_images_in_use_with_tiny_requests_and_a_priority_class() -> None:
+    raw = environment(model(prepull="both"))
+    pod = daemonset_pod(raw)
+    assert pod["priorityClassName"] == PRIORITY_CLASS
+    container = pod["containers"][0]
+    assert container["command"] == ["sleep", "infinity"]
+    assert container["resources"]["requests"] == {"cpu": "1m", "memory": "8Mi"}
+    assert pod["automountServiceAccountToken"] is False
+    priority = of_kind(objects_of(raw), "PriorityClass")[0]
+    assert (priority["metadata"]["name"], priority["preemptionPolicy"]) == (PRIORITY_CLASS, "Never")
+
+
+def test_object_names_are_deterministic() -> None:
+    raw = environment(model(prewarm=True, prepull="both"))
+    names = [(o["kind"], o["metadata"]["name"]) for o in objects_of(raw)]
+    assert names == [(o["kind"], o["metadata"]["name"]) for o in objects_of(raw)]
+    assert ("InferenceEndpointConfig", "qwen") in names and ("DaemonSet", "prepull-inference") in names
+
+
+def test_no_models_no_objects() -> None:
+    assert objects_of({}) == []
+
+
+def test_write_manifests_writes_one_file_per_object_and_removes_stale_ones(tmp_path) -> None:
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "old.yaml").write_text("stale")
+    config = parse_environment("dev", environment(model(prepull="both")))
+    written = write_manifests("dev", config, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "dev").glob("*.yaml")) == sorted(p.name for p in written)
+    assert [yaml.safe_load(p.read_text()) for p in written] == build_chart("dev", config).to_json()
