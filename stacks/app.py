@@ -15,6 +15,7 @@ from hyperwarm import EnvironmentConfig, parse_environments
 
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
+from .endpoints_stack import EndpointsStack
 
 
 def stack_name(env_name: str, part: str) -> str:
@@ -44,6 +45,10 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         stacks["caches"] = CachesStack(app, stack_name(env_name, "caches"), env_name=env_name, config=config,
                                        cluster=cluster.cluster, env=env, tags=tags,
                                        description=f"hyperwarm {env_name}: model weights and image caches")
+    if config.endpoints:
+        stacks["endpoints"] = EndpointsStack(app, stack_name(env_name, "endpoints"), env_name=env_name,
+                                             config=config, env=env, tags=tags,
+                                             description=f"hyperwarm {env_name}: SageMaker inference endpoints")
     return stacks
 
 

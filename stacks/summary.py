@@ -20,6 +20,30 @@ def _instance_groups(config: EnvironmentConfig) -> str:
     return "\n".join(lines)
 
 
+def _routing(variant: dict) -> str:
+    routing = variant.get("RoutingConfig")
+    if not routing:
+        return "RANDOM (default)"
+    prefix = routing.get("PrefixAwareRoutingConfig")
+    if prefix:
+        return (f"{routing['RoutingStrategy']} (prefix {prefix.get('PrefixLength')} B, "
+                f"threshold {prefix.get('ConcurrencyThreshold')})")
+    return str(routing["RoutingStrategy"])
+
+
+def _endpoints(resources: dict) -> str:
+    """Each endpoint with its variants and their routing, as synthesized."""
+    lines = []
+    for endpoint in (r for r in resources.values() if r["Type"] == "AWS::SageMaker::Endpoint"):
+        props = endpoint["Properties"]
+        config_id = props["EndpointConfigName"]["Fn::GetAtt"][0]
+        lines.append(f"endpoint {props.get('EndpointName', '(generated name)')}:")
+        for v in resources[config_id]["Properties"]["ProductionVariants"]:
+            capacity = f"{v['InitialInstanceCount']} x {v['InstanceType']}" if "InstanceType" in v else "serverless"
+            lines.append(f"  {v['VariantName']}: {capacity}, weight {v['InitialVariantWeight']}, {_routing(v)}")
+    return "\n".join(lines)
+
+
 def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
                      config: EnvironmentConfig) -> Iterator[tuple[str, str, str]]:
     for stack in assembly.stacks:
@@ -30,4 +54,6 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
         details = []
         if kinds.get("AWS::SageMaker::Cluster"):
             details.append(_instance_groups(config))
+        if kinds.get("AWS::SageMaker::Endpoint"):
+            details.append(_endpoints(resources))
         yield stack.stack_name, str(len(resources)), "\n".join(details)

@@ -10,9 +10,31 @@ from .cluster import (
     InstanceGroup,
 )
 from .config import ConfigError, EnvironmentConfig, InstanceGroupConfig, parse_environment, parse_environments
+from .client import PREFIX_AWARE_ID_HEADER, canonical_json, invoke_endpoint_args, prefix_aware_id
+from .endpoint import (
+    Autoscaling,
+    DataCapture,
+    DeploymentGuardrails,
+    InferenceComponentSpec,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    Routing,
+    ServerlessSpec,
+    TrafficShift,
+    production_variant_api_shape,
+)
+from .endpoint_config import EndpointConfig, VariantConfig
+from .images import ContainerImage
 
 __all__ = [
     "CATALOG", "ConfigError", "EnvironmentConfig", "HEALTH_TAINT_KEY", "HyperPodEksCluster",
     "HyperPodEksClusterProps", "INSTANCE_GROUP_LABEL", "InstanceGroup", "InstanceGroupConfig",
     "InstanceSpec", "NVME_PATH", "instance_spec", "parse_environment", "parse_environments",
+    # inference endpoints
+    "Autoscaling", "ContainerImage", "DataCapture", "DeploymentGuardrails", "EndpointConfig",
+    "InferenceComponentSpec", "InferenceEndpoint", "InferenceEndpointProps", "ModelSpec", "PREFIX_AWARE_ID_HEADER",
+    "ProductionVariant", "Routing", "ServerlessSpec", "TrafficShift", "VariantConfig", "canonical_json",
+    "invoke_endpoint_args", "prefix_aware_id", "production_variant_api_shape",
 ]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
+from .endpoint_config import Endpoints
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
@@ -118,6 +119,7 @@ class EnvironmentConfig(_Model):
     instance_groups: tuple[InstanceGroupConfig, ...] = Field(default_factory=_default_groups, min_length=1)
     caches: CachesConfig = Field(default_factory=CachesConfig,
                                  description="models cached on instance groups' NVMe; none by default")
+    endpoints: Endpoints = Field(default=(), description="SageMaker real-time endpoints; none by default")
 
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":

@@ -1,0 +1,182 @@
+"""The ``endpoints`` section of an environment: SageMaker real-time endpoints and their variants.
+
+Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
+path). Routing rules come from :func:`hyperwarm.endpoint.routing_problems`, the same function the
+construct uses, so config and library users get the same messages.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from .endpoint import (
+    CONCURRENCY_THRESHOLD_RANGE,
+    PREFIX_LENGTH_RANGE,
+    ROUTING_STRATEGIES,
+    SCALING_METRICS,
+    Routing,
+    routing_problems,
+)
+
+_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+_S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class RoutingConfig(_Model):
+    """``RoutingConfig`` of a variant; PREFIX_AWARE needs both prefix fields, others take none."""
+
+    strategy: Literal["RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE"]
+    prefix_length: Annotated[int, Field(ge=PREFIX_LENGTH_RANGE[0], le=PREFIX_LENGTH_RANGE[1])] | None = None
+    concurrency_threshold: Annotated[
+        int, Field(ge=CONCURRENCY_THRESHOLD_RANGE[0], le=CONCURRENCY_THRESHOLD_RANGE[1])] | None = None
+
+    def to_routing(self) -> Routing:
+        return Routing(self.strategy, self.prefix_length, self.concurrency_threshold)
+
+    @model_validator(mode="after")
+    def _prefix_fields(self) -> "RoutingConfig":
+        errors, _ = routing_problems(self.to_routing(), max_instances=2, min_instances=2)
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
+
+
+assert set(ROUTING_STRATEGIES) == set(RoutingConfig.model_fields["strategy"].annotation.__args__)
+
+
+class ImageConfig(_Model):
+    """Either an explicit ECR ``uri`` or an official ``framework`` with its ``version``."""
+
+    uri: str | None = Field(default=None, pattern=r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/\S+$")
+    framework: str | None = Field(default=None, pattern=r"^[a-z0-9-]+$",
+                                  description="sagemaker image_uris framework, e.g. vllm, djl-lmi, huggingface-llm")
+    version: str | None = Field(default=None, pattern=r"^[0-9][0-9a-z.+-]*$")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ImageConfig":
+        if bool(self.uri) == bool(self.framework):
+            raise ValueError("give either uri, or framework with version")
+        if self.framework and not self.version:
+            raise ValueError(f"framework {self.framework!r} needs a version")
+        if self.uri and self.version:
+            raise ValueError("version goes with framework, not with uri")
+        return self
+
+
+class AutoscalingConfig(_Model):
+    min_capacity: int = Field(default=1, ge=1)
+    max_capacity: int = Field(ge=1)
+    metric: Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"] = "ConcurrentRequestsPerModel"
+    target_value: float = Field(gt=0)
+    scale_in_cooldown_seconds: int = Field(default=600, ge=0, le=86400)
+    scale_out_cooldown_seconds: int = Field(default=120, ge=0, le=86400)
+
+    @model_validator(mode="after")
+    def _order(self) -> "AutoscalingConfig":
+        if self.max_capacity < self.min_capacity:
+            raise ValueError(f"max_capacity {self.max_capacity} is below min_capacity {self.min_capacity}")
+        return self
+
+
+assert set(SCALING_METRICS) == set(AutoscalingConfig.model_fields["metric"].annotation.__args__)
+
+
+class ServerlessConfig(_Model):
+    memory_size_mb: Literal[1024, 2048, 3072, 4096, 5120, 6144]
+    max_concurrency: int = Field(ge=1, le=200)
+
+
+class VariantConfig(_Model):
+    """One production variant: its model, capacity, weight and routing."""
+
+    name: str = Field(pattern=_NAME, description="1..63 letters, digits or hyphens")
+    image: ImageConfig
+    model_data: str | None = Field(default=None, pattern=_S3_URI, description="s3://bucket/key (object or prefix)")
+    environment: dict[str, str] = Field(default_factory=dict)
+    instance_type: str | None = Field(default=None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+                                      description="an ml.* instance type")
+    instance_count: int = Field(default=1, ge=1)
+    initial_weight: float = Field(default=1.0, gt=0)
+    routing: RoutingConfig | None = Field(default=None, description="none means RANDOM, as in SageMaker")
+    autoscaling: AutoscalingConfig | None = None
+    serverless: ServerlessConfig | None = None
+    model_data_download_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
+    container_startup_health_check_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
+
+    @property
+    def max_instances(self) -> int:
+        return self.autoscaling.max_capacity if self.autoscaling else self.instance_count
+
+    @property
+    def min_instances(self) -> int:
+        return self.autoscaling.min_capacity if self.autoscaling else self.instance_count
+
+    @model_validator(mode="after")
+    def _capacity(self) -> "VariantConfig":
+        if self.serverless is None and self.instance_type is None:
+            raise ValueError(f"variant {self.name!r}: instance_type is required unless the variant is serverless")
+        if self.serverless is not None and (self.instance_type or self.autoscaling):
+            raise ValueError(f"variant {self.name!r}: serverless variants take no instance_type or autoscaling")
+        if self.routing is not None:
+            errors, _ = routing_problems(self.routing.to_routing(), serverless=self.serverless is not None,
+                                         min_instances=self.min_instances, max_instances=self.max_instances)
+            if errors:
+                raise ValueError(f"variant {self.name!r}: " + "; ".join(errors))
+        return self
+
+
+class GuardrailsConfig(_Model):
+    traffic: Literal["ALL_AT_ONCE", "CANARY", "LINEAR"] = "ALL_AT_ONCE"
+    percent: int | None = Field(default=None, ge=1, le=50, description="CANARY 1..50, LINEAR 10..50")
+    wait_seconds: int = Field(default=300, ge=0, le=3600)
+    alarm_on_5xx_errors: bool = True
+
+    @model_validator(mode="after")
+    def _percent(self) -> "GuardrailsConfig":
+        if self.traffic == "ALL_AT_ONCE" and self.percent is not None:
+            raise ValueError("percent only goes with CANARY or LINEAR")
+        if self.traffic != "ALL_AT_ONCE" and self.percent is None:
+            raise ValueError(f"{self.traffic} needs percent")
+        if self.traffic == "LINEAR" and self.percent is not None and self.percent < 10:
+            raise ValueError(f"LINEAR percent {self.percent} -- allowed: 10..50")
+        return self
+
+
+class DataCaptureConfig(_Model):
+    sampling_percentage: int = Field(default=10, ge=0, le=100)
+
+
+class EndpointConfig(_Model):
+    """One SageMaker endpoint of the environment (named ``hyperwarm-<env>-<name>``)."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$", description="1..41 letters, digits or hyphens")
+    variants: tuple[VariantConfig, ...] = Field(min_length=1, max_length=10)
+    guardrails: GuardrailsConfig | None = None
+    data_capture: DataCaptureConfig | None = None
+    network_isolation: bool = True
+
+    @model_validator(mode="after")
+    def _unique_variants(self) -> "EndpointConfig":
+        names = [v.name for v in self.variants]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"endpoint {self.name!r}: variant names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+def _unique_endpoint_names(endpoints: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:
+    names = [e.name for e in endpoints]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"endpoint names must be unique; repeated: {', '.join(dupes)}")
+    return endpoints
+
+
+Endpoints = Annotated[tuple[EndpointConfig, ...], AfterValidator(_unique_endpoint_names)]
+"""The type of ``EnvironmentConfig.endpoints``."""

@@ -1,0 +1,119 @@
+"""Container images for SageMaker models: an explicit ECR URI, an ECR repository, or an
+official serving container (vLLM, LMI, TGI ...) named by framework and version.
+
+Official images live in a per-region AWS account (the Deep Learning Containers registry).
+Their URIs are resolved at synth with ``sagemaker-core``'s ``image_uris.retrieve``, which reads
+the image catalogue shipped inside the package: no network, no AWS call. ``sagemaker-core``
+pulls in pandas and scipy (~450 MB), so it is the optional extra ``hyperwarm[images]``, imported
+only when an official image is resolved, and never belongs in a Lambda package.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import aws_cdk as cdk
+from aws_cdk import aws_ecr as ecr
+
+_ECR_URI = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z]{2}(-[a-z]+)+-\d)\.amazonaws\.com(\.cn)?"
+    r"/(?P<repository>[a-z0-9][a-z0-9._/-]*?)(:(?P<tag>[\w][\w.-]{0,127})|@sha256:[0-9a-f]{64})?$"
+)
+
+
+@dataclass(frozen=True)
+class EcrImage:
+    """A parsed ECR image URI: what the execution role must be allowed to pull."""
+
+    uri: str
+    account: str
+    region: str
+    repository: str
+
+    def repository_arn(self, partition: str = "aws") -> str:
+        return f"arn:{partition}:ecr:{self.region}:{self.account}:repository/{self.repository}"
+
+
+def parse_ecr_uri(uri: str) -> EcrImage:
+    """Split ``<account>.dkr.ecr.<region>.amazonaws.com/<repository>[:tag|@digest]``.
+
+    SageMaker pulls model images from ECR only (private registries need VPC mode, which
+    hyperwarm does not configure), so anything else is rejected here.
+    """
+    match = _ECR_URI.match(uri)
+    if not match:
+        raise ValueError(
+            f"{uri!r} is not an ECR image URI; expected <account>.dkr.ecr.<region>.amazonaws.com/<repository>[:tag]"
+        )
+    return EcrImage(uri, match["account"], match["region"], match["repository"])
+
+
+@lru_cache(maxsize=None)
+def official_image_uri(framework: str, version: str, region: str) -> str:
+    """The official serving image URI for ``framework`` ``version`` in ``region`` (offline)."""
+    try:
+        from sagemaker.core import image_uris
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise RuntimeError(
+            f"resolving the official {framework} {version} image needs sagemaker-core: "
+            "pip install 'hyperwarm[images]', or give the image as an explicit ECR URI"
+        ) from None
+    try:
+        return image_uris.retrieve(framework=framework, version=version, region=region)
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"no official {framework} {version} image in {region}: {exc}") from None
+
+
+class ContainerImage:
+    """The image of a SageMaker model container. Use the static factories."""
+
+    def __init__(self, *, uri: str | None = None, repository: ecr.IRepository | None = None,
+                 tag: str | None = None, framework: str | None = None, version: str | None = None) -> None:
+        self._uri, self._repository, self._tag = uri, repository, tag
+        self.framework, self.version = framework, version
+
+    @staticmethod
+    def from_uri(uri: str) -> "ContainerImage":
+        """An explicit ECR image URI; the execution role may pull from exactly its repository."""
+        return ContainerImage(uri=uri)
+
+    @staticmethod
+    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> "ContainerImage":
+        """An image in an ECR repository of this app (pull granted through ``repository.grant_pull``)."""
+        return ContainerImage(repository=repository, tag=tag)
+
+    @staticmethod
+    def official(framework: str, version: str) -> "ContainerImage":
+        """An AWS serving container, e.g. ``official("vllm", "0.27.1")`` or ``official("djl-lmi", "0.33.0")``;
+        resolved for the stack's region at synth."""
+        return ContainerImage(framework=framework, version=version)
+
+    def describe(self) -> str:
+        if self.framework:
+            return f"{self.framework} {self.version}"
+        if self._repository is not None:
+            return f"ECR repository image :{self._tag}"
+        return str(self._uri)
+
+    def bind(self, scope: cdk.Stack) -> tuple[str, ecr.IRepository | None, EcrImage | None]:
+        """(image URI, repository to grant pull on or None, parsed URI or None) for ``scope``'s region."""
+        if self._repository is not None:
+            return self._repository.repository_uri_for_tag(self._tag), self._repository, None
+        if self.framework:
+            region = scope.region
+            if cdk.Token.is_unresolved(region):
+                raise ValueError(
+                    f"{scope.node.path}: the official {self.describe()} image is resolved per region at synth; "
+                    "give the stack an explicit region (env=cdk.Environment(region=...))"
+                )
+            uri = official_image_uri(self.framework, str(self.version), region)
+            return uri, None, parse_ecr_uri(uri)
+        uri = str(self._uri)
+        if cdk.Token.is_unresolved(uri):
+            raise ValueError(
+                f"{scope.node.path}: an image URI that is a token cannot be scoped for pulling; "
+                "use ContainerImage.from_ecr_repository(...)"
+            )
+        return uri, None, parse_ecr_uri(uri)

@@ -1,0 +1,85 @@
+"""``hyperwarm-<env>-endpoints``: the environment's SageMaker real-time endpoints.
+
+Separate from the cluster stack: SageMaker endpoints need neither the VPC nor the HyperPod
+cluster, so they deploy (and roll back) on their own.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from hyperwarm import (
+    Autoscaling,
+    ContainerImage,
+    DataCapture,
+    DeploymentGuardrails,
+    EndpointConfig,
+    EnvironmentConfig,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    ServerlessSpec,
+    TrafficShift,
+    VariantConfig,
+)
+
+
+def endpoint_name(env_name: str, endpoint: EndpointConfig) -> str:
+    return f"hyperwarm-{env_name}-{endpoint.name}"
+
+
+def variant_props(v: VariantConfig) -> ProductionVariant:
+    """A config variant as the construct's :class:`ProductionVariant`."""
+    image = ContainerImage.from_uri(v.image.uri) if v.image.uri \
+        else ContainerImage.official(str(v.image.framework), str(v.image.version))
+    a = v.autoscaling
+    return ProductionVariant(
+        name=v.name,
+        model=ModelSpec(image=image, model_data=v.model_data, environment=dict(v.environment)),
+        instance_type=v.instance_type,
+        instance_count=v.instance_count,
+        initial_weight=v.initial_weight,
+        routing=v.routing.to_routing() if v.routing else None,
+        serverless=ServerlessSpec(v.serverless.memory_size_mb, v.serverless.max_concurrency) if v.serverless else None,
+        autoscaling=Autoscaling(
+            min_capacity=a.min_capacity, max_capacity=a.max_capacity, target_value=a.target_value, metric=a.metric,
+            scale_in_cooldown=cdk.Duration.seconds(a.scale_in_cooldown_seconds),
+            scale_out_cooldown=cdk.Duration.seconds(a.scale_out_cooldown_seconds),
+        ) if a else None,
+        model_data_download_timeout=cdk.Duration.seconds(v.model_data_download_timeout_seconds)
+        if v.model_data_download_timeout_seconds else None,
+        container_startup_health_check_timeout=cdk.Duration.seconds(v.container_startup_health_check_timeout_seconds)
+        if v.container_startup_health_check_timeout_seconds else None,
+    )
+
+
+def endpoint_props(env_name: str, endpoint: EndpointConfig) -> InferenceEndpointProps:
+    g = endpoint.guardrails
+    guardrails = None
+    if g is not None:
+        wait = cdk.Duration.seconds(g.wait_seconds)
+        traffic = {"ALL_AT_ONCE": lambda: TrafficShift.all_at_once(wait),
+                   "CANARY": lambda: TrafficShift.canary(int(g.percent or 0), wait),
+                   "LINEAR": lambda: TrafficShift.linear(int(g.percent or 0), wait)}[g.traffic]()
+        guardrails = DeploymentGuardrails(traffic=traffic, alarm_on_5xx_errors=g.alarm_on_5xx_errors)
+    capture = endpoint.data_capture
+    return InferenceEndpointProps(
+        variants=[variant_props(v) for v in endpoint.variants],
+        endpoint_name=endpoint_name(env_name, endpoint),
+        guardrails=guardrails,
+        data_capture=DataCapture(sampling_percentage=capture.sampling_percentage) if capture else None,
+        network_isolation=endpoint.network_isolation,
+    )
+
+
+class EndpointsStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig, **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.endpoints = {
+            e.name: InferenceEndpoint(self, e.name, endpoint_props(env_name, e)) for e in config.endpoints
+        }
+        for name, endpoint in self.endpoints.items():
+            cdk.CfnOutput(self, f"{name}EndpointName", value=endpoint.endpoint_name,
+                          description=f"SageMaker endpoint {name}")
