@@ -1,0 +1,99 @@
+"""``hyperwarm plan cache``: cold vs warm time to serve, scale-out scenario, table and JSON output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hyperwarm.cache_config import CachedModel
+from hyperwarm.cli import main
+from hyperwarm.config import parse_environment
+from planner.cache_plan import ColdStart, plan, plan_model
+
+from test_caches_config import environment, model
+
+AWS = ColdStart()  # 1 Gbit/s per node, 6 min image pull, NVMe 7 GB/s
+
+
+def llama_70b(**overrides: Any) -> CachedModel:
+    return CachedModel.model_validate(model(name="llama-70b", size_gb=145, **overrides))
+
+
+def test_145_gb_model_is_over_20_min_cold_and_under_1_min_warm() -> None:
+    llama = llama_70b()
+    assert AWS.cold_s(llama) == pytest.approx(6 * 60 + 145 * 8 / 1.0)  # 1,520 s = 25.3 min
+    assert AWS.warm_s(llama) == pytest.approx(145 / 7)  # 20.7 s
+    assert AWS.cold_s(llama) > 20 * 60 and AWS.warm_s(llama) < 60
+
+
+def test_bandwidth_changes_the_cold_start_only() -> None:
+    llama = llama_70b()
+    fast = ColdStart(bandwidth_gbps=5.0)
+    assert fast.cold_s(llama) == pytest.approx(360 + 145 * 8 / 5)
+    assert fast.warm_s(llama) == AWS.warm_s(llama)
+
+
+def test_uncached_image_is_pulled_even_on_a_warm_node() -> None:
+    assert AWS.warm_s(llama_70b(image_cache=False)) == pytest.approx(360 + 145 / 7)
+
+
+def test_uncached_weights_are_downloaded_even_on_a_warm_node() -> None:
+    assert AWS.warm_s(llama_70b(weights_cache=False)) == pytest.approx(145 * 8)
+
+
+def p5_config(replicas: int = 1):
+    raw = environment(model(name="llama-70b", size_gb=145, replicas=replicas))
+    raw["instance_groups"] = [{"name": "inference", "instance_type": "ml.p5.48xlarge", "instance_count": 4,
+                               "holds_caches": True}]
+    return parse_environment("dev", raw)
+
+
+def test_scale_out_beyond_the_warm_nodes_waits_for_the_cold_ones() -> None:
+    config = p5_config()
+    result = plan_model(config.caches.models[0], config, AWS, scale_out=5, prewarmed=2)
+    assert (result.cold_share, result.all_serving_s) == (pytest.approx(0.6), pytest.approx(AWS.cold_s(
+        config.caches.models[0])))
+
+
+def test_scale_out_within_the_warm_nodes_serves_warm() -> None:
+    config = p5_config()
+    result = plan_model(config.caches.models[0], config, AWS, scale_out=2, prewarmed=2)
+    assert (result.cold_share, result.all_serving_s) == (0.0, pytest.approx(145 / 7))
+
+
+def test_default_warm_nodes_are_the_group_nodes_not_yet_serving_the_model() -> None:
+    config = p5_config(replicas=1)
+    assert plan_model(config.caches.models[0], config, AWS, scale_out=5, prewarmed=None).prewarmed_nodes == 3
+
+
+def test_group_plan_reports_nvme_use_and_fit() -> None:
+    (group,) = plan(p5_config())
+    assert (group.used_gb, group.usable_gb, group.fits) == (145 * 2 + 20, 27_000, True)
+
+
+@pytest.fixture
+def in_project(monkeypatch, tmp_path, project_context):
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py", "context": project_context}))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_cli_prints_the_cold_and_warm_table(in_project, capsys) -> None:
+    assert main(["plan", "cache", "--env", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "llama-3-1-70b" in out and "25.3 min" in out and "21 s" in out and "73x" in out
+
+
+def test_cli_json_carries_the_numbers(in_project, capsys) -> None:
+    assert main(["plan", "cache", "--env", "prod", "--json", "--bandwidth-gbps", "5", "--scale-out", "3",
+                 "--prewarmed", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    llama = next(m for g in report["groups"] for m in g["models"] if m["model"] == "llama-3-1-70b")
+    assert llama["cold_s"] == pytest.approx(360 + 145 * 8 / 5)
+    assert (llama["scale_out"], llama["prewarmed_nodes"], llama["cold_share"]) == (3, 1, pytest.approx(2 / 3))
+
+
+def test_cli_rejects_an_unknown_environment(in_project, capsys) -> None:
+    assert main(["plan", "cache", "--env", "qa"]) == 2
+    assert "--env 'qa' is not configured; environments: dev, staging, prod" in capsys.readouterr().err

@@ -1,0 +1,60 @@
+"""``hyperwarm-<env>-caches``: the chart applied to the cluster after the inference operator add-on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hyperwarm.config import parse_environments
+from manifests import build_chart
+from stacks.app import build_app
+
+ENVIRONMENTS = ("dev", "staging", "prod")
+PRUNE_LABEL_PREFIX = "aws.cdk.eks/prune-"
+
+
+def applied_objects(template: dict) -> list[dict]:
+    (manifest,) = [r for r in template["Resources"].values() if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"]
+    objects = json.loads(manifest["Properties"]["Manifest"])
+    for obj in objects:  # the prune label CDK adds to find objects removed later
+        obj["metadata"]["labels"] = {k: v for k, v in obj["metadata"]["labels"].items()
+                                     if not k.startswith(PRUNE_LABEL_PREFIX)}
+    return objects
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_caches_stack_applies_the_environment_chart(synthesized, project_context, env) -> None:
+    config = parse_environments(project_context["environments"])[env]
+    assert applied_objects(synthesized.template(f"hyperwarm-{env}-caches")) == build_chart(env, config).to_json()
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_caches_stack_deploys_after_the_cluster_stack(synthesized, env) -> None:
+    artifact = synthesized.assembly.get_stack_by_name(f"hyperwarm-{env}-caches")
+    # The manifest's string list: touching artifact.dependencies makes jsii re-type the cluster artifact.
+    assert f"hyperwarm-{env}-cluster" in artifact.manifest.dependencies
+
+
+def test_manifest_depends_on_the_inference_operator_addon(synthesized) -> None:
+    caches = synthesized.app.node.find_child("hyperwarm-prod-caches")
+    cluster = synthesized.app.node.find_child("hyperwarm-prod-cluster").cluster
+    assert cluster.inference_operator.addon in caches.manifest.node.dependencies
+
+
+def test_operator_may_read_only_the_configured_model_versions(synthesized) -> None:
+    template = synthesized.template("hyperwarm-prod-cluster")
+    statements = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                  for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    reads = {json.dumps(s["Resource"]) for s in statements if s["Action"] == "s3:GetObject"
+             and "hyperwarm-models-prod" in json.dumps(s["Resource"])}
+    assert reads == {json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                   f":s3:::hyperwarm-models-prod/{prefix}/v1/*"]]})
+                     for prefix in ("llama-3.1-70b-instruct", "llama-3.1-8b-instruct")}
+
+
+def test_environment_without_caches_has_no_caches_stack(project_context) -> None:
+    project_context["environments"]["dev"] = {}
+    project_context["env"] = "dev"
+    app = build_app(context=project_context, nag=False)
+    assert [c.node.id for c in app.node.children if c.node.id.startswith("hyperwarm-")] == ["hyperwarm-dev-cluster"]
