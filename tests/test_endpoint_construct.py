@@ -1,0 +1,289 @@
+"""InferenceEndpoint: synthesized EndpointConfig per routing strategy, validation rules, operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Annotations, Match, Template
+
+from hyperwarm import (
+    Autoscaling,
+    ContainerImage,
+    DataCapture,
+    DeploymentGuardrails,
+    InferenceComponentSpec,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    Routing,
+    ServerlessSpec,
+    TrafficShift,
+)
+
+IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
+MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/")
+
+
+def variant(name: str = "main", **kwargs: Any) -> ProductionVariant:
+    kwargs.setdefault("model", MODEL)
+    kwargs.setdefault("instance_type", "ml.g5.2xlarge")
+    kwargs.setdefault("instance_count", 2)
+    return ProductionVariant(name=name, **kwargs)
+
+
+def build(*variants: ProductionVariant, **props: Any) -> tuple[cdk.Stack, InferenceEndpoint]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test", env=cdk.Environment(region="us-east-1", account="111122223333"))
+    endpoint = InferenceEndpoint(stack, "Chat", InferenceEndpointProps(variants=list(variants), **props))
+    return stack, endpoint
+
+
+def template(*variants: ProductionVariant, **props: Any) -> dict[str, Any]:
+    stack, _ = build(*variants, **props)
+    return Template.from_stack(stack).to_json()
+
+
+def of_type(tpl: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in tpl["Resources"].items() if v["Type"] == kind}
+
+
+def production_variants(tpl: dict[str, Any]) -> list[dict[str, Any]]:
+    (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()
+    return config["Properties"]["ProductionVariants"]
+
+
+# -- every strategy in the synthesized EndpointConfig --------------------------------------
+
+
+@pytest.mark.parametrize("routing, expected", [
+    (Routing.random(), {"RoutingStrategy": "RANDOM"}),
+    (Routing.least_outstanding_requests(), {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}),
+    (Routing.prefix_aware(prefix_length=4096, concurrency_threshold=16),
+     {"RoutingStrategy": "PREFIX_AWARE", "PrefixAwareRoutingConfig": {"PrefixLength": 4096, "ConcurrencyThreshold": 16}}),
+    (Routing.kv_aware(), {"RoutingStrategy": "KV_AWARE"}),
+])
+def test_endpoint_config_carries_each_routing_strategy(routing: Routing, expected: dict[str, Any]) -> None:
+    (pv,) = production_variants(template(variant(routing=routing)))
+    assert pv["RoutingConfig"] == expected
+
+
+def test_omitted_routing_leaves_routing_config_out_so_sagemaker_uses_random() -> None:
+    (pv,) = production_variants(template(variant()))
+    assert "RoutingConfig" not in pv
+
+
+def test_two_variants_keep_their_own_routing_side_by_side() -> None:
+    pvs = production_variants(template(
+        variant("a", routing=Routing.prefix_aware(prefix_length=8192, concurrency_threshold=32)),
+        variant("b", routing=Routing.random(), initial_weight=3.0)))
+    assert [(p["VariantName"], p["RoutingConfig"]["RoutingStrategy"], p["InitialVariantWeight"]) for p in pvs] == \
+        [("a", "PREFIX_AWARE", 1.0), ("b", "RANDOM", 3.0)]
+
+
+# -- routing change: same Model, new EndpointConfig --------------------------------------
+
+
+def test_changing_only_routing_keeps_the_model_and_replaces_the_endpoint_config() -> None:
+    before = template(variant(routing=Routing.random()))
+    after = template(variant(routing=Routing.prefix_aware(prefix_length=2048, concurrency_threshold=8)))
+    assert of_type(before, "AWS::SageMaker::Model") == of_type(after, "AWS::SageMaker::Model")
+    old_config, new_config = (of_type(t, "AWS::SageMaker::EndpointConfig") for t in (before, after))
+    assert old_config.keys() == new_config.keys()  # same logical id ...
+    (config_id,) = old_config
+    assert old_config[config_id] != new_config[config_id]  # ... different properties: replacement
+    # No explicit name, so CloudFormation can create the replacement beside the old config.
+    assert "EndpointConfigName" not in new_config[config_id]["Properties"]
+    (endpoint,) = of_type(after, "AWS::SageMaker::Endpoint").values()
+    assert endpoint["Properties"]["EndpointConfigName"] == {"Fn::GetAtt": [config_id, "EndpointConfigName"]}
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+def rejects(match: str, *variants: ProductionVariant, **props: Any) -> str:
+    with pytest.raises(ValueError, match=match) as info:
+        build(*variants, **props)
+    message = str(info.value)
+    assert "Test/Chat" in message
+    return message
+
+
+def test_prefix_aware_without_threshold_is_rejected() -> None:
+    message = rejects(r"routing\.concurrency_threshold = None -- PREFIX_AWARE needs both",
+                      variant("pa", routing=Routing("PREFIX_AWARE", prefix_length=4096)))
+    assert "variant 'pa'" in message and "1..1024" in message
+
+
+def test_prefix_aware_without_prefix_length_is_rejected() -> None:
+    rejects(r"routing\.prefix_length = None -- PREFIX_AWARE needs both .*1024\.\.65536",
+            variant(routing=Routing("PREFIX_AWARE", concurrency_threshold=4)))
+
+
+@pytest.mark.parametrize("length", [512, 70000])
+def test_prefix_length_outside_1024_to_65536_is_rejected(length: int) -> None:
+    rejects(rf"routing\.prefix_length = {length} -- allowed: an integer 1024\.\.65536",
+            variant(routing=Routing.prefix_aware(prefix_length=length, concurrency_threshold=4)))
+
+
+@pytest.mark.parametrize("threshold", [0, 1025])
+def test_concurrency_threshold_outside_1_to_1024_is_rejected(threshold: int) -> None:
+    rejects(rf"routing\.concurrency_threshold = {threshold} -- allowed: an integer 1\.\.1024",
+            variant(routing=Routing.prefix_aware(prefix_length=4096, concurrency_threshold=threshold)))
+
+
+def test_prefix_settings_with_another_strategy_are_rejected() -> None:
+    rejects(r"routing\.prefix_length = 4096 -- only PREFIX_AWARE takes prefix_length; strategy is "
+            r"LEAST_OUTSTANDING_REQUESTS", variant(routing=Routing("LEAST_OUTSTANDING_REQUESTS", prefix_length=4096)))
+
+
+def test_unknown_strategy_is_rejected() -> None:
+    rejects(r"routing\.strategy = 'ROUND_ROBIN' -- allowed: RANDOM, LEAST_OUTSTANDING_REQUESTS",
+            variant(routing=Routing("ROUND_ROBIN")))
+
+
+@pytest.mark.parametrize("routing", [Routing.kv_aware(), Routing.prefix_aware(prefix_length=4096,
+                                                                               concurrency_threshold=4)])
+def test_cache_aware_routing_on_a_variant_fixed_at_one_instance_is_rejected(routing: Routing) -> None:
+    rejects(r"fixed at 1 instance .* only routes between two or more", variant(instance_count=1, routing=routing))
+
+
+def test_cache_aware_routing_that_needs_autoscaling_to_reach_two_instances_warns() -> None:
+    stack, _ = build(variant(instance_count=1, routing=Routing.kv_aware(),
+                             autoscaling=Autoscaling(max_capacity=3, target_value=8)))
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("has no effect while"))
+    assert len(warnings) == 1
+
+
+def test_routing_on_a_serverless_variant_is_rejected() -> None:
+    rejects(r"serverless variants take no routing",
+            ProductionVariant(name="sls", model=MODEL, serverless=ServerlessSpec(2048, 5), routing=Routing.random()))
+
+
+def test_duplicate_variant_names_are_rejected() -> None:
+    rejects(r"name = 'a' -- variant names must be unique", variant("a"), variant("a"))
+
+
+@pytest.mark.parametrize("name", ["-lead", "under_score", "x" * 64, ""])
+def test_malformed_variant_names_are_rejected(name: str) -> None:
+    rejects(r"name = .* -- allowed: 1\.\.63 letters, digits or hyphens", variant(name))
+
+
+@pytest.mark.parametrize("weight", [0, -1.5])
+def test_non_positive_weights_are_rejected(weight: float) -> None:
+    rejects(rf"initial_weight = {weight} -- allowed: a number > 0", variant(initial_weight=weight))
+
+
+@pytest.mark.parametrize("uri", ["https://bucket/key", "s3://bucket", "s3://bucket/", "s3://Bad_Bucket/key"])
+def test_model_data_that_is_not_s3_bucket_key_is_rejected(uri: str) -> None:
+    rejects(r"model\.model_data = .* -- allowed: s3://bucket/key", variant(model=ModelSpec(IMAGE, model_data=uri)))
+
+
+def test_non_ml_instance_type_is_rejected() -> None:
+    rejects(r"instance_type = 'g5.2xlarge' -- allowed: an ml\.\* SageMaker instance type",
+            variant(instance_type="g5.2xlarge"))
+
+
+def test_unresolved_tokens_are_not_validated() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test", env=cdk.Environment(region="us-east-1"))
+    count = cdk.Token.as_number(cdk.CfnParameter(stack, "Count", type="Number").value_as_number)
+    length = cdk.Token.as_number(cdk.CfnParameter(stack, "Length", type="Number").value_as_number)
+    InferenceEndpoint(stack, "Chat", InferenceEndpointProps(variants=[variant(
+        instance_count=count, routing=Routing.prefix_aware(prefix_length=length, concurrency_threshold=4))]))
+    (pv,) = production_variants(Template.from_stack(stack).to_json())
+    assert pv["RoutingConfig"]["PrefixAwareRoutingConfig"]["PrefixLength"] == {"Ref": "Length"}
+
+
+# -- operations --------------------------------------------------------------------------
+
+
+def test_execution_role_reads_only_the_model_prefix_and_pulls_only_its_repository() -> None:
+    tpl = template(variant())
+    (policy,) = of_type(tpl, "AWS::IAM::Policy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_action = {str(s["Action"]): s for s in statements}
+    assert by_action["s3:GetObject"]["Resource"] == {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::models-bucket/llama/v1/*"]]}
+    assert by_action["s3:ListBucket"]["Condition"] == {"StringLike": {"s3:prefix": ["llama/v1/*"]}}
+    pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert pull["Resource"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                  ":ecr:us-east-1:123456789012:repository/serving/vllm"]]}
+    (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
+    assert model["Properties"]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"] == {
+        "S3Uri": "s3://models-bucket/llama/v1/", "S3DataType": "S3Prefix", "CompressionType": "None"}
+    assert model["Properties"]["EnableNetworkIsolation"] is True
+
+
+def test_official_image_resolves_per_region_to_the_dlc_repository() -> None:
+    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"))))
+    (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
+    image = model["Properties"]["PrimaryContainer"]["Image"]
+    assert image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-")
+
+
+def test_storage_key_is_set_for_ebs_only_instances() -> None:
+    tpl = template(variant(instance_type="ml.m5.xlarge"))
+    (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()
+    assert "Fn::GetAtt" in config["Properties"]["KmsKeyId"]
+    assert of_type(tpl, "AWS::KMS::Key")
+
+
+def test_storage_key_is_omitted_when_a_variant_has_local_nvme() -> None:
+    tpl = template(variant("a", instance_type="ml.m5.xlarge"), variant("b", instance_type="ml.p5.48xlarge"))
+    (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()
+    assert "KmsKeyId" not in config["Properties"]
+
+
+def test_autoscaling_tracks_the_chosen_metric_per_variant() -> None:
+    tpl = template(variant(autoscaling=Autoscaling(min_capacity=2, max_capacity=6, target_value=24)),
+                   endpoint_name="chat")
+    (target,) = of_type(tpl, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert target["Properties"]["MinCapacity"] == 2 and target["Properties"]["MaxCapacity"] == 6
+    assert target["Properties"]["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    (policy,) = of_type(tpl, "AWS::ApplicationAutoScaling::ScalingPolicy").values()
+    tracking = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["TargetValue"] == 24
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == \
+        "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    (endpoint,) = of_type(tpl, "AWS::SageMaker::Endpoint").values()
+    assert endpoint["Properties"]["RetainAllVariantProperties"] is True
+
+
+def test_canary_guardrails_roll_back_on_5xx_alarms() -> None:
+    tpl = template(variant(), endpoint_name="chat",
+                   guardrails=DeploymentGuardrails(traffic=TrafficShift.canary(10, cdk.Duration.minutes(10))))
+    (endpoint,) = of_type(tpl, "AWS::SageMaker::Endpoint").values()
+    deployment = endpoint["Properties"]["DeploymentConfig"]
+    assert deployment["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"] == {
+        "Type": "CANARY", "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}, "WaitIntervalInSeconds": 600}
+    (alarm_id,) = of_type(tpl, "AWS::CloudWatch::Alarm")
+    assert deployment["AutoRollbackConfiguration"]["Alarms"] == [{"AlarmName": {"Ref": alarm_id}}]
+
+
+def test_canary_above_50_percent_is_rejected() -> None:
+    rejects(r"guardrails\.traffic\.percent = 60 -- CANARY allowed: 1\.\.50", variant(), endpoint_name="chat",
+            guardrails=DeploymentGuardrails(traffic=TrafficShift.canary(60)))
+
+
+def test_data_capture_goes_to_an_encrypted_bucket() -> None:
+    tpl = template(variant(instance_type="ml.p5.48xlarge"), data_capture=DataCapture(sampling_percentage=5))
+    (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()
+    capture = config["Properties"]["DataCaptureConfig"]
+    assert capture["InitialSamplingPercentage"] == 5 and "KmsKeyId" in capture
+    (bucket,) = of_type(tpl, "AWS::S3::Bucket").values()
+    rule = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert bucket["Properties"]["PublicAccessBlockConfiguration"]["BlockPublicAcls"] is True
+
+
+def test_inference_component_enables_sagemaker_caching_and_leaves_the_variant_model_free() -> None:
+    tpl = template(variant(routing=Routing.least_outstanding_requests(),
+                           inference_component=InferenceComponentSpec(copies=2, accelerators_per_copy=1)))
+    (pv,) = production_variants(tpl)
+    assert "ModelName" not in pv and pv["RoutingConfig"]["RoutingStrategy"] == "LEAST_OUTSTANDING_REQUESTS"
+    (component,) = of_type(tpl, "AWS::SageMaker::InferenceComponent").values()
+    assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
+    assert component["Properties"]["RuntimeConfig"] == {"CopyCount": 2}
