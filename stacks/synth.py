@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", help="comma-separated environments (default: all)")
     args = parser.parse_args(argv)
     console = Console()
+    if not console.is_terminal:  # CI logs: wide enough that rows do not wrap
+        console = Console(width=140)
     context = json.loads(Path("cdk.json").read_text())["context"]
     if args.env:
         context["env"] = args.env
