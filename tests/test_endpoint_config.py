@@ -1,0 +1,79 @@
+"""The ``endpoints`` section of an environment: validated with the environment and field path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hyperwarm import ConfigError, parse_environment
+from stacks.app import build_app
+
+IMAGE = {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"}
+
+
+def env_with(**variant: Any) -> dict[str, Any]:
+    base = {"name": "v1", "image": IMAGE, "instance_type": "ml.g5.2xlarge", "instance_count": 2}
+    return {"endpoints": [{"name": "chat", "variants": [{**base, **variant}]}]}
+
+
+def rejected(raw: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_environment("prod", raw)
+    return str(info.value)
+
+
+def test_prefix_aware_without_both_parameters_names_environment_and_field() -> None:
+    message = rejected(env_with(routing={"strategy": "PREFIX_AWARE", "prefix_length": 4096}))
+    assert "environments.prod.endpoints[0].variants[0].routing:" in message
+    assert "routing.concurrency_threshold = None -- PREFIX_AWARE needs both" in message
+
+
+def test_prefix_length_out_of_range_is_rejected_in_config() -> None:
+    message = rejected(env_with(routing={"strategy": "PREFIX_AWARE", "prefix_length": 100, "concurrency_threshold": 4}))
+    assert "environments.prod.endpoints[0].variants[0].routing.prefix_length: 100" in message
+    assert "greater than or equal to 1024" in message
+
+
+def test_prefix_settings_with_random_are_rejected_in_config() -> None:
+    message = rejected(env_with(routing={"strategy": "RANDOM", "concurrency_threshold": 4}))
+    assert "only PREFIX_AWARE takes concurrency_threshold" in message
+
+
+def test_cache_aware_routing_on_one_fixed_instance_is_rejected_in_config() -> None:
+    message = rejected(env_with(instance_count=1, routing={"strategy": "KV_AWARE"}))
+    assert "environments.prod.endpoints[0].variants[0]" in message and "fixed at 1 instance" in message
+
+
+def test_autoscaling_max_counts_toward_two_instances() -> None:
+    config = parse_environment("prod", env_with(instance_count=1, routing={"strategy": "KV_AWARE"},
+                                                autoscaling={"max_capacity": 3, "target_value": 8}))
+    assert config.endpoints[0].variants[0].max_instances == 3
+
+
+def test_non_ml_instance_type_is_rejected_in_config() -> None:
+    message = rejected(env_with(instance_type="p5.48xlarge"))
+    assert "variants[0].instance_type: 'p5.48xlarge'" in message
+
+
+def test_malformed_model_data_uri_is_rejected_in_config() -> None:
+    assert "variants[0].model_data: 'bucket/key'" in rejected(env_with(model_data="bucket/key"))
+
+
+def test_non_positive_weight_is_rejected_in_config() -> None:
+    assert "variants[0].initial_weight: 0.0" in rejected(env_with(initial_weight=0.0))
+
+
+def test_duplicate_variant_names_are_rejected_in_config() -> None:
+    raw = env_with()
+    raw["endpoints"][0]["variants"].append(dict(raw["endpoints"][0]["variants"][0]))
+    assert "variant names must be unique; repeated: v1" in rejected(raw)
+
+
+def test_image_needs_either_uri_or_framework_and_version() -> None:
+    assert "give either uri, or framework with version" in rejected(env_with(image={"framework": "vllm", **IMAGE}))
+
+
+def test_environment_without_endpoints_gets_no_endpoints_stack() -> None:
+    app = build_app(context={"environments": {"dev": {}}}, nag=False)
+    assert [s.stack_name for s in app.synth().stacks if s.stack_name.endswith("-endpoints")] == []
