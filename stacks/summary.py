@@ -7,7 +7,7 @@ from typing import Iterator
 
 from aws_cdk import cx_api
 
-from hyperwarm import EnvironmentConfig, instance_spec
+from hyperwarm import EnvironmentConfig, group_usage, instance_spec
 
 
 def _instance_groups(config: EnvironmentConfig) -> str:
@@ -44,6 +44,23 @@ def _endpoints(resources: dict) -> str:
     return "\n".join(lines)
 
 
+def _caches(config: EnvironmentConfig) -> str:
+    """Each cached model and, per instance group, the NVMe its caches need (capacity guard numbers)."""
+    lines = []
+    for m in config.caches.models:
+        cached = [name for name, on in (("weights", m.weights_cache), ("image", m.image_cache),
+                                        ("pre-warm", m.prewarm)) if on]
+        lines.append(f"{m.name}: {m.size_gb:,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}, "
+                     f"caches {', '.join(cached) or 'none'}, prepull {m.prepull}")
+    for group in config.instance_groups:
+        placed = [m.footprint() for m in config.caches.models if m.instance_group == group.name]
+        if placed:
+            usage = group_usage(group.name, instance_spec(group.instance_type).nvme_gb, placed,
+                                config.caches.nvme_headroom_percent)
+            lines.append(f"{group.name}: NVMe {usage.need_gb:,.0f} of {usage.have_gb:,.0f} GB usable")
+    return "\n".join(lines)
+
+
 def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
                      config: EnvironmentConfig) -> Iterator[tuple[str, str, str]]:
     for stack in assembly.stacks:
@@ -56,4 +73,6 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
             details.append(_instance_groups(config))
         if kinds.get("AWS::SageMaker::Endpoint"):
             details.append(_endpoints(resources))
+        if kinds.get("Custom::AWSCDK-EKS-KubernetesResource") and stack.stack_name.endswith("-caches"):
+            details.append(_caches(config))
         yield stack.stack_name, str(len(resources)), "\n".join(details)

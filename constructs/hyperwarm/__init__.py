@@ -1,5 +1,7 @@
 """hyperwarm: CDK constructs for warm-starting, cache-aware LLM inference on AWS."""
 
+from .cache_config import CachedModel, CachesConfig, S3ModelSource
+from .capacity import CacheFootprint, GroupUsage, group_usage
 from .catalog import CATALOG, InstanceSpec, instance_spec
 from .cluster import (
     HEALTH_TAINT_KEY,
@@ -37,4 +39,6 @@ __all__ = [
     "InferenceComponentSpec", "InferenceEndpoint", "InferenceEndpointProps", "ModelSpec", "PREFIX_AWARE_ID_HEADER",
     "ProductionVariant", "Routing", "ServerlessSpec", "TrafficShift", "VariantConfig", "canonical_json",
     "invoke_endpoint_args", "prefix_aware_id", "production_variant_api_shape",
+    # model caches
+    "CacheFootprint", "CachedModel", "CachesConfig", "GroupUsage", "S3ModelSource", "group_usage",
 ]
