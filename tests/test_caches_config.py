@@ -132,6 +132,10 @@ def test_uncached_weights_take_no_nvme() -> None:
     assert CachedModel.model_validate(model(weights_cache=False)).footprint().weight_copies == 0
 
 
+def test_serving_image_counts_even_without_image_cache() -> None:
+    assert CachedModel.model_validate(model(image_cache=False)).footprint().images == {IMAGE: 20}
+
+
 def test_shared_image_is_counted_once_per_node() -> None:
     usage = group_usage("g", 1000, [CacheFootprint("a", 10, 2, {IMAGE: 20}), CacheFootprint("b", 5, 2, {IMAGE: 20})],
                         10)

@@ -123,9 +123,8 @@ class CachedModel(_Model):
     def footprint(self) -> CacheFootprint:
         """What this model puts on each node of its group (for the capacity guard)."""
         copies = (2 if self.weights_cache else 0) + (1 if self.prewarm and self.weights_cache else 0)
-        images = {}
-        if self.image_cache:
-            images = {self.image: self.image_size_gb, **{e.image: e.size_gb for e in self.extra_images}}
+        # The serving image is on every node that runs the model, cached or not.
+        images = {self.image: self.image_size_gb, **{e.image: e.size_gb for e in self.extra_images}}
         return CacheFootprint(self.name, self.size_gb, copies, images)
 
 
