@@ -24,10 +24,14 @@ class CachesStack(cdk.Stack):
         if operator is None:
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
+        for model in config.caches.models:
+            cluster.cache_group(model.instance_group)  # the cluster has it, with NVMe: else a construct error
         self.chart = build_chart(env_name, config)
         self.objects = self.chart.to_json()
         self.manifest = eks.KubernetesManifest(
-            self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects, overwrite=True)
+            self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects,
+            overwrite=True,  # adopt objects a GitOps user already applied from dist/manifests
+        )
         # The add-on installs the operator's CRDs: a dependency across stacks CloudFormation honours
         # by deploying the cluster stack (add-on included) first.
         self.manifest.node.add_dependency(operator.addon)

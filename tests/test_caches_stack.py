@@ -58,3 +58,20 @@ def test_environment_without_caches_has_no_caches_stack(project_context) -> None
     project_context["env"] = "dev"
     app = build_app(context=project_context, nag=False)
     assert [c.node.id for c in app.node.children if c.node.id.startswith("hyperwarm-")] == ["hyperwarm-dev-cluster"]
+
+
+def test_caches_need_the_inference_operator() -> None:
+    import aws_cdk as cdk
+
+    from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
+    from hyperwarm.config import parse_environment
+    from stacks.caches_stack import CachesStack
+    from test_caches_config import environment, model
+
+    config = parse_environment("dev", environment(model()))
+    app = cdk.App()
+    env = cdk.Environment(region="us-west-2")
+    cluster = HyperPodEksCluster(cdk.Stack(app, "Cluster", env=env), "HyperPod", HyperPodEksClusterProps(
+        instance_groups=config.instance_groups, install_inference_operator=False))
+    with pytest.raises(ValueError, match="Caches: model caches need the HyperPod inference operator"):
+        CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
