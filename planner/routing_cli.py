@@ -15,7 +15,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from .scenarios import SCENARIOS, get_scenario
-from .sim import InstanceModel, simulate
+from .sim import InstanceModel, simulate_many
 from .strategies import STRATEGY_NAMES, make_strategy
 from .workloads import Workload
 
@@ -162,14 +162,13 @@ def cmd_simulate(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    results = []
     try:
         with _progress(args) as prog:
-            for s in strategies:
-                task = prog.add_task(s.label(), total=wl.n_requests)
-                results.append(
-                    simulate(wl, s, n, model, seed=args.seed, progress=lambda k, t=task: prog.advance(t, k))
-                )
+            task = prog.add_task(f"{len(strategies)} strategies", total=wl.n_requests)
+            # one pass over the workload for all strategies
+            results = simulate_many(
+                wl, strategies, n, model, seed=args.seed, progress=lambda k: prog.advance(task, k)
+            )
     except ValueError as e:  # trace errors surface while streaming
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -36,7 +36,7 @@ import heapq
 import math
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from .strategies import PrefixAware, Strategy
 from .workloads import Workload
@@ -133,20 +133,11 @@ class StrategyResult:
         return d
 
 
-def simulate(
-    workload: Workload,
-    strategy: Strategy,
-    n_instances: int,
-    model: InstanceModel = InstanceModel(),
-    *,
-    seed: int = 0,
-    progress: Optional[Callable[[int], None]] = None,
-) -> StrategyResult:
-    """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
-
-    ``progress(k)`` is called with the number of new requests done every
-    65,536 requests and at the end.
-    """
+def _core(workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int):
+    """One strategy's simulation as a coroutine: send it request tuples,
+    then ``None``; it returns the :class:`StrategyResult` (StopIteration).
+    A coroutine lets :func:`simulate_many` read a trace once for many
+    strategies while every strategy keeps its loop state in fast locals."""
     if not isinstance(n_instances, int) or n_instances < 1:
         raise ValueError(f"instances={n_instances!r} is outside the allowed range >= 1")
     n = n_instances
@@ -179,9 +170,10 @@ def simulate(
     t_first = None
     t_last = 0.0
     last_done = 0.0
-    tick = 0
-
-    for req in workload:
+    while True:
+        req = yield
+        if req is None:
+            break
         t, inp, out, segs, out_key, _body = req
         if t < t_last:
             t = t_last  # tolerate slightly unordered traces
@@ -251,14 +243,6 @@ def simulate(
         tok_in += inp
         tok_hit += hit
         total += 1
-        tick += 1
-        if tick == 65536:
-            if progress is not None:
-                progress(tick)
-            tick = 0
-
-    if progress is not None and tick:
-        progress(tick)
 
     span = (last_done - t_first) if total and t_first is not None else 0.0
     pct = {f"p{q}": _percentile(hist, total, q / 100) * 1.0 for q in (50, 90, 95, 99)}
@@ -277,3 +261,70 @@ def simulate(
         label=strategy.label(),
         routing=strategy.routing_config(),
     )
+
+
+def simulate(
+    workload: Workload,
+    strategy: Strategy,
+    n_instances: int,
+    model: InstanceModel = InstanceModel(),
+    *,
+    seed: int = 0,
+    progress: Optional[Callable[[int], None]] = None,
+) -> StrategyResult:
+    """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
+
+    ``progress(k)`` is called with the number of new requests done every
+    65,536 requests and at the end.
+    """
+    return simulate_many(workload, [strategy], n_instances, model, seed=seed, progress=progress)[0]
+
+
+def simulate_many(
+    workload: Workload,
+    strategies: Sequence[Strategy],
+    n_instances: int,
+    model: InstanceModel = InstanceModel(),
+    *,
+    seed: int = 0,
+    progress: Optional[Callable[[int], None]] = None,
+) -> List[StrategyResult]:
+    """Run several strategies in one pass over ``workload`` (each on its own
+    fresh variant).  Memory grows with the number of strategies (one set of
+    caches each), so callers batch long lists."""
+    if not isinstance(n_instances, int) or n_instances < 1:
+        raise ValueError(f"instances={n_instances!r} is outside the allowed range >= 1")
+    cores = [_core(workload, s, n_instances, model, seed) for s in strategies]
+    for c in cores:
+        next(c)
+    sends = [c.send for c in cores]
+    tick = 0
+    if len(sends) == 1:
+        send = sends[0]
+        for req in workload:
+            send(req)
+            tick += 1
+            if tick == 65536:
+                if progress is not None:
+                    progress(tick)
+                tick = 0
+    else:
+        for req in workload:
+            for send in sends:
+                send(req)
+            tick += 1
+            if tick == 65536:
+                if progress is not None:
+                    progress(tick)
+                tick = 0
+    if progress is not None and tick:
+        progress(tick)
+    results = []
+    for c in cores:
+        try:
+            c.send(None)
+        except StopIteration as stop:
+            results.append(stop.value)
+        else:  # pragma: no cover - the core always returns on None
+            raise RuntimeError("simulation core did not finish")
+    return results

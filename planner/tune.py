@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from .sim import InstanceModel, StrategyResult, simulate
+from .sim import InstanceModel, StrategyResult, simulate_many
 from .strategies import (
     CONCURRENCY_THRESHOLD_RANGE,
     PREFIX_LENGTH_RANGE,
@@ -70,8 +70,13 @@ def tune(
     max_share_deviation: float = 0.2,
     seed: int = 0,
     on_run: Optional[Callable[[str], None]] = None,
+    batch: int = 8,
 ) -> TuneResult:
-    """Grid search; ``on_run(label)`` is called after every simulation."""
+    """Grid search; ``on_run(label)`` is called after every simulation.
+    ``batch`` strategies share one pass over the trace (memory: one set of
+    caches per strategy in the batch)."""
+    if batch < 1:
+        raise ValueError(f"batch={batch!r} is outside the allowed range >= 1")
     if n_instances < 2:
         raise ValueError(
             f"instances={n_instances} is outside the allowed range >= 2 "
@@ -83,16 +88,16 @@ def tune(
     ths = _validate(thresholds, "concurrency_threshold", CONCURRENCY_THRESHOLD_RANGE)
     tick = on_run or (lambda label: None)
 
-    baselines = []
-    for s in (Random(), LeastOutstanding()):
-        baselines.append(simulate(workload, s, n_instances, model, seed=seed))
-        tick(s.label())
-    cands: List[StrategyResult] = []
-    for pl in pls:
-        for th in ths:
-            s = PrefixAware(pl, th)
-            cands.append(simulate(workload, s, n_instances, model, seed=seed))
+    # one pass over the trace per batch of strategies: reading and parsing
+    # a trace costs more than simulating one strategy on it
+    todo = [Random(), LeastOutstanding()] + [PrefixAware(pl, th) for pl in pls for th in ths]
+    done: List[StrategyResult] = []
+    for i in range(0, len(todo), batch):
+        group = todo[i:i + batch]
+        done.extend(simulate_many(workload, group, n_instances, model, seed=seed))
+        for s in group:
             tick(s.label())
+    baselines, cands = done[:2], done[2:]
 
     ok = [r for r in cands if r.max_share_deviation <= max_share_deviation]
     feasible = bool(ok)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.sim import InstanceModel, simulate, _percentile, _NBINS, _OFFSET, _BINS_PER_E
+from planner.sim import InstanceModel, simulate, simulate_many, _percentile, _NBINS, _OFFSET, _BINS_PER_E
 from planner.strategies import LeastOutstanding, Oracle, PrefixAware, Random
 from planner.workloads import Workload, multi_turn_chat, shared_prefix
 
@@ -166,3 +166,11 @@ def test_invariants_hold_for_any_workload(cap, n, groups, seed):
         assert r.ttft_ms["p50"] <= r.ttft_ms["p90"] <= r.ttft_ms["p95"] <= r.ttft_ms["p99"]
         if cap < 316:  # not even one prefix fits (300 tokens + question)
             assert r.kv_hit_rate <= (300 // 16 * 16) / 325 + 1e-9
+
+
+def test_simulate_many_matches_separate_runs():
+    w = multi_turn_chat(n_requests=2000, seed=7)
+    strategies = lambda: [Random(), LeastOutstanding(), PrefixAware(1024, 6), Oracle()]  # noqa: E731
+    together = simulate_many(w, strategies(), 4, InstanceModel())
+    apart = [simulate(w, s, 4, InstanceModel()) for s in strategies()]
+    assert [r.to_dict() for r in together] == [r.to_dict() for r in apart]
