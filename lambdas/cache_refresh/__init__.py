@@ -1,0 +1,1 @@
+"""Cache refresh Lambda (see README.md): handler entry points in :mod:`.handler`."""

@@ -1,0 +1,182 @@
+"""SageMaker endpoint targets: a blue/green UpdateEndpoint onto a clone of the live configuration.
+
+Every variant whose Model reads from the refreshed prefix gets a new Model, identical but for the
+model data location (``S3DataSource.S3Uri`` = ``s3://bucket/<prefix>/<version>/``, or for a
+compressed ``ModelDataUrl`` the same file name in the new version folder). The new EndpointConfig
+copies every field of the live one that CreateEndpointConfig accepts (variant routing, weights,
+instance types and counts, data capture, KMS key, async and shadow settings); only the variants'
+ModelName changes. UpdateEndpoint runs with ``RetainAllVariantProperties=True`` (instance counts
+and weights the autoscaler set stay) and a blue/green policy with optional auto-rollback alarms.
+
+The old config and models serve until SageMaker reports InService on the new config
+(:func:`finish`); only resources a previous refresh created are ever deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..config import BlueGreen, EndpointTarget
+from ..errors import PermanentError, TransientError
+from ..events import ManifestCreated
+
+TAG = {"Key": "hyperwarm:created-by", "Value": "cache-refresh"}
+_THROTTLE = {"ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure", "RequestLimitExceeded"}
+
+
+def _accepted(sm: Any, operation: str, described: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a Describe* answer that the Create* call takes (everything else is read-only)."""
+    members = sm.meta.service_model.operation_model(operation).input_shape.members
+    return {k: v for k, v in described.items() if k in members}
+
+
+def resource_name(base: str, version: str, salt: str) -> str:
+    """A valid SageMaker name (<= 63 chars) that is the same on a retry of the same refresh."""
+    digest = hashlib.sha256(f"{base}|{version}|{salt}".encode()).hexdigest()[:8]
+    clean = re.sub(r"[^a-zA-Z0-9]+", "-", f"{base[:36]}-{version[:16]}").strip("-")
+    return f"{clean}-{digest}"
+
+
+def _fail(exc: ClientError, what: str) -> Exception:
+    code = exc.response["Error"]["Code"]
+    if code in _THROTTLE:
+        return TransientError("sagemaker-unavailable", f"{what}: {code}")
+    message = exc.response["Error"].get("Message", "")
+    if "Could not find" in message or code == "ResourceNotFound":
+        return PermanentError("target-not-found", f"{what}: {message}")
+    return PermanentError("target-rejected", f"{what}: {code} {message}")
+
+
+def repointed_container(container: dict[str, Any], event: ManifestCreated) -> dict[str, Any] | None:
+    """A copy of ``container`` reading the event's version, or None if it does not read the model prefix."""
+    root = f"s3://{event.bucket}/{event.prefix}/"
+    new = dict(container)
+    source = container.get("ModelDataSource", {}).get("S3DataSource")
+    if source and source.get("S3Uri", "").startswith(root):
+        new["ModelDataSource"] = {**container["ModelDataSource"],
+                                  "S3DataSource": {**source, "S3Uri": f"s3://{event.bucket}/{event.location}/"}}
+        return new
+    url = container.get("ModelDataUrl", "")
+    if url.startswith(root):
+        new["ModelDataUrl"] = f"s3://{event.bucket}/{event.location}/{url.rsplit('/', 1)[-1]}"
+        return new
+    return None
+
+
+def clone_model(sm: Any, model_name: str, base: str, event: ManifestCreated, salt: str) -> str | None:
+    """Create the new-version copy of ``model_name``; None when the model does not use the prefix."""
+    try:
+        live = sm.describe_model(ModelName=model_name)
+    except ClientError as exc:
+        raise _fail(exc, f"DescribeModel {model_name}") from None
+    spec = _accepted(sm, "CreateModel", live)
+    changed = False
+    if "PrimaryContainer" in spec:
+        new = repointed_container(spec["PrimaryContainer"], event)
+        if new:
+            spec["PrimaryContainer"], changed = new, True
+    if "Containers" in spec:
+        containers = []
+        for c in spec["Containers"]:
+            new = repointed_container(c, event)
+            containers.append(new or c)
+            changed = changed or new is not None
+        spec["Containers"] = containers
+    if not changed:
+        return None
+    name = resource_name(base, event.version, salt)
+    spec.update(ModelName=name, Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
+    try:
+        sm.create_model(**spec)
+    except ClientError as exc:
+        if "already exist" not in exc.response["Error"].get("Message", ""):
+            raise _fail(exc, f"CreateModel {name}") from None
+    return name
+
+
+def deployment_config(bg: BlueGreen) -> dict[str, Any]:
+    routing: dict[str, Any] = {"Type": bg.traffic, "WaitIntervalInSeconds": bg.wait_seconds}
+    step = {"Type": "CAPACITY_PERCENT", "Value": bg.step_percent}
+    if bg.traffic == "CANARY":
+        routing["CanarySize"] = step
+    elif bg.traffic == "LINEAR":
+        routing["LinearStepSize"] = step
+    config: dict[str, Any] = {"BlueGreenUpdatePolicy": {
+        "TrafficRoutingConfiguration": routing, "TerminationWaitInSeconds": bg.termination_wait_seconds,
+        "MaximumExecutionTimeoutInSeconds": bg.max_execution_seconds}}
+    if bg.rollback_alarms:
+        config["AutoRollbackConfiguration"] = {"Alarms": [{"AlarmName": a} for a in bg.rollback_alarms]}
+    return config
+
+
+def rollout_seconds(bg: BlueGreen) -> int:
+    """How long the target stays locked for a rollout: SageMaker's own timeout plus a margin."""
+    return bg.max_execution_seconds + bg.termination_wait_seconds + 900
+
+
+def start(sm: Any, target: EndpointTarget, event: ManifestCreated) -> dict[str, Any]:
+    """Clone models and config for ``event`` and start the update; returns the rollout record."""
+    try:
+        endpoint = sm.describe_endpoint(EndpointName=target.endpoint)
+    except ClientError as exc:
+        raise _fail(exc, f"DescribeEndpoint {target.endpoint}") from None
+    if endpoint["EndpointStatus"] != "InService":
+        raise TransientError("endpoint-busy", f"{target.endpoint} is {endpoint['EndpointStatus']}")
+    live_name = endpoint["EndpointConfigName"]
+    try:
+        live = sm.describe_endpoint_config(EndpointConfigName=live_name)
+    except ClientError as exc:
+        raise _fail(exc, f"DescribeEndpointConfig {live_name}") from None
+    spec = _accepted(sm, "CreateEndpointConfig", live)
+    salt = f"{target.endpoint}|{event.sequencer}"
+    created: list[str] = []
+    variants = []
+    for variant in spec.get("ProductionVariants", []):
+        if "ModelName" not in variant:
+            raise PermanentError("target-rejected", f"{target.endpoint}: variant {variant['VariantName']} uses "
+                                 "inference components, which cache refresh does not update")
+        new_model = clone_model(sm, variant["ModelName"], f"{target.endpoint[:24]}-{variant['VariantName'][:10]}",
+                                event, salt)
+        if new_model:
+            created.append(new_model)
+            variant = {**variant, "ModelName": new_model}
+        variants.append(variant)
+    if not created:
+        raise PermanentError("target-rejected", f"{target.endpoint}: no variant reads s3://{event.bucket}/{event.prefix}/")
+    config_name = resource_name(target.endpoint, event.version, salt)
+    spec.update(EndpointConfigName=config_name, ProductionVariants=variants,
+                Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
+    try:
+        sm.create_endpoint_config(**spec)
+    except ClientError as exc:
+        if "already exist" not in exc.response["Error"].get("Message", ""):
+            raise _fail(exc, f"CreateEndpointConfig {config_name}") from None
+    try:
+        sm.update_endpoint(EndpointName=target.endpoint, EndpointConfigName=config_name,
+                           RetainAllVariantProperties=True, DeploymentConfig=deployment_config(target.blue_green))
+    except ClientError as exc:
+        raise _fail(exc, f"UpdateEndpoint {target.endpoint}") from None
+    return {"version": event.version, "sequencer": event.sequencer, "location": event.location,
+            "config": config_name, "created_models": created, "previous_config": live_name,
+            "started": int(time.time()), "event_time": event.time}
+
+
+def delete_superseded(sm: Any, config: str | None, models: list[str]) -> list[str]:
+    """Delete a config and models a refresh created and nothing serves any more; returns what went."""
+    deleted = []
+    for kind, name in ([("EndpointConfig", config)] if config else []) + [("Model", m) for m in models]:
+        try:
+            if kind == "EndpointConfig":
+                sm.delete_endpoint_config(EndpointConfigName=name)
+            else:
+                sm.delete_model(ModelName=name)
+            deleted.append(f"{kind}/{name}")
+        except ClientError as exc:
+            if "Could not find" not in exc.response["Error"].get("Message", ""):
+                raise TransientError("sagemaker-unavailable", f"Delete{kind} {name}: {exc}") from None
+    return deleted

@@ -1,0 +1,171 @@
+"""HyperPod targets: point operator objects at the new versioned S3 location through the Kubernetes API.
+
+The inference operator notices a changed ``spec.modelSourceConfig.modelLocation`` (never an
+overwrite under the same path), builds the new weights cache, rolls the deployment and deletes the
+old cache. ``JumpStartModel`` has no S3 source: its ``spec.model.modelVersion`` takes the version
+folder name (which must then be ``x.y.z``).
+
+Authentication is the standard EKS token: ``k8s-aws-v1.`` + base64url of an STS
+GetCallerIdentity URL presigned with the header ``x-k8s-aws-id: <cluster>``, signed by the
+Lambda's role (mapped to a namespace-scoped RBAC Role by an EKS access entry). Writes are JSON
+merge-patches carrying the ``metadata.resourceVersion`` read just before, so a concurrent change
+makes the API server answer 409 instead of being overwritten.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import boto3
+import urllib3
+from botocore.exceptions import ClientError
+from botocore.signers import RequestSigner
+
+from ..config import HyperPodTarget
+from ..errors import PermanentError, TransientError
+from ..events import ManifestCreated
+
+GROUP_VERSION = "inference.sagemaker.aws.amazon.com/v1"
+PLURALS = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartModel": "jumpstartmodels",
+           "ModelWeightsCacheConfig": "modelweightscacheconfigs"}
+_JUMPSTART_VERSION = re.compile(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$")
+CONFLICT_RETRIES = 3
+TOKEN_SECONDS = 60
+
+
+def eks_token(cluster: str, region: str, session: boto3.Session | None = None) -> str:
+    """The bearer token ``aws eks get-token`` prints: a presigned STS GetCallerIdentity URL."""
+    session = session or boto3.Session()
+    sts = session.client("sts", region_name=region)
+    signer = RequestSigner(sts.meta.service_model.service_id, region, "sts", "v4",
+                           session.get_credentials(), session.events)
+    url = signer.generate_presigned_url(
+        {"method": "GET", "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
+         "body": {}, "headers": {"x-k8s-aws-id": cluster}, "context": {}},
+        region_name=region, expires_in=TOKEN_SECONDS, operation_name="")
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+@lru_cache(maxsize=16)
+def cluster_access(cluster: str, region: str) -> tuple[str, str]:
+    """(API endpoint, CA bundle PEM) from eks:DescribeCluster, cached for the container's life."""
+    try:
+        info = boto3.client("eks", region_name=region).describe_cluster(name=cluster)["cluster"]
+    except ClientError as exc:
+        code = exc.response["Error"]["Code"]
+        if code == "ResourceNotFoundException":
+            raise PermanentError("target-not-found", f"EKS cluster {cluster} not found") from None
+        raise TransientError("eks-unavailable", f"DescribeCluster {cluster}: {code}") from None
+    return info["endpoint"], base64.b64decode(info["certificateAuthority"]["data"]).decode()
+
+
+@dataclass
+class KubeApi:
+    """A minimal Kubernetes API client: GET and merge-PATCH of one namespaced custom object."""
+
+    endpoint: str
+    ca_pem: str
+    token: str
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=self.ca_pem,
+                                         retries=urllib3.Retry(total=2, connect=2, read=0, status=0),
+                                         timeout=urllib3.Timeout(total=self.timeout))
+
+    def _path(self, kind: str, namespace: str, name: str) -> str:
+        return f"{self.endpoint.rstrip('/')}/apis/{GROUP_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}"
+
+    def _call(self, method: str, url: str, body: dict[str, Any] | None = None,
+              content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            resp = self._http.request(method, url, headers=headers,
+                                      body=json.dumps(body).encode() if body is not None else None)
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransientError("target-unreachable", f"{method} {url}: {exc}") from None
+        try:
+            data = json.loads(resp.data or b"{}")
+        except ValueError:
+            data = {}
+        return resp.status, data
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        status, data = self._call("GET", self._path(kind, namespace, name))
+        _raise_for(status, data, f"{kind} {namespace}/{name}")
+        return data
+
+    def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        status, data = self._call("PATCH", self._path(kind, namespace, name), patch, "application/merge-patch+json")
+        if status != 409:
+            _raise_for(status, data, f"{kind} {namespace}/{name}")
+        return status, data
+
+
+def _raise_for(status: int, data: dict[str, Any], what: str) -> None:
+    if 200 <= status < 300:
+        return
+    message = f"{what}: HTTP {status} {data.get('message', '')}".strip()
+    if status == 404:
+        raise PermanentError("target-not-found", message)
+    if status in (401, 403):
+        raise PermanentError("target-forbidden", message)
+    if status in (400, 422):
+        raise PermanentError("target-rejected", message)
+    raise TransientError("target-unavailable", message)
+
+
+def source_patch(kind: str, obj: dict[str, Any], event: ManifestCreated) -> dict[str, Any] | None:
+    """The spec change that points ``obj`` at the event's version, or None when it already does."""
+    spec = obj.get("spec", {})
+    name = obj.get("metadata", {}).get("name")
+    if kind == "JumpStartModel":
+        if not _JUMPSTART_VERSION.match(event.version):
+            raise PermanentError("target-rejected", f"JumpStartModel {name}: version {event.version!r} is not x.y.z")
+        if spec.get("model", {}).get("modelVersion") == event.version:
+            return None
+        return {"model": {"modelVersion": event.version}}
+    source = spec.get("modelSourceConfig") or {}
+    if source.get("modelSourceType") != "s3":
+        raise PermanentError("target-rejected", f"{kind} {name}: model source is {source.get('modelSourceType')!r}, not s3")
+    if source.get("modelLocation") == event.location and source.get("s3Storage", {}).get("bucketName") == event.bucket:
+        return None
+    patch: dict[str, Any] = {"modelSourceConfig": {"s3Storage": {"bucketName": event.bucket},
+                                                   "modelLocation": event.location}}
+    if kind == "InferenceEndpointConfig":
+        patch["modelVersion"] = event.version
+    return patch
+
+
+def repoint(kube: KubeApi, kind: str, namespace: str, name: str, event: ManifestCreated) -> bool:
+    """GET, then merge-patch with the resourceVersion just read; re-read on 409. True if it changed."""
+    for _ in range(CONFLICT_RETRIES):
+        obj = kube.get(kind, namespace, name)
+        spec_patch = source_patch(kind, obj, event)
+        if spec_patch is None:
+            return False
+        patch = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "spec": spec_patch}
+        status, _ = kube.merge_patch(kind, namespace, name, patch)
+        if status != 409:
+            return True
+    raise TransientError("target-conflict", f"{kind} {namespace}/{name}: changed concurrently {CONFLICT_RETRIES} times")
+
+
+def plan(target: HyperPodTarget) -> list[tuple[str, str]]:
+    """Objects to repoint, in order: stand-alone caches first (they warm nodes), then the deployment."""
+    return [*(("ModelWeightsCacheConfig", c) for c in target.caches), (target.resource, target.name)]
+
+
+def apply(target: HyperPodTarget, event: ManifestCreated, region: str, kube: KubeApi | None = None) -> list[str]:
+    """Repoint every object of ``target``; returns the ``Kind/name`` of those changed."""
+    if kube is None:
+        endpoint, ca = cluster_access(target.cluster, region)
+        kube = KubeApi(endpoint, ca, eks_token(target.cluster, region))
+    return [f"{kind}/{name}" for kind, name in plan(target) if repoint(kube, kind, target.namespace, name, event)]
