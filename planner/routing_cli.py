@@ -220,8 +220,7 @@ def cmd_tune(args) -> int:
         return 2
 
     if args.json:
-        d = results_to_dict(name, res.baselines + [res.best] if res.best not in res.baselines else res.baselines)
-        d["instances"] = n
+        d = results_to_dict(name, res.baselines + [res.best_prefix_aware], instances=n)
         d["recommended"] = {"routing": res.routing}
         d["reason"] = res.reason
         print(json.dumps(d, indent=2))

@@ -32,6 +32,7 @@ DEFAULT_THRESHOLDS = (2, 4, 8, 12, 16, 24, 32, 64, 1024)
 @dataclass
 class TuneResult:
     best: StrategyResult  # the recommended strategy's run
+    best_prefix_aware: StrategyResult  # the best PREFIX_AWARE run, recommended or not
     baselines: List[StrategyResult]  # RANDOM, LEAST_OUTSTANDING_REQUESTS
     candidates: List[StrategyResult]  # every PREFIX_AWARE run
     feasible: bool  # some PREFIX_AWARE run met the share constraint
@@ -127,6 +128,7 @@ def tune(
         chosen = best
     return TuneResult(
         best=chosen,
+        best_prefix_aware=best,
         baselines=baselines,
         candidates=cands,
         feasible=feasible,

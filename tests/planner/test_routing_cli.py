@@ -89,3 +89,15 @@ def test_tune_rejects_out_of_range_candidates():
 def test_tune_needs_a_source(capsys):
     assert main(["routing", "tune", "--no-progress"]) == 2
     assert "--trace" in capsys.readouterr().err
+
+
+def test_tune_json_has_recommendation_and_best_prefix_aware(capsys):
+    rc = main(["routing", "tune", "--scenario", "aws-long-context", "--requests", "3000", "--json",
+               "--prefix-lengths", "1024,65536", "--thresholds", "16", "--no-progress"])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d["strategies"]) == {"RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE"}
+    # 65536 bytes covers the unique questions: no reuse, so 1024 must win
+    assert d["recommended"] == {"routing": {"strategy": "PREFIX_AWARE", "prefix_length": 1024,
+                                            "concurrency_threshold": 16}}
+    assert d["strategies"]["PREFIX_AWARE"]["params"]["prefix_length"] == 1024
