@@ -3,7 +3,7 @@
 See planner/README.md for the model, the trace format and the CLI.
 """
 
-__all__ = ["simulate", "InstanceModel", "make_strategy"]
+__all__ = ["simulate", "simulate_many", "InstanceModel", "make_strategy"]
 
-from .sim import InstanceModel, simulate  # noqa: E402
+from .sim import InstanceModel, simulate, simulate_many  # noqa: E402
 from .strategies import make_strategy  # noqa: E402

@@ -238,7 +238,7 @@ def _core(workload: Workload, strategy: Strategy, n_instances: int, model: Insta
         counts[i] += 1
 
         b = int(log(ttft * 1000.0) * _BINS_PER_E) + _OFFSET
-        hist[b if b < hi_bin else hi_bin] += 1
+        hist[b if 0 <= b < hi_bin else (0 if b < 0 else hi_bin)] += 1
         ttft_sum += ttft
         tok_in += inp
         tok_hit += hit

@@ -174,3 +174,9 @@ def test_simulate_many_matches_separate_runs():
     together = simulate_many(w, strategies(), 4, InstanceModel())
     apart = [simulate(w, s, 4, InstanceModel()) for s in strategies()]
     assert [r.to_dict() for r in together] == [r.to_dict() for r in apart]
+
+
+def test_tiny_ttfts_land_in_the_lowest_bin_not_a_wrapped_one():
+    m = InstanceModel(kv_capacity_tokens=100, block_tokens=10, prefill_tokens_per_s=1e9, overhead_ms=0.0)
+    res = simulate(wl([req(0, [(1, 5)])]), Random(), 1, m)
+    assert res.ttft_ms["p50"] < 0.02
