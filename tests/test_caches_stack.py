@@ -51,6 +51,10 @@ def test_operator_may_read_only_the_configured_model_versions(synthesized) -> No
     assert reads == {json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
                                                    f":s3:::hyperwarm-models-prod/{prefix}/v1/*"]]})
                      for prefix in ("llama-3.1-70b-instruct", "llama-3.1-8b-instruct")}
+    listings = [s["Condition"]["StringLike"]["s3:prefix"] for s in statements if s["Action"] == "s3:ListBucket"
+                and "hyperwarm-models-prod" in json.dumps(s["Resource"])]
+    # A trailing slash: listing v1/ must not reveal the keys of v10/.
+    assert ["llama-3.1-8b-instruct/v1/", "llama-3.1-8b-instruct/v1/*"] in listings
 
 
 def test_environment_without_caches_has_no_caches_stack(project_context) -> None:

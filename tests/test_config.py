@@ -72,7 +72,9 @@ def test_unknown_deep_health_check_lists_allowed() -> None:
 
 
 def test_duplicate_group_names_are_rejected() -> None:
-    assert "repeated: gpu" in error_of({"instance_groups": [group(), group()]})
+    message = error_of({"instance_groups": [group(), group()]})
+    # A rule across fields names the environment, not the whole environment object as a value.
+    assert "environments.prod: instance group names must be unique; repeated: gpu" in message
 
 
 def test_bad_group_name_is_rejected() -> None:

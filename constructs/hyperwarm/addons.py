@@ -139,7 +139,7 @@ class InferenceOperator(Construct):
                 actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
             role.add_to_principal_policy(iam.PolicyStatement(
                 actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}}))
+                conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
             acknowledge(role, "reads every object of one model prefix: a model version is many files",
                         f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
 

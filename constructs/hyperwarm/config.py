@@ -153,6 +153,8 @@ def _format(env: str, error: Mapping[str, Any]) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown key"
+    if not error["loc"]:  # a rule across fields: the whole environment is no useful "value"
+        return f"environments.{env}: {message}"
     return f"environments.{env}{path}: {error.get('input')!r} -- {message}"
 
 
