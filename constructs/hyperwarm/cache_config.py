@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .capacity import CacheFootprint, capacity_problems
 from .catalog import instance_spec
+from .strict import StrictModel, repeated
 
 _K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
 """DNS-1123 label of at most 40 characters: leaves room for suffixes such as ``-weights``."""
@@ -27,17 +28,13 @@ PrepullMode = Literal["operator", "daemonset", "both"]
 RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
 def _pinned_image(value: str) -> str:
     if value.endswith(":latest"):
         raise ValueError("a moving tag (:latest) defeats the image cache; pin a version tag or a sha256 digest")
     return value
 
 
-class ExtraImage(_Model):
+class ExtraImage(StrictModel):
     """An image the operator's image cache does not cover (sidecar, init image): pre-pulled by the DaemonSet."""
 
     image: str = Field(pattern=_IMAGE, description="registry/repository:tag or @sha256:digest")
@@ -46,7 +43,7 @@ class ExtraImage(_Model):
     _pinned = field_validator("image")(_pinned_image)
 
 
-class S3ModelSource(_Model):
+class S3ModelSource(StrictModel):
     """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
 
     bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -67,7 +64,7 @@ class S3ModelSource(_Model):
         return f"s3://{self.bucket}/{self.location}"
 
 
-class WorkerResources(_Model):
+class WorkerResources(StrictModel):
     """Requests of one serving pod; GPUs are also its limit."""
 
     gpus: int = Field(default=1, ge=0, le=8)
@@ -75,7 +72,7 @@ class WorkerResources(_Model):
     memory: str = Field(default="32Gi", pattern=_QUANTITY)
 
 
-class CachedModel(_Model):
+class CachedModel(StrictModel):
     """One model deployment whose weights and image are cached on an instance group's NVMe."""
 
     name: str = Field(pattern=_K8S_NAME, description="lower-case, 1..40 characters; names every object")
@@ -128,7 +125,7 @@ class CachedModel(_Model):
         return CacheFootprint(self.name, self.size_gb, copies, images)
 
 
-class CachesConfig(_Model):
+class CachesConfig(StrictModel):
     """Model caches of one environment; empty (no models) by default."""
 
     namespace: str = Field(default="hyperwarm-models", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
@@ -140,7 +137,7 @@ class CachesConfig(_Model):
     @model_validator(mode="after")
     def _unique(self) -> "CachesConfig":
         names = [m.name for m in self.models]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
         return self

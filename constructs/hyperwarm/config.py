@@ -13,11 +13,12 @@ import json
 import re
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 from .endpoint_config import Endpoints
+from .strict import StrictModel, repeated
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
@@ -28,19 +29,13 @@ class ConfigError(ValueError):
     """A configuration problem, reported with the environment and the field path."""
 
 
-class _Model(BaseModel):
-    """Strict base: unknown keys and type coercions are errors, models are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Taint(_Model):
+class Taint(StrictModel):
     key: str = Field(min_length=1, max_length=253)
     value: str = Field(default="", max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class InstanceGroupConfig(_Model):
+class InstanceGroupConfig(StrictModel):
     """One HyperPod instance group (``ClusterInstanceGroup``)."""
 
     name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
@@ -79,7 +74,7 @@ class InstanceGroupConfig(_Model):
         return self
 
 
-class VpcConfig(_Model):
+class VpcConfig(StrictModel):
     """A new VPC (the default) or an existing one named by id with its private subnets."""
 
     vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
@@ -106,7 +101,7 @@ def _default_groups() -> tuple[InstanceGroupConfig, ...]:
     return (InstanceGroupConfig(name="inference", instance_type="ml.g5.xlarge", holds_caches=True),)
 
 
-class EnvironmentConfig(_Model):
+class EnvironmentConfig(StrictModel):
     """Everything one deployment environment needs; ``{}`` is a small, working dev default."""
 
     account: str | None = Field(default=None, pattern=r"^\d{12}$", description="none: environment-agnostic")
@@ -124,7 +119,7 @@ class EnvironmentConfig(_Model):
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":
         names = [g.name for g in self.instance_groups]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise ValueError(f"instance group names must be unique; repeated: {', '.join(dupes)}")
         if len(self.vpc.availability_zones) not in (0, *range(2, 7)):

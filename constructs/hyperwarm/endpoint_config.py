@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .endpoint import (
     CONCURRENCY_THRESHOLD_RANGE,
@@ -19,16 +19,13 @@ from .endpoint import (
     Routing,
     routing_problems,
 )
+from .strict import StrictModel, repeated
 
 _NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 _S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+$"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class RoutingConfig(_Model):
+class RoutingConfig(StrictModel):
     """``RoutingConfig`` of a variant; PREFIX_AWARE needs both prefix fields, others take none."""
 
     strategy: Literal["RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE"]
@@ -50,7 +47,7 @@ class RoutingConfig(_Model):
 assert set(ROUTING_STRATEGIES) == set(RoutingConfig.model_fields["strategy"].annotation.__args__)
 
 
-class ImageConfig(_Model):
+class ImageConfig(StrictModel):
     """Either an explicit ECR ``uri`` or an official ``framework`` with its ``version``."""
 
     uri: str | None = Field(default=None, pattern=r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/\S+$")
@@ -69,7 +66,7 @@ class ImageConfig(_Model):
         return self
 
 
-class AutoscalingConfig(_Model):
+class AutoscalingConfig(StrictModel):
     min_capacity: int = Field(default=1, ge=1)
     max_capacity: int = Field(ge=1)
     metric: Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"] = "ConcurrentRequestsPerModel"
@@ -87,12 +84,12 @@ class AutoscalingConfig(_Model):
 assert set(SCALING_METRICS) == set(AutoscalingConfig.model_fields["metric"].annotation.__args__)
 
 
-class ServerlessConfig(_Model):
+class ServerlessConfig(StrictModel):
     memory_size_mb: Literal[1024, 2048, 3072, 4096, 5120, 6144]
     max_concurrency: int = Field(ge=1, le=200)
 
 
-class VariantConfig(_Model):
+class VariantConfig(StrictModel):
     """One production variant: its model, capacity, weight and routing."""
 
     name: str = Field(pattern=_NAME, description="1..63 letters, digits or hyphens")
@@ -131,7 +128,7 @@ class VariantConfig(_Model):
         return self
 
 
-class GuardrailsConfig(_Model):
+class GuardrailsConfig(StrictModel):
     traffic: Literal["ALL_AT_ONCE", "CANARY", "LINEAR"] = "ALL_AT_ONCE"
     percent: int | None = Field(default=None, ge=1, le=50, description="CANARY 1..50, LINEAR 10..50")
     wait_seconds: int = Field(default=300, ge=0, le=3600)
@@ -148,11 +145,11 @@ class GuardrailsConfig(_Model):
         return self
 
 
-class DataCaptureConfig(_Model):
+class DataCaptureConfig(StrictModel):
     sampling_percentage: int = Field(default=10, ge=0, le=100)
 
 
-class EndpointConfig(_Model):
+class EndpointConfig(StrictModel):
     """One SageMaker endpoint of the environment (named ``hyperwarm-<env>-<name>``)."""
 
     name: str = Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$", description="1..41 letters, digits or hyphens")
@@ -164,7 +161,7 @@ class EndpointConfig(_Model):
     @model_validator(mode="after")
     def _unique_variants(self) -> "EndpointConfig":
         names = [v.name for v in self.variants]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated(names)
         if dupes:
             raise ValueError(f"endpoint {self.name!r}: variant names must be unique; repeated: {', '.join(dupes)}")
         return self
@@ -172,7 +169,7 @@ class EndpointConfig(_Model):
 
 def _unique_endpoint_names(endpoints: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:
     names = [e.name for e in endpoints]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = repeated(names)
     if dupes:
         raise ValueError(f"endpoint names must be unique; repeated: {', '.join(dupes)}")
     return endpoints
