@@ -164,12 +164,14 @@ def _refresh(event: dict[str, Any], created: ManifestCreated, request_id: str) -
     return {"status": "refreshed", "version": created.version, "targets": [t.id for t in due]}
 
 
-def _idempotent_refresh(table_name: str):
+def _idempotent_refresh(table_name: str, context: Any):
     """Duplicate deliveries of one S3 event (same bucket, key, sequencer) return the first result."""
     persistence = DynamoDBPersistenceLayer(table_name=table_name, key_attr="pk")
     idempotency = IdempotencyConfig(
         event_key_jmespath="[detail.bucket.name, detail.object.key, detail.object.sequencer]",
         raise_on_no_idempotency_key=True, expires_after_seconds=24 * 3600)
+    if hasattr(context, "get_remaining_time_in_millis"):
+        idempotency.register_lambda_context(context)
     return idempotent_function(data_keyword_argument="event", persistence_store=persistence, config=idempotency)
 
 
@@ -189,7 +191,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return _refresh(event, created, request_id)
 
     try:
-        return _idempotent_refresh(settings().state_table)(process)(event=event)
+        return _idempotent_refresh(settings().state_table, context)(process)(event=event)
     except Skip as skip:
         _count("RefreshSkipped", skip.reason)
         return {"status": "skipped", "reason": skip.reason}

@@ -30,9 +30,12 @@ _THROTTLE = {"ThrottlingException", "Throttling", "ServiceUnavailable", "Interna
 
 
 def _accepted(sm: Any, operation: str, described: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a Describe* answer that the Create* call takes (everything else is read-only)."""
+    """The fields of a Describe* answer that the Create* call takes (everything else is read-only).
+
+    Empty values are dropped: an absent optional structure is not the same as an empty one.
+    """
     members = sm.meta.service_model.operation_model(operation).input_shape.members
-    return {k: v for k, v in described.items() if k in members}
+    return {k: v for k, v in described.items() if k in members and v not in (None, {}, [])}
 
 
 def resource_name(base: str, version: str, salt: str) -> str:

@@ -1,0 +1,87 @@
+"""moto extensions for what moto 5.2.5 lacks: SageMaker UpdateEndpoint, following the API reference.
+
+UpdateEndpoint (documented behaviour): the endpoint must exist and not be updating; the config must
+exist; the status becomes ``Updating`` while the current EndpointConfigName keeps serving and the
+new one shows in ``PendingDeploymentSummary``; when the deployment ends the status is ``InService``
+and the new config is current, or after a (blue/green auto-)rollback ``InService`` on the old config
+with a FailureReason. Tests end a deployment explicitly with :func:`settle`, then deliver the
+EventBridge "SageMaker Endpoint State Change" event that SageMaker would send (:func:`state_change_event`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moto.core.utils import utcnow
+from moto.sagemaker import models as sm_models
+from moto.sagemaker.exceptions import ValidationError
+from moto.sagemaker.responses import SageMakerResponse
+
+_PENDING_CONFIG: dict[str, dict[str, Any]] = {}
+UPDATES: list[dict[str, Any]] = []
+"""Every accepted UpdateEndpoint request (for assertions on DeploymentConfig and retain flags)."""
+
+
+def _update_endpoint(self: sm_models.SageMakerModelBackend, endpoint_name: str, endpoint_config_name: str,
+                     request: dict[str, Any]) -> str:
+    endpoint = self.endpoints.get(endpoint_name)
+    if endpoint is None:
+        arn = sm_models.FakeEndpoint.arn_formatter(endpoint_name, self.account_id, self.region_name)
+        raise ValidationError(message=f"Could not find endpoint '{arn}'.")
+    if endpoint.endpoint_status != "InService":
+        raise ValidationError(message=f"Cannot update in-progress endpoint '{endpoint.arn}'.")
+    config = self.describe_endpoint_config(endpoint_config_name)  # raises ValidationError when missing
+    endpoint.endpoint_status = "Updating"
+    endpoint.pending_deployment_summary = {"EndpointConfigName": endpoint_config_name, "StartTime": utcnow()}
+    _PENDING_CONFIG[endpoint.arn] = config
+    endpoint.last_modified_time = utcnow()
+    UPDATES.append({"EndpointName": endpoint_name, "EndpointConfigName": endpoint_config_name, **request})
+    return endpoint.arn
+
+
+def _update_endpoint_response(self: SageMakerResponse) -> Any:
+    from moto.core.responses import ActionResult
+    request = {k: self._get_param(k) for k in ("RetainAllVariantProperties", "ExcludeRetainedVariantProperties",
+                                               "DeploymentConfig", "RetainDeploymentConfig")}
+    arn = self.sagemaker_backend.update_endpoint(self._get_param("EndpointName"),
+                                                 self._get_param("EndpointConfigName"), request)
+    return ActionResult({"EndpointArn": arn})
+
+
+def install() -> None:
+    """Register UpdateEndpoint with the backend and the response class (idempotent)."""
+    sm_models.SageMakerModelBackend.update_endpoint = _update_endpoint
+    SageMakerResponse.update_endpoint = _update_endpoint_response
+
+
+def settle(backend: sm_models.SageMakerModelBackend, endpoint_name: str, *, succeed: bool = True) -> None:
+    """End the deployment: the new config becomes current, or the endpoint rolls back to the old one."""
+    endpoint = backend.endpoints[endpoint_name]
+    summary = endpoint.pending_deployment_summary
+    if succeed:
+        endpoint.endpoint_config_name = summary["EndpointConfigName"]
+        endpoint.production_variants = endpoint._process_production_variants(
+            _PENDING_CONFIG.pop(endpoint.arn)["ProductionVariants"])
+        endpoint.failure_reason = None
+    else:
+        endpoint.failure_reason = "Auto-rollback: alarm in ALARM during blue/green baking"
+    endpoint.endpoint_status = "InService"
+    endpoint.pending_deployment_summary = None
+    endpoint.last_modified_time = utcnow()
+
+
+def backend(account: str = "123456789012", region: str = "us-west-2") -> sm_models.SageMakerModelBackend:
+    return sm_models.sagemaker_backends[account][region]
+
+
+def state_change_event(sm: Any, endpoint_name: str) -> dict[str, Any]:
+    """The EventBridge event SageMaker sends for the endpoint's current state."""
+    described = sm.describe_endpoint(EndpointName=endpoint_name)
+    detail = {"EndpointName": endpoint_name, "EndpointArn": described["EndpointArn"],
+              "EndpointConfigName": described["EndpointConfigName"], "EndpointStatus": described["EndpointStatus"],
+              "CreationTime": 0, "LastModifiedTime": 0, "Tags": {}}
+    if described.get("FailureReason"):
+        detail["FailureReason"] = described["FailureReason"]
+    return {"version": "0", "id": "5c2d1f2e-0000-4000-8000-000000000001", "detail-type": "SageMaker Endpoint State Change",
+            "source": "aws.sagemaker", "account": "123456789012", "time": "2026-11-29T12:00:00Z",
+            "region": "us-west-2", "resources": [described["EndpointArn"]], "detail": detail}

@@ -1,0 +1,218 @@
+"""The refresh Lambda against moto and the fake Kubernetes API: happy paths and every bad-input case."""
+
+from __future__ import annotations
+
+import moto_ext
+from conftest import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
+
+from cache_refresh import handler
+
+
+def refresh(world, event, context):
+    return handler.lambda_handler(event, context)
+
+
+def finish_endpoint(world, context, succeed=True):
+    moto_ext.settle(moto_ext.backend(), ENDPOINT, succeed=succeed)
+    return handler.on_endpoint_state_change(moto_ext.state_change_event(world.sm, ENDPOINT), context)
+
+
+def test_hyperpod_deployment_and_prewarm_cache_move_to_the_new_version(world, context):
+    result = refresh(world, world.upload("v2"), context)
+    assert result["status"] == "refreshed"
+    assert world.served_hyperpod() == f"{PREFIX}/v2"
+    assert world.served_cache() == f"{PREFIX}/v2"
+    assert world.kube.get("InferenceEndpointConfig", "hyperwarm-models", "llama")["spec"]["modelVersion"] == "v2"
+
+
+def test_hyperpod_patch_is_a_merge_patch_with_the_resource_version_read(world, context):
+    refresh(world, world.upload("v2"), context)
+    _, name, patch = world.kube.patches[-1]
+    assert name == "llama"
+    assert patch["metadata"]["resourceVersion"].isdigit()
+    assert set(patch["spec"]) == {"modelSourceConfig", "modelVersion"}
+
+
+def test_hyperpod_conflict_is_retried_on_the_fresh_object(world, context):
+    world.kube.race_next.add("llama")
+    refresh(world, world.upload("v2"), context)
+    assert world.served_hyperpod() == f"{PREFIX}/v2"
+
+
+def test_old_endpoint_config_serves_until_sagemaker_reports_in_service(world, context):
+    refresh(world, world.upload("v2"), context)
+    assert world.sm.describe_endpoint(EndpointName=ENDPOINT)["EndpointStatus"] == "Updating"
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
+    result = finish_endpoint(world, context)
+    assert result["status"] == "refreshed"
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v2/"
+
+
+def test_update_endpoint_uses_blue_green_and_retains_variant_properties(world, context):
+    refresh(world, world.upload("v2"), context)
+    update = moto_ext.UPDATES[-1]
+    assert update["RetainAllVariantProperties"] is True
+    policy = update["DeploymentConfig"]["BlueGreenUpdatePolicy"]
+    assert policy["TrafficRoutingConfiguration"] == {
+        "Type": "CANARY", "WaitIntervalInSeconds": 600, "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}}
+    assert update["DeploymentConfig"]["AutoRollbackConfiguration"] == {"Alarms": [{"AlarmName": "llama-prod-5xx"}]}
+
+
+def test_routing_weights_instances_capture_and_kms_survive_the_clone(world, context):
+    before = world.endpoint_config()
+    refresh(world, world.upload("v2"), context)
+    finish_endpoint(world, context)
+    after = world.endpoint_config()
+    assert after["EndpointConfigName"] != before["EndpointConfigName"]
+    main = {v["VariantName"]: v for v in after["ProductionVariants"]}
+    assert main["main"]["RoutingConfig"] == ROUTING
+    assert main["embed"]["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert [(v["InstanceType"], v["InitialInstanceCount"], v["InitialVariantWeight"]) for v in after["ProductionVariants"]] \
+        == [(v["InstanceType"], v["InitialInstanceCount"], v["InitialVariantWeight"]) for v in before["ProductionVariants"]]
+    assert after["DataCaptureConfig"] == before["DataCaptureConfig"]
+    assert after["KmsKeyId"] == before["KmsKeyId"]
+    assert main["embed"]["ModelName"] == "embedder"
+
+
+def test_superseded_refresh_resources_are_deleted_once_the_next_version_serves(world, context):
+    refresh(world, world.upload("v2"), context)
+    finish_endpoint(world, context)
+    v2_config = world.endpoint_config()["EndpointConfigName"]
+    v2_model = next(v["ModelName"] for v in world.endpoint_config()["ProductionVariants"] if v["VariantName"] == "main")
+    refresh(world, world.upload("v3"), context)
+    result = finish_endpoint(world, context)
+    assert result["deleted"] == [f"EndpointConfig/{v2_config}", f"Model/{v2_model}"]
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v3/"
+    names = {c["EndpointConfigName"] for c in world.sm.list_endpoint_configs()["EndpointConfigs"]}
+    assert "llama-prod-cfn" in names  # created by CloudFormation: never deleted by a refresh
+
+
+def test_rollback_keeps_the_old_version_and_deletes_nothing(world, context):
+    refresh(world, world.upload("v2"), context)
+    configs = world.sm.list_endpoint_configs()["EndpointConfigs"]
+    result = finish_endpoint(world, context, succeed=False)
+    assert result == {"status": "failed", "reason": "rolled-back"}
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
+    assert world.sm.list_endpoint_configs()["EndpointConfigs"] == configs
+
+
+def test_duplicate_event_is_a_no_op(world, context):
+    event = world.upload("v2")
+    refresh(world, event, context)
+    patches = len(world.kube.patches)
+    assert refresh(world, event, context)["status"] == "refreshed"  # the idempotency record's answer
+    assert len(world.kube.patches) == patches
+    assert len(moto_ext.UPDATES) == 1
+
+
+def test_redelivered_manifest_with_new_event_id_is_skipped_as_duplicate(world, context):
+    event = world.upload("v2")
+    refresh(world, event, context)
+    finish_endpoint(world, context)
+    again = {**event, "id": "another-delivery", "detail": {**event["detail"],
+                                                           "object": {**event["detail"]["object"], "sequencer": "FF"}}}
+    assert refresh(world, again, context)["status"] == "skipped"
+    assert len(moto_ext.UPDATES) == 1
+
+
+def test_older_version_arriving_late_never_rolls_back(world, context):
+    v2, v3 = world.upload("v2"), world.upload("v3")
+    refresh(world, v3, context)
+    finish_endpoint(world, context)
+    assert refresh(world, v2, context)["status"] == "skipped"
+    assert world.served_hyperpod() == f"{PREFIX}/v3"
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v3/"
+
+
+def test_partial_upload_without_manifest_changes_nothing(world, context):
+    world.upload("v2", manifest=False)
+    data_event = s3_event(f"{PREFIX}/v2/weights/model.safetensors", "AB")
+    assert refresh(world, data_event, context) == {"status": "skipped", "reason": "not-a-manifest"}
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
+    assert world.kube.patches == [] and moto_ext.UPDATES == []
+
+
+def test_manifest_listing_a_missing_object_changes_nothing_and_is_dead_lettered(world, context):
+    event = world.upload("v2", listed={"weights/shard-2.safetensors": 10})
+    result = refresh(world, event, context)
+    assert result["status"] == "failed" and result["reason"] == "manifest-object-missing"
+    assert world.served_hyperpod() == f"{PREFIX}/v1" and moto_ext.UPDATES == []
+    [letter] = world.dead_letters()
+    assert letter["event"] == event and letter["reason"] == "manifest-object-missing"
+
+
+def test_size_mismatch_changes_nothing(world, context):
+    event = world.upload("v2", listed={"config.json": 999})
+    assert refresh(world, event, context)["reason"] == "manifest-mismatch"
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
+
+
+def test_checksum_mismatch_changes_nothing(world, context):
+    files = {"config.json": b"{}", "weights/model.safetensors": b"x" * 64}
+    event = world.upload("v2", files=files)
+    world.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/config.json", Body=b"[]", ChecksumAlgorithm="SHA256")
+    assert refresh(world, event, context)["reason"] == "manifest-mismatch"
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
+
+
+def test_corrupt_manifest_changes_nothing(world, context):
+    key = f"{PREFIX}/v2/manifest.json"
+    put = world.s3.put_object(Bucket=BUCKET, Key=key, Body=b"{not json")
+    assert refresh(world, s3_event(key, "AC", put["VersionId"]), context)["reason"] == "corrupt-manifest"
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
+
+
+def test_unknown_bucket_and_prefix_and_malformed_events_are_skipped_not_dead_lettered(world, context):
+    assert refresh(world, s3_event(f"{PREFIX}/v2/manifest.json", "AD", bucket="elsewhere"), context)["reason"] \
+        == "unknown-bucket"
+    assert refresh(world, s3_event("models/other/v2/manifest.json", "AE"), context)["reason"] == "unknown-prefix"
+    assert refresh(world, {"detail-type": "Object Created", "source": "aws.s3"}, context)["reason"] == "malformed-event"
+    assert world.dead_letters() == []
+
+
+def test_failure_midway_keeps_the_old_version_serving(world, context):
+    world.kube.fail_next["llama"] = 503  # the cache is repointed, then the deployment patch fails
+    event = world.upload("v2")
+    try:
+        refresh(world, event, context)
+        raised = None
+    except Exception as exc:  # transient: raised so the invocation is retried
+        raised = exc
+    assert type(raised).__name__ == "TransientError"
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
+    assert world.sm.describe_endpoint(EndpointName=ENDPOINT)["EndpointStatus"] == "Updating"  # other target proceeds
+    assert refresh(world, event, context)["status"] == "refreshed"  # the retry completes it
+    assert world.served_hyperpod() == f"{PREFIX}/v2"
+    assert len(moto_ext.UPDATES) == 1
+
+
+def test_missing_target_is_permanent_and_leaves_the_other_target_refreshed(world, context):
+    world.kube.objects.pop(("inferenceendpointconfigs", "hyperwarm-models", "llama"))
+    result = refresh(world, world.upload("v2"), context)
+    assert result["reason"] == "target-not-found"
+    assert result["targets"] == ["hyperpod:hyperwarm-test/hyperwarm-models/InferenceEndpointConfig/llama"]
+    assert len(moto_ext.UPDATES) == 1
+
+
+def test_second_refresh_of_a_target_waits_for_the_running_one(world, context):
+    refresh(world, world.upload("v2"), context)  # endpoint rollout in progress holds the target
+    event = world.upload("v3")
+    try:
+        refresh(world, event, context)
+        raised = None
+    except Exception as exc:
+        raised = exc
+    assert getattr(raised, "reason", None) == "target-busy"
+    assert world.served_hyperpod() == f"{PREFIX}/v3"  # the free target moved on
+    assert len(moto_ext.UPDATES) == 1
+
+
+def test_dry_run_changes_nothing(kube_server, monkeypatch, context):
+    from moto import mock_aws
+    from conftest import start_world, targets
+    with mock_aws():
+        world = start_world(kube_server, monkeypatch, targets(), dry_run=True)
+        assert refresh(world, world.upload("v2"), context)["status"] == "refreshed"
+        assert world.kube.patches == [] and moto_ext.UPDATES == []
+        assert world.served_hyperpod() == f"{PREFIX}/v1"
