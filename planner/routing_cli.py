@@ -39,6 +39,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefill-tokens-per-s", type=float, help="prefill throughput per instance")
     p.add_argument("--overhead-ms", type=float, help="fixed TTFT part of a fully cached prompt")
     p.add_argument("--tpot-ms", type=float, help="decode time per output token")
+    p.add_argument(
+        "--clients",
+        type=int,
+        help="closed loop: K users, each sending its next request when the last completes "
+        "(ignores trace timestamps; makes throughput comparable)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -167,7 +173,8 @@ def cmd_simulate(args) -> int:
             task = prog.add_task(f"{len(strategies)} strategies", total=wl.n_requests)
             # one pass over the workload for all strategies
             results = simulate_many(
-                wl, strategies, n, model, seed=args.seed, progress=lambda k: prog.advance(task, k)
+                wl, strategies, n, model, seed=args.seed, clients=args.clients,
+                progress=lambda k: prog.advance(task, k),
             )
     except ValueError as e:  # trace errors surface while streaming
         print(f"error: {e}", file=sys.stderr)
@@ -213,6 +220,7 @@ def cmd_tune(args) -> int:
                 thresholds=ths,
                 max_share_deviation=args.max_share_deviation,
                 seed=args.seed,
+                clients=args.clients,
                 on_run=lambda label: prog.update(task, advance=1, description=label),
             )
     except (ValueError, _Fail) as e:

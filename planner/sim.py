@@ -24,8 +24,9 @@ and how queues build up -- and nothing else.
   from routing until its last token; that count drives
   LEAST_OUTSTANDING_REQUESTS, the prefix-aware spill threshold and
   KV_AWARE's load term.
-* Arrivals are open-loop (the trace's timestamps).  The cache is updated
-  when the request is routed.
+* Arrivals are open-loop (the trace's timestamps), or closed-loop with
+  ``clients=K`` fixed-concurrency users.  The cache is updated when the
+  request is routed.
 
 Memory is bounded by the caches, the in-flight heap and a fixed TTFT
 histogram (log bins, 1 % wide), never by the trace length.
@@ -133,7 +134,10 @@ class StrategyResult:
         return d
 
 
-def _core(workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int):
+def _core(
+    workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int,
+    clients: Optional[int] = None,
+):
     """One strategy's simulation as a coroutine: send it request tuples,
     then ``None``; it returns the :class:`StrategyResult` (StopIteration).
     A coroutine lets :func:`simulate_many` read a trace once for many
@@ -159,6 +163,9 @@ def _core(workload: Workload, strategy: Strategy, n_instances: int, model: Insta
     knee = model.decode_knee
     r_ovh = strategy.routing_overhead_ms / 1000.0
     shared = strategy.shared_cache
+    # closed loop: each of `clients` users sends its next request when the
+    # previous one completes; the trace then supplies content, not times
+    client_free = [0.0] * clients if clients else None
     log = math.log
     push, pop = heapq.heappush, heapq.heappop
     hi_bin = _NBINS - 1
@@ -175,6 +182,8 @@ def _core(workload: Workload, strategy: Strategy, n_instances: int, model: Insta
         if req is None:
             break
         t, inp, out, segs, out_key, _body = req
+        if client_free is not None:
+            t = pop(client_free)
         if t < t_last:
             t = t_last  # tolerate slightly unordered traces
         t_last = t
@@ -234,6 +243,8 @@ def _core(workload: Workload, strategy: Strategy, n_instances: int, model: Insta
         if done > last_done:
             last_done = done
         push(heap, (done, i))
+        if client_free is not None:
+            push(client_free, done)
         inflight[i] += 1
         counts[i] += 1
 
@@ -271,13 +282,20 @@ def simulate(
     *,
     seed: int = 0,
     progress: Optional[Callable[[int], None]] = None,
+    clients: Optional[int] = None,
 ) -> StrategyResult:
     """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
 
     ``progress(k)`` is called with the number of new requests done every
-    65,536 requests and at the end.
+    65,536 requests and at the end.  With ``clients=K`` the load is
+    closed-loop: K users each send their next request (the trace's next
+    one) the moment their previous request completes, as a benchmark
+    client with fixed concurrency does; the trace's timestamps are ignored
+    and throughput then shows what faster requests buy.
     """
-    return simulate_many(workload, [strategy], n_instances, model, seed=seed, progress=progress)[0]
+    return simulate_many(
+        workload, [strategy], n_instances, model, seed=seed, progress=progress, clients=clients
+    )[0]
 
 
 def simulate_many(
@@ -288,13 +306,16 @@ def simulate_many(
     *,
     seed: int = 0,
     progress: Optional[Callable[[int], None]] = None,
+    clients: Optional[int] = None,
 ) -> List[StrategyResult]:
     """Run several strategies in one pass over ``workload`` (each on its own
     fresh variant).  Memory grows with the number of strategies (one set of
     caches each), so callers batch long lists."""
     if not isinstance(n_instances, int) or n_instances < 1:
         raise ValueError(f"instances={n_instances!r} is outside the allowed range >= 1")
-    cores = [_core(workload, s, n_instances, model, seed) for s in strategies]
+    if clients is not None and (isinstance(clients, bool) or not isinstance(clients, int) or clients < 1):
+        raise ValueError(f"clients={clients!r} is outside the allowed range >= 1")
+    cores = [_core(workload, s, n_instances, model, seed, clients) for s in strategies]
     for c in cores:
         next(c)
     sends = [c.send for c in cores]

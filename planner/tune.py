@@ -72,10 +72,12 @@ def tune(
     seed: int = 0,
     on_run: Optional[Callable[[str], None]] = None,
     batch: int = 8,
+    clients: Optional[int] = None,
 ) -> TuneResult:
     """Grid search; ``on_run(label)`` is called after every simulation.
     ``batch`` strategies share one pass over the trace (memory: one set of
-    caches per strategy in the batch)."""
+    caches per strategy in the batch); ``clients`` as in
+    :func:`planner.sim.simulate`."""
     if batch < 1:
         raise ValueError(f"batch={batch!r} is outside the allowed range >= 1")
     if n_instances < 2:
@@ -95,7 +97,7 @@ def tune(
     done: List[StrategyResult] = []
     for i in range(0, len(todo), batch):
         group = todo[i:i + batch]
-        done.extend(simulate_many(workload, group, n_instances, model, seed=seed))
+        done.extend(simulate_many(workload, group, n_instances, model, seed=seed, clients=clients))
         for s in group:
             tick(s.label())
     baselines, cands = done[:2], done[2:]

@@ -182,3 +182,14 @@ def test_tiny_ttfts_land_in_the_lowest_bin_not_a_wrapped_one():
     m = InstanceModel(kv_capacity_tokens=100, block_tokens=10, prefill_tokens_per_s=1e9, overhead_ms=0.0)
     res = simulate(wl([req(0, [(1, 5)])]), Random(), 1, m)
     assert res.ttft_ms["p50"] < 0.02
+
+
+def test_closed_loop_client_waits_for_its_previous_request():
+    reqs = [req(0.0, [(1, 100)]), req(0.0, [(2, 100)])]
+    open_loop = simulate(wl(reqs), Random(), 1, SIMPLE)
+    closed = simulate(wl(reqs), Random(), 1, SIMPLE, clients=1)
+    assert open_loop.ttft_mean_ms == pytest.approx(165)  # second queues behind the first
+    assert closed.ttft_mean_ms == pytest.approx(110)  # second is sent after the first completes
+    assert closed.throughput_rps == pytest.approx(2 / 0.22)
+    with pytest.raises(ValueError, match="clients=0"):
+        simulate(wl(reqs), Random(), 1, SIMPLE, clients=0)
