@@ -1,9 +1,21 @@
-"""Routing simulator and tuner for SageMaker prefix-aware routing (issue 6).
+"""hyperwarm planning tools.
 
-See planner/README.md for the model, the trace format and the CLI.
+The routing simulator and tuner for SageMaker routing strategies (issue 6)
+lives in ``sim``, ``strategies``, ``workloads``, ``traces``, ``scenarios``,
+``report``, ``tune`` and ``routing_cli``; see planner/README.md.  Names are
+loaded lazily so ``import planner`` stays cheap for the other tools here.
 """
 
 __all__ = ["simulate", "simulate_many", "InstanceModel", "make_strategy"]
 
-from .sim import InstanceModel, simulate, simulate_many  # noqa: E402
-from .strategies import make_strategy  # noqa: E402
+
+def __getattr__(name):
+    if name in ("simulate", "simulate_many", "InstanceModel"):
+        from . import sim
+
+        return getattr(sim, name)
+    if name == "make_strategy":
+        from .strategies import make_strategy
+
+        return make_strategy
+    raise AttributeError(f"module 'planner' has no attribute {name!r}")

@@ -49,7 +49,6 @@ import zlib
 from datetime import datetime
 from typing import Iterable, Iterator, List, Optional, Sequence
 
-from .strategies import body_key
 from .workloads import BYTES_PER_TOKEN, Request, Workload
 
 BODY_CHUNK_BYTES = 256  # 64 tokens of ~4 bytes: KV granularity for raw bodies
@@ -84,6 +83,7 @@ def body_segments(body: bytes, bytes_per_token: float = BYTES_PER_TOKEN) -> tupl
         adl = zlib.adler32(chunk, adl)
         end = start + len(chunk)
         # same value as strategies.body_key(body[:end]), computed incrementally
+        # (tests check the two agree)
         segs.append((hash((crc, adl, end)), max(1, int(end / bytes_per_token))))
     return tuple(segs)
 

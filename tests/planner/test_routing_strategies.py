@@ -13,7 +13,7 @@ from planner.strategies import (
     make_strategy,
     remap_share,
 )
-from planner.workloads import HEADER_BYTES, Workload, shared_prefix
+from planner.workloads import HEADER_BYTES, shared_prefix
 
 
 class _W:

@@ -123,3 +123,14 @@ def test_data_capture_errors_name_the_field(tmp_path):
     p = _write(tmp_path / "d.jsonl", [_capture("{}", "2024-05-01T10:00:00Z", enc="GZIP")])
     with pytest.raises(TraceError, match="encoding='GZIP'"):
         list(read_data_capture(p))
+
+
+def test_body_chunk_keys_equal_routing_keys_of_the_same_bytes():
+    from planner.strategies import body_key
+    from planner.traces import BODY_CHUNK_BYTES, body_segments
+
+    body = bytes(range(256)) * 5 + b"tail"
+    segs = body_segments(body)
+    assert len(segs) == 6
+    assert segs[0][0] == body_key(body[:BODY_CHUNK_BYTES])
+    assert segs[-1][0] == body_key(body)
