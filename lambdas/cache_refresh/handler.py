@@ -14,6 +14,7 @@ rule's or function's dead-letter queue), permanent failure (``RefreshFailed`` wi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -60,6 +61,14 @@ def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
+@functools.cache
+def client(service: str) -> Any:
+    """One boto3 client per service for the container's life (warm invocations reuse connections)."""
+    if service == "dynamodb":
+        return boto3.resource("dynamodb", region_name=_region())
+    return boto3.client(service, region_name=_region())
+
+
 def _count(name: str, reason: str | None = None, target: str | None = None) -> None:
     """The metric without dimensions beyond service (for alarms) and, with a reason, broken down by it."""
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
@@ -88,7 +97,7 @@ def _dead_letter(event: dict[str, Any], error: PermanentError, targets: list[str
         raise error
     body = {"format": DLQ_FORMAT, "event": event, "reason": error.reason, "message": error.message,
             "targets": targets, "request_id": request_id, "failed_at": int(time.time())}
-    boto3.client("sqs", region_name=_region()).send_message(
+    client("sqs").send_message(
         QueueUrl=url, MessageBody=json.dumps(body),
         MessageAttributes={"reason": {"DataType": "String", "StringValue": error.reason}})
 
@@ -114,7 +123,7 @@ def _refresh_target(table: StateTable, target: config.Target, created: ManifestC
             logger.info("hyperpod target repointed", extra={"target": target.id, "changed": changed})
             _count("RefreshSucceeded", target=target.id)
         else:
-            pending = endpoint_target.start(boto3.client("sagemaker", region_name=_region()), target, created)
+            pending = endpoint_target.start(client("sagemaker"), target, created)
             table.start_rollout(target.id, owner, pending, endpoint_target.rollout_seconds(target.blue_green))
             logger.info("endpoint update started", extra={"target": target.id, "config": pending["config"]})
     except BaseException:
@@ -133,7 +142,7 @@ def _refresh(event: dict[str, Any], created: ManifestCreated, request_id: str) -
     targets = s.targets_for(created.prefix)
     if not targets:
         raise Skip("unknown-prefix", f"no targets for prefix {created.prefix}")
-    table = StateTable(boto3.resource("dynamodb", region_name=_region()), s.state_table)
+    table = StateTable(client("dynamodb"), s.state_table)
     due = []
     for target in targets:
         try:
@@ -143,7 +152,7 @@ def _refresh(event: dict[str, Any], created: ManifestCreated, request_id: str) -
             _count("RefreshSkipped", skip.reason, target.id)
     if not due:
         return {"status": "skipped", "version": created.version}
-    s3 = boto3.client("s3", region_name=_region())
+    s3 = client("s3")
     files = manifest.read(s3, created.bucket, created.key, created.version_id)
     manifest.verify(s3, created.bucket, created.location, files)
     failures: list[tuple[str, RefreshError]] = []
@@ -223,7 +232,7 @@ def on_endpoint_state_change(event: dict[str, Any], context: Any) -> dict[str, A
 
 
 def _finish_rollout(target: config.EndpointTarget, change: Any) -> dict[str, Any]:
-    table = StateTable(boto3.resource("dynamodb", region_name=_region()), settings().state_table)
+    table = StateTable(client("dynamodb"), settings().state_table)
     state = table.get(target.id)
     pending = state.pending
     if not pending:
@@ -234,7 +243,7 @@ def _finish_rollout(target: config.EndpointTarget, change: Any) -> dict[str, Any
     if not (succeeded or rolled_back or failed):
         raise Skip("in-progress", f"{target.id}: {change.status} on {change.config}")
     if succeeded:
-        sm = boto3.client("sagemaker", region_name=_region())
+        sm = client("sagemaker")
         deleted = endpoint_target.delete_superseded(sm, state.item.get("owned_config"),
                                                     list(state.item.get("owned_models", [])))
         table.finish_rollout(target.id, pending["config"], succeeded=True)

@@ -203,6 +203,7 @@ def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refre
     for key, value in environment(refresh_targets, world.dlq_url, dry_run).items():
         monkeypatch.setenv(key, value)
     handler._settings = None
+    handler.client.cache_clear()
     hyperpod.cluster_access.cache_clear()
     return world
 

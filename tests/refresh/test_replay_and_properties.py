@@ -1,0 +1,102 @@
+"""DLQ replay through the CLI function, and random event sequences (hypothesis)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import boto3
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+import pytest
+
+from conftest import PREFIX, TABLE, kube_objects, start_world, targets
+from cache_refresh import handler
+from cache_refresh.ordering import version_key
+from hyperwarm import refresh_cli
+
+
+class InvokeHandler:
+    """A Lambda client whose invoke runs the handler in-process (what `hyperwarm refresh replay` calls)."""
+
+    def __init__(self, context):
+        self.context, self.calls = context, []
+
+    def invoke(self, FunctionName, InvocationType, Payload):
+        self.calls.append(FunctionName)
+        result = handler.lambda_handler(json.loads(Payload), self.context)
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
+
+
+def test_replay_moves_targets_and_removes_the_message(world, context):
+    event = world.upload("v2", listed={"extra.bin": 3})
+    handler.lambda_handler(event, context)
+    world.s3.put_object(Bucket="hyperwarm-models-test", Key=f"{PREFIX}/v2/extra.bin", Body=b"abc")
+    [result] = refresh_cli.replay(world.dlq_url, "fn", sqs=world.sqs, lambda_client=InvokeHandler(context))
+    assert result["status"] == "replayed"
+    assert world.served_hyperpod() == f"{PREFIX}/v2"
+    assert world.sqs.receive_message(QueueUrl=world.dlq_url).get("Messages", []) == []
+
+
+def test_replay_reads_every_dead_letter_shape():
+    event = {"source": "aws.s3", "detail": {}}
+    assert refresh_cli.original_event(json.dumps({"format": "hyperwarm.refresh-dlq/v1", "event": event})) == event
+    assert refresh_cli.original_event(json.dumps({"requestPayload": event, "responseContext": {}})) == event
+    assert refresh_cli.original_event(json.dumps(event)) == event
+
+
+def test_replay_cli_parses_its_options():
+    from hyperwarm.cli import build_parser
+    args = build_parser("refresh").parse_args(["refresh", "replay", "--queue-url", "https://q", "--message-id", "m1"])
+    assert (args.queue_url, args.message_id, args.function_name) == ("https://q", "m1", "hyperwarm-cache-refresh")
+
+
+# one upload: (version number, complete?); the list is delivered in a random order with duplicates
+uploads = st.lists(st.tuples(st.integers(2, 6), st.booleans()), min_size=1, max_size=5)
+
+
+@pytest.fixture
+def hyperpod_world(kube_server, monkeypatch):
+    with mock_aws():
+        yield start_world(kube_server, monkeypatch, targets(endpoint=False))
+
+
+def reset(world):
+    """Back to v1 served, no state: the table is emptied and the cluster objects recreated."""
+    table = boto3.resource("dynamodb", region_name="us-west-2").Table(TABLE)
+    for item in table.scan()["Items"]:
+        table.delete_item(Key={"pk": item["pk"]})
+    world.kube.objects.clear()
+    for obj in kube_objects():
+        world.kube.add(obj)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=uploads, order=st.randoms(use_true_random=False))
+def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, context, plan, order):
+    world = hyperpod_world
+    reset(world)
+    events, complete = [], set()
+    for number, is_complete in plan:
+        version = f"v{number}"
+        if version in complete:
+            continue
+        listed = None if is_complete else {"missing.bin": 1}
+        event = world.upload(version, listed=listed)
+        if is_complete:
+            complete.add(version)
+        events += [event, event] if number % 2 else [event]
+    order.shuffle(events)
+    served = ["v1"]
+    for event in events:
+        handler.lambda_handler(event, context)
+        now = world.served_hyperpod().rsplit("/", 1)[-1]
+        assert version_key(now) >= version_key(served[-1])
+        assert now == "v1" or now in complete
+        served.append(now)
+    seen_complete = {e["detail"]["object"]["key"].split("/")[-2] for e in events} & complete
+    if seen_complete:
+        assert served[-1] == max(seen_complete, key=version_key) or version_key(served[-1]) >= version_key(
+            max(seen_complete, key=version_key))
