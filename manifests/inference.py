@@ -93,12 +93,17 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
             "metadata": metadata(model.name, namespace, labels), "spec": spec}
 
 
+def weights_cache_name(model_name: str) -> str:
+    """The stand-alone pre-warm cache of a model (the refresh function repoints it by this name)."""
+    return f"{model_name}-weights"
+
+
 def model_weights_cache_config(model: CachedModel, *, namespace: str, region: str,
                                labels: dict[str, str]) -> dict[str, Any]:
     """Stand-alone pre-warm of the weights on every node of the group, before a deployment exists."""
     return {
         "apiVersion": API_VERSION, "kind": "ModelWeightsCacheConfig",
-        "metadata": metadata(f"{model.name}-weights", namespace, labels),
+        "metadata": metadata(weights_cache_name(model.name), namespace, labels),
         "spec": {
             "enabled": True,
             "hostPath": NVME_PATH,

@@ -16,6 +16,7 @@ from hyperwarm import EnvironmentConfig, parse_environments
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
+from .refresh_stack import RefreshStack
 
 
 def stack_name(env_name: str, part: str) -> str:
@@ -49,6 +50,15 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         stacks["endpoints"] = EndpointsStack(app, stack_name(env_name, "endpoints"), env_name=env_name,
                                              config=config, env=env, tags=tags,
                                              description=f"hyperwarm {env_name}: SageMaker inference endpoints")
+    if config.refresh.models:
+        endpoints = stacks["endpoints"].endpoints if "endpoints" in stacks else {}
+        stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), config=config, cluster=cluster.cluster,
+                                         endpoints=endpoints, env=env, tags=tags,
+                                         description=f"hyperwarm {env_name}: cache and endpoint refresh on new "
+                                                     "model versions")
+        for part in ("caches", "endpoints"):
+            if part in stacks:
+                stacks["refresh"].add_dependency(stacks[part])
     return stacks
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from test_caches_config import IMAGE, environment, model
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 SIDECAR = "public.ecr.aws/example/proxy:1.2.0"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def objects_of(raw: dict[str, Any], env: str = "dev") -> list[dict[str, Any]]:
@@ -32,9 +34,7 @@ def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def project_objects() -> dict[str, list[dict[str, Any]]]:
-    from conftest import project_context
-
-    environments = parse_environments(project_context()["environments"])
+    environments = parse_environments(json.loads((REPO / "cdk.json").read_text())["context"]["environments"])
     return {env: build_chart(env, environments[env]).to_json() for env in ENVIRONMENTS}
 
 

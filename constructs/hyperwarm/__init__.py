@@ -29,6 +29,15 @@ from .endpoint import (
 )
 from .endpoint_config import EndpointConfig, VariantConfig
 from .images import ContainerImage
+from .refresh import (
+    BlueGreen,
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    HyperPodRefreshTarget,
+    RefreshedPrefix,
+)
+from .refresh_config import RefreshConfig, RefreshedModel
 
 __all__ = [
     "CATALOG", "ConfigError", "EnvironmentConfig", "HEALTH_TAINT_KEY", "HyperPodEksCluster",
@@ -41,4 +50,7 @@ __all__ = [
     "invoke_endpoint_args", "prefix_aware_id", "production_variant_api_shape",
     # model caches
     "CacheFootprint", "CachedModel", "CachesConfig", "GroupUsage", "S3ModelSource", "group_usage",
+    # cache refresh
+    "BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
+    "RefreshConfig", "RefreshedModel", "RefreshedPrefix",
 ]

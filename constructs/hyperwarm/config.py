@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 from .endpoint_config import Endpoints
+from .refresh_config import RefreshConfig, refresh_problems
 from .strict import StrictModel, repeated
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
@@ -115,6 +116,8 @@ class EnvironmentConfig(StrictModel):
     caches: CachesConfig = Field(default_factory=CachesConfig,
                                  description="models cached on instance groups' NVMe; none by default")
     endpoints: Endpoints = Field(default=(), description="SageMaker real-time endpoints; none by default")
+    refresh: RefreshConfig = Field(default_factory=RefreshConfig,
+                                   description="new model versions in S3 refresh caches and endpoints; off by default")
 
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":
@@ -129,6 +132,13 @@ class EnvironmentConfig(StrictModel):
     @model_validator(mode="after")
     def _caches_fit_groups(self) -> "EnvironmentConfig":
         problems = cache_problems(self.caches, self.instance_groups)
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _refresh_targets_exist(self) -> "EnvironmentConfig":
+        problems = refresh_problems(self.refresh, self.caches, self.endpoints)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

@@ -415,6 +415,8 @@ class InferenceEndpoint(Construct):
                 id="CloudFormation-Validate::W3030",
                 reason="KV_AWARE is valid in the SageMaker API (botocore 1.44.8); the bundled schema predates it"))
         autoscaled = any(v.autoscaling for v in props.variants)
+        self.rollback_alarms: list[cloudwatch.IAlarm] = []
+        """Alarms that roll a blue/green update back (also a refresh's update of this endpoint)."""
         self._resource = sagemaker.CfnEndpoint(
             self, "Resource",
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
@@ -428,13 +430,26 @@ class InferenceEndpoint(Construct):
         )
         self.node.default_child = self._resource
         self.endpoint_arn = self._resource.ref
-        self.endpoint_name = self._resource.attr_endpoint_name
+        # The configured name where there is one: IAM policies of other stacks can then name it.
+        self.endpoint_name = props.endpoint_name or self._resource.attr_endpoint_name
         self.inference_components = {v.name: self._inference_component(v) for v in props.variants
                                      if v.inference_component}
         self.scalable_targets = {v.name: self._autoscaling(v) for v in props.variants if v.autoscaling}
         self._warn()
 
     # -- public API ------------------------------------------------------------------------
+
+    def grant_model_prefix_read(self, bucket: s3.IBucket, prefix: str) -> None:
+        """Let the endpoint's models read every object under ``prefix`` (e.g. all versions of a model)."""
+        prefix = prefix.rstrip("/") + "/"
+        self.execution_role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")]))
+        self.execution_role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}}))
+        acknowledge(self.execution_role,
+                    f"read-only on the objects of the uncompressed model under s3://{bucket.bucket_name}/{prefix} only",
+                    f"IAM5[Resource::{object_arn_finding(bucket, prefix + '*')}]")
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` call InvokeEndpoint (and the streaming variant) on this endpoint."""
@@ -579,14 +594,7 @@ class InferenceEndpoint(Construct):
                 actions=["s3:GetObject"], resources=[bucket.arn_for_objects(key)]))
             return {"model_data_url": uri}
         prefix = key.rstrip("/") + "/"
-        self.execution_role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}*")]))
-        self.execution_role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}}))
-        acknowledge(self.execution_role,
-                    f"read-only on the objects of the uncompressed model under s3://{bucket_name}/{prefix} only",
-                    f"IAM5[Resource::{object_arn_finding(bucket, prefix + '*')}]")
+        self.grant_model_prefix_read(bucket, prefix)
         return {"model_data_source": sagemaker.CfnModel.ModelDataSourceProperty(
             s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
                 s3_uri=f"s3://{bucket_name}/{prefix}", s3_data_type="S3Prefix", compression_type="None"))}
@@ -671,6 +679,7 @@ class InferenceEndpoint(Construct):
                     alarm_description=f"5XX errors on variant {v.name} of {self._props.endpoint_name}: "
                                       "rolls a blue/green update back",
                 ))
+        self.rollback_alarms = alarms
         return sagemaker.CfnEndpoint.DeploymentConfigProperty(
             blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                 traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(

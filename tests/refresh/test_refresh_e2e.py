@@ -17,7 +17,7 @@ from typing import Any
 import moto_ext
 import pytest
 import requests
-from conftest import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
+from refresh_world import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 from moto.server import ThreadedMotoServer
 
 E2E_ENDPOINT = "llama-e2e"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import moto_ext
-from conftest import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
+from refresh_world import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
 
 from cache_refresh import handler
 
@@ -210,7 +210,7 @@ def test_second_refresh_of_a_target_waits_for_the_running_one(world, context):
 
 def test_dry_run_changes_nothing(kube_server, monkeypatch, context):
     from moto import mock_aws
-    from conftest import start_world, targets
+    from refresh_world import start_world, targets
     with mock_aws():
         world = start_world(kube_server, monkeypatch, targets(), dry_run=True)
         assert refresh(world, world.upload("v2"), context)["status"] == "refreshed"

@@ -12,7 +12,7 @@ from moto import mock_aws
 
 import pytest
 
-from conftest import PREFIX, TABLE, kube_objects, start_world, targets
+from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
 from cache_refresh import handler
 from cache_refresh.ordering import version_key
 from hyperwarm import refresh_cli

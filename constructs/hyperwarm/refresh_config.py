@@ -1,0 +1,77 @@
+"""The ``refresh`` section: which model prefixes refresh which caches and endpoints.
+
+A new model version is a new folder ``s3://<bucket>/<prefix>/<version>/`` that is complete once its
+``manifest.json`` lands. Each entry maps one ``prefix`` to the cached HyperPod deployments
+(names from ``caches.models``) and the SageMaker endpoints (names from ``endpoints``) that serve
+it; cross-section rules (names exist, they really read that prefix) live in
+:func:`refresh_problems`, called from the environment's validator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from .strict import StrictModel, repeated
+
+_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+_PREFIX = r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$"
+
+
+class RefreshedModel(StrictModel):
+    """One model prefix and everything that serves it."""
+
+    prefix: str = Field(pattern=_PREFIX, description="S3 key prefix in front of <version>/manifest.json")
+    caches: tuple[str, ...] = Field(default=(), description="names of caches.models served from this prefix")
+    endpoints: tuple[str, ...] = Field(default=(), description="names of endpoints with a variant on this prefix")
+
+    @model_validator(mode="after")
+    def _has_targets(self) -> "RefreshedModel":
+        if not self.caches and not self.endpoints:
+            raise ValueError(f"refresh of prefix {self.prefix!r} names no caches and no endpoints")
+        return self
+
+
+class RefreshConfig(StrictModel):
+    """Event-driven refresh of caches and endpoints; off (no models) by default."""
+
+    bucket: str | None = Field(default=None, pattern=_BUCKET, description="the model-source bucket")
+    create_bucket: bool = Field(default=False, description="create the bucket (encrypted, versioned, SSL-only)")
+    dry_run: bool = Field(default=False, description="decide and log, change nothing")
+    models: tuple[RefreshedModel, ...] = ()
+
+    @model_validator(mode="after")
+    def _rules(self) -> "RefreshConfig":
+        if self.models and not self.bucket:
+            raise ValueError("refresh.models needs refresh.bucket, the bucket new versions land in")
+        dupes = repeated(m.prefix for m in self.models)
+        if dupes:
+            raise ValueError(f"refresh prefixes must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> list[str]:
+    """Rules across sections: every named cache and endpoint exists and reads the refreshed prefix."""
+    problems = []
+    cached = {m.name: m for m in caches.models}
+    served = {e.name: e for e in endpoints}
+    for entry in refresh.models:
+        root = f"s3://{refresh.bucket}/{entry.prefix}/"
+        for name in entry.caches:
+            model = cached.get(name)
+            if model is None:
+                problems.append(f"refresh prefix {entry.prefix!r}: no cached model {name!r}; "
+                                f"caches.models: {', '.join(cached) or 'none'}")
+            elif (model.source.bucket, model.source.prefix) != (refresh.bucket, entry.prefix):
+                problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads "
+                                f"s3://{model.source.bucket}/{model.source.prefix}/, not {root}")
+        for name in entry.endpoints:
+            endpoint = served.get(name)
+            if endpoint is None:
+                problems.append(f"refresh prefix {entry.prefix!r}: no endpoint {name!r}; "
+                                f"endpoints: {', '.join(served) or 'none'}")
+            elif not any((v.model_data or "").startswith(root) for v in endpoint.variants):
+                problems.append(f"refresh prefix {entry.prefix!r}: no variant of endpoint {name!r} "
+                                f"reads model data under {root}")
+    return problems

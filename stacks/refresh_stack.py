@@ -1,0 +1,54 @@
+"""``hyperwarm-<env>-refresh``: new model versions in S3 refresh the environment's caches and endpoints."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from hyperwarm import (
+    BlueGreen,
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    EnvironmentConfig,
+    HyperPodEksCluster,
+    HyperPodRefreshTarget,
+    InferenceEndpoint,
+    RefreshedPrefix,
+)
+from hyperwarm.endpoint_config import EndpointConfig
+from manifests.inference import weights_cache_name
+
+
+def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGreen:
+    """A refresh shifts traffic the way the endpoint's own deployments do, with the same rollback alarms."""
+    g = endpoint.guardrails
+    alarms = [a.alarm_name for a in construct.rollback_alarms]
+    if g is None:
+        return BlueGreen(rollback_alarms=alarms)
+    return BlueGreen(traffic=g.traffic, step_percent=g.percent or 10, wait=cdk.Duration.seconds(g.wait_seconds),
+                     rollback_alarms=alarms)
+
+
+class RefreshStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, cluster: HyperPodEksCluster,
+                 endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        refresh = config.refresh
+        assert refresh.bucket is not None  # the config rules require it with models
+        bucket = None if refresh.create_bucket else s3.Bucket.from_bucket_name(self, "Models", refresh.bucket)
+        cached = {m.name: m for m in config.caches.models}
+        configured = {e.name: e for e in config.endpoints}
+        models = []
+        for entry in refresh.models:
+            hyperpod = [HyperPodRefreshTarget(
+                cluster=cluster, namespace=config.caches.namespace, name=name,
+                weights_caches=[weights_cache_name(name)] if cached[name].prewarm and cached[name].weights_cache else [])
+                for name in entry.caches]
+            served = [EndpointRefreshTarget(endpoint=endpoints[name], blue_green=blue_green(configured[name], endpoints[name]))
+                      for name in entry.endpoints]
+            models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
+        self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
+            models=models, bucket=bucket, dry_run=refresh.dry_run,
+            bucket_name=refresh.bucket if refresh.create_bucket else None))

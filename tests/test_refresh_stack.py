@@ -1,0 +1,230 @@
+"""CacheRefreshHook and the refresh stacks: event patterns, dead letters, alarms, least privilege, config rules."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+
+from hyperwarm import (
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    ConfigError,
+    EndpointRefreshTarget,
+    HyperPodEksCluster,
+    HyperPodEksClusterProps,
+    InstanceGroupConfig,
+    RefreshedPrefix,
+    parse_environment,
+)
+from hyperwarm.refresh import BlueGreen, HyperPodRefreshTarget, rbac_objects
+
+PROD = "hyperwarm-prod-refresh"
+
+
+def resources(synthesized, kind: str, stack: str = PROD) -> list[dict]:
+    return [r["Properties"] for r in synthesized.resources(stack, kind).values()]
+
+
+def statements(synthesized, stack: str = PROD) -> list[dict]:
+    return [s for p in resources(synthesized, "AWS::IAM::Policy", stack) for s in p["PolicyDocument"]["Statement"]]
+
+
+def test_rule_matches_only_manifests_of_configured_prefixes(synthesized) -> None:
+    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule")]
+    manifest = next(p for p in patterns if p["source"] == ["aws.s3"])
+    assert manifest == {"source": ["aws.s3"], "detail-type": ["Object Created"], "detail": {
+        "bucket": {"name": ["hyperwarm-models-prod"]},
+        "object": {"key": [{"wildcard": "llama-3.1-70b-instruct/*/manifest.json"},
+                           {"wildcard": "llama-3.1-8b-instruct/*/manifest.json"}]}}}
+
+
+def test_endpoint_state_rule_names_only_refreshed_endpoints(synthesized) -> None:
+    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule")]
+    state = next(p for p in patterns if p["source"] == ["aws.sagemaker"])
+    assert state["detail"] == {"EndpointName": ["hyperwarm-prod-chat"]}
+
+
+def test_rule_targets_retry_then_dead_letter_to_an_encrypted_queue(synthesized) -> None:
+    (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
+    queue = synthesized.resources(PROD, "AWS::SQS::Queue")[queue_id]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    for rule in resources(synthesized, "AWS::Events::Rule"):
+        (target,) = rule["Targets"]
+        assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+    ssl_only = [s for p in resources(synthesized, "AWS::SQS::QueuePolicy") for s in p["PolicyDocument"]["Statement"]
+                if s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
+    assert ssl_only and ssl_only[0]["Effect"] == "Deny"
+
+
+def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> None:
+    alarms = resources(synthesized, "AWS::CloudWatch::Alarm")
+    assert {a.get("MetricName") for a in alarms} >= {"ApproximateNumberOfMessagesVisible", "RefreshFailed"}
+    assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
+
+
+def test_functions_run_in_the_cluster_vpc_on_python_3_13(synthesized) -> None:
+    functions = [f for f in resources(synthesized, "AWS::Lambda::Function")
+                 if str(f.get("Handler", "")).startswith("cache_refresh.")]
+    assert {f["Handler"] for f in functions} == {"cache_refresh.handler.lambda_handler",
+                                                 "cache_refresh.handler.on_endpoint_state_change"}
+    for function in functions:
+        assert function["Runtime"] == "python3.13" and function["VpcConfig"]["SubnetIds"]
+
+
+def test_no_wildcard_actions_and_resources_scoped_to_bucket_prefixes_endpoints_and_cluster(synthesized) -> None:
+    own = statements(synthesized)
+    for statement in own:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert all("*" not in a for a in actions), statement
+    text = json.dumps(own)
+    for prefix in ("llama-3.1-70b-instruct", "llama-3.1-8b-instruct"):
+        assert f"s3:::hyperwarm-models-prod/{prefix}/*" in text
+    reads = [s for s in own if "s3:GetObject" in s["Action"]]
+    assert all("hyperwarm-models-prod/llama-3.1-" in json.dumps(s["Resource"]) for s in reads)
+    updates = [s for s in own if "sagemaker:UpdateEndpoint" in s["Action"]]
+    assert json.dumps(updates[0]["Resource"]).count("endpoint/hyperwarm-prod-chat") == 1
+    describe = [s for s in own if s["Action"] == "eks:DescribeCluster"]
+    assert describe and "Fn::ImportValue" in json.dumps(describe[0]["Resource"])
+    pass_role = [s for s in own if s["Action"] == "iam:PassRole"]
+    assert pass_role and all(s["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+                             for s in pass_role)
+
+
+def test_kubernetes_access_is_a_namespace_role_that_gets_and_patches_operator_objects(synthesized) -> None:
+    (entry,) = resources(synthesized, "AWS::EKS::AccessEntry")
+    assert entry["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in entry
+    role, binding = rbac_objects(["hyperwarm-models"])
+    assert role["metadata"]["namespace"] == "hyperwarm-models"
+    assert role["rules"] == [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
+                              "resources": ["inferenceendpointconfigs", "jumpstartmodels", "modelweightscacheconfigs"],
+                              "verbs": ["get", "patch"]}]
+    assert binding["subjects"][0] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                      "name": "hyperwarm:cache-refresh"}
+
+
+def test_rbac_objects_validate_against_kubernetes_schemas() -> None:
+    import kubernetes_validate
+
+    for obj in rbac_objects(["a", "b"]):
+        kubernetes_validate.validate(obj, desired_version="1.33", strict=True)
+
+
+def test_served_models_may_read_every_version_of_a_refreshed_prefix(synthesized) -> None:
+    cluster_reads = json.dumps([s for s in statements(synthesized, "hyperwarm-prod-cluster")
+                                if s["Action"] == "s3:GetObject"])
+    assert "hyperwarm-models-prod/llama-3.1-70b-instruct/*" in cluster_reads
+    endpoint_reads = json.dumps([s for s in statements(synthesized, "hyperwarm-prod-endpoints")
+                                 if s["Action"] == "s3:GetObject"])
+    assert "hyperwarm-models-prod/llama-3.1-70b-instruct/*" in endpoint_reads
+
+
+def test_staging_creates_an_encrypted_versioned_bucket_with_eventbridge_and_runs_dry(synthesized) -> None:
+    stack = "hyperwarm-staging-refresh"
+    (bucket,) = resources(synthesized, "AWS::S3::Bucket", stack)
+    assert bucket["BucketName"] == "hyperwarm-models-staging"
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"} and "BucketEncryption" in bucket
+    notifications = resources(synthesized, "Custom::S3BucketNotifications", stack)
+    assert notifications[0]["NotificationConfiguration"] == {"EventBridgeConfiguration": {}}
+    function = next(f for f in resources(synthesized, "AWS::Lambda::Function", stack)
+                    if f.get("Handler") == "cache_refresh.handler.lambda_handler")
+    assert function["Environment"]["Variables"]["HYPERWARM_DRY_RUN"] == "true"
+
+
+def test_function_bundle_carries_the_package_and_powertools(synthesized) -> None:
+    handlers = [f for f in resources(synthesized, "AWS::Lambda::Function")
+                if f.get("Handler") == "cache_refresh.handler.lambda_handler"]
+    asset = handlers[0]["Code"]["S3Key"].removesuffix(".zip")
+    folder = synthesized.outdir / f"asset.{asset}"
+    assert (folder / "cache_refresh" / "handler.py").is_file()
+    assert (folder / "aws_lambda_powertools" / "__init__.py").is_file()
+    assert not list(folder.rglob("__pycache__"))
+
+
+# -- configuration rules ------------------------------------------------------------------------
+
+def _prod(project_context, refresh) -> dict:
+    env = dict(project_context["environments"]["prod"])
+    env["refresh"] = refresh
+    return env
+
+
+def test_refresh_of_an_unknown_cache_names_the_known_ones(project_context) -> None:
+    with pytest.raises(ConfigError, match=r"no cached model 'nope'; caches.models: llama-3-1-70b, llama-3-1-8b"):
+        parse_environment("prod", _prod(project_context, {"bucket": "hyperwarm-models-prod", "models": [
+            {"prefix": "llama-3.1-70b-instruct", "caches": ["nope"]}]}))
+
+
+def test_refresh_of_a_cache_reading_another_prefix_is_rejected(project_context) -> None:
+    with pytest.raises(ConfigError, match=r"cached model 'llama-3-1-8b' reads s3://hyperwarm-models-prod/"
+                                          r"llama-3.1-8b-instruct/, not s3://hyperwarm-models-prod/other/"):
+        parse_environment("prod", _prod(project_context, {"bucket": "hyperwarm-models-prod", "models": [
+            {"prefix": "other", "caches": ["llama-3-1-8b"]}]}))
+
+
+def test_refresh_of_an_endpoint_without_a_variant_on_the_prefix_is_rejected(project_context) -> None:
+    with pytest.raises(ConfigError, match=r"no variant of endpoint 'chat' reads model data under"):
+        parse_environment("prod", _prod(project_context, {"bucket": "hyperwarm-models-prod", "models": [
+            {"prefix": "llama-3.1-8b-instruct", "endpoints": ["chat"]}]}))
+
+
+def test_refresh_models_need_a_bucket_and_a_target(project_context) -> None:
+    with pytest.raises(ConfigError, match="refresh.models needs refresh.bucket"):
+        parse_environment("prod", _prod(project_context, {"models": [
+            {"prefix": "llama-3.1-8b-instruct", "caches": ["llama-3-1-8b"]}]}))
+    with pytest.raises(ConfigError, match="names no caches and no endpoints"):
+        parse_environment("prod", _prod(project_context, {"bucket": "b-1-2", "models": [{"prefix": "x"}]}))
+
+
+def test_duplicate_refresh_prefixes_are_rejected(project_context) -> None:
+    entry = {"prefix": "llama-3.1-8b-instruct", "caches": ["llama-3-1-8b"]}
+    with pytest.raises(ConfigError, match="refresh prefixes must be unique; repeated: llama-3.1-8b-instruct"):
+        parse_environment("prod", _prod(project_context, {"bucket": "hyperwarm-models-prod", "models": [entry, entry]}))
+
+
+# -- construct rules ----------------------------------------------------------------------------
+
+def _hook(models, **props):
+    app = cdk.App()
+    stack = cdk.Stack(app, "T", env=cdk.Environment(region="us-west-2"))
+    cluster = HyperPodEksCluster(stack, "HyperPod", HyperPodEksClusterProps(instance_groups=[
+        InstanceGroupConfig(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)]))
+    return CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(models=models(cluster), **props))
+
+
+def test_hook_needs_a_prefix() -> None:
+    with pytest.raises(ValueError, match="models needs at least one refreshed prefix"):
+        _hook(lambda c: [])
+
+
+def test_hook_prefix_without_targets_is_rejected() -> None:
+    with pytest.raises(ValueError, match="prefix 'models/a': names no hyperpod or endpoint targets"):
+        _hook(lambda c: [RefreshedPrefix(prefix="models/a")])
+
+
+def test_hook_rejects_an_unknown_resource_kind() -> None:
+    with pytest.raises(ValueError, match="resource 'Deployment'; allowed: InferenceEndpointConfig, JumpStartModel"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m", "Deployment")])])
+
+
+def test_hook_rejects_a_slashed_prefix() -> None:
+    with pytest.raises(ValueError, match="no leading or trailing slash"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m/", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+
+
+def test_hook_default_child_is_the_refresh_function() -> None:
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+    assert hook.node.default_child.cfn_resource_type == "AWS::Lambda::Function"
+    assert hook.bucket is not None and hook.endpoint_rule is None
+
+
+def test_blue_green_traffic_is_validated() -> None:
+    from unittest.mock import MagicMock
+    endpoint = MagicMock(endpoint_name="e")
+    with pytest.raises(ValueError, match="blue_green.traffic 'SOMETIMES'; allowed: ALL_AT_ONCE, CANARY, LINEAR"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[
+            EndpointRefreshTarget(endpoint, BlueGreen(traffic="SOMETIMES"))])])
