@@ -58,7 +58,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
                                                      "model versions")
         for part in ("caches", "endpoints"):
             if part in stacks:
-                stacks["refresh"].add_dependency(stacks[part])
+                stacks["refresh"].add_stack_dependency(stacks[part])
     return stacks
 
 

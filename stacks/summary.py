@@ -61,6 +61,16 @@ def _caches(config: EnvironmentConfig) -> str:
     return "\n".join(lines)
 
 
+def _refresh(config: EnvironmentConfig) -> str:
+    """Which prefixes refresh what, read from the configuration the stack was built from."""
+    refresh = config.refresh
+    lines = [f"s3://{refresh.bucket}/<prefix>/<version>/manifest.json{' (dry run)' if refresh.dry_run else ''}"]
+    for m in refresh.models:
+        targets = [*(f"cache {c}" for c in m.caches), *(f"endpoint {e}" for e in m.endpoints)]
+        lines.append(f"{m.prefix} -> {', '.join(targets)}")
+    return "\n".join(lines)
+
+
 def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
                      config: EnvironmentConfig) -> Iterator[tuple[str, str, str]]:
     for stack in assembly.stacks:
@@ -75,4 +85,6 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
             details.append(_endpoints(resources))
         if kinds.get("Custom::AWSCDK-EKS-KubernetesResource") and stack.stack_name.endswith("-caches"):
             details.append(_caches(config))
+        if stack.stack_name.endswith("-refresh"):
+            details.append(_refresh(config))
         yield stack.stack_name, str(len(resources)), "\n".join(details)
