@@ -52,7 +52,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
                                              description=f"hyperwarm {env_name}: SageMaker inference endpoints")
     if config.refresh.models:
         endpoints = stacks["endpoints"].endpoints if "endpoints" in stacks else {}
-        stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), config=config, cluster=cluster.cluster,
+        stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), env_name=env_name, config=config,
+                                         cluster=cluster.cluster,
                                          endpoints=endpoints, env=env, tags=tags,
                                          description=f"hyperwarm {env_name}: cache and endpoint refresh on new "
                                                      "model versions")

@@ -32,7 +32,8 @@ def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGr
 
 
 class RefreshStack(cdk.Stack):
-    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, cluster: HyperPodEksCluster,
+    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
+                 cluster: HyperPodEksCluster,
                  endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         refresh = config.refresh
@@ -50,5 +51,9 @@ class RefreshStack(cdk.Stack):
                       for name in entry.endpoints]
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
-            models=models, bucket=bucket, dry_run=refresh.dry_run,
+            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
             bucket_name=refresh.bucket if refresh.create_bucket else None))
+        cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
+                      description="replay dead letters: hyperwarm refresh replay --function-name <this>")
+        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,
+                      description="refresh events that failed for good: hyperwarm refresh replay --queue-url <this>")

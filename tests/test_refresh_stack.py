@@ -67,6 +67,14 @@ def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> N
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
 
 
+def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
+    outputs = synthesized.template(PROD)["Outputs"]
+    function = next(f for f in resources(synthesized, "AWS::Lambda::Function")
+                    if f.get("Handler") == "cache_refresh.handler.lambda_handler")
+    assert function["FunctionName"] == "hyperwarm-prod-cache-refresh"
+    assert {"RefreshFunctionName", "DeadLetterQueueUrl"} <= set(outputs)
+
+
 def test_functions_run_in_the_cluster_vpc_on_python_3_13(synthesized) -> None:
     functions = [f for f in resources(synthesized, "AWS::Lambda::Function")
                  if str(f.get("Handler", "")).startswith("cache_refresh.")]

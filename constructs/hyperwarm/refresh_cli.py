@@ -12,7 +12,6 @@ import argparse
 import json
 from typing import Any
 
-DEFAULT_FUNCTION = "hyperwarm-cache-refresh"
 
 
 def original_event(body: str) -> dict[str, Any]:
@@ -73,6 +72,7 @@ def add_parser(subparsers: Any) -> None:
     rp = commands.add_parser("replay", help="re-drive dead-lettered refresh events through the refresh Lambda")
     rp.add_argument("--queue-url", required=True, help="URL of the refresh dead-letter queue")
     rp.add_argument("--message-id", help="replay only this message (default: up to 10 messages)")
-    rp.add_argument("--function-name", default=DEFAULT_FUNCTION,
-                    help=f"refresh Lambda name or ARN (default {DEFAULT_FUNCTION})")
+    rp.add_argument("--function-name", required=True,
+                    help="refresh function name or ARN: the refresh stack's RefreshFunctionName output, "
+                         "hyperwarm-<env>-cache-refresh")
     rp.set_defaults(func=_run)

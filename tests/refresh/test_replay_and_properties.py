@@ -49,8 +49,11 @@ def test_replay_reads_every_dead_letter_shape():
 
 def test_replay_cli_parses_its_options():
     from hyperwarm.cli import build_parser
-    args = build_parser("refresh").parse_args(["refresh", "replay", "--queue-url", "https://q", "--message-id", "m1"])
-    assert (args.queue_url, args.message_id, args.function_name) == ("https://q", "m1", "hyperwarm-cache-refresh")
+    args = build_parser("refresh").parse_args(["refresh", "replay", "--queue-url", "https://q", "--message-id", "m1",
+                                               "--function-name", "hyperwarm-prod-cache-refresh"])
+    assert (args.queue_url, args.message_id, args.function_name) == ("https://q", "m1", "hyperwarm-prod-cache-refresh")
+    with pytest.raises(SystemExit):  # which function is never guessed
+        build_parser("refresh").parse_args(["refresh", "replay", "--queue-url", "https://q"])
 
 
 # one upload: (version number, complete?); the list is delivered in a random order with duplicates
