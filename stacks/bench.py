@@ -3,7 +3,8 @@
 Each repetition runs in a fresh process (a new jsii runtime, as ``cdk synth`` has) and times
 app construction plus synthesis, after imports. The baseline declares every resource of the
 same templates as a bare ``CfnResource`` (no L2 logic, no validation beyond CloudFormation's
-shape), so the ratio is what hyperwarm's constructs, config validation and cdk-nag add.
+shape) and stages the same asset files, so the ratio is what hyperwarm's constructs, config
+validation and cdk-nag add.
 """
 
 from __future__ import annotations
@@ -36,8 +37,13 @@ _BASELINE = """
 import json, sys, time
 from pathlib import Path
 import aws_cdk as cdk
+reference = Path(sys.argv[2])
 templates = [json.loads(p.read_text()) | {"_name": p.name.removesuffix(".template.json")}
-             for p in sorted(Path(sys.argv[2]).glob("*.template.json"))]
+             for p in sorted(reference.glob("*.template.json"))]
+# The files each stack deploys (Lambda code, layers, scripts), from its asset manifest.
+assets = {t["_name"]: [reference / f["source"]["path"]
+                       for f in json.loads((reference / f"{t['_name']}.assets.json").read_text())["files"].values()
+                       if f["source"]["path"] != f"{t['_name']}.template.json"] for t in templates}
 wanted = [e for e in sys.argv[3].split(",") if e]
 start = time.perf_counter()
 app = cdk.App(outdir=sys.argv[1])
@@ -48,6 +54,8 @@ for template in templates:
     for logical_id, resource in template["Resources"].items():
         cfn = cdk.CfnResource(stack, logical_id, type=resource["Type"], properties=resource.get("Properties"))
         cfn.override_logical_id(logical_id)
+    for index, path in enumerate(assets[template["_name"]]):
+        cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(path))
 app.synth()
 print(time.perf_counter() - start)
 """
@@ -65,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per measurement (median is reported)")
     args = parser.parse_args(argv)
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
     table = Table(title=f"synth time, median of {args.repeat} fresh processes", title_justify="left")
     for column in ("scope", "hyperwarm (s)", "hyperwarm + cdk-nag (s)", "plain L1 baseline (s)", "ratio", "ratio + nag"):
         table.add_column(column, justify="right")
