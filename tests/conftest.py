@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ for _key, _value in {
 }.items():
     os.environ[_key] = _value
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+# Caches the library keeps (resolved image URIs) go to a fresh folder, never the user's home.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="hyperwarm-test-cache-")
 
 
 def project_context() -> dict[str, Any]:

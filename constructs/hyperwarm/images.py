@@ -10,9 +10,13 @@ only when an official image is resolved, and never belongs in a Lambda package.
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
@@ -52,14 +56,53 @@ def parse_ecr_uri(uri: str) -> EcrImage:
 
 @lru_cache(maxsize=None)
 def official_image_uri(framework: str, version: str, region: str) -> str:
-    """The official serving image URI for ``framework`` ``version`` in ``region`` (offline)."""
+    """The official serving image URI for ``framework`` ``version`` in ``region`` (offline).
+
+    Importing the resolver costs ~2 s, most of a synth; its answers depend only on the installed
+    ``sagemaker-core`` version, so they are kept in a per-version cache file and the import
+    happens only for a combination not resolved before.
+    """
+    cache = _cache_file(framework, version)
+    key = f"{framework}|{version}|{region}"
+    known = _read(cache)
+    if key not in known:
+        known[key] = _resolve(framework, version, region)
+        _write(cache, known)
+    return known[key]
+
+
+def _cache_file(framework: str, version: str) -> Path:
     try:
-        from sagemaker.core import image_uris
-    except ImportError:  # pragma: no cover - exercised only without the extra
+        resolver = importlib.metadata.version("sagemaker-core")
+    except importlib.metadata.PackageNotFoundError:
         raise RuntimeError(
             f"resolving the official {framework} {version} image needs sagemaker-core: "
             "pip install 'hyperwarm[images]', or give the image as an explicit ECR URI"
         ) from None
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "hyperwarm" / f"image-uris-sagemaker-core-{resolver}.json"
+
+
+def _read(cache: Path) -> dict[str, str]:
+    try:
+        return json.loads(cache.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(cache: Path, known: dict[str, str]) -> None:
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(known, indent=1, sort_keys=True))
+        partial.replace(cache)  # atomic: concurrent synths never read half a file
+    except OSError:
+        pass  # a read-only home only costs the next synth the import
+
+
+def _resolve(framework: str, version: str, region: str) -> str:
+    from sagemaker.core import image_uris
+
     try:
         return image_uris.retrieve(framework=framework, version=version, region=region)
     except (ValueError, KeyError) as exc:
