@@ -195,3 +195,8 @@ def test_bad_node_recovery_is_rejected() -> None:
 def test_region_agnostic_stack_is_rejected_with_reason() -> None:
     with pytest.raises(ValueError, match="needs a stack with a concrete region"):
         _cluster([SYSTEM], region=None)
+
+
+def test_duplicate_group_names_are_rejected_by_the_construct() -> None:
+    with pytest.raises(ValueError, match="instance_groups names must be unique; repeated: system"):
+        _cluster([SYSTEM, SYSTEM])

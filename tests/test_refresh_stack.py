@@ -236,3 +236,8 @@ def test_blue_green_traffic_is_validated() -> None:
     with pytest.raises(ValueError, match="blue_green.traffic 'SOMETIMES'; allowed: ALL_AT_ONCE, CANARY, LINEAR"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[
             EndpointRefreshTarget(endpoint, BlueGreen(traffic="SOMETIMES"))])])
+
+
+def test_hook_rejects_duplicate_prefixes() -> None:
+    with pytest.raises(ValueError, match="models prefixes must be unique; repeated: m"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])] * 2)

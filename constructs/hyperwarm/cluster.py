@@ -28,6 +28,7 @@ from .addons import CORE_ADDONS, HyperPodDependencies, InferenceOperator, addon
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
 from .nag import acknowledge, logical_id, managed_policy
+from .strict import repeated
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
@@ -393,9 +394,9 @@ def _validate(scope: Construct, props: HyperPodEksClusterProps) -> None:
     path = scope.node.path
     if not props.instance_groups:
         raise ValueError(f"{path}: instance_groups needs at least one instance group")
-    names = [g.name for g in props.instance_groups]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{path}: instance_groups names must be unique, got {names}")
+    dupes = repeated(g.name for g in props.instance_groups)
+    if dupes:
+        raise ValueError(f"{path}: instance_groups names must be unique; repeated: {', '.join(dupes)}")
     if not cdk.Token.is_unresolved(props.kubernetes_version):
         if props.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(f"{path}: kubernetes_version {props.kubernetes_version!r} is not supported; "

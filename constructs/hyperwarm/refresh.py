@@ -36,6 +36,7 @@ from constructs import Construct
 from .cluster import HyperPodEksCluster
 from .endpoint import InferenceEndpoint
 from .nag import acknowledge, managed_policy, object_arn_finding
+from .strict import repeated
 
 HYPERPOD_RESOURCES = ("InferenceEndpointConfig", "JumpStartModel")
 TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")
@@ -450,9 +451,9 @@ def _validate(scope: Construct, props: CacheRefreshHookProps) -> None:
     path = scope.node.path
     if not props.models:
         raise ValueError(f"{path}: models needs at least one refreshed prefix")
-    prefixes = [m.prefix for m in props.models]
-    if len(set(prefixes)) != len(prefixes):
-        raise ValueError(f"{path}: models prefixes must be unique, got {prefixes}")
+    dupes = repeated(m.prefix for m in props.models)
+    if dupes:
+        raise ValueError(f"{path}: models prefixes must be unique; repeated: {', '.join(dupes)}")
     for model in props.models:
         where = f"{path}: prefix {model.prefix!r}"
         if model.prefix.startswith("/") or model.prefix.endswith("/") or not model.prefix:
