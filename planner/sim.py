@@ -348,4 +348,7 @@ def simulate_many(
             results.append(stop.value)
         else:  # pragma: no cover - the core always returns on None
             raise RuntimeError("simulation core did not finish")
+    if results and results[0].requests == 0:
+        # An empty trace has no answer; recommending anything from it would mislead.
+        raise ValueError(f"workload {workload.name!r} has no requests")
     return results

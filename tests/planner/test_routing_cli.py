@@ -101,3 +101,13 @@ def test_tune_json_has_recommendation_and_best_prefix_aware(capsys):
     assert d["recommended"] == {"routing": {"strategy": "PREFIX_AWARE", "prefix_length": 1024,
                                             "concurrency_threshold": 16}}
     assert d["strategies"]["PREFIX_AWARE"]["params"]["prefix_length"] == 1024
+
+
+def test_empty_trace_is_an_error_not_a_recommendation(tmp_path, capsys):
+    from planner.routing_cli import main
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["routing", "tune", "--trace", str(empty), "--instances", "3"]) == 2
+    assert "has no requests" in capsys.readouterr().err
+    assert main(["routing", "simulate", "--trace", str(empty), "--instances", "3", "--no-chart"]) == 2
