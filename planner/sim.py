@@ -320,24 +320,14 @@ def simulate_many(
         next(c)
     sends = [c.send for c in cores]
     tick = 0
-    if len(sends) == 1:
-        send = sends[0]
-        for req in workload:
+    for req in workload:
+        for send in sends:
             send(req)
-            tick += 1
-            if tick == 65536:
-                if progress is not None:
-                    progress(tick)
-                tick = 0
-    else:
-        for req in workload:
-            for send in sends:
-                send(req)
-            tick += 1
-            if tick == 65536:
-                if progress is not None:
-                    progress(tick)
-                tick = 0
+        tick += 1
+        if tick == 65536:
+            if progress is not None:
+                progress(tick)
+            tick = 0
     if progress is not None and tick:
         progress(tick)
     results = []

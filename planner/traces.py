@@ -181,6 +181,16 @@ def _lines(paths: Sequence[str]) -> Iterator[tuple]:
                     yield p, no, line
 
 
+def _records(paths: Sequence[str]) -> Iterator[tuple]:
+    """``(where, record)`` for every JSON line; ``where`` is ``file:line`` for error messages."""
+    for p, no, line in _lines(paths):
+        where = f"{p}:{no}"
+        try:
+            yield where, json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"{where}: not valid JSON ({e.msg})") from None
+
+
 def _expand(paths: Iterable[str]) -> List[str]:
     out: List[str] = []
     for p in paths:
@@ -203,12 +213,7 @@ def read_trace(paths, name: Optional[str] = None) -> Workload:
     files = _expand([paths] if isinstance(paths, str) else paths)
 
     def gen() -> Iterator[Request]:
-        for p, no, line in _lines(files):
-            where = f"{p}:{no}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TraceError(f"{where}: not valid JSON ({e.msg})") from None
+        for where, rec in _records(files):
             yield parse_line(rec, where)
 
     # header_bytes applies to 'segments'/'hash_ids' lines; 'body' lines are exact
@@ -302,12 +307,7 @@ def read_data_capture(paths, name: Optional[str] = None) -> Workload:
 
     def gen() -> Iterator[Request]:
         t0 = None
-        for p, no, line in _lines(files):
-            where = f"{p}:{no}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TraceError(f"{where}: not valid JSON ({e.msg})") from None
+        for where, rec in _records(files):
             cap = rec.get("captureData") if isinstance(rec, dict) else None
             if not isinstance(cap, dict) or not isinstance(cap.get("endpointInput"), dict):
                 raise TraceError(f"{where}: field 'captureData.endpointInput' is missing")

@@ -134,3 +134,15 @@ def test_body_chunk_keys_equal_routing_keys_of_the_same_bytes():
     assert len(segs) == 6
     assert segs[0][0] == body_key(body[:BODY_CHUNK_BYTES])
     assert segs[-1][0] == body_key(body)
+
+
+def test_a_line_that_is_not_json_is_named_by_file_and_line(tmp_path):
+    import pytest
+
+    from planner.traces import TraceError, read_data_capture, read_trace
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('\n{oops\n')  # the blank first line is skipped, the second is named
+    for reader in (read_trace, read_data_capture):
+        with pytest.raises(TraceError, match=r"t.jsonl:2: not valid JSON"):
+            list(reader(str(path)))
