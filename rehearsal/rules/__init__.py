@@ -1,0 +1,1 @@
+"""One module per area; each registers its rules with `rehearsal.rule` on import."""
