@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,26 @@ class Assembly:
                 todo.extend(self.dependencies.get(current, ()))
         return False
 
+    def created_before(self, stack: str, logical_id: str, target_stack: str, target_id: str) -> bool:
+        """True when CloudFormation creates `target_stack/target_id` before `stack/logical_id`.
+
+        Across stacks that is the stack order; within a stack, a path of `DependsOn` entries and
+        `Ref`/`Fn::GetAtt`/`Fn::Sub` references (CloudFormation's own implicit dependencies).
+        """
+        if stack != target_stack:
+            return self.deploys_after(stack, target_stack)
+        resources = self.templates.get(stack, {}).get("Resources", {})
+        seen: set[str] = set()
+        todo = [logical_id]
+        while todo:
+            for dependency in direct_dependencies(resources.get(todo.pop(), {})) & set(resources):
+                if dependency == target_id:
+                    return True
+                if dependency not in seen:
+                    seen.add(dependency)
+                    todo.append(dependency)
+        return False
+
     def resources(self, kind: str | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """(stack, logical id, resource) for every resource, or those of one CloudFormation type."""
         for stack, template in self.templates.items():
@@ -84,6 +105,64 @@ class Assembly:
             text = manifest if isinstance(manifest, str) else _join_with_placeholders(manifest)
             for obj in json.loads(text):
                 yield stack, logical_id, obj
+
+
+def direct_dependencies(resource: Mapping[str, Any]) -> set[str]:
+    """Logical ids one resource waits for: its `DependsOn` and every `Ref`, `Fn::GetAtt` and `Fn::Sub` it uses."""
+    depends_on = resource.get("DependsOn", [])
+    found = {depends_on} if isinstance(depends_on, str) else set(depends_on)
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("Ref"), str):
+                found.add(value["Ref"])
+            attribute = value.get("Fn::GetAtt")
+            if attribute is not None:
+                found.add((attribute[0] if isinstance(attribute, list) else str(attribute).split(".")[0]))
+            sub = value.get("Fn::Sub")
+            if sub is not None:
+                text = sub if isinstance(sub, str) else sub[0]
+                found.update(m.split(".")[0] for m in re.findall(r"\$\{([^}!][^}]*)\}", text))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk({k: v for k, v in resource.items() if k != "DependsOn"})
+    return found
+
+
+def ref_target(value: Any) -> str | None:
+    """The logical id a `Ref` or `Fn::GetAtt` value points at, else None."""
+    if isinstance(value, dict):
+        if isinstance(value.get("Ref"), str):
+            return value["Ref"]
+        attribute = value.get("Fn::GetAtt")
+        if isinstance(attribute, list) and attribute:
+            return attribute[0]
+    return None
+
+
+def strings(value: Any, placeholder: str = "${TOKEN}") -> Iterator[str]:
+    """Every literal string in a template value; an `Fn::Join` reads as one string with its
+    unresolved parts replaced by `placeholder`, so a literal name split around tokens stays visible."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        if "Fn::Join" in value and isinstance(value["Fn::Join"], list) and len(value["Fn::Join"]) == 2:
+            separator, parts = value["Fn::Join"]
+            if isinstance(parts, list):
+                yield separator.join(p if isinstance(p, str) else placeholder for p in parts)
+                for part in parts:
+                    if not isinstance(part, str):
+                        yield from strings(part, placeholder)
+                return
+        for item in value.values():
+            yield from strings(item, placeholder)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item, placeholder)
 
 
 def _join_with_placeholders(value: Any) -> str:

@@ -12,7 +12,9 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import EnvironmentConfig, parse_environments
+from hyperwarm.buckets import declare_existing_buckets
 
+from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
@@ -60,6 +62,16 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for part in ("caches", "endpoints"):
             if part in stacks:
                 stacks["refresh"].add_stack_dependency(stacks[part])
+    # Models are read from buckets by name: those hyperwarm creates come first, the others must exist.
+    declared = {b.name: b.create for b in config.model_buckets}
+    for stack in stacks.values():
+        declare_existing_buckets(stack, [name for name, create in declared.items() if not create])
+    if any(declared.values()):
+        buckets = BucketsStack(app, stack_name(env_name, "buckets"), config=config, env=env, tags=tags,
+                               description=f"hyperwarm {env_name}: model buckets, created before their readers")
+        for stack in stacks.values():
+            stack.add_stack_dependency(buckets)
+        stacks = {"buckets": buckets, **stacks}
     return stacks
 
 

@@ -28,4 +28,5 @@ class ClusterStack(cdk.Stack):
             max_azs=config.vpc.max_azs,
             nat_gateways=config.vpc.nat_gateways,
             endpoint_public_access=config.endpoint_public_access,
+            addon_versions=dict(config.addon_versions),
         ))

@@ -52,6 +52,7 @@ def variant_props(v: VariantConfig) -> ProductionVariant:
         if v.model_data_download_timeout_seconds else None,
         container_startup_health_check_timeout=cdk.Duration.seconds(v.container_startup_health_check_timeout_seconds)
         if v.container_startup_health_check_timeout_seconds else None,
+        inference_ami_version=v.inference_ami_version,
     )
 
 

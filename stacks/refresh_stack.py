@@ -38,7 +38,8 @@ class RefreshStack(cdk.Stack):
         super().__init__(scope, id, **kwargs)
         refresh = config.refresh
         assert refresh.bucket is not None  # the config rules require it with models
-        bucket = None if refresh.create_bucket else s3.Bucket.from_bucket_name(self, "Models", refresh.bucket)
+        # By name: the bucket exists before this stack (model_buckets: created by the buckets stack, or existing).
+        bucket = s3.Bucket.from_bucket_name(self, "Models", refresh.bucket)
         cached = {m.name: m for m in config.caches.models}
         configured = {e.name: e for e in config.endpoints}
         models = []
@@ -51,8 +52,7 @@ class RefreshStack(cdk.Stack):
                       for name in entry.endpoints]
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
-            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
-            bucket_name=refresh.bucket if refresh.create_bucket else None))
+            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh"))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,

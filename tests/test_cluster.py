@@ -200,3 +200,65 @@ def test_region_agnostic_stack_is_rejected_with_reason() -> None:
 def test_duplicate_group_names_are_rejected_by_the_construct() -> None:
     with pytest.raises(ValueError, match="instance_groups names must be unique; repeated: system"):
         _cluster([SYSTEM, SYSTEM])
+
+
+# -- deploy semantics (issue 9) ----------------------------------------------------------------
+
+
+def _statements(synthesized, stack: str, role_id: str) -> list[dict]:
+    from rehearsal import Assembly
+    from rehearsal.rules.roles import role_statements
+
+    return role_statements(Assembly.from_outdir(synthesized.outdir), stack, role_id)
+
+
+def _role_id(synthesized, stack: str, fragment: str) -> str:
+    (role_id,) = [k for k in synthesized.resources(stack, "AWS::IAM::Role") if fragment in k]
+    return role_id
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_execution_role_holds_the_hyperpod_vpc_actions(synthesized, env) -> None:
+    # Finding 4: the HyperPod EKS prerequisites add these to AmazonSageMakerClusterInstanceRolePolicy.
+    from hyperwarm.cluster import HYPERPOD_VPC_ACTIONS
+    from rehearsal.rules.roles import allows
+
+    stack = f"hyperwarm-{env}-cluster"
+    statements = _statements(synthesized, stack, _role_id(synthesized, stack, "HyperPodExecutionRole"))
+    assert [a for a in HYPERPOD_VPC_ACTIONS if not allows(statements, a)] == []
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_cluster_group_allows_all_traffic_to_and_from_itself(synthesized, env) -> None:
+    # Finding 5: EFA needs self-referencing egress too, not only 0.0.0.0/0.
+    stack = f"hyperwarm-{env}-cluster"
+    (group_id,) = [k for k in synthesized.resources(stack, "AWS::EC2::SecurityGroup") if "ClusterSecurityGroup" in k]
+    me = {"Fn::GetAtt": [group_id, "GroupId"]}
+    (egress,) = [e["Properties"] for e in synthesized.resources(stack, "AWS::EC2::SecurityGroupEgress").values()
+                 if e["Properties"]["GroupId"] == me]
+    assert egress["DestinationSecurityGroupId"] == me and egress["IpProtocol"] == "-1"
+    assert any(i["Properties"]["GroupId"] == me and i["Properties"]["SourceSecurityGroupId"] == me
+               for i in synthesized.resources(stack, "AWS::EC2::SecurityGroupIngress").values())
+
+
+def test_load_balancer_controller_role_holds_the_published_policy_not_elb_full_access(synthesized) -> None:
+    # Finding 8: ElasticLoadBalancingFullAccess cannot create security groups, tag or read certificates.
+    from rehearsal.rules.roles import allows, load_balancer_controller_actions
+
+    stack = "hyperwarm-prod-cluster"
+    role_id = _role_id(synthesized, stack, "LoadBalancerRole")
+    role = synthesized.resources(stack, "AWS::IAM::Role")[role_id]
+    assert "ElasticLoadBalancingFullAccess" not in str(role["Properties"].get("ManagedPolicyArns"))
+    statements = _statements(synthesized, stack, role_id)
+    assert [a for a in load_balancer_controller_actions() if not allows(statements, a)] == []
+    (addon,) = [a for a in synthesized.resources(stack, "AWS::EKS::Addon").values()
+                if a["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-inference"]
+    (policy_id,) = [k for k in synthesized.resources(stack, "AWS::IAM::Policy") if "LoadBalancerControllerPolicy" in k]
+    assert policy_id in addon["DependsOn"]
+
+
+def test_pinned_operator_without_model_caching_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"addon_versions\['amazon-sagemaker-hyperpod-inference'\] = "
+                                         r"'v3.2.0-eksbuild.1' -- model caches need operator v3.3 or later"):
+        _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2.0-eksbuild.1"})
+    _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.3.0-eksbuild.1"})

@@ -111,3 +111,39 @@ def test_config_is_immutable() -> None:
     config = EnvironmentConfig()
     with pytest.raises(Exception):
         config.region = "eu-west-1"  # type: ignore[misc]
+
+
+# -- model buckets, AZ names, add-on versions (issue 9) ----------------------------------------
+
+
+def cached(bucket: str) -> dict:
+    return {"instance_groups": [group(holds_caches=True)], "caches": {"models": [
+        {"name": "m", "size_gb": 10, "image": "r.example/vllm:1", "instance_group": "gpu",
+         "source": {"bucket": bucket, "prefix": "m", "version": "v1"}}]}}
+
+
+def test_a_bucket_models_read_must_be_declared_created_or_existing() -> None:
+    message = error_of(cached("team-models"))
+    assert "caches.models[0].source.bucket: 'team-models' -- not declared in model_buckets" in message
+    assert '{"name": "team-models", "create": true}' in message
+    for declared in ({"name": "team-models"}, {"name": "team-models", "create": True}):
+        config = parse_environment("prod", {**cached("team-models"), "model_buckets": [declared]})
+        assert config.bucket_readers() == {"team-models": ["caches.models[0].source.bucket"]}
+
+
+def test_refresh_create_bucket_points_to_model_buckets() -> None:
+    message = error_of({"refresh": {"bucket": "team-models", "create_bucket": True}})
+    assert 'refresh.create_bucket moved to model_buckets: declare {"name": "team-models", "create": true}' in message
+
+
+def test_az_ids_are_rejected_with_how_to_find_the_zone_name() -> None:
+    message = error_of({"vpc": {"availability_zones": ["use1-az4", "us-east-1b"]}})
+    assert "environments.prod.vpc.availability_zones" in message
+    assert "use1-az4 is an AZ ID; give zone names" in message
+    assert "aws ec2 describe-availability-zones --zone-ids use1-az4" in message
+
+
+def test_pinned_operator_without_model_caching_is_rejected_when_models_are_cached() -> None:
+    raw = {**cached("team-models"), "model_buckets": [{"name": "team-models"}],
+           "addon_versions": {"amazon-sagemaker-hyperpod-inference": "v3.2.1-eksbuild.1"}}
+    assert "model caches need operator v3.3 or later" in error_of(raw)

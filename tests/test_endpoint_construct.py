@@ -25,6 +25,8 @@ from hyperwarm import (
 
 IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
 MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/")
+CU130 = ContainerImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
+AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 
 
 def variant(name: str = "main", **kwargs: Any) -> ProductionVariant:
@@ -218,7 +220,7 @@ def test_execution_role_reads_only_the_model_prefix_and_pulls_only_its_repositor
 
 
 def test_official_image_resolves_per_region_to_the_dlc_repository() -> None:
-    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"))))
+    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1")), inference_ami_version=AMI_4_1))
     (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
     image = model["Properties"]["PrimaryContainer"]["Image"]
     assert image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-")
@@ -287,3 +289,46 @@ def test_inference_component_enables_sagemaker_caching_and_leaves_the_variant_mo
     (component,) = of_type(tpl, "AWS::SageMaker::InferenceComponent").values()
     assert component["Properties"]["Specification"]["DataCacheConfig"] == {"EnableCaching": True}
     assert component["Properties"]["RuntimeConfig"] == {"CopyCount": 2}
+
+
+# -- deploy semantics (issue 9) ----------------------------------------------------------------
+
+
+def test_scaling_targets_wait_for_the_endpoint_they_name_by_string() -> None:
+    # Finding 1: the ResourceId names the endpoint as a string, so only DependsOn orders them.
+    tpl = template(variant(autoscaling=Autoscaling(min_capacity=2, max_capacity=6, target_value=24)),
+                   endpoint_name="chat")
+    (endpoint_id,) = of_type(tpl, "AWS::SageMaker::Endpoint")
+    (target,) = of_type(tpl, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert target["Properties"]["ResourceId"] == "endpoint/chat/variant/main"
+    assert endpoint_id in target["DependsOn"]
+
+
+def test_inference_components_wait_for_the_endpoint() -> None:
+    tpl = template(variant(inference_component=InferenceComponentSpec()), endpoint_name="chat")
+    (endpoint_id,) = of_type(tpl, "AWS::SageMaker::Endpoint")
+    (component,) = of_type(tpl, "AWS::SageMaker::InferenceComponent").values()
+    assert endpoint_id in component["DependsOn"]
+
+
+def test_execution_role_may_describe_exactly_its_rollback_alarms() -> None:
+    # Finding 9: deployment guardrails need cloudwatch:DescribeAlarms on the auto-rollback alarms.
+    tpl = template(variant("a"), variant("b"), endpoint_name="chat", guardrails=DeploymentGuardrails())
+    alarms = sorted(of_type(tpl, "AWS::CloudWatch::Alarm"))
+    statements = [s for p in of_type(tpl, "AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    (describe,) = [s for s in statements if s["Action"] == "cloudwatch:DescribeAlarms"]
+    assert describe["Resource"] == [{"Fn::GetAtt": [a, "Arn"]} for a in alarms]
+
+
+def test_cuda_13_image_without_a_fitting_ami_fails_synth_naming_the_ami() -> None:
+    # Finding 10: cu130 needs driver 580; SageMaker's default AMI has 470 or 535.
+    for ami in (None, "al2-ami-sagemaker-inference-gpu-3-1"):
+        message = rejects(r"variant 'main': inference_ami_version = .* needs CUDA 13\.0", variant(
+            model=ModelSpec(CU130), inference_ami_version=ami))
+        assert f"set inference_ami_version to {AMI_4_1}" in message
+
+
+def test_inference_ami_version_lands_on_the_variant() -> None:
+    (pv,) = production_variants(template(variant(model=ModelSpec(CU130), inference_ami_version=AMI_4_1)))
+    assert pv["InferenceAmiVersion"] == AMI_4_1

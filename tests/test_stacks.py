@@ -33,3 +33,21 @@ def test_bad_configuration_fails_before_any_stack_exists(project_context) -> Non
 def test_stacks_carry_their_environment_region(project_context) -> None:
     app = build_app(context={**project_context, "env": "prod"}, nag=False)
     assert app.node.find_child("hyperwarm-prod-cluster").region == "us-east-1"
+
+
+def test_created_model_buckets_deploy_before_every_other_stack_of_the_environment(project_context) -> None:
+    # Issue 9, finding 2: staging's caches and endpoints read the bucket the refresh stack created last.
+    app = build_app(context={**project_context, "env": "staging"}, nag=False)
+    buckets = app.node.find_child("hyperwarm-staging-buckets")
+    others = [s for s in app.node.children if hasattr(s, "stack_name") and s is not buckets]
+    assert {s.stack_name for s in others} == {f"hyperwarm-staging-{p}" for p in ("cluster", "caches", "endpoints",
+                                                                                  "refresh")}
+    assert all(buckets in s.dependencies for s in others)
+
+
+def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(project_context) -> None:
+    app = build_app(context={**project_context, "env": "prod"}, nag=False)
+    stacks = [s for s in app.node.children if hasattr(s, "stack_name")]
+    assert "hyperwarm-prod-buckets" not in {s.stack_name for s in stacks}
+    for stack in stacks:
+        assert stack.template_options.metadata["hyperwarm:existingBuckets"] == ["hyperwarm-models-prod"]

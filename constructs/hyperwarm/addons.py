@@ -8,7 +8,10 @@ branch, a chart repository or a script at deploy time.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import aws_cdk as cdk
@@ -22,6 +25,14 @@ from .nag import acknowledge, logical_id, managed_policy, object_arn_finding
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
+
+LOAD_BALANCER_CONTROLLER_POLICY = Path(__file__).parent / "policies" / "aws-load-balancer-controller-v2.13.2.json"
+"""The controller's published ``iam_policy.json`` for the version the operator installs (see policies/README.md)."""
+
+INFERENCE_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
+MIN_OPERATOR_FOR_CACHING = (3, 3)
+"""Operator 3.3 (chart 2.3.0, aws/sagemaker-hyperpod-cli) is the first whose CRDs have
+``modelCacheConfig``, ``ModelWeightsCacheConfig`` and ``ModelImageCache``; chart 2.2.2 (operator 3.2) has none."""
 
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
 OPERATOR_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
@@ -58,6 +69,31 @@ def irsa_role(scope: Construct, id: str, provider: eks.OidcProviderNative, servi
     if extra_principals:
         principal = iam.CompositePrincipal(principal, *extra_principals)
     return iam.Role(scope, id, assumed_by=principal, description=description)
+
+
+def load_balancer_controller_policy(partition: str) -> list[iam.PolicyStatement]:
+    """The vendored controller policy's statements, with ARNs in ``partition``."""
+    text = LOAD_BALANCER_CONTROLLER_POLICY.read_text().replace('"arn:aws:', f'"arn:{partition}:')
+    return [iam.PolicyStatement.from_json(statement) for statement in json.loads(text)["Statement"]]
+
+
+def _wildcard_findings(statements: Sequence[iam.PolicyStatement]) -> list[str]:
+    """cdk-nag's IAM5 finding ids for the wildcard resources of ``statements``."""
+    resources = sorted({r for s in statements for r in s.resources if "*" in r})
+    return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+:', 'arn:<AWS::Partition>:', r)}]"
+            for r in resources]
+
+
+def operator_version_problem(version: str | None) -> str | None:
+    """Why a pinned inference operator add-on ``version`` cannot hold model caches, or None."""
+    match = re.match(r"^v?(\d+)\.(\d+)", version or "")
+    if version is None or cdk.Token.is_unresolved(version) or match is None:
+        return None
+    if (int(match[1]), int(match[2])) < MIN_OPERATOR_FOR_CACHING:
+        low = ".".join(map(str, MIN_OPERATOR_FOR_CACHING))
+        return (f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}] = {version!r} -- model caches need operator "
+                f"v{low} or later (the first with ModelWeightsCacheConfig and ModelImageCache)")
+    return None
 
 
 class HyperPodDependencies(Construct):
@@ -116,10 +152,12 @@ class InferenceOperator(Construct):
             addon(self, "cert-manager", cluster, versions, after=after),
             addon(self, "metrics-server", cluster, versions, after=after),
             addon(self, "aws-mountpoint-s3-csi-driver", cluster, versions, role=self.roles.s3_csi, after=after),
+            # No IAM role: the operator only checks that the FSx CSIDriver exists; hyperwarm serves models
+            # from S3, and the driver needs AWS permissions only to provision new file systems dynamically.
             addon(self, "aws-fsx-csi-driver", cluster, versions, after=after),
         ]
         self.addon = addon(
-            self, "amazon-sagemaker-hyperpod-inference", cluster, versions,
+            self, INFERENCE_OPERATOR_ADDON, cluster, versions,
             configuration={
                 "executionRoleArn": self.roles.execution.role_arn,
                 "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
@@ -127,7 +165,7 @@ class InferenceOperator(Construct):
                 "alb": {"serviceAccount": {"create": True, "roleArn": self.roles.load_balancer.role_arn}},
                 "keda": {"auth": {"aws": {"irsa": {"roleArn": self.roles.keda.role_arn}}}},
             },
-            after=[*after, *prerequisites],
+            after=[*after, *prerequisites, self.load_balancer_policy],
         )
         self.node.default_child = self.addon
 
@@ -156,11 +194,13 @@ class InferenceOperator(Construct):
         load_balancer = irsa_role(self, "LoadBalancerRole", provider,
                                   f"{OPERATOR_NAMESPACE}:aws-load-balancer-controller",
                                   "Load balancer controller of the HyperPod inference operator")
-        load_balancer.add_managed_policy(
-            iam.ManagedPolicy.from_aws_managed_policy_name("ElasticLoadBalancingFullAccess"))
-        acknowledge(load_balancer, "the operator's load balancer controller creates and deletes a load balancer "
-                    "per inference endpoint, whose names are not known at synth",
-                    managed_policy("ElasticLoadBalancingFullAccess"))
+        statements = load_balancer_controller_policy(cdk.Stack.of(self).partition)
+        self.load_balancer_policy = iam.Policy(self, "LoadBalancerControllerPolicy", statements=statements)
+        load_balancer.attach_inline_policy(self.load_balancer_policy)
+        acknowledge(self.load_balancer_policy, "the AWS Load Balancer Controller's published iam_policy.json, "
+                    "unchanged: it creates load balancers, target groups and security groups per inference "
+                    "endpoint, whose names are not known at synth, and its describe actions have no resource scope",
+                    *_wildcard_findings(statements))
         keda = irsa_role(self, "KedaRole", provider, f"{OPERATOR_NAMESPACE}:keda-operator",
                          "KEDA autoscaler of the HyperPod inference operator: read metrics")
         keda.add_to_policy(iam.PolicyStatement(

@@ -88,3 +88,13 @@ def instance_spec(instance_type: str) -> InstanceSpec:
         raise KeyError(
             f"unknown instance type {instance_type!r}; known types: {', '.join(sorted(CATALOG))}"
         ) from None
+
+
+EFA_INSTANCE_TYPES = frozenset({
+    *(f"ml.{family}.{size}" for family in ("g5", "g6", "g6e")
+      for size in ("8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")),
+    "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
+})
+"""Types with Elastic Fabric Adapter (EC2 "Supported instance types" for EFA). HyperPod's prerequisites
+require a security group allowing all traffic to AND from itself for them: 0.0.0.0/0-only egress can
+fail their EFA health checks."""

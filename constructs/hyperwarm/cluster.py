@@ -24,7 +24,14 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from .addons import CORE_ADDONS, HyperPodDependencies, InferenceOperator, addon
+from .addons import (
+    CORE_ADDONS,
+    INFERENCE_OPERATOR_ADDON,
+    HyperPodDependencies,
+    InferenceOperator,
+    addon,
+    operator_version_problem,
+)
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
 from .nag import acknowledge, logical_id, managed_policy
@@ -36,6 +43,13 @@ NVME_PATH = "/opt/dlami/nvme"
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 HEALTH_TAINT_KEY = "sagemaker.amazonaws.com/node-health-status"
 """HyperPod taints nodes with this key (value Unschedulable, NoSchedule) during health checks."""
+
+HYPERPOD_VPC_ACTIONS = (
+    "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions", "ec2:DescribeSecurityGroups",
+)
+"""What the HyperPod IAM prerequisites (EKS tab) add to the execution role beside
+AmazonSageMakerClusterInstanceRolePolicy; the deploy rehearsal checks the role for them."""
 
 _LIFECYCLE_DIR = Path(__file__).parent / "lifecycle"
 _LIFECYCLE_PREFIX = "lifecycle"
@@ -92,7 +106,8 @@ class HyperPodEksClusterProps:
     install_inference_operator: bool = True
     """Install the HyperPod inference operator and its prerequisites. Default: true."""
     addon_versions: Mapping[str, str] = field(default_factory=dict)
-    """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version."""
+    """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version.
+    A pinned ``amazon-sagemaker-hyperpod-inference`` must be v3.3 or later (model caching)."""
 
 
 class HyperPodEksCluster(Construct):
@@ -110,6 +125,12 @@ class HyperPodEksCluster(Construct):
             description="HyperPod nodes and EKS control plane: all traffic within the group",
         )
         self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "intra-cluster traffic")
+        # HyperPod prerequisites: all traffic to AND from the group itself; EFA health checks can fail with
+        # 0.0.0.0/0-only egress. An L1 rule, since add_egress_rule is ignored beside allow_all_outbound.
+        ec2.CfnSecurityGroupEgress(
+            self, "ClusterSecurityGroupSelfEgress", group_id=self.security_group.security_group_id,
+            destination_security_group_id=self.security_group.security_group_id, ip_protocol="-1",
+            description="intra-cluster traffic (EFA)")
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         self.private_subnet_ids = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids
 
@@ -277,6 +298,8 @@ class HyperPodEksCluster(Construct):
         ))
         role.add_to_policy(iam.PolicyStatement(
             sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        role.add_to_policy(iam.PolicyStatement(sid="ClusterNetworking", actions=list(HYPERPOD_VPC_ACTIONS),
+                                               resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(
             sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"],
             resources=[self.eks_cluster.cluster_arn]))
@@ -287,7 +310,9 @@ class HyperPodEksCluster(Construct):
                     f"IAM5[Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{_LIFECYCLE_PREFIX}/*]")
         acknowledge(role, "pull-only ECR actions: serving images live in AWS-owned accounts' repositories "
                     "(Deep Learning Containers) as well as the user's own", f"IAM5[Resource::arn:<AWS::Partition>:ecr:{cdk.Stack.of(self).region}:*:repository/*]")
-        acknowledge(role, "ecr:GetAuthorizationToken has no resource-level permissions", "IAM5[Resource::*]")
+        acknowledge(role, "ecr:GetAuthorizationToken and the EC2 describe actions have no resource-level "
+                    "permissions; HyperPod's prerequisites grant its network-interface permission actions on * "
+                    "because the interfaces are created at run time", "IAM5[Resource::*]")
         return role
 
     def _instance_group(self, group: InstanceGroupConfig) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
@@ -401,5 +426,8 @@ def _validate(scope: Construct, props: HyperPodEksClusterProps) -> None:
         if props.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(f"{path}: kubernetes_version {props.kubernetes_version!r} is not supported; "
                              f"allowed: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+    problem = operator_version_problem(props.addon_versions.get(INFERENCE_OPERATOR_ADDON))
+    if props.install_inference_operator and problem:
+        raise ValueError(f"{path}: {problem}")
     if props.node_recovery not in ("Automatic", "None"):
         raise ValueError(f"{path}: node_recovery {props.node_recovery!r}; allowed: Automatic, None")

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 from .endpoint_config import Endpoints
@@ -75,6 +76,18 @@ class InstanceGroupConfig(StrictModel):
         return self
 
 
+_AZ_ID = re.compile(r"^[a-z]{2,4}\d+-az\d+$")
+
+
+class ModelBucketConfig(StrictModel):
+    """A bucket models are read from: created by hyperwarm, or existing before the environment deploys."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                      description="the global bucket name (see README: choosing bucket names)")
+    create: bool = Field(default=False, description="true: the stack hyperwarm-<env>-buckets creates it, before "
+                                                    "every reader; false: it exists already")
+
+
 class VpcConfig(StrictModel):
     """A new VPC (the default) or an existing one named by id with its private subnets."""
 
@@ -86,6 +99,18 @@ class VpcConfig(StrictModel):
     cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
     max_azs: int = Field(default=2, ge=2, le=6)
     nat_gateways: int = Field(default=1, ge=1, le=6)
+
+    @field_validator("availability_zones", mode="before")
+    @classmethod
+    def _zone_names(cls, value: Any) -> Any:
+        ids = [z for z in value or () if isinstance(z, str) and _AZ_ID.match(z)]
+        if ids:
+            raise ValueError(
+                f"{', '.join(ids)} {'is an AZ ID' if len(ids) == 1 else 'are AZ IDs'}; give zone names. Names map "
+                "to different physical zones in each account, IDs (what capacity reservations and AWS quote) do "
+                "not: find your name with aws ec2 describe-availability-zones --zone-ids "
+                f"{' '.join(ids)} --query 'AvailabilityZones[].ZoneName'")
+        return tuple(value) if isinstance(value, list) else value  # strict mode takes a tuple, not a list
 
     @model_validator(mode="after")
     def _existing(self) -> "VpcConfig":
@@ -118,6 +143,10 @@ class EnvironmentConfig(StrictModel):
     endpoints: Endpoints = Field(default=(), description="SageMaker real-time endpoints; none by default")
     refresh: RefreshConfig = Field(default_factory=RefreshConfig,
                                    description="new model versions in S3 refresh caches and endpoints; off by default")
+    model_buckets: tuple[ModelBucketConfig, ...] = Field(
+        default=(), description="every bucket models are read from, created by hyperwarm or existing")
+    addon_versions: dict[str, str] = Field(
+        default_factory=dict, description="pinned EKS add-on versions by name; default: EKS's default")
 
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":
@@ -142,6 +171,40 @@ class EnvironmentConfig(StrictModel):
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
+
+    @model_validator(mode="after")
+    def _buckets_declared(self) -> "EnvironmentConfig":
+        problems = []
+        dupes = repeated(b.name for b in self.model_buckets)
+        if dupes:
+            problems.append(f"model_buckets names must be unique; repeated: {', '.join(dupes)}")
+        declared = {b.name for b in self.model_buckets}
+        for bucket, paths in self.bucket_readers().items():
+            if bucket not in declared:
+                problems += [f"{path}: {bucket!r} -- not declared in model_buckets; add "
+                             f'{{"name": "{bucket}"}} if it exists already, or {{"name": "{bucket}", "create": true}} '
+                             "to have hyperwarm create it before anything reads it" for path in paths]
+        if self.caches.models:
+            problem = operator_version_problem(self.addon_versions.get(INFERENCE_OPERATOR_ADDON))
+            if problem:
+                problems.append(problem)
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    def bucket_readers(self) -> dict[str, list[str]]:
+        """Every bucket a model is read from -> the config paths that read it."""
+        readers: dict[str, list[str]] = {}
+        for i, model in enumerate(self.caches.models):
+            readers.setdefault(model.source.bucket, []).append(f"caches.models[{i}].source.bucket")
+        for i, endpoint in enumerate(self.endpoints):
+            for j, variant in enumerate(endpoint.variants):
+                if variant.model_data:
+                    bucket = variant.model_data.removeprefix("s3://").split("/", 1)[0]
+                    readers.setdefault(bucket, []).append(f"endpoints[{i}].variants[{j}].model_data")
+        if self.refresh.models and self.refresh.bucket:
+            readers.setdefault(self.refresh.bucket, []).append("refresh.bucket")
+        return readers
 
     def instance_group(self, name: str) -> InstanceGroupConfig:
         for group in self.instance_groups:

@@ -27,7 +27,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .catalog import CATALOG
-from .images import ContainerImage
+from .images import INFERENCE_AMI_CUDA, ContainerImage, cuda_ami_problem
 from .nag import acknowledge, object_arn_finding
 
 ROUTING_STRATEGIES = ("RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE")
@@ -228,6 +228,10 @@ class ProductionVariant:
     """60..3600 s. Default: SageMaker's (raise it for models of tens of GB)."""
     container_startup_health_check_timeout: cdk.Duration | None = None
     """60..3600 s. Default: SageMaker's (raise it for large models that load slowly)."""
+    inference_ami_version: str | None = None
+    """``InferenceAmiVersion``: the host AMI and so its GPU driver, e.g.
+    ``al2023-ami-sagemaker-inference-gpu-4-1`` (driver 580, CUDA 13.0). Default: SageMaker's default AMI
+    (driver 470 or 535); synth fails when the image's tag names a CUDA (``cu130``) that driver cannot run."""
 
     @property
     def max_instances(self) -> Any:
@@ -332,6 +336,8 @@ def production_variant_api_shape(variant: ProductionVariant, model_name: str | N
     shape["InitialVariantWeight"] = variant.initial_weight
     if variant.routing is not None:
         shape["RoutingConfig"] = variant.routing.api_shape()
+    if variant.inference_ami_version is not None:
+        shape["InferenceAmiVersion"] = variant.inference_ami_version
     if variant.model_data_download_timeout is not None:
         shape["ModelDataDownloadTimeoutInSeconds"] = variant.model_data_download_timeout.to_seconds()
     if variant.container_startup_health_check_timeout is not None:
@@ -380,6 +386,7 @@ class InferenceEndpoint(Construct):
         self._props = props
         self._validate()
         stack = cdk.Stack.of(self)
+        self._check_images(stack)
         self.variants = {v.name: v for v in props.variants}
         self.execution_role = iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -495,6 +502,25 @@ class InferenceEndpoint(Construct):
         components = {bool(v.inference_component) for v in props.variants}
         if len(components) > 1:
             errors.append("variants -- either every variant uses an inference component or none does")
+        if errors:
+            raise ValueError(f"{self.node.path} (endpoint {self._label}): invalid InferenceEndpoint props:\n  "
+                             + "\n  ".join(errors))
+
+    def _check_images(self, stack: cdk.Stack) -> None:
+        """Each variant's host driver runs the CUDA its image was built for (needs the region's image URI)."""
+        errors = []
+        for v in self._props.variants:
+            if v.serverless is not None:
+                continue
+            uri = v.model.image.bind(stack)[0]
+            problem = None if cdk.Token.is_unresolved(uri) else cuda_ami_problem(uri, v.inference_ami_version)
+            if problem:
+                errors.append(f"variant {v.name!r}: {problem}")
+            elif v.inference_ami_version is not None and v.inference_ami_version not in INFERENCE_AMI_CUDA \
+                    and _resolved(v.inference_ami_version):
+                cdk.Annotations.of(self).add_warning_v2(
+                    f"hyperwarm:ami:{v.name}", f"variant {v.name!r}: inference_ami_version "
+                    f"{v.inference_ami_version!r} is unknown to hyperwarm; its driver is not checked against the image")
         if errors:
             raise ValueError(f"{self.node.path} (endpoint {self._label}): invalid InferenceEndpoint props:\n  "
                              + "\n  ".join(errors))
@@ -680,6 +706,11 @@ class InferenceEndpoint(Construct):
                                       "rolls a blue/green update back",
                 ))
         self.rollback_alarms = alarms
+        if alarms:
+            # Deployment guardrails prerequisite: the execution role may describe its auto-rollback alarms.
+            self.execution_role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DescribeRollbackAlarms", actions=["cloudwatch:DescribeAlarms"],
+                resources=[a.alarm_arn for a in alarms]))
         return sagemaker.CfnEndpoint.DeploymentConfigProperty(
             blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                 traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
@@ -714,6 +745,7 @@ class InferenceEndpoint(Construct):
             runtime_config=sagemaker.CfnInferenceComponent.InferenceComponentRuntimeConfigProperty(
                 copy_count=spec.copies),
         )
+        component.node.add_dependency(self._resource)  # EndpointName may be a literal name, not a reference
         return component
 
     def _scaling_role(self) -> iam.IRole:
@@ -738,6 +770,9 @@ class InferenceEndpoint(Construct):
             min_capacity=a.min_capacity, max_capacity=a.max_capacity,
             role=self._scaling_role(),
         )
+        # The ResourceId names the endpoint by string: without this, registration races the endpoint's
+        # creation (10-40 min) and the stack rolls back (ScalableTarget reference, "add a dependency").
+        target.node.add_dependency(self._resource)
         target.scale_to_track_metric(
             "TargetTracking", target_value=a.target_value, predefined_metric=SCALING_METRICS[a.metric],
             scale_in_cooldown=a.scale_in_cooldown, scale_out_cooldown=a.scale_out_cooldown,

@@ -19,6 +19,7 @@ from .endpoint import (
     Routing,
     routing_problems,
 )
+from .images import cuda_ami_problem
 from .strict import StrictModel, repeated
 
 _NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
@@ -105,6 +106,9 @@ class VariantConfig(StrictModel):
     serverless: ServerlessConfig | None = None
     model_data_download_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
     container_startup_health_check_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
+    inference_ami_version: str | None = Field(
+        default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+        description="InferenceAmiVersion (host AMI and GPU driver); needed for images built for a newer CUDA")
 
     @property
     def max_instances(self) -> int:
@@ -120,6 +124,10 @@ class VariantConfig(StrictModel):
             raise ValueError(f"variant {self.name!r}: instance_type is required unless the variant is serverless")
         if self.serverless is not None and (self.instance_type or self.autoscaling):
             raise ValueError(f"variant {self.name!r}: serverless variants take no instance_type or autoscaling")
+        if self.image.uri is not None and self.serverless is None:
+            problem = cuda_ami_problem(self.image.uri, self.inference_ami_version)
+            if problem:
+                raise ValueError(f"variant {self.name!r}: {problem}")
         if self.routing is not None:
             errors, _ = routing_problems(self.routing.to_routing(), serverless=self.serverless is not None,
                                          min_instances=self.min_instances, max_instances=self.max_instances)

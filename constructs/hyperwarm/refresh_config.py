@@ -37,12 +37,16 @@ class RefreshConfig(StrictModel):
     """Event-driven refresh of caches and endpoints; off (no models) by default."""
 
     bucket: str | None = Field(default=None, pattern=_BUCKET, description="the model-source bucket")
-    create_bucket: bool = Field(default=False, description="create the bucket (encrypted, versioned, SSL-only)")
+    create_bucket: bool = Field(default=False, description="moved: model_buckets[].create")
     dry_run: bool = Field(default=False, description="decide and log, change nothing")
     models: tuple[RefreshedModel, ...] = ()
 
     @model_validator(mode="after")
     def _rules(self) -> "RefreshConfig":
+        if self.create_bucket:
+            raise ValueError(f"refresh.create_bucket moved to model_buckets: declare "
+                             f'{{"name": "{self.bucket}", "create": true}} there, so the bucket exists before the '
+                             "caches and endpoints that read it deploy")
         if self.models and not self.bucket:
             raise ValueError("refresh.models needs refresh.bucket, the bucket new versions land in")
         dupes = repeated(m.prefix for m in self.models)

@@ -1,0 +1,156 @@
+"""Each role holds the actions AWS documents for the service that assumes it.
+
+IAM accepts any policy, and CloudFormation creates roles that cannot do their job without a word:
+the failure appears at run time (nodes that never join, load balancers never created, rollback
+alarms that cannot be read). These rules find the role each service uses in the templates and
+check its statements (inline policies and `AWS::IAM::Policy` resources of its stack) for the
+documented actions.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from hyperwarm.addons import LOAD_BALANCER_CONTROLLER_POLICY
+from hyperwarm.cluster import HYPERPOD_VPC_ACTIONS
+from rehearsal.core import Assembly, Finding, ref_target, rule, strings
+
+_CFN_JSON = "Custom::AWSCDKCfnJson"
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def role_statements(assembly: Assembly, stack: str, role_id: str) -> list[dict[str, Any]]:
+    """Allow statements of a role: its inline policies and the `AWS::IAM::Policy` resources naming it."""
+    resources = assembly.templates[stack].get("Resources", {})
+    documents = [p.get("PolicyDocument", {}) for p in resources.get(role_id, {}).get("Properties", {}).get("Policies", [])]
+    for policy in resources.values():
+        if policy.get("Type") == "AWS::IAM::Policy" and \
+                any(ref_target(r) == role_id for r in policy.get("Properties", {}).get("Roles", [])):
+            documents.append(policy["Properties"].get("PolicyDocument", {}))
+    return [s for d in documents for s in _listed(d.get("Statement", [])) if s.get("Effect") == "Allow"]
+
+
+def allows(statements: list[dict[str, Any]], action: str, resource: Any = None) -> bool:
+    """Whether some statement allows `action` (wildcards honoured) on `resource` (None: on anything)."""
+    for statement in statements:
+        if not any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _listed(statement.get("Action", []))
+                   if isinstance(a, str)):
+            continue
+        if resource is None or any(_covers(r, resource) for r in _listed(statement.get("Resource", []))):
+            return True
+    return False
+
+
+def _covers(granted: Any, wanted: Any) -> bool:
+    if granted == "*" or granted == wanted:
+        return True
+    if isinstance(granted, (str, dict)) and isinstance(wanted, str):
+        return any(fnmatch.fnmatchcase(wanted, pattern) for pattern in strings(granted, placeholder="*"))
+    return False
+
+
+def _missing(assembly: Assembly, stack: str, role_id: str, actions: list[str], why: str) -> Iterator[Finding]:
+    statements = role_statements(assembly, stack, role_id)
+    missing = [a for a in actions if not allows(statements, a)]
+    if missing:
+        yield Finding(f"roles.{why}", stack, role_id, f"lacks {', '.join(missing)}")
+
+
+@rule("roles.hyperpod-execution",
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html")
+def hyperpod_execution(assembly: Assembly) -> Iterator[Finding]:
+    """The execution role of every instance group of an EKS-orchestrated HyperPod cluster holds, beside
+    AmazonSageMakerClusterInstanceRolePolicy, ec2:CreateNetworkInterfacePermission,
+    ec2:DeleteNetworkInterfacePermission, ec2:DescribeVpcs, ec2:DescribeDhcpOptions and
+    ec2:DescribeSecurityGroups (HyperPod IAM prerequisites, EKS tab; AWS's reference stack
+    sagemaker-iam-role-template.yaml). Without them nodes cannot attach to the cluster's VPC."""
+    for stack, logical_id, cluster in assembly.resources("AWS::SageMaker::Cluster"):
+        props = cluster.get("Properties", {})
+        if "Eks" not in props.get("Orchestrator", {}):
+            continue
+        roles = {ref_target(g.get("ExecutionRole")) for g in props.get("InstanceGroups", [])} - {None}
+        for role_id in sorted(r for r in roles if r):
+            yield from _missing(assembly, stack, role_id, list(HYPERPOD_VPC_ACTIONS), "hyperpod-execution")
+            managed = " ".join(strings(assembly.templates[stack]["Resources"].get(role_id, {})
+                                       .get("Properties", {}).get("ManagedPolicyArns", [])))
+            if "policy/AmazonSageMakerClusterInstanceRolePolicy" not in managed:
+                yield Finding("roles.hyperpod-execution", stack, role_id,
+                              "lacks the AWS-managed AmazonSageMakerClusterInstanceRolePolicy")
+
+
+def trusted_service_accounts(assembly: Assembly, stack: str, role: dict[str, Any]) -> set[str]:
+    """`namespace:name` of every Kubernetes service account a role trusts (IRSA), CfnJson conditions included."""
+    resources = assembly.templates[stack].get("Resources", {})
+    trust = role.get("Properties", {}).get("AssumeRolePolicyDocument", {})
+    texts = list(strings(trust))
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            target = ref_target(value)
+            if target and resources.get(target, {}).get("Type") == _CFN_JSON:
+                texts.extend(strings(resources[target].get("Properties", {}).get("Value")))
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(trust)
+    return {m for t in texts for m in re.findall(r"system:serviceaccount:([a-z0-9.-]+:[a-z0-9.-]+)", t)}
+
+
+def load_balancer_controller_actions() -> list[str]:
+    """Every action of the controller's published IAM policy (vendored in hyperwarm/policies)."""
+    document = json.loads(LOAD_BALANCER_CONTROLLER_POLICY.read_text())
+    return sorted({a for s in document["Statement"] for a in _listed(s["Action"])})
+
+
+@rule("roles.load-balancer-controller",
+      source="https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/v2.13.2/docs/install/iam_policy.json")
+def load_balancer_controller(assembly: Assembly) -> Iterator[Finding]:
+    """A role trusted by the `aws-load-balancer-controller` service account holds every action of the
+    controller's published iam_policy.json. ElasticLoadBalancingFullAccess, for one, lacks
+    ec2:CreateSecurityGroup, ec2:AuthorizeSecurityGroupIngress, ec2:CreateTags, acm:DescribeCertificate
+    and the WAF and Shield reads, so no load balancer is ever created."""
+    actions = load_balancer_controller_actions()
+    for stack, logical_id, role in assembly.resources("AWS::IAM::Role"):
+        if any(sa.endswith(":aws-load-balancer-controller") for sa in trusted_service_accounts(assembly, stack, role)):
+            yield from _missing(assembly, stack, logical_id, actions, "load-balancer-controller")
+
+
+def _endpoint_roles(assembly: Assembly, stack: str, endpoint: dict[str, Any]) -> set[str]:
+    """The execution roles of an endpoint: its EndpointConfig's and its variants' models'."""
+    resources = assembly.templates[stack].get("Resources", {})
+    config = resources.get(ref_target(endpoint.get("Properties", {}).get("EndpointConfigName")) or "", {})
+    props = config.get("Properties", {})
+    roles = {ref_target(props.get("ExecutionRoleArn"))}
+    for variant in props.get("ProductionVariants", []):
+        model = resources.get(ref_target(variant.get("ModelName")) or "", {})
+        roles.add(ref_target(model.get("Properties", {}).get("ExecutionRoleArn")))
+    return {r for r in roles if r and resources.get(r, {}).get("Type") == "AWS::IAM::Role"}
+
+
+@rule("roles.endpoint-rollback-alarms",
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-guardrails-configuration.html")
+def endpoint_rollback_alarms(assembly: Assembly) -> Iterator[Finding]:
+    """An endpoint's execution role may cloudwatch:DescribeAlarms on each of its auto-rollback alarms
+    (deployment guardrails prerequisite); otherwise SageMaker cannot watch them during a blue/green update."""
+    for stack, logical_id, endpoint in assembly.resources("AWS::SageMaker::Endpoint"):
+        rollback = endpoint.get("Properties", {}).get("DeploymentConfig", {}).get("AutoRollbackConfiguration", {})
+        alarms = [a.get("AlarmName") for a in rollback.get("Alarms", [])]
+        for role_id in sorted(_endpoint_roles(assembly, stack, endpoint)):
+            statements = role_statements(assembly, stack, role_id)
+            for alarm in alarms:
+                alarm_id = ref_target(alarm)
+                wanted = {"Fn::GetAtt": [alarm_id, "Arn"]} if alarm_id else f"arn:aws:cloudwatch:r:a:alarm:{alarm}"
+                if not allows(statements, "cloudwatch:DescribeAlarms", wanted):
+                    yield Finding("roles.endpoint-rollback-alarms", stack, role_id,
+                                  f"cannot cloudwatch:DescribeAlarms on rollback alarm {alarm_id or alarm} of "
+                                  f"endpoint {logical_id}")

@@ -1,0 +1,103 @@
+"""roles.*: each role holds the actions AWS documents for the service that uses it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperwarm.cluster import HYPERPOD_VPC_ACTIONS
+from rehearsal import Assembly
+from rehearsal.rules.roles import (
+    endpoint_rollback_alarms,
+    hyperpod_execution,
+    load_balancer_controller,
+    load_balancer_controller_actions,
+)
+
+
+def role(**props: Any) -> dict[str, Any]:
+    return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {"Statement": []}, **props}}
+
+
+def policy(role_id: str, *statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": role_id}],
+                                                       "PolicyDocument": {"Statement": list(statements)}}}
+
+
+def allow(actions: Any, resource: Any = "*") -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": actions, "Resource": resource}
+
+
+MANAGED = {"ManagedPolicyArns": [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                    ":iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"]]}]}
+CLUSTER = {"Type": "AWS::SageMaker::Cluster", "Properties": {
+    "Orchestrator": {"Eks": {"ClusterArn": "arn"}},
+    "InstanceGroups": [{"InstanceGroupName": "g", "ExecutionRole": {"Fn::GetAtt": ["Exec", "Arn"]}}]}}
+
+
+def test_hyperpod_execution_role_without_vpc_actions_is_found() -> None:
+    # Finding 4: the managed policy alone leaves out the network-interface permission and VPC reads.
+    resources = {"C": CLUSTER, "Exec": role(**MANAGED), "P": policy("Exec", allow("ecr:GetAuthorizationToken"))}
+    (finding,) = hyperpod_execution(Assembly.from_templates({"s": {"Resources": resources}}))
+    assert finding.resource == "Exec" and all(a in finding.message for a in HYPERPOD_VPC_ACTIONS)
+
+
+def test_hyperpod_execution_role_with_documented_actions_passes_and_wildcards_count() -> None:
+    granted = policy("Exec", allow(["ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission",
+                                    "ec2:Describe*"]))
+    assert hyperpod_execution(Assembly.from_templates({"s": {"Resources": {
+        "C": CLUSTER, "Exec": role(**MANAGED), "P": granted}}})) == []
+    (finding,) = hyperpod_execution(Assembly.from_templates({"s": {"Resources": {
+        "C": CLUSTER, "Exec": role(), "P": granted}}}))
+    assert "AmazonSageMakerClusterInstanceRolePolicy" in finding.message
+
+
+def irsa_role(**props: Any) -> dict[str, Any]:
+    trust = {"Statement": [{"Action": "sts:AssumeRoleWithWebIdentity",
+                            "Condition": {"StringEquals": {"Fn::GetAtt": ["Conditions", "Value"]}}}]}
+    return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": trust, **props}}
+
+
+CONDITIONS = {"Type": "Custom::AWSCDKCfnJson", "Properties": {"Value": {"Fn::Join": ["", [
+    '{"', {"Ref": "Issuer"}, ':sub":"system:serviceaccount:hyperpod-inference-system:aws-load-balancer-controller"}']]}}}
+
+
+def test_load_balancer_controller_on_elb_full_access_is_found() -> None:
+    # Finding 8: ElasticLoadBalancingFullAccess cannot create security groups, tag or read certificates.
+    full_access = irsa_role(ManagedPolicyArns=["arn:aws:iam::aws:policy/ElasticLoadBalancingFullAccess"])
+    (finding,) = load_balancer_controller(Assembly.from_templates({"s": {"Resources": {
+        "Conditions": CONDITIONS, "Lb": full_access}}}))
+    assert "ec2:CreateSecurityGroup" in finding.message and "acm:DescribeCertificate" in finding.message
+
+
+def test_load_balancer_controller_with_the_published_policy_passes() -> None:
+    resources = {"Conditions": CONDITIONS, "Lb": irsa_role(),
+                 "P": policy("Lb", allow(load_balancer_controller_actions()))}
+    assert load_balancer_controller(Assembly.from_templates({"s": {"Resources": resources}})) == []
+    assert len(load_balancer_controller_actions()) == 80
+
+
+def endpoint_stack(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Resources": {
+        "Exec": role(), "P": policy("Exec", *statements),
+        "Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {}},
+        "Model": {"Type": "AWS::SageMaker::Model", "Properties": {"ExecutionRoleArn": {"Fn::GetAtt": ["Exec", "Arn"]}}},
+        "Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": {"ProductionVariants": [
+            {"VariantName": "v", "ModelName": {"Fn::GetAtt": ["Model", "ModelName"]}}]}},
+        "Endpoint": {"Type": "AWS::SageMaker::Endpoint", "Properties": {
+            "EndpointConfigName": {"Fn::GetAtt": ["Config", "EndpointConfigName"]},
+            "DeploymentConfig": {"AutoRollbackConfiguration": {"Alarms": [{"AlarmName": {"Ref": "Alarm"}}]}}}},
+    }}
+
+
+def test_endpoint_role_that_cannot_read_its_rollback_alarms_is_found() -> None:
+    # Finding 9: deployment guardrails need cloudwatch:DescribeAlarms on the rollback alarms.
+    (finding,) = endpoint_rollback_alarms(Assembly.from_templates({"s": endpoint_stack(allow("s3:GetObject"))}))
+    assert finding.resource == "Exec" and "Alarm" in finding.message
+    other_alarm = allow("cloudwatch:DescribeAlarms", {"Fn::GetAtt": ["OtherAlarm", "Arn"]})
+    assert len(endpoint_rollback_alarms(Assembly.from_templates({"s": endpoint_stack(other_alarm)}))) == 1
+
+
+def test_endpoint_role_reading_its_rollback_alarms_passes() -> None:
+    for resource in ({"Fn::GetAtt": ["Alarm", "Arn"]}, "*"):
+        statement = allow("cloudwatch:DescribeAlarms", [resource])
+        assert endpoint_rollback_alarms(Assembly.from_templates({"s": endpoint_stack(statement)})) == []
