@@ -11,6 +11,7 @@ from constructs import Construct
 
 from hyperwarm import (
     Autoscaling,
+    ConfigError,
     ContainerImage,
     DataCapture,
     DeploymentGuardrails,
@@ -24,6 +25,7 @@ from hyperwarm import (
     TrafficShift,
     VariantConfig,
 )
+from hyperwarm.images import cuda_ami_problem, official_image_uri
 
 
 def endpoint_name(env_name: str, endpoint: EndpointConfig) -> str:
@@ -75,9 +77,26 @@ def endpoint_props(env_name: str, endpoint: EndpointConfig) -> InferenceEndpoint
     )
 
 
+def check_official_images(env_name: str, config: EnvironmentConfig) -> None:
+    """Each official image's CUDA runs on its variant's host AMI, reported as a configuration error (the
+    image tag is only known once resolved for the region, so pydantic cannot check it)."""
+    problems = []
+    for i, endpoint in enumerate(config.endpoints):
+        for j, v in enumerate(endpoint.variants):
+            if v.image.framework and v.serverless is None:
+                uri = official_image_uri(v.image.framework, str(v.image.version), config.region)
+                problem = cuda_ami_problem(uri, v.inference_ami_version)
+                if problem:
+                    problems.append(f"environments.{env_name}.endpoints[{i}].variants[{j}].inference_ami_version: "
+                                    f"{v.inference_ami_version!r} -- {problem}")
+    if problems:
+        raise ConfigError(f"invalid configuration for environment {env_name!r}:\n  " + "\n  ".join(problems))
+
+
 class EndpointsStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
+        check_official_images(env_name, config)
         self.endpoints = {
             e.name: InferenceEndpoint(self, e.name, endpoint_props(env_name, e)) for e in config.endpoints
         }

@@ -147,3 +147,13 @@ def test_pinned_operator_without_model_caching_is_rejected_when_models_are_cache
     raw = {**cached("team-models"), "model_buckets": [{"name": "team-models"}],
            "addon_versions": {"amazon-sagemaker-hyperpod-inference": "v3.2.1-eksbuild.1"}}
     assert "model caches need operator v3.3 or later" in error_of(raw)
+
+
+def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() -> None:
+    variant = {"name": "v", "instance_type": "ml.g6e.2xlarge",
+               "image": {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04"}}
+    message = error_of({"endpoints": [{"name": "chat", "variants": [variant]}]})
+    assert "environments.prod.endpoints[0].variants[0]" in message
+    assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
+    ok = {**variant, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}
+    assert parse_environment("prod", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from hyperwarm import ConfigError
@@ -51,3 +53,13 @@ def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(p
     assert "hyperwarm-prod-buckets" not in {s.stack_name for s in stacks}
     for stack in stacks:
         assert stack.template_options.metadata["hyperwarm:existingBuckets"] == ["hyperwarm-models-prod"]
+
+
+def test_official_cuda_13_image_without_its_ami_fails_naming_the_config_path(project_context) -> None:
+    # Issue 9, finding 10: the vLLM 0.27.1 image is cu130; SageMaker's default AMI cannot run it.
+    context = copy.deepcopy(project_context)
+    del context["environments"]["prod"]["endpoints"][0]["variants"][1]["inference_ami_version"]
+    with pytest.raises(ConfigError, match=r"environments\.prod\.endpoints\[0\]\.variants\[1\]\.inference_ami_version: "
+                                          r"None -- the image .*cu130.* needs CUDA 13\.0 .* set inference_ami_version "
+                                          r"to al2023-ami-sagemaker-inference-gpu-4-1"):
+        build_app(context={**context, "env": "prod"}, nag=False)

@@ -515,7 +515,7 @@ class InferenceEndpoint(Construct):
             uri = v.model.image.bind(stack)[0]
             problem = None if cdk.Token.is_unresolved(uri) else cuda_ami_problem(uri, v.inference_ami_version)
             if problem:
-                errors.append(f"variant {v.name!r}: {problem}")
+                errors.append(f"variant {v.name!r}: inference_ami_version = {v.inference_ami_version!r} -- {problem}")
             elif v.inference_ami_version is not None and v.inference_ami_version not in INFERENCE_AMI_CUDA \
                     and _resolved(v.inference_ami_version):
                 cdk.Annotations.of(self).add_warning_v2(

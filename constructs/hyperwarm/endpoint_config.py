@@ -127,7 +127,8 @@ class VariantConfig(StrictModel):
         if self.image.uri is not None and self.serverless is None:
             problem = cuda_ami_problem(self.image.uri, self.inference_ami_version)
             if problem:
-                raise ValueError(f"variant {self.name!r}: {problem}")
+                raise ValueError(f"variant {self.name!r}: inference_ami_version = {self.inference_ami_version!r} "
+                                 f"-- {problem}")
         if self.routing is not None:
             errors, _ = routing_problems(self.routing.to_routing(), serverless=self.serverless is not None,
                                          min_instances=self.min_instances, max_instances=self.max_instances)

@@ -52,8 +52,8 @@ def image_cuda(uri: str) -> tuple[int, int] | None:
 
 
 def cuda_ami_problem(uri: str, ami: str | None) -> str | None:
-    """Why a SageMaker variant running ``uri`` on ``ami`` cannot start its CUDA, as
-    ``inference_ami_version = <value> -- <rule>``; None when it can (or the image names no CUDA)."""
+    """Why a SageMaker variant running ``uri`` on host AMI ``ami`` (an ``InferenceAmiVersion``) cannot
+    start its CUDA; None when it can, or when the image names no CUDA or the AMI is unknown."""
     cuda = image_cuda(uri)
     if cuda is None or (ami is not None and ami not in INFERENCE_AMI_CUDA):
         return None
@@ -64,8 +64,7 @@ def cuda_ami_problem(uri: str, ami: str | None) -> str | None:
         else "no known InferenceAmiVersion supports it; use an image built for an older CUDA"
     have = "SageMaker's default AMI runs CUDA <= 12.2 (driver 470 or 535)" if ami is None \
         else f"that AMI's driver runs CUDA <= {'.'.join(map(str, INFERENCE_AMI_CUDA[ami]))}"
-    return (f"inference_ami_version = {ami!r} -- the image {uri} needs CUDA {cuda[0]}.{cuda[1]} but {have}; "
-            f"{wanted}")
+    return f"the image {uri} needs CUDA {cuda[0]}.{cuda[1]} but {have}; {wanted}"
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ def inference_ami(assembly: Assembly) -> Iterator[Finding]:
             image = _image(resources, variant.get("ModelName"))
             problem = image and cuda_ami_problem(image, variant.get("InferenceAmiVersion"))
             if problem:
-                yield Finding("cuda.inference-ami", stack, logical_id, f"variant {variant.get('VariantName')}: {problem}")
+                yield Finding("cuda.inference-ami", stack, logical_id, f"variant {variant.get('VariantName')}: "
+                                                                     f"InferenceAmiVersion {variant.get('InferenceAmiVersion')!r}: {problem}")
     for stack, logical_id, component in assembly.resources("AWS::SageMaker::InferenceComponent"):
         resources = assembly.templates[stack].get("Resources", {})
         props = component.get("Properties", {})
@@ -51,4 +52,5 @@ def inference_ami(assembly: Assembly) -> Iterator[Finding]:
         variant = _variant_of_endpoint(resources, props.get("EndpointName"), props.get("VariantName"))
         problem = image and cuda_ami_problem(image, variant.get("InferenceAmiVersion"))
         if problem:
-            yield Finding("cuda.inference-ami", stack, logical_id, f"variant {props.get('VariantName')}: {problem}")
+            yield Finding("cuda.inference-ami", stack, logical_id, f"variant {props.get('VariantName')}: "
+                                                                 f"InferenceAmiVersion {variant.get('InferenceAmiVersion')!r}: {problem}")
