@@ -11,8 +11,7 @@ from typing import Any, Mapping
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperwarm import EnvironmentConfig, parse_environments
-from hyperwarm.buckets import declare_existing_buckets
+from hyperwarm import EnvironmentConfig, declare_existing_buckets, parse_environments
 
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack

@@ -5,8 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperwarm import EnvironmentConfig
-from hyperwarm.buckets import model_bucket
+from hyperwarm import EnvironmentConfig, model_bucket
 
 
 class BucketsStack(cdk.Stack):

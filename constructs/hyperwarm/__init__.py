@@ -1,5 +1,6 @@
 """hyperwarm: CDK constructs for warm-starting, cache-aware LLM inference on AWS."""
 
+from .buckets import declare_existing_buckets, model_bucket
 from .cache_config import CachedModel, CachesConfig, S3ModelSource
 from .capacity import CacheFootprint, GroupUsage, group_usage
 from .catalog import CATALOG, InstanceSpec, instance_spec
@@ -53,4 +54,6 @@ __all__ = [
     # cache refresh
     "BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
     "RefreshConfig", "RefreshedModel", "RefreshedPrefix",
+    # model buckets
+    "declare_existing_buckets", "model_bucket",
 ]

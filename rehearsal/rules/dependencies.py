@@ -101,14 +101,14 @@ def existing_buckets(template: dict[str, Any]) -> set[str]:
 
 
 @rule("dependencies.bucket-names",
-      source="https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/resource-dependencies.html")
+      source="https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html")
 def bucket_names(assembly: Assembly) -> Iterator[Finding]:
     """A bucket named by string (model data URLs, IAM resources, bucket-notification and kubectl
     manifests' S3 sources) is either created in the assembly by an `AWS::S3::Bucket` that CloudFormation
     creates first (the stack order, or DependsOn within a stack), or declared pre-existing: no creator
     anywhere in the assembly AND the reading stack lists it under `Metadata.hyperwarm:existingBuckets`
     (hyperwarm writes that from cdk.json's `model_buckets`). CloudFormation only orders what a template
-    references (its dependency docs); SageMaker fails a model whose data it cannot read."""
+    references (DependsOn attribute reference); SageMaker fails a model whose data it cannot read."""
     creators: dict[str, list[tuple[str, str]]] = {}
     for stack, logical_id, resource in assembly.resources("AWS::S3::Bucket"):
         name = resource.get("Properties", {}).get("BucketName")

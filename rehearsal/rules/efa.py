@@ -22,7 +22,7 @@ def _self_rule(resources: dict[str, Any], group: str, direction: str) -> bool:
 
 
 @rule("efa.security-group",
-      source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html")
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html")
 def efa_security_group(assembly: Assembly) -> Iterator[Finding]:
     """A HyperPod cluster with an EFA instance type (p4d, p5*, g5/g6/g6e 8xlarge and up) has, in each
     security group of its VpcConfig, a self-referencing ingress AND egress rule for all traffic. The
