@@ -22,8 +22,10 @@ def model(**overrides: Any) -> dict[str, Any]:
 
 
 def environment(*models: dict[str, Any], **caches: Any) -> dict[str, Any]:
-    """The dev default (one ml.g5.xlarge group "inference", NVMe 250 GB) with ``models`` cached."""
-    return {"caches": {"models": list(models), **caches}}
+    """The dev default (one ml.g5.xlarge group "inference", NVMe 250 GB) with ``models`` cached from
+    existing buckets (declared in ``model_buckets``)."""
+    buckets = sorted({m["source"]["bucket"] for m in models if "bucket" in m.get("source", {})})
+    return {"caches": {"models": list(models), **caches}, "model_buckets": [{"name": b} for b in buckets]}
 
 
 def problems(raw: dict[str, Any]) -> str:
