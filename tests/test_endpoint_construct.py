@@ -332,3 +332,9 @@ def test_cuda_13_image_without_a_fitting_ami_fails_synth_naming_the_ami() -> Non
 def test_inference_ami_version_lands_on_the_variant() -> None:
     (pv,) = production_variants(template(variant(model=ModelSpec(CU130), inference_ami_version=AMI_4_1)))
     assert pv["InferenceAmiVersion"] == AMI_4_1
+
+
+def test_an_ami_hyperwarm_does_not_know_is_passed_through_with_a_warning() -> None:
+    stack, _ = build(variant(model=ModelSpec(CU130), inference_ami_version="al2023-ami-sagemaker-inference-gpu-5-0"))
+    Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp(
+        "inference_ami_version 'al2023-ami-sagemaker-inference-gpu-5-0' is unknown to hyperwarm"))
