@@ -29,6 +29,7 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     (wheel,) = tmp_path.glob("hyperwarm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "hyperwarm/__init__.py" in names and "hyperwarm/lifecycle/on_create.sh" in names
+    assert "hyperwarm/policies/aws-load-balancer-controller-v2.13.2.json" in names  # the controller's role reads it
     # The refresh function's source ships with the constructs that bundle it.
     assert "cache_refresh/handler.py" in names and "planner/sim.py" in names
     assert not any(n.startswith(("constructs/", "stacks/", "tests/")) for n in names)
