@@ -151,9 +151,9 @@ def strings(value: Any, placeholder: str = "${TOKEN}") -> Iterator[str]:
         yield value
     elif isinstance(value, dict):
         if "Fn::Join" in value and isinstance(value["Fn::Join"], list) and len(value["Fn::Join"]) == 2:
-            separator, parts = value["Fn::Join"]
+            parts = value["Fn::Join"][1]
             if isinstance(parts, list):
-                yield separator.join(p if isinstance(p, str) else placeholder for p in parts)
+                yield _joined(value["Fn::Join"], placeholder)
                 for part in parts:
                     if not isinstance(part, str):
                         yield from strings(part, placeholder)
@@ -165,10 +165,15 @@ def strings(value: Any, placeholder: str = "${TOKEN}") -> Iterator[str]:
             yield from strings(item, placeholder)
 
 
+def _joined(join: list[Any], placeholder: str) -> str:
+    """An `Fn::Join` as one string, its unresolved parts replaced by `placeholder`."""
+    separator, parts = join
+    return separator.join(p if isinstance(p, str) else placeholder for p in parts)
+
+
 def _join_with_placeholders(value: Any) -> str:
     if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return separator.join(p if isinstance(p, str) else "${TOKEN}" for p in parts)
+        return _joined(value["Fn::Join"], "${TOKEN}")
     raise ValueError(f"unreadable Kubernetes manifest property: {str(value)[:200]}")
 
 
