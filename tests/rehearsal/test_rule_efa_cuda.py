@@ -61,3 +61,18 @@ def test_cuda_image_on_a_fitting_ami_or_an_image_without_cuda_tag_passes() -> No
     assert inference_ami(Assembly.from_templates({"s": endpoint_stack(cu124, "al2-ami-sagemaker-inference-gpu-3-1")})) == []
     plain = "123456789012.dkr.ecr.us-west-2.amazonaws.com/serving:1.0"
     assert inference_ami(Assembly.from_templates({"s": endpoint_stack(plain, None)})) == []
+
+
+def test_inference_component_image_is_checked_against_its_variants_ami() -> None:
+    template = endpoint_stack(CU130, None)
+    template["Resources"]["Config"]["Properties"]["ProductionVariants"][0].pop("ModelName")
+    template["Resources"]["Endpoint"] = {"Type": "AWS::SageMaker::Endpoint", "Properties": {
+        "EndpointName": "chat", "EndpointConfigName": {"Fn::GetAtt": ["Config", "EndpointConfigName"]}}}
+    template["Resources"]["Component"] = {"Type": "AWS::SageMaker::InferenceComponent", "Properties": {
+        "EndpointName": "chat", "VariantName": "v",
+        "Specification": {"ModelName": {"Fn::GetAtt": ["Model", "ModelName"]}}}}
+    (finding,) = inference_ami(Assembly.from_templates({"s": template}))
+    assert finding.resource == "Component"
+    template["Resources"]["Config"]["Properties"]["ProductionVariants"][0]["InferenceAmiVersion"] = \
+        "al2023-ami-sagemaker-inference-gpu-4-1"
+    assert inference_ami(Assembly.from_templates({"s": template})) == []
