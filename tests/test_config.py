@@ -20,7 +20,7 @@ def group(**overrides: object) -> dict:
 def test_empty_environment_is_the_small_dev_default() -> None:
     config = parse_environment("dev", {})
     assert [(g.name, g.instance_type, g.holds_caches) for g in config.instance_groups] == [
-        ("inference", "ml.g5.xlarge", True)]
+        ("system", "ml.c5.4xlarge", False), ("inference", "ml.g5.xlarge", True)]
     assert config.region == "us-west-2" and config.kubernetes_version == "1.33"
 
 

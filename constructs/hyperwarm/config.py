@@ -3,8 +3,9 @@
 Every environment (dev, staging, prod, ...) is parsed into a frozen, validated
 :class:`EnvironmentConfig`. A bad value fails synth before anything deploys, with one
 :class:`ConfigError` that lists every problem as ``environments.<env>.<field path>: <value> -- <rule>``.
-An environment given as ``{}`` is the small embedded default (one ml.g5.xlarge cache group),
-which is what ``dev`` uses out of the box.
+An environment given as ``{}`` is the small embedded default (an ml.c5.4xlarge system group for
+the operator and add-ons beside one ml.g5.xlarge cache group), which is what ``dev`` uses out of
+the box. Every node must hold the pods placed on it (:mod:`hyperwarm.node_capacity`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from . import hyperpod_dependencies
 from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 from .endpoint_config import Endpoints
+from .node_capacity import (
+    ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
+)
 from .refresh_config import RefreshConfig, refresh_problems
 from .strict import StrictModel, repeated
 
@@ -124,7 +129,12 @@ class VpcConfig(StrictModel):
 
 
 def _default_groups() -> tuple[InstanceGroupConfig, ...]:
-    return (InstanceGroupConfig(name="inference", instance_type="ml.g5.xlarge", holds_caches=True),)
+    # The operator and add-ons need about 24 pods: one ml.g5.xlarge holds 14 in all. The system
+    # group takes them (AWS recommends ml.c5.4xlarge or larger for the inference operator); the
+    # GPU group keeps both threads per core so a model pod's CPU request fits beside the daemonsets.
+    return (InstanceGroupConfig(name="system", instance_type="ml.c5.4xlarge"),
+            InstanceGroupConfig(name="inference", instance_type="ml.g5.xlarge", threads_per_core=2,
+                                holds_caches=True))
 
 
 class EnvironmentConfig(StrictModel):
@@ -164,6 +174,34 @@ class EnvironmentConfig(StrictModel):
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
+
+    @model_validator(mode="after")
+    def _nodes_hold_their_pods(self) -> "EnvironmentConfig":
+        groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core)
+                  for g in self.instance_groups]
+        problems = node_problems(groups, self.node_workloads())
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    def node_workloads(self) -> list[Workload]:
+        """Every pod the stacks place on the HyperPod nodes: HyperPod's dependencies, the EKS add-ons
+        and the inference operator, image pre-pull DaemonSets and the cached models' deployments."""
+        # Regions only change image URIs, never what a node holds.
+        region = self.region if self.region in hyperpod_dependencies.HEALTH_AGENT_ACCOUNTS else "us-west-2"
+        workloads = workloads_from_objects(hyperpod_dependencies.objects(region))
+        workloads += addon_workloads(ADDON_WORKLOADS)
+        prepull: dict[str, set[str]] = {}
+        for model in self.caches.models:
+            prepull.setdefault(model.instance_group, set()).update(model.daemonset_images)
+            workloads.append(Workload(
+                f"model {model.name}", pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
+                replicas=model.replicas, groups=frozenset({model.instance_group})))
+        for group, images in prepull.items():
+            if images:  # one keep-alive container per image (manifests.prepull): 1m CPU, 8Mi each
+                workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),
+                                          daemonset=True, groups=frozenset({group})))
+        return workloads
 
     @model_validator(mode="after")
     def _refresh_targets_exist(self) -> "EnvironmentConfig":

@@ -1,0 +1,102 @@
+"""Every node holds what is placed on it: synth fails with the group, the resource and the numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperwarm import ConfigError, instance_spec, parse_environment
+from hyperwarm.node_capacity import NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod
+
+QWEN = {
+    "name": "qwen", "size_gb": 3.5, "instance_group": "inference",
+    "image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker",
+    "source": {"bucket": "models", "prefix": "qwen", "version": "v1"},
+    "resources": {"gpus": 1, "cpu": "2", "memory": "12Gi"},
+}
+SYSTEM = {"name": "system", "instance_type": "ml.c5.4xlarge"}
+GPU = {"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True, "threads_per_core": 2}
+
+
+def error_of(raw: dict) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse_environment("dev", raw)
+    return str(info.value)
+
+
+def model(**overrides: object) -> dict:
+    return {**QWEN, **overrides, "resources": {**QWEN["resources"], **overrides.get("resources", {})}}
+
+
+def test_catalog_has_hyperpod_max_pods_and_smt_adjusted_vcpus() -> None:
+    g5 = instance_spec("ml.g5.xlarge")
+    assert (g5.max_pods, g5.vcpus, g5.vcpus_at(1), g5.vcpus_at(2), g5.memory_gib) == (14, 4, 2, 4, 16)
+    assert instance_spec("ml.c5.4xlarge").max_pods == 29
+    assert instance_spec("ml.p5.48xlarge").efa and not g5.efa
+
+
+def test_old_embedded_default_fails_naming_group_resource_and_numbers() -> None:
+    """One ml.g5.xlarge with ThreadsPerCore 1: 2 vCPUs for a 2-CPU model pod and 14 pods for ~23 system pods."""
+    message = error_of({"instance_groups": [{"name": "inference", "instance_type": "ml.g5.xlarge",
+                                             "holds_caches": True}], "caches": {"models": [QWEN]}})
+    assert ("environments.dev: instance group 'inference' (ml.g5.xlarge x 1, ThreadsPerCore 1): cpu per node: "
+            "need 2.7 vCPU, have 1.9 vCPU (7 daemonsets 0.7 vCPU; model qwen (1 pod) 2 vCPU)") in message
+    assert "system pods (6 add-on and operator deployments): pods: need 23, have 6 left on the nodes" in message
+    assert "ml.c5.4xlarge" in message
+
+
+def test_embedded_default_runs_its_model() -> None:
+    config = parse_environment("dev", {"caches": {"models": [QWEN]}})
+    assert [(g.name, g.instance_type, g.threads_per_core) for g in config.instance_groups] == [
+        ("system", "ml.c5.4xlarge", 1), ("inference", "ml.g5.xlarge", 2)]
+
+
+def test_project_dev_environment_passes(project_context) -> None:
+    parse_environment("dev", project_context["environments"]["dev"])
+
+
+def test_too_many_pods_per_node() -> None:
+    message = error_of({"instance_groups": [SYSTEM, GPU], "caches": {"models": [
+        model(replicas=8, resources={"gpus": 0, "cpu": "100m", "memory": "100Mi"})]}})
+    assert ("instance group 'inference' (ml.g5.xlarge x 1, ThreadsPerCore 2): pods per node: need 15, have 14 "
+            "(7 daemonsets 7; model qwen (8 pods) 8)") in message
+
+
+def test_memory_per_node() -> None:
+    message = error_of({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(resources={"memory": "15Gi"})]}})
+    assert "instance group 'inference' (ml.g5.xlarge x 1, ThreadsPerCore 2): memory per node: need 15.6 GiB, " \
+           "have 15.5 GiB" in message
+
+
+def test_gpus_per_node_count_every_replica_on_the_node() -> None:
+    message = error_of({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(replicas=2)]}})
+    assert "instance group 'inference' (ml.g5.xlarge x 1, ThreadsPerCore 2): gpus per node: need 2 GPU(s), " \
+           "have 1 GPU(s) (model qwen (2 pods) 2 GPU(s))" in message
+
+
+def test_replicas_spread_over_the_group_nodes() -> None:
+    parse_environment("dev", {"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}],
+                              "caches": {"models": [model(replicas=2)]}})
+
+
+def test_group_without_nodes_cannot_hold_a_model() -> None:
+    message = error_of({"instance_groups": [SYSTEM, {**GPU, "instance_count": 0}], "caches": {"models": [QWEN]}})
+    assert "instance group 'inference' (ml.g5.xlarge x 0, ThreadsPerCore 2): has no nodes for model qwen" in message
+
+
+def test_daemonsets_only_count_on_the_types_they_select() -> None:
+    gpu_only = Workload("agent", pod("500m"), daemonset=True, instance_types=frozenset({"ml.g5.xlarge"}))
+    groups = [NodeGroup("cpu", "ml.c5.large", 1, 1)]
+    assert node_problems(groups, [gpu_only, Workload("big", pod("1"), groups=frozenset({"cpu"}))]) == [
+        "instance group 'cpu' (ml.c5.large x 1, ThreadsPerCore 1): cpu per node: need 1 vCPU, have 0.9 vCPU "
+        "(big (1 pod) 1 vCPU) -- use a larger instance type, threads_per_core 2, "
+        "or smaller cpu requests"]
+
+
+@pytest.mark.parametrize("quantity, millis", [("500m", 500), ("2", 2000), ("0.5", 500), (1, 1000)])
+def test_cpu_quantities(quantity, millis) -> None:
+    assert parse_cpu_m(quantity) == millis
+
+
+@pytest.mark.parametrize("quantity, mib", [("512Mi", 512), ("12Gi", 12288), ("1Ti", 1048576), ("1048576Ki", 1024)])
+def test_memory_quantities(quantity, mib) -> None:
+    assert parse_memory_mi(quantity) == mib
