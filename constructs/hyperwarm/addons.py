@@ -99,8 +99,8 @@ def operator_version_problem(version: str | None) -> str | None:
 class HyperPodDependencies(Construct):
     """HyperPod's in-cluster dependencies; must exist before ``AWS::SageMaker::Cluster``.
 
-    Applied as manifests packaged with the stack: the ``aws-hyperpod`` namespace, the health
-    monitoring agent (node resilience) and the NVIDIA device plugin (``nvidia.com/gpu``).
+    Applied as manifests packaged with the stack: what the HyperPod Helm chart installs by default
+    for an inference cluster (see :mod:`hyperwarm.hyperpod_dependencies`).
     """
 
     def __init__(self, scope: Construct, id: str, *, cluster: eks.ICluster, region: str,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from rehearsal import Assembly
 from rehearsal.rules.capacity import every_node_holds_its_pods
 
+REPO = Path(__file__).resolve().parents[2]
 _EKS = "Eks"
 _EXPORT = "cluster:ExportsOutputRefEks1234"
 
@@ -59,3 +63,9 @@ def test_objects_of_another_cluster_are_not_counted() -> None:
     caches = assembly.templates["caches"]["Resources"]["Manifest"]["Properties"]
     caches["ClusterName"] = {"Fn::ImportValue": "other:ExportsOutputRefEks9999"}
     assert not [f for f in every_node_holds_its_pods(assembly) if "per node" in f.message]
+
+
+def test_the_rule_and_its_catalog_load_without_aws_cdk() -> None:
+    code = ("import sys, rehearsal.rules.capacity, hyperwarm.catalog, hyperwarm.hyperpod_dependencies; "
+            "sys.exit('aws_cdk' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
