@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -131,6 +133,21 @@ def test_execution_role_trusts_sagemaker_and_reads_only_the_lifecycle_prefix(syn
     })
     template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": Match.array_with([
         Match.object_like({"Sid": "ReadLifecycleScripts", "Action": "s3:GetObject"})])}})
+
+
+def test_lifecycle_source_is_a_folder_uri_the_list_condition_matches(synthesized) -> None:
+    """HyperPod lists the SourceS3Uri prefix. AWS documents the URI as a folder (s3://bucket/prefix/);
+    the old URI without the slash listed "lifecycle", which the condition "lifecycle/*" denies."""
+    resources = synthesized.template("hyperwarm-dev-cluster")["Resources"]
+    cluster = next(r for r in resources.values() if r["Type"] == "AWS::SageMaker::Cluster")
+    for group in cluster["Properties"]["InstanceGroups"]:
+        parts = group["LifeCycleConfig"]["SourceS3Uri"]["Fn::Join"][1]
+        assert parts[0] == "s3://" and parts[2] == "/lifecycle/"
+    statements = [s for r in resources.values() if r["Type"] == "AWS::IAM::Policy"
+                  for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "ListLifecycleScripts"]
+    patterns = statements[0]["Condition"]["StringLike"]["s3:prefix"]
+    patterns = [patterns] if isinstance(patterns, str) else patterns
+    assert any(fnmatch.fnmatchcase("lifecycle/", p) for p in patterns)
 
 
 def test_lifecycle_bucket_is_encrypted_private_and_ssl_only(synthesized) -> None:

@@ -336,7 +336,9 @@ class HyperPodEksCluster(Construct):
             execution_role=self.execution_role.role_arn,
             threads_per_core=group.threads_per_core,
             life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
-                source_s3_uri=self.lifecycle_bucket.s3_url_for_object(_LIFECYCLE_PREFIX),
+                # A folder URI, as AWS documents it (s3://bucket/prefix/): the prefix HyperPod lists
+                # is then "lifecycle/", which the role's ListBucket condition (lifecycle/*) matches.
+                source_s3_uri=self.lifecycle_bucket.s3_url_for_object(f"{_LIFECYCLE_PREFIX}/"),
                 on_create="on_create.sh",
             ),
             on_start_deep_health_checks=list(group.deep_health_checks) or None,
