@@ -98,7 +98,13 @@ class HyperPodEksClusterProps:
     nat_gateways: int = 1
     """NAT gateways of the new VPC. Default: 1 (use one per AZ in production)."""
     endpoint_public_access: bool = False
-    """Expose the EKS API endpoint publicly. Default: private only."""
+    """Expose the EKS API endpoint publicly. Default: private only.
+
+    AWS documents no HyperPod requirement either way; its reference stack (aws-samples/
+    awsome-distributed-training, ``eks-cluster-stack.yaml``) keeps EKS's default public endpoint.
+    Private only works because EKS resolves the endpoint name to VPC addresses from any resolver
+    (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html) and HyperPod nodes
+    reach the VPC through their cluster-VPC interface; if nodes fail to register, set this true."""
     admin_principal_arns: Sequence[str] = ()
     """IAM principals given cluster-admin access entries. Default: a new role assumable by the account."""
     node_recovery: str = "Automatic"
