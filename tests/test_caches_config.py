@@ -16,16 +16,25 @@ IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu13
 
 def model(**overrides: Any) -> dict[str, Any]:
     entry = {"name": "qwen", "size_gb": 10, "image": IMAGE, "instance_group": "inference",
-             "source": {"bucket": "my-models", "prefix": "qwen2.5-7b", "version": "v1"}}
+             "source": {"bucket": "my-models", "prefix": "qwen2.5-7b", "version": "v1"},
+             # Requests one ml.g5.xlarge node holds beside its daemonsets (see test_node_capacity).
+             "resources": {"gpus": 1, "cpu": "2", "memory": "12Gi"}}
     entry.update(overrides)
     return entry
 
 
 def environment(*models: dict[str, Any], **caches: Any) -> dict[str, Any]:
-    """The dev default (one ml.g5.xlarge group "inference", NVMe 250 GB) with ``models`` cached from
-    existing buckets (declared in ``model_buckets``)."""
+    """The dev default (groups "system" and "inference", ml.g5.xlarge with NVMe 250 GB) with ``models``
+    cached from existing buckets (declared in ``model_buckets``)."""
     buckets = sorted({m["source"]["bucket"] for m in models if "bucket" in m.get("source", {})})
     return {"caches": {"models": list(models), **caches}, "model_buckets": [{"name": b} for b in buckets]}
+
+
+def default_groups(**inference: Any) -> list[dict[str, Any]]:
+    """The dev default's instance groups, the GPU group changed by ``inference``."""
+    return [{"name": "system", "instance_type": "ml.c5.4xlarge"},
+            {"name": "inference", "instance_type": "ml.g5.xlarge", "threads_per_core": 2, "holds_caches": True,
+             **inference}]
 
 
 def problems(raw: dict[str, Any]) -> str:
@@ -55,7 +64,7 @@ def test_source_without_version_is_rejected() -> None:
 
 def test_unknown_instance_group_is_rejected_naming_the_allowed_ones() -> None:
     message = problems(environment(model(instance_group="nope")))
-    assert "caches.models[0].instance_group: 'nope' -- no such instance group; allowed: inference" in message
+    assert "caches.models[0].instance_group: 'nope' -- no such instance group; allowed: system, inference" in message
     assert message.startswith("invalid configuration for environment 'dev'")
 
 

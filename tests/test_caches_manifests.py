@@ -17,7 +17,7 @@ from manifests import build_chart, cache_ready_preferences, model_image_cache, p
 from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
 from manifests.prepull import PRIORITY_CLASS
 
-from test_caches_config import IMAGE, environment, model
+from test_caches_config import IMAGE, default_groups, environment, model
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 SIDECAR = "public.ecr.aws/example/proxy:1.2.0"
@@ -88,6 +88,7 @@ def test_every_kind_is_emitted_and_validates(crd_schemas) -> None:
     raw = environment(model(name="a", size_gb=5, prewarm=True, prepull="both", routing="session",
                             extra_images=[{"image": SIDECAR}]),
                       model(name="b", size_gb=5, prewarm=True))
+    raw["instance_groups"] = default_groups(instance_count=2)  # one node per model
     objects = objects_of(raw)
     assert [o["kind"] for o in objects] == [
         "Namespace", "PriorityClass", "ModelWeightsCacheConfig", "ModelWeightsCacheConfig", "ModelImageCache",
@@ -159,8 +160,9 @@ def test_no_prewarm_no_standalone_caches() -> None:
 
 
 def test_one_image_cache_serves_every_model_sharing_the_image() -> None:
-    caches = of_kind(objects_of(environment(model(name="a", size_gb=5, prewarm=True),
-                                            model(name="b", size_gb=5, prewarm=True))), "ModelImageCache")
+    raw = environment(model(name="a", size_gb=5, prewarm=True), model(name="b", size_gb=5, prewarm=True))
+    raw["instance_groups"] = default_groups(instance_count=2)  # one node per model
+    caches = of_kind(objects_of(raw), "ModelImageCache")
     assert len(caches) == 1
     assert caches[0]["metadata"]["annotations"] == {"hyperwarm.io/parents": "a,b"}
 
@@ -197,8 +199,7 @@ def test_daemonset_tolerates_the_health_check_taint() -> None:
 
 def test_daemonset_tolerates_the_group_taints() -> None:
     raw = environment(model(prepull="both"))
-    raw["instance_groups"] = [{"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True,
-                               "taints": [{"key": "gpu", "value": "yes", "effect": "PreferNoSchedule"}]}]
+    raw["instance_groups"] = default_groups(taints=[{"key": "gpu", "value": "yes", "effect": "PreferNoSchedule"}])
     assert {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "PreferNoSchedule"} in \
         daemonset_pod(raw)["tolerations"]
 

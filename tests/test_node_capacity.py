@@ -78,6 +78,11 @@ def test_replicas_spread_over_the_group_nodes() -> None:
                               "caches": {"models": [model(replicas=2)]}})
 
 
+def test_pods_of_different_models_are_packed_onto_different_nodes() -> None:
+    parse_environment("dev", {"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}],
+                              "caches": {"models": [model(name="a"), model(name="b")]}})
+
+
 def test_group_without_nodes_cannot_hold_a_model() -> None:
     message = error_of({"instance_groups": [SYSTEM, {**GPU, "instance_count": 0}], "caches": {"models": [QWEN]}})
     assert "instance group 'inference' (ml.g5.xlarge x 0, ThreadsPerCore 2): has no nodes for model qwen" in message

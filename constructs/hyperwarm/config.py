@@ -129,7 +129,7 @@ class VpcConfig(StrictModel):
 
 
 def _default_groups() -> tuple[InstanceGroupConfig, ...]:
-    # The operator and add-ons need about 24 pods: one ml.g5.xlarge holds 14 in all. The system
+    # The operator and add-ons run about 23 pods: one ml.g5.xlarge holds 14 in all. The system
     # group takes them (AWS recommends ml.c5.4xlarge or larger for the inference operator); the
     # GPU group keeps both threads per core so a model pod's CPU request fits beside the daemonsets.
     return (InstanceGroupConfig(name="system", instance_type="ml.c5.4xlarge"),

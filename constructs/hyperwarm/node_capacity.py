@@ -1,8 +1,8 @@
 """Per-node capacity: every HyperPod node must hold the pods placed on it (pods, CPU, memory, GPUs).
 
-One node of an instance group carries the DaemonSets that select it and its share of every model
-deployment placed on the group (replicas spread evenly, as the scheduler spreads them:
-``ceil(replicas / nodes)`` per node). The cluster-wide system pods (the Deployments of the EKS
+Every node of an instance group carries the DaemonSets that select it; the pods of the model
+deployments placed on the group are packed onto its nodes (first fit, largest first), and a pod
+that fits no node is reported with the numbers of the node it would land on. The cluster-wide system pods (the Deployments of the EKS
 add-ons and the HyperPod inference operator) need room left on the nodes after that. A node offers
 what kubelet allocates: the catalog's max pods, its vCPUs at the group's ``ThreadsPerCore`` and its
 memory, less the EKS AMI's kube-reserved and eviction reserve
@@ -17,7 +17,6 @@ reads Kubernetes objects for both. Nothing here imports aws-cdk.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -150,40 +149,78 @@ def addon_workloads(names: Iterable[str]) -> list[Workload]:
 
 
 def node_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload]) -> list[str]:
-    """One message per instance group whose node cannot hold its pods, and one if system pods find no room."""
+    """One message per instance group resource its nodes cannot hold, and per resource system pods lack."""
     problems: list[str] = []
     free: dict[str, Requests] = {}
     for group in groups:
+        placed = [w for w in workloads if not w.daemonset and w.placed and w.replicas
+                  and w.selects(group.name, group.instance_type)]
         if group.instance_count == 0:
-            placed = [w for w in workloads if not w.daemonset and w.placed and w.replicas
-                      and w.selects(group.name, group.instance_type)]
             if placed:
                 problems.append(f"{group.describe()}: has no nodes for {', '.join(w.name for w in placed)} "
                                 "-- set instance_count to 1 or more")
             continue
-        parts = _node_load(group, workloads)
-        need = sum((r for _, r in parts), Requests())
+        nodes = _pack(group, workloads, placed)
         have = group.allocatable()
-        for resource in _RESOURCES:
-            if resource.of(need) > resource.of(have):
-                detail = "; ".join(f"{label} {resource.show(r)}" for label, r in parts if resource.of(r))
-                problems.append(f"{group.describe()}: {resource.name} per node: need {resource.show(need)}, "
-                                f"have {resource.show(have)} ({detail}) -- {resource.advice}")
-        free[group.name] = Requests(have.pods - need.pods, have.cpu_m - need.cpu_m, have.memory_mi - need.memory_mi,
-                                    0).times(group.instance_count)
+        reported: set[str] = set()
+        for node in nodes:
+            need = node.load()
+            for resource in _RESOURCES:
+                if resource.of(need) > resource.of(have) and resource.name not in reported:
+                    reported.add(resource.name)
+                    problems.append(f"{group.describe()}: {resource.name} per node: need {resource.show(need)}, "
+                                    f"have {resource.show(have)} ({node.describe(resource)}) -- {resource.advice}")
+        left = sum((max_zero(_minus(have, node.load())) for node in nodes), Requests())
+        free[group.name] = Requests(left.pods, left.cpu_m, left.memory_mi, 0)
     problems.extend(_system_problems(groups, workloads, free))
     return problems
 
 
-def _node_load(group: NodeGroup, workloads: Sequence[Workload]) -> list[tuple[str, Requests]]:
-    """(label, requests) of everything one node of ``group`` holds: DaemonSets, then model pods."""
+@dataclass
+class _Node:
+    """One node of a group while pods are packed onto it: (label, pod count, requests of one pod) parts."""
+
+    daemonsets: Requests
+    daemonset_count: int
+    pods: dict[str, list[Any]] = field(default_factory=dict)
+
+    def load(self) -> Requests:
+        return sum((r.times(n) for n, r in self.pods.values()), self.daemonsets)
+
+    def add(self, workload: Workload) -> None:
+        count, _ = self.pods.get(workload.name, (0, workload.requests))
+        self.pods[workload.name] = [count + 1, workload.requests]
+
+    def describe(self, resource: "_Resource") -> str:
+        parts = [(f"{self.daemonset_count} daemonsets", self.daemonsets)] + [
+            (f"{name} ({n} pod{'s' if n > 1 else ''})", r.times(n)) for name, (n, r) in self.pods.items()]
+        return "; ".join(f"{label} {resource.show(r)}" for label, r in parts if resource.of(r))
+
+
+def _pack(group: NodeGroup, workloads: Sequence[Workload], placed: Sequence[Workload]) -> list[_Node]:
+    """The group's nodes with its model pods packed first-fit, largest first (GPUs, then CPU, memory).
+
+    A pod that fits no node goes to the least loaded one, whose numbers the message then shows.
+    """
     daemonsets = [w for w in workloads if w.daemonset and w.selects(group.name, group.instance_type)]
-    parts = [(f"{len(daemonsets)} daemonsets", sum((w.requests for w in daemonsets), Requests()))]
-    for w in workloads:
-        if not w.daemonset and w.placed and w.selects(group.name, group.instance_type) and w.replicas:
-            per_node = math.ceil(w.replicas / group.instance_count)
-            parts.append((f"{w.name} ({per_node} pod{'s' if per_node > 1 else ''})", w.requests.times(per_node)))
-    return parts
+    base = sum((w.requests for w in daemonsets), Requests())
+    nodes = [_Node(base, len(daemonsets)) for _ in range(group.instance_count)]
+    have = group.allocatable()
+    pods = sorted((w for w in placed for _ in range(w.replicas)),
+                  key=lambda w: (w.requests.gpus, w.requests.cpu_m, w.requests.memory_mi), reverse=True)
+    for workload in pods:
+        fits = [n for n in nodes if _within(n.load() + workload.requests, have)]
+        target = fits[0] if fits else min(nodes, key=lambda n: (n.load().gpus, n.load().cpu_m, n.load().pods))
+        target.add(workload)
+    return nodes
+
+
+def _within(need: Requests, have: Requests) -> bool:
+    return all(resource.of(need) <= resource.of(have) for resource in _RESOURCES)
+
+
+def _minus(a: Requests, b: Requests) -> Requests:
+    return Requests(a.pods - b.pods, a.cpu_m - b.cpu_m, a.memory_mi - b.memory_mi, a.gpus - b.gpus)
 
 
 def _system_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload],
