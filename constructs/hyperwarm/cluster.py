@@ -35,12 +35,12 @@ from .addons import (
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
 from .nag import acknowledge, logical_id, managed_policy
+from .node_capacity import INSTANCE_GROUP_LABEL
 from .strict import repeated
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
 
-INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 HEALTH_TAINT_KEY = "sagemaker.amazonaws.com/node-health-status"
 """HyperPod taints nodes with this key (value Unschedulable, NoSchedule) during health checks."""
 

@@ -2,8 +2,9 @@
 
 Every node of an instance group carries the DaemonSets that select it; the pods of the model
 deployments placed on the group are packed onto its nodes (first fit, largest first), and a pod
-that fits no node is reported with the numbers of the node it would land on. The cluster-wide system pods (the Deployments of the EKS
-add-ons and the HyperPod inference operator) need room left on the nodes after that. A node offers
+that fits no node is reported with the numbers of the node it would land on. The cluster-wide
+system pods (the Deployments of the EKS add-ons and the HyperPod inference operator) need room
+left on the nodes after that. A node offers
 what kubelet allocates: the catalog's max pods, its vCPUs at the group's ``ThreadsPerCore`` and its
 memory, less the EKS AMI's kube-reserved and eviction reserve
 (https://github.com/awslabs/amazon-eks-ami, ``nodeadm`` kubelet config: CPU 6 % of the first core,
@@ -25,6 +26,7 @@ from typing import Any
 from .catalog import instance_spec
 
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+"""HyperPod labels every node with its instance group's name."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 SYSTEM_GROUP_ADVICE = ("add an instance group without GPUs for them, e.g. ml.c5.4xlarge (29 pods per node), "
                        "the smallest type AWS recommends for the inference operator")
@@ -78,7 +80,7 @@ def pod(cpu: str | float = 0, memory: str | float = 0, gpus: int = 0) -> Request
 
 @dataclass(frozen=True)
 class Workload:
-    """Pods with one placement: a DaemonSet (one per selected node) or ``replicas`` spread over a group."""
+    """Pods with one placement: a DaemonSet (one per selected node) or ``replicas`` pods."""
 
     name: str
     requests: Requests
