@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hyperwarm import ConfigError, instance_spec, parse_environment
-from hyperwarm.node_capacity import NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod
+from hyperwarm.node_capacity import (
+    NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod, workloads_from_objects,
+)
 
 QWEN = {
     "name": "qwen", "size_gb": 3.5, "instance_group": "inference",
@@ -105,3 +107,20 @@ def test_cpu_quantities(quantity, millis) -> None:
 @pytest.mark.parametrize("quantity, mib", [("512Mi", 512), ("12Gi", 12288), ("1Ti", 1048576), ("1048576Ki", 1024)])
 def test_memory_quantities(quantity, mib) -> None:
     assert parse_memory_mi(quantity) == mib
+
+
+def test_workloads_are_read_from_the_objects_the_stacks_apply() -> None:
+    from hyperwarm import hyperpod_dependencies
+    from manifests import build_chart
+
+    config = parse_environment("dev", {"caches": {"models": [model(prepull="daemonset", replicas=1)]}})
+    objects = hyperpod_dependencies.objects("us-west-2") + build_chart("dev", config).to_json()
+    workloads = {w.name: w for w in workloads_from_objects(objects)}
+    assert workloads["health-monitoring-agent"].daemonset
+    assert "ml.g5.xlarge" in workloads["health-monitoring-agent"].instance_types
+    assert "ml.g5.xlarge" not in workloads["aws-efa-k8s-device-plugin"].instance_types
+    prepull = workloads["prepull-inference"]
+    assert (prepull.daemonset, prepull.groups, prepull.requests.cpu_m) == (True, frozenset({"inference"}), 1)
+    served = workloads["model qwen"]
+    assert (served.daemonset, served.groups, served.requests) == (
+        False, frozenset({"inference"}), pod("2", "12Gi", 1))
