@@ -19,9 +19,14 @@ SYSTEM = {"name": "system", "instance_type": "ml.c5.4xlarge"}
 GPU = {"name": "inference", "instance_type": "ml.g5.xlarge", "holds_caches": True, "threads_per_core": 2}
 
 
+def parse(raw: dict):
+    """The dev environment ``raw``, its models' bucket declared as existing."""
+    return parse_environment("dev", {**raw, "model_buckets": [{"name": "models"}]} if "caches" in raw else raw)
+
+
 def error_of(raw: dict) -> str:
     with pytest.raises(ConfigError) as info:
-        parse_environment("dev", raw)
+        parse(raw)
     return str(info.value)
 
 
@@ -33,7 +38,6 @@ def test_catalog_has_hyperpod_max_pods_and_smt_adjusted_vcpus() -> None:
     g5 = instance_spec("ml.g5.xlarge")
     assert (g5.max_pods, g5.vcpus, g5.vcpus_at(1), g5.vcpus_at(2), g5.memory_gib) == (14, 4, 2, 4, 16)
     assert instance_spec("ml.c5.4xlarge").max_pods == 29
-    assert instance_spec("ml.p5.48xlarge").efa and not g5.efa
 
 
 def test_old_embedded_default_fails_naming_group_resource_and_numbers() -> None:
@@ -47,7 +51,7 @@ def test_old_embedded_default_fails_naming_group_resource_and_numbers() -> None:
 
 
 def test_embedded_default_runs_its_model() -> None:
-    config = parse_environment("dev", {"caches": {"models": [QWEN]}})
+    config = parse({"caches": {"models": [QWEN]}})
     assert [(g.name, g.instance_type, g.threads_per_core) for g in config.instance_groups] == [
         ("system", "ml.c5.4xlarge", 1), ("inference", "ml.g5.xlarge", 2)]
 
@@ -76,13 +80,12 @@ def test_gpus_per_node_count_every_replica_on_the_node() -> None:
 
 
 def test_replicas_spread_over_the_group_nodes() -> None:
-    parse_environment("dev", {"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}],
-                              "caches": {"models": [model(replicas=2)]}})
+    parse({"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}], "caches": {"models": [model(replicas=2)]}})
 
 
 def test_pods_of_different_models_are_packed_onto_different_nodes() -> None:
-    parse_environment("dev", {"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}],
-                              "caches": {"models": [model(name="a"), model(name="b")]}})
+    parse({"instance_groups": [SYSTEM, {**GPU, "instance_count": 2}],
+           "caches": {"models": [model(name="a"), model(name="b")]}})
 
 
 def test_group_without_nodes_cannot_hold_a_model() -> None:
@@ -113,7 +116,7 @@ def test_workloads_are_read_from_the_objects_the_stacks_apply() -> None:
     from hyperwarm import hyperpod_dependencies
     from manifests import build_chart
 
-    config = parse_environment("dev", {"caches": {"models": [model(prepull="daemonset", replicas=1)]}})
+    config = parse({"caches": {"models": [model(prepull="daemonset", replicas=1)]}})
     objects = hyperpod_dependencies.objects("us-west-2") + build_chart("dev", config).to_json()
     workloads = {w.name: w for w in workloads_from_objects(objects)}
     assert workloads["health-monitoring-agent"].daemonset

@@ -15,8 +15,7 @@ so ``ThreadsPerCore: 1`` halves its vCPUs. HyperPod gives pods the addresses of 
 interface in the cluster VPC, so a node holds at most ``IPv4 addresses per interface - 1`` pods:
 14 on ml.g5.xlarge (observed by users, awslabs/ai-on-sagemaker-hyperpod#142), 29 on
 ml.c5.4xlarge (the smallest type AWS recommends for the inference operator). AWS publishes no
-per-type table; ``kubectl describe node`` shows the real figure. ``efa`` marks the types the
-HyperPod Helm chart runs the EFA device plugin on (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types).
+per-type table; ``kubectl describe node`` shows the real figure.
 
 This module imports nothing from aws-cdk: the deploy rehearsal reads it too.
 """
@@ -48,8 +47,6 @@ class InstanceSpec:
     memory_gib: float = 0
     ipv4_per_interface: int = 0
     """IPv4 addresses per network interface (EC2); sets how many pods a HyperPod node holds."""
-    efa: bool = False
-    """Has Elastic Fabric Adapter interfaces (the EFA device plugin runs on it)."""
 
     @property
     def has_nvme(self) -> bool:
@@ -65,63 +62,61 @@ class InstanceSpec:
         return self.vcpus * threads_per_core // SMT_THREADS_PER_CORE
 
 
-def _family(prefix: str, gpu_gib: float, efa_sizes: set[str],
+def _family(prefix: str, gpu_gib: float,
             rows: dict[str, tuple[int, float, int, int, float, float, int]]) -> dict[str, InstanceSpec]:
     """Rows map size -> (vcpus, memory_gib, gpus, nvme_gb, peak_gbps, baseline_gbps, ipv4_per_interface).
 
-    GPU memory is per GPU for the family; ``efa_sizes`` are the sizes with EFA.
+    GPU memory is per GPU for the family.
     """
     specs = {}
     for size, (vcpus, memory, gpus, nvme, peak, baseline, ips) in rows.items():
         name = f"ml.{prefix}.{size}"
         specs[name] = InstanceSpec(name, gpus, round(gpus * gpu_gib, 2), nvme, peak, baseline,
-                                   vcpus, memory, ips, size in efa_sizes)
+                                   vcpus, memory, ips)
     return specs
 
 
-_LARGE = {"8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge"}
-
 CATALOG: dict[str, InstanceSpec] = {
     # NVIDIA A10G, 22,888 MiB per GPU.
-    **_family("g5", 22.35, _LARGE, {
+    **_family("g5", 22.35, {
         "xlarge": (4, 16, 1, 250, 10, 2.5, 15), "2xlarge": (8, 32, 1, 450, 10, 5, 15),
         "4xlarge": (16, 64, 1, 600, 25, 10, 30), "8xlarge": (32, 128, 1, 900, 25, 25, 30),
         "12xlarge": (48, 192, 4, 3800, 40, 40, 50), "16xlarge": (64, 256, 1, 1900, 25, 25, 30),
         "24xlarge": (96, 384, 4, 3800, 50, 50, 50), "48xlarge": (192, 768, 8, 7600, 100, 100, 50),
     }),
     # NVIDIA L4, 22,888 MiB per GPU.
-    **_family("g6", 22.35, _LARGE, {
+    **_family("g6", 22.35, {
         "xlarge": (4, 16, 1, 250, 10, 2.5, 15), "2xlarge": (8, 32, 1, 450, 10, 5, 15),
         "4xlarge": (16, 64, 1, 600, 25, 10, 30), "8xlarge": (32, 128, 1, 900, 25, 25, 30),
         "12xlarge": (48, 192, 4, 3760, 40, 40, 30), "16xlarge": (64, 256, 1, 1880, 25, 25, 50),
         "24xlarge": (96, 384, 4, 3760, 50, 50, 50), "48xlarge": (192, 768, 8, 7520, 100, 100, 50),
     }),
     # NVIDIA L40S, 45,776 MiB per GPU.
-    **_family("g6e", 44.7, _LARGE, {
+    **_family("g6e", 44.7, {
         "xlarge": (4, 32, 1, 250, 20, 2.5, 15), "2xlarge": (8, 64, 1, 450, 20, 5, 15),
         "4xlarge": (16, 128, 1, 600, 20, 20, 30), "8xlarge": (32, 256, 1, 900, 25, 25, 30),
         "12xlarge": (48, 384, 4, 3800, 100, 100, 30), "16xlarge": (64, 512, 1, 1900, 35, 35, 50),
         "24xlarge": (96, 768, 4, 3800, 200, 200, 50), "48xlarge": (192, 1536, 8, 7600, 400, 400, 50),
     }),
     # NVIDIA A100 40 GiB / 80 GiB, 8 x 1 TB NVMe.
-    **_family("p4d", 40, {"24xlarge"}, {"24xlarge": (96, 1152, 8, 8000, 400, 400, 50)}),
-    **_family("p4de", 80, {"24xlarge"}, {"24xlarge": (96, 1152, 8, 8000, 400, 400, 50)}),
+    **_family("p4d", 40, {"24xlarge": (96, 1152, 8, 8000, 400, 400, 50)}),
+    **_family("p4de", 80, {"24xlarge": (96, 1152, 8, 8000, 400, 400, 50)}),
     # NVIDIA H100 80 GiB / H200 141 GiB; NVMe counted as 30,000 GB (see the module docstring).
-    **_family("p5", 80, {"48xlarge"}, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
-    **_family("p5e", 141, {"48xlarge"}, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
-    **_family("p5en", 141, {"48xlarge"}, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
+    **_family("p5", 80, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
+    **_family("p5e", 141, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
+    **_family("p5en", 141, {"48xlarge": (192, 2048, 8, 30000, 3200, 3200, 50)}),
     # General-purpose types for system pods; no GPU, no instance store.
-    **_family("m5", 0, set(), {
+    **_family("m5", 0, {
         "large": (2, 8, 0, 0, 10, 10, 10), "xlarge": (4, 16, 0, 0, 10, 10, 15),
         "2xlarge": (8, 32, 0, 0, 10, 10, 15), "4xlarge": (16, 64, 0, 0, 10, 10, 30),
         "8xlarge": (32, 128, 0, 0, 10, 10, 30), "12xlarge": (48, 192, 0, 0, 12, 12, 30),
     }),
-    **_family("c5", 0, set(), {
+    **_family("c5", 0, {
         "large": (2, 4, 0, 0, 10, 10, 10), "xlarge": (4, 8, 0, 0, 10, 10, 15),
         "2xlarge": (8, 16, 0, 0, 10, 10, 15), "4xlarge": (16, 32, 0, 0, 10, 10, 30),
         "9xlarge": (36, 72, 0, 0, 12, 12, 30),
     }),
-    **_family("t3", 0, set(), {"medium": (2, 4, 0, 0, 5, 0.256, 6), "large": (2, 8, 0, 0, 5, 0.512, 12),
+    **_family("t3", 0, {"medium": (2, 4, 0, 0, 5, 0.256, 6), "large": (2, 8, 0, 0, 5, 0.512, 12),
                                "xlarge": (4, 16, 0, 0, 5, 1.024, 15)}),
 }
 

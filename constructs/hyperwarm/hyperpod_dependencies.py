@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import CATALOG
+from .catalog import CATALOG, EFA_INSTANCE_TYPES
 
 NAMESPACE = "aws-hyperpod"
 HEALTH_AGENT = "health-monitoring-agent"
@@ -53,7 +53,7 @@ _EKS_REGISTRY_ACCOUNTS = {"ap-southeast-3": "296578399912", "ap-southeast-4": "4
                           "eu-south-2": "455263428931"}
 
 GPU_TYPES = tuple(sorted(t for t, spec in CATALOG.items() if spec.gpus))
-EFA_TYPES = tuple(sorted(t for t, spec in CATALOG.items() if spec.efa))
+EFA_TYPES = tuple(sorted(EFA_INSTANCE_TYPES))
 _TOLERATE_ALL = [{"operator": "Exists", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}]
 _RBAC = "rbac.authorization.k8s.io"
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperwarm.node_capacity import NodeGroup, addon_workloads, node_problems, workloads_from_objects
-from rehearsal.core import Assembly, Finding, rule
+from rehearsal.core import Assembly, Finding, ref_target, rule
 
 ClusterKey = tuple[str, str]
 """(stack, logical id) of an ``AWS::EKS::Cluster``."""
@@ -48,13 +48,10 @@ def every_node_holds_its_pods(assembly: Assembly) -> Iterator[Finding]:
 
 def _eks_cluster(assembly: Assembly, stack: str, value: Any) -> ClusterKey | None:
     """The EKS cluster a ``Ref``, ``Fn::GetAtt`` or ``Fn::ImportValue`` (of such an export) points at."""
-    if not isinstance(value, dict):
-        return None
-    if "Ref" in value:
-        return stack, value["Ref"]
-    if "Fn::GetAtt" in value:
-        return stack, value["Fn::GetAtt"][0]
-    if "Fn::ImportValue" in value:
+    target = ref_target(value)
+    if target:
+        return stack, target
+    if isinstance(value, dict) and "Fn::ImportValue" in value:
         name = value["Fn::ImportValue"]
         for other, template in assembly.templates.items():
             for output in template.get("Outputs", {}).values():
