@@ -17,7 +17,6 @@ import json
 import math
 import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -26,7 +25,7 @@ from rich.table import Table
 from hyperwarm.cache_config import CachedModel
 from hyperwarm.capacity import group_usage
 from hyperwarm.catalog import instance_spec
-from hyperwarm.config import ConfigError, EnvironmentConfig, parse_environments
+from hyperwarm.config import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_BANDWIDTH_GBPS = 1.0
 DEFAULT_IMAGE_PULL_MIN = 6.0
@@ -142,11 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=200)  # pipes and CI logs: keep rows on one line
     try:
-        raw = json.loads(Path("cdk.json").read_text())["context"].get("environments")
-        environments = parse_environments(raw)
-    except FileNotFoundError:
-        print("hyperwarm plan cache: no cdk.json in the current directory", file=sys.stderr)
-        return 2
+        environments = parse_environments(load_context("cdk.json").get("environments"))
     except ConfigError as exc:
         print(f"hyperwarm plan cache: {exc}", file=sys.stderr)
         return 2

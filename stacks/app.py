@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperwarm import EnvironmentConfig, declare_existing_buckets, parse_environments
+from hyperwarm import ConfigError, EnvironmentConfig, declare_existing_buckets, parse_environments
 
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
@@ -32,7 +32,8 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
     names = [n.strip() for n in str(wanted).split(",") if n.strip()]
     unknown = [n for n in names if n not in environments]
     if unknown:
-        raise ValueError(f"-c env={wanted}: unknown environment(s) {unknown}; configured: {sorted(environments)}")
+        raise ConfigError(f"-c env={wanted}: unknown environment(s) {', '.join(unknown)}; "
+                          f"configured: {', '.join(sorted(environments))}")
     return {n: environments[n] for n in names}
 
 

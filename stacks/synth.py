@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from hyperwarm.config import load_context
 from manifests import write_manifests
 
 from .app import build_app, selected_environments
+from .errors import exit_on_config_error
 from .summary import environment_rows
 
 
@@ -24,7 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that rows do not wrap
         console = Console(width=140)
-    context = json.loads(Path("cdk.json").read_text())["context"]
+    with exit_on_config_error():
+        return _synth(args, console)
+
+
+def _synth(args: argparse.Namespace, console: Console) -> int:
+    context = load_context("cdk.json")
     if args.env:
         context["env"] = args.env
     start = time.perf_counter()

@@ -97,3 +97,10 @@ def test_cli_json_carries_the_numbers(in_project, capsys) -> None:
 def test_cli_rejects_an_unknown_environment(in_project, capsys) -> None:
     assert main(["plan", "cache", "--env", "qa"]) == 2
     assert "--env 'qa' is not configured; environments: dev, staging, prod" in capsys.readouterr().err
+
+
+def test_cli_names_the_problem_when_cdk_json_has_no_context(monkeypatch, tmp_path, capsys) -> None:
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": "python3 app.py"}))
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "cache", "--env", "prod"]) == 2
+    assert 'cdk.json: needs a "context" object holding "environments"' in capsys.readouterr().err

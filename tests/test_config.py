@@ -24,8 +24,57 @@ def test_empty_environment_is_the_small_dev_default() -> None:
     assert config.region == "us-west-2" and config.kubernetes_version == "1.33"
 
 
-def test_missing_environments_context_means_dev_with_defaults() -> None:
-    assert list(parse_environments(None)) == ["dev"]
+def test_missing_environments_context_is_an_error_not_a_built_in_default() -> None:
+    with pytest.raises(ConfigError, match=r"environments: missing -- cdk.json's context needs an \"environments\""):
+        parse_environments(None)
+
+
+def test_null_environment_is_an_error_not_silently_dropped() -> None:
+    with pytest.raises(ConfigError, match=r"environments\.dev: None -- must be an object"):
+        parse_environments({"dev": None, "prod": {}})
+
+
+def test_availability_zones_of_another_region_are_rejected() -> None:
+    message = error_of({"region": "us-east-1", "vpc": {"availability_zones": ["us-west-2a", "us-east-1b"]}})
+    assert ("vpc.availability_zones us-west-2a are not zones of the environment's region us-east-1; "
+            "use zones such as us-east-1a, us-east-1b") in message
+
+
+def test_pattern_errors_say_in_words_what_is_allowed() -> None:
+    message = error_of({"account": "12345"})
+    assert "environments.prod.account: '12345' -- must be a 12-digit AWS account id, e.g. 123456789012" in message
+    assert "^" not in message and "pattern" not in message
+
+
+def test_every_pattern_in_the_configuration_is_described_in_words() -> None:
+    from hyperwarm.strict import pattern_in_words
+
+    def patterns(node: object) -> set[str]:
+        if isinstance(node, dict):
+            own = {node["pattern"]} if isinstance(node.get("pattern"), str) else set()
+            return own.union(*(patterns(v) for v in node.values()))
+        if isinstance(node, list):
+            return set().union(*(patterns(v) for v in node))
+        return set()
+
+    found = patterns(EnvironmentConfig.model_json_schema())
+    assert len(found) > 10
+    assert sorted(p for p in found if pattern_in_words(p).startswith("must match")) == []
+
+
+def test_a_rule_over_an_object_names_the_place_not_the_whole_object() -> None:
+    endpoint = {"name": "chat", "variants": [{"name": "a", "image": {"framework": "vllm", "version": "0.27.1"},
+                                              "instance_type": "ml.g5.2xlarge"}]}
+    message = error_of({"endpoints": [endpoint, endpoint]})
+    assert "environments.prod.endpoints: endpoint names must be unique; repeated: chat" in message
+    assert "{" not in message
+
+
+def test_a_one_instance_kv_aware_variant_gets_one_error_only() -> None:
+    variant = {"name": "a", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge",
+               "routing": {"strategy": "KV_AWARE"}}
+    lines = error_of({"endpoints": [{"name": "chat", "variants": [variant]}]}).splitlines()[1:]
+    assert len(lines) == 1 and "KV_AWARE only routes between two or more" in lines[0]
 
 
 def test_unknown_key_is_rejected_with_its_path() -> None:

@@ -9,6 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._node import use_bundled_node
+
+use_bundled_node()  # before anything imports aws_cdk
+
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "buckets": ("declare_existing_buckets", "model_bucket"),
     "cache_config": ("CachedModel", "CachesConfig", "S3ModelSource"),

@@ -17,12 +17,23 @@ from pydantic import Field, field_validator, model_validator
 
 from .capacity import CacheFootprint, capacity_problems
 from .catalog import instance_spec
-from .strict import StrictModel, repeated
+from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated
 
-_K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$"
+_K8S_NAME = described(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+                      "1..40 lower-case letters, digits or hyphens, starting and ending with a letter or digit, "
+                      "e.g. llama-3-1-8b")
 """DNS-1123 label of at most 40 characters: leaves room for suffixes such as ``-weights``."""
-_QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$"
-_IMAGE = r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$"
+_QUANTITY = described(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$",
+                      "a Kubernetes quantity, e.g. 8 or 500m for CPU, 64Gi for memory")
+_IMAGE = described(
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$",
+    "an image with a tag or digest (untagged images are not allowed), e.g. "
+    "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
+_VERSION = described(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
+                     "1..63 letters, digits, dots, underscores or hyphens, starting with a letter or digit, "
+                     "e.g. v2 or 2026-11-29")
+_NAMESPACE = described(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                       "a Kubernetes namespace: 1..63 lower-case letters, digits or hyphens, e.g. hyperwarm-models")
 
 PrepullMode = Literal["operator", "daemonset", "both"]
 RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
@@ -46,12 +57,12 @@ class ExtraImage(StrictModel):
 class S3ModelSource(StrictModel):
     """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
 
-    bucket: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-    prefix: str = Field(pattern=r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+    bucket: str = Field(pattern=BUCKET)
+    prefix: str = Field(pattern=KEY_PREFIX,
                         description="key prefix of the model, without leading or trailing slash")
-    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
+    version: str = Field(pattern=_VERSION,
                          description="the version folder below prefix, e.g. v3 or 2026-11-01")
-    region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
+    region: str | None = Field(default=None, pattern=REGION,
                                description="bucket region; default: the environment's region")
 
     @property
@@ -128,7 +139,7 @@ class CachedModel(StrictModel):
 class CachesConfig(StrictModel):
     """Model caches of one environment; empty (no models) by default."""
 
-    namespace: str = Field(default="hyperwarm-models", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+    namespace: str = Field(default="hyperwarm-models", pattern=_NAMESPACE,
                            description="Kubernetes namespace of the deployments and caches")
     nvme_headroom_percent: int = Field(default=10, ge=0, le=90,
                                        description="share of each node's NVMe kept free; default 10 %")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -25,11 +26,22 @@ from .node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
 from .refresh_config import RefreshConfig, refresh_problems
-from .strict import StrictModel, repeated
+from .strict import REGION, StrictModel, described, pattern_in_words, repeated
 
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
-_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+                  "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. inference-p5")
+_VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
+                    "a VPC id, e.g. vpc-0123456789abcdef0")
+_SUBNET_ID = described(r"^subnet-[0-9a-f]{8,17}$",
+                       "a subnet id, e.g. subnet-0123456789abcdef0")
+_ZONE = described(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$",
+                  "an availability zone name, e.g. us-west-2a")
+_CIDR = described(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$",
+                  "an IPv4 CIDR block with a /16 to /24 mask, e.g. 10.0.0.0/16")
+_ACCOUNT = described(r"^\d{12}$",
+                     "a 12-digit AWS account id, e.g. 123456789012")
 
 
 class ConfigError(ValueError):
@@ -96,12 +108,12 @@ class ModelBucketConfig(StrictModel):
 class VpcConfig(StrictModel):
     """A new VPC (the default) or an existing one named by id with its private subnets."""
 
-    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
-    private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = ()
-    availability_zones: tuple[Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")], ...] = Field(
+    vpc_id: str | None = Field(default=None, pattern=_VPC_ID)
+    private_subnet_ids: tuple[Annotated[str, Field(pattern=_SUBNET_ID)], ...] = ()
+    availability_zones: tuple[Annotated[str, Field(pattern=_ZONE)], ...] = Field(
         default=(), description="AZs to use; empty means Fn::GetAZs picks max_azs of the region's zones"
     )
-    cidr: str = Field(default="10.0.0.0/16", pattern=r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$")
+    cidr: str = Field(default="10.0.0.0/16", pattern=_CIDR)
     max_azs: int = Field(default=2, ge=2, le=6)
     nat_gateways: int = Field(default=1, ge=1, le=6)
 
@@ -140,8 +152,8 @@ def _default_groups() -> tuple[InstanceGroupConfig, ...]:
 class EnvironmentConfig(StrictModel):
     """Everything one deployment environment needs; ``{}`` is a small, working dev default."""
 
-    account: str | None = Field(default=None, pattern=r"^\d{12}$", description="none: environment-agnostic")
-    region: str = Field(default="us-west-2", pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    account: str | None = Field(default=None, pattern=_ACCOUNT, description="none: environment-agnostic")
+    region: str = Field(default="us-west-2", pattern=REGION)
     vpc: VpcConfig = Field(default_factory=VpcConfig)
     kubernetes_version: Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"] = "1.33"
     endpoint_public_access: bool = Field(
@@ -166,6 +178,10 @@ class EnvironmentConfig(StrictModel):
             raise ValueError(f"instance group names must be unique; repeated: {', '.join(dupes)}")
         if len(self.vpc.availability_zones) not in (0, *range(2, 7)):
             raise ValueError("vpc.availability_zones needs 2..6 zones (or none for Fn::GetAZs)")
+        foreign = [zone for zone in self.vpc.availability_zones if zone[:-1] != self.region]
+        if foreign:
+            raise ValueError(f"vpc.availability_zones {', '.join(foreign)} are not zones of the environment's "
+                             f"region {self.region}; use zones such as {self.region}a, {self.region}b")
         return self
 
     @model_validator(mode="after")
@@ -259,9 +275,19 @@ def _format(env: str, error: Mapping[str, Any]) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "unknown key"
-    if not error["loc"]:  # a rule across fields: the whole environment is no useful "value"
-        return f"environments.{env}: {message}"
-    return f"environments.{env}{path}: {error.get('input')!r} -- {message}"
+    elif error["type"] == "string_pattern_mismatch":
+        message = pattern_in_words(error["ctx"]["pattern"])
+    value = error.get("input")
+    if isinstance(value, (Mapping, list, tuple)):  # a rule over an object: name the place, not the whole object
+        return f"environments.{env}{path}: {message}"
+    return f"environments.{env}{path}: {value!r} -- {message}"
+
+
+def _consequential(error: Mapping[str, Any], errors: list[Mapping[str, Any]]) -> bool:
+    """A "too short" list whose items failed: only the items' own errors say anything."""
+    loc = tuple(error["loc"])
+    return error["type"] == "too_short" and any(
+        len(other["loc"]) > len(loc) and tuple(other["loc"][:len(loc)]) == loc for other in errors)
 
 
 def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
@@ -274,14 +300,31 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         # JSON mode: strict about types, yet JSON arrays become tuples as they should.
         return EnvironmentConfig.model_validate_json(json.dumps(raw))
     except ValidationError as exc:
-        lines = [_format(name, e) for e in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
 
 
 def parse_environments(raw: Any) -> dict[str, EnvironmentConfig]:
-    """Validate the whole ``environments`` context object (``None`` means dev with defaults)."""
+    """Validate the whole ``environments`` context object; raises :class:`ConfigError`."""
     if raw is None:
-        raw = {"dev": {}}
+        raise ConfigError("environments: missing -- cdk.json's context needs an \"environments\" object of "
+                          "environment name -> settings, e.g. {\"dev\": {}}")
     if not isinstance(raw, Mapping) or not raw:
         raise ConfigError(f"environments: {raw!r} -- must be a non-empty object of environment name -> settings")
     return {name: parse_environment(name, value) for name, value in raw.items()}
+
+
+def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:
+    """The ``context`` object of cdk.json; a malformed file is a ConfigError naming file, line and column."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found -- run from the project folder (where cdk.json is)") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
+    context = document.get("context") if isinstance(document, dict) else None
+    if not isinstance(context, dict):
+        raise ConfigError(f"{path}: needs a \"context\" object holding \"environments\"")
+    return context

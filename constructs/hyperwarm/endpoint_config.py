@@ -20,10 +20,22 @@ from .endpoint import (
     routing_problems,
 )
 from .images import cuda_ami_problem
-from .strict import StrictModel, repeated
+from .strict import StrictModel, described, repeated
 
-_NAME = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
-_S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+$"
+_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+                  "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. prefix-aware")
+_S3_URI = described(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+$",
+                    "an S3 URI of an object or prefix, e.g. s3://my-models/llama-3.1-8b-instruct/v1/")
+_ECR_URI = described(r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/\S+$",
+                     "an ECR image URI, e.g. 123456789012.dkr.ecr.us-west-2.amazonaws.com/my-server:1.0")
+_FRAMEWORK = described(r"^[a-z0-9-]+$",
+                       "lower-case letters, digits or hyphens, e.g. vllm or djl-lmi")
+_VERSION = described(r"^[0-9][0-9a-z.+-]*$",
+                     "a version starting with a digit, e.g. 0.27.1")
+_INSTANCE_TYPE = described(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+                           "an ml.* instance type, e.g. ml.g5.2xlarge")
+_ENDPOINT_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$",
+                           "1..41 letters, digits or hyphens, starting and ending with a letter or digit, e.g. chat")
 
 
 class RoutingConfig(StrictModel):
@@ -51,10 +63,10 @@ assert set(ROUTING_STRATEGIES) == set(RoutingConfig.model_fields["strategy"].ann
 class ImageConfig(StrictModel):
     """Either an explicit ECR ``uri`` or an official ``framework`` with its ``version``."""
 
-    uri: str | None = Field(default=None, pattern=r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/\S+$")
-    framework: str | None = Field(default=None, pattern=r"^[a-z0-9-]+$",
+    uri: str | None = Field(default=None, pattern=_ECR_URI)
+    framework: str | None = Field(default=None, pattern=_FRAMEWORK,
                                   description="sagemaker image_uris framework, e.g. vllm, djl-lmi, huggingface-llm")
-    version: str | None = Field(default=None, pattern=r"^[0-9][0-9a-z.+-]*$")
+    version: str | None = Field(default=None, pattern=_VERSION)
 
     @model_validator(mode="after")
     def _one_source(self) -> "ImageConfig":
@@ -97,7 +109,7 @@ class VariantConfig(StrictModel):
     image: ImageConfig
     model_data: str | None = Field(default=None, pattern=_S3_URI, description="s3://bucket/key (object or prefix)")
     environment: dict[str, str] = Field(default_factory=dict)
-    instance_type: str | None = Field(default=None, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+    instance_type: str | None = Field(default=None, pattern=_INSTANCE_TYPE,
                                       description="an ml.* instance type")
     instance_count: int = Field(default=1, ge=1)
     initial_weight: float = Field(default=1.0, gt=0)
@@ -161,7 +173,7 @@ class DataCaptureConfig(StrictModel):
 class EndpointConfig(StrictModel):
     """One SageMaker endpoint of the environment (named ``hyperwarm-<env>-<name>``)."""
 
-    name: str = Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$", description="1..41 letters, digits or hyphens")
+    name: str = Field(pattern=_ENDPOINT_NAME, description="1..41 letters, digits or hyphens")
     variants: tuple[VariantConfig, ...] = Field(min_length=1, max_length=10)
     guardrails: GuardrailsConfig | None = None
     data_capture: DataCaptureConfig | None = None

