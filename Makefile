@@ -1,6 +1,8 @@
 # Two commands set everything up on a fresh machine with only Python 3.11:
 #   make synth   create .venv, install, synthesize every environment into cdk.out/
 #   make test    the whole test suite (pytest exit 5, "no tests", fails)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,12 +11,15 @@ STAMP := $(VENV)/.installed-stamp
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: synth test bench wheel clean
+.PHONY: synth test bench wheel cdk clean
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/2] installing hyperwarm with its dev tools into $(VENV) (first run: 1-2 minutes)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -e '.[dev]' \
+		| sed -un -e 's/^Collecting /  fetching /p' -e 's/^Successfully installed .*/  installed/p'
+	@touch $(STAMP)
 
 synth: $(STAMP)
 	$(PY) -m stacks.synth --outdir cdk.out
@@ -25,6 +30,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m stacks.bench
 	$(PY) -m planner.bench
+
+# The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
+cdk: $(STAMP)
+	$(VENV)/bin/cdk $(ARGS)
 
 wheel: $(STAMP)
 	$(PY) -m build --wheel --outdir dist/wheel .
