@@ -3,9 +3,9 @@
 Run: ``CDK_OUTDIR=/tmp/out python examples/my_platform_app.py``.
 """
 
-import aws_cdk as cdk
+import hyperwarm  # first: it selects the Node that jsii runs on
 
-import hyperwarm
+import aws_cdk as cdk  # noqa: E402
 
 app = cdk.App()
 stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="eu-west-1"))
