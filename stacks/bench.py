@@ -78,15 +78,29 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"synth time, median of {args.repeat} fresh processes", title_justify="left")
     for column in ("scope", "hyperwarm (s)", "hyperwarm + cdk-nag (s)", "plain L1 baseline (s)", "ratio", "ratio + nag"):
         table.add_column(column, justify="right")
+    kinds = (("hyperwarm", _OURS, ""), ("hyperwarm + cdk-nag", _OURS, "nag"), ("plain L1 baseline", _BASELINE, None))
+    scopes = (("one environment (prod)", "prod"), ("all environments", ""))
+    runs, done = 1 + len(scopes) * len(kinds) * args.repeat, 0
+
+    def timed(label: str, code: str, *code_args: str) -> float:
+        nonlocal done
+        done += 1
+        seconds = _time(code, *code_args)
+        console.print(f"[{done}/{runs}] {label}: {seconds:.2f} s")  # a line per run: long, and in CI logs too
+        return seconds
+
     with tempfile.TemporaryDirectory() as reference:
-        _time(_OURS.replace("sys.argv[1]", repr(reference)), "", "", "")  # templates for the baseline
-        for scope, envs in (("one environment (prod)", "prod"), ("all environments", "")):
-            with console.status(f"timing {scope} ..."):
-                ours = statistics.median(_time(_OURS, envs, "") for _ in range(args.repeat))
-                nag = statistics.median(_time(_OURS, envs, "nag") for _ in range(args.repeat))
-                base = statistics.median(_time(_BASELINE, reference, envs) for _ in range(args.repeat))
-            table.add_row(scope, f"{ours:.2f}", f"{nag:.2f}", f"{base:.2f}", f"{ours / base:.2f}x",
-                          f"{nag / base:.2f}x")
+        timed("reference templates for the baseline", _OURS.replace("sys.argv[1]", repr(reference)), "", "", "")
+        for scope, envs in scopes:
+            medians = []
+            for kind, code, nag in kinds:
+                code_args = (envs, nag) if nag is not None else (reference, envs)
+                medians.append(statistics.median(
+                    timed(f"{scope}, {kind}, run {i + 1} of {args.repeat}", code, *code_args)
+                    for i in range(args.repeat)))
+            ours, nag_s, base = medians
+            table.add_row(scope, f"{ours:.2f}", f"{nag_s:.2f}", f"{base:.2f}", f"{ours / base:.2f}x",
+                          f"{nag_s / base:.2f}x")
     console.print(table)
     console.print("target: hyperwarm within 1.3x of the baseline")
     return 0
