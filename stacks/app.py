@@ -41,12 +41,16 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     """Every stack of one environment, keyed by part name."""
     env = cdk.Environment(account=config.account, region=config.region)
     tags = {"hyperwarm:environment": env_name}
-    cluster = ClusterStack(app, stack_name(env_name, "cluster"), config=config, env=env, tags=tags,
-                           description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
-    stacks: dict[str, cdk.Stack] = {"cluster": cluster}
+    stacks: dict[str, cdk.Stack] = {}
+    cluster = None
+    if config.instance_groups:  # an endpoints-only environment has no HyperPod cluster
+        stacks["cluster"] = ClusterStack(app, stack_name(env_name, "cluster"), config=config, env=env, tags=tags,
+                                         description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
+        cluster = stacks["cluster"].cluster
     if config.caches.models:
+        assert cluster is not None  # the config rules place every cached model on an instance group
         stacks["caches"] = CachesStack(app, stack_name(env_name, "caches"), env_name=env_name, config=config,
-                                       cluster=cluster.cluster, env=env, tags=tags,
+                                       cluster=cluster, env=env, tags=tags,
                                        description=f"hyperwarm {env_name}: model weights and image caches")
     if config.endpoints:
         stacks["endpoints"] = EndpointsStack(app, stack_name(env_name, "endpoints"), env_name=env_name,
@@ -55,7 +59,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     if config.refresh.models:
         endpoints = stacks["endpoints"].endpoints if "endpoints" in stacks else {}
         stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), env_name=env_name, config=config,
-                                         cluster=cluster.cluster,
+                                         cluster=cluster,
                                          endpoints=endpoints, env=env, tags=tags,
                                          description=f"hyperwarm {env_name}: cache and endpoint refresh on new "
                                                      "model versions")

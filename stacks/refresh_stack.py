@@ -33,7 +33,7 @@ def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGr
 
 class RefreshStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster: HyperPodEksCluster,
+                 cluster: HyperPodEksCluster | None,
                  endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         refresh = config.refresh

@@ -206,3 +206,19 @@ def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() ->
     assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
     ok = {**variant, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}
     assert parse_environment("prod", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
+
+
+def test_an_environment_with_nothing_to_deploy_is_rejected() -> None:
+    assert "environments.prod: nothing to deploy: give instance_groups" in error_of({"instance_groups": []})
+
+
+def test_a_cluster_region_without_hyperpod_is_rejected_at_config_time() -> None:
+    message = error_of({"region": "ca-central-1"})
+    assert "region ca-central-1: the HyperPod cluster needs a region where HyperPod's health monitoring agent" in message
+    assert "us-west-2" in message
+
+
+def test_an_endpoint_region_without_sagemaker_is_rejected_at_config_time() -> None:
+    variant = {"name": "a", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge"}
+    message = error_of({"region": "us-moon-1", "endpoints": [{"name": "chat", "variants": [variant]}]})
+    assert "region us-moon-1: SageMaker endpoints are not offered there" in message and "ca-central-1" in message

@@ -20,7 +20,7 @@ def test_env_context_selects_one_environment(project_context) -> None:
 
 
 def test_unknown_env_lists_configured_ones(project_context) -> None:
-    with pytest.raises(ValueError, match=r"unknown environment\(s\) \['qa'\]; configured: \['dev', 'prod', 'staging'\]"):
+    with pytest.raises(ValueError, match=r"unknown environment\(s\) qa; configured: dev, prod, staging"):
         build_app(context={**project_context, "env": "qa"}, nag=False)
 
 
@@ -63,3 +63,13 @@ def test_official_cuda_13_image_without_its_ami_fails_naming_the_config_path(pro
                                           r"None -- the image .*cu130.* needs CUDA 13\.0 .* set inference_ami_version "
                                           r"to al2023-ami-sagemaker-inference-gpu-4-1"):
         build_app(context={**context, "env": "prod"}, nag=False)
+
+
+def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> None:
+    # ca-central-1 has SageMaker endpoints but no HyperPod health agent: endpoints alone must still deploy there.
+    edge = {"region": "ca-central-1", "endpoints": project_context["environments"]["dev"]["endpoints"],
+            "model_buckets": [{"name": "edge-models"}]}
+    for variant in edge["endpoints"][0]["variants"]:
+        variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
+    app = build_app(context={**project_context, "environments": {"edge": edge}}, nag=False)
+    assert names(app) == ["hyperwarm-edge-endpoints"]

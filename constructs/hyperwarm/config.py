@@ -10,6 +10,7 @@ the box. Every node must hold the pods placed on it (:mod:`hyperwarm.node_capaci
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
 from .endpoint_config import Endpoints
+from .hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from .node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
@@ -159,7 +161,9 @@ class EnvironmentConfig(StrictModel):
     endpoint_public_access: bool = Field(
         default=False, description="expose the EKS API publicly (private-only by default)"
     )
-    instance_groups: tuple[InstanceGroupConfig, ...] = Field(default_factory=_default_groups, min_length=1)
+    instance_groups: tuple[InstanceGroupConfig, ...] = Field(
+        default_factory=_default_groups,
+        description="HyperPod instance groups; [] (the default of an endpoints-only environment) means no cluster")
     caches: CachesConfig = Field(default_factory=CachesConfig,
                                  description="models cached on instance groups' NVMe; none by default")
     endpoints: Endpoints = Field(default=(), description="SageMaker real-time endpoints; none by default")
@@ -169,6 +173,24 @@ class EnvironmentConfig(StrictModel):
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(
         default_factory=dict, description="pinned EKS add-on versions by name; default: EKS's default")
+
+    @model_validator(mode="after")
+    def _something_to_deploy(self) -> "EnvironmentConfig":
+        if not self.instance_groups and not self.endpoints:
+            raise ValueError("nothing to deploy: give instance_groups (a HyperPod cluster), endpoints, or both")
+        return self
+
+    @model_validator(mode="after")
+    def _region_serves_each_part(self) -> "EnvironmentConfig":
+        if self.endpoints and self.region not in sagemaker_regions():
+            raise ValueError(f"region {self.region}: SageMaker endpoints are not offered there (botocore's "
+                             f"endpoint data lists {', '.join(sagemaker_regions())})")
+        if self.instance_groups and self.region not in HEALTH_AGENT_ACCOUNTS:
+            raise ValueError(
+                f"region {self.region}: the HyperPod cluster needs a region where HyperPod's health monitoring "
+                f"agent is published ({', '.join(sorted(HEALTH_AGENT_ACCOUNTS))}); endpoints alone "
+                "(instance_groups []) work in more regions")
+        return self
 
     @model_validator(mode="after")
     def _unique_groups(self) -> "EnvironmentConfig":
@@ -267,6 +289,16 @@ class EnvironmentConfig(StrictModel):
         raise KeyError(name)
 
 
+@functools.cache
+def sagemaker_regions() -> tuple[str, ...]:
+    """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data."""
+    import boto3
+
+    session = boto3.session.Session()
+    return tuple(sorted({region for partition in session.get_available_partitions()
+                         for region in session.get_available_regions("sagemaker", partition_name=partition)}))
+
+
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 
 
@@ -296,6 +328,8 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         raise ConfigError(f"environments.{name}: environment names are 1..21 lower-case letters, digits or hyphens")
     if not isinstance(raw, Mapping):
         raise ConfigError(f"environments.{name}: {raw!r} -- must be an object")
+    if raw.get("endpoints") and not {"instance_groups", "caches"} & set(raw):
+        raw = {**raw, "instance_groups": []}  # endpoints alone need no HyperPod cluster (81 unused resources)
     try:
         # JSON mode: strict about types, yet JSON arrays become tuples as they should.
         return EnvironmentConfig.model_validate_json(json.dumps(raw))
