@@ -34,6 +34,8 @@ _VERSION = described(r"^[0-9][0-9a-z.+-]*$",
                      "a version starting with a digit, e.g. 0.27.1")
 _INSTANCE_TYPE = described(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
                            "an ml.* instance type, e.g. ml.g5.2xlarge")
+_AMI_VERSION = described(r"^[a-z0-9][a-z0-9-]{0,62}$",
+                         "an InferenceAmiVersion, e.g. al2023-ami-sagemaker-inference-gpu-4-1")
 _ENDPOINT_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$",
                            "1..41 letters, digits or hyphens, starting and ending with a letter or digit, e.g. chat")
 
@@ -119,7 +121,7 @@ class VariantConfig(StrictModel):
     model_data_download_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
     container_startup_health_check_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
     inference_ami_version: str | None = Field(
-        default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,62}$",
+        default=None, pattern=_AMI_VERSION,
         description="InferenceAmiVersion (host AMI and GPU driver); needed for images built for a newer CUDA")
 
     @property
