@@ -213,8 +213,8 @@ def test_an_environment_with_nothing_to_deploy_is_rejected() -> None:
 
 
 def test_a_cluster_region_without_hyperpod_is_rejected_at_config_time() -> None:
-    message = error_of({"region": "ca-central-1"})
-    assert "region ca-central-1: the HyperPod cluster needs a region where HyperPod's health monitoring agent" in message
+    message = error_of({"region": "ap-northeast-3"})
+    assert "region ap-northeast-3: the HyperPod cluster needs a region where HyperPod's health monitoring agent" in message
     assert "us-west-2" in message
 
 

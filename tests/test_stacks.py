@@ -66,8 +66,8 @@ def test_official_cuda_13_image_without_its_ami_fails_naming_the_config_path(pro
 
 
 def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> None:
-    # ca-central-1 has SageMaker endpoints but no HyperPod health agent: endpoints alone must still deploy there.
-    edge = {"region": "ca-central-1", "endpoints": project_context["environments"]["dev"]["endpoints"],
+    # ap-northeast-3 has SageMaker endpoints but no HyperPod health agent: endpoints alone must still deploy there.
+    edge = {"region": "ap-northeast-3", "endpoints": project_context["environments"]["dev"]["endpoints"],
             "model_buckets": [{"name": "edge-models"}]}
     for variant in edge["endpoints"][0]["variants"]:
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")

@@ -215,6 +215,8 @@ class EnvironmentConfig(StrictModel):
 
     @model_validator(mode="after")
     def _nodes_hold_their_pods(self) -> "EnvironmentConfig":
+        if not self.instance_groups:  # no HyperPod cluster: nothing runs on nodes
+            return self
         groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core)
                   for g in self.instance_groups]
         problems = node_problems(groups, self.node_workloads())
