@@ -65,8 +65,8 @@ def mix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
-def _ring_point(instance: int, vnode: int) -> int:
-    return mix64(_RING_SALT * 1_000_003 + instance * 1_000_000 + vnode)
+def _ring_point(instance: int, vnode: int, salt: int = 0) -> int:
+    return mix64((_RING_SALT + salt) * 1_000_003 + instance * 1_000_000 + vnode)
 
 
 class Ring:
@@ -74,10 +74,13 @@ class Ring:
 
     Adding instance ``n`` only adds its own points, so only the keys that
     now fall on them move (about 1/(n+1)); modulo hashing moves ~n/(n+1).
+    ``salt`` places the points differently: SageMaker's hash is not
+    published, so which instance owns which prefix is part of the
+    run-to-run noise that :func:`planner.tune.tune` measures across seeds.
     """
 
-    def __init__(self, n: int, vnodes: int = VNODES) -> None:
-        pts = sorted((_ring_point(i, v), i) for i in range(n) for v in range(vnodes))
+    def __init__(self, n: int, vnodes: int = VNODES, salt: int = 0) -> None:
+        pts = sorted((_ring_point(i, v, salt), i) for i in range(n) for v in range(vnodes))
         self.points = [p for p, _ in pts]
         self.owners = [i for _, i in pts]
         self._pref: Dict[int, tuple] = {}
@@ -107,7 +110,7 @@ class Ring:
         return self.owners[self.position(key)]
 
 
-def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring") -> float:
+def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring", salt: int = 0) -> float:
     """Share of ``keys`` whose owning instance changes when the variant goes
     from ``n_from`` to ``n_to`` instances (``scheme`` 'ring' or 'modulo')."""
     keys = list(keys)
@@ -116,7 +119,7 @@ def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring") -> float:
     if scheme == "modulo":
         moved = sum(1 for k in keys if k % n_from != k % n_to)
     elif scheme == "ring":
-        a, b = Ring(n_from), Ring(n_to)
+        a, b = Ring(n_from, salt=salt), Ring(n_to, salt=salt)
         moved = sum(1 for k in keys if a.owner(k) != b.owner(k))
     else:
         raise ValueError(f"scheme={scheme!r} is not one of 'ring', 'modulo'")
@@ -219,6 +222,7 @@ class PrefixAware(Strategy):
         self.concurrency_threshold = concurrency_threshold
         self.ring: Optional[Ring] = None
         self.keys_seen: set = set()
+        self.salt = 0
 
     #: distinct routing keys remembered for the remap statistic (bounded)
     MAX_KEYS = 65536
@@ -239,13 +243,14 @@ class PrefixAware(Strategy):
     def bind(self, n, caches, inflight, workload, seed=0):
         self.spills = 0
         self.keys_seen = keys = set()
+        self.salt = seed
         rnd = random.Random(seed).random
         L = self.prefix_length
         T = self.concurrency_threshold
         ptok = (L - workload.header_bytes) / workload.bytes_per_token
         if n < 2:
             return lambda req, sb: 0
-        ring = self.ring = Ring(n)
+        ring = self.ring = Ring(n, salt=seed)
         points, owners, preference = ring.points, ring.owners, ring.preference
         npts = len(points)
         maxk = self.MAX_KEYS
@@ -288,8 +293,8 @@ class PrefixAware(Strategy):
         """Share of the routing keys seen whose owner moves on scale-out
         (n -> n+1) and scale-in (n -> n-1)."""
         keys = list(self.keys_seen)
-        out = {"scale_out": remap_share(keys, n, n + 1)}
-        out["scale_in"] = remap_share(keys, n, n - 1) if n > 1 else 0.0
+        out = {"scale_out": remap_share(keys, n, n + 1, salt=self.salt)}
+        out["scale_in"] = remap_share(keys, n, n - 1, salt=self.salt) if n > 1 else 0.0
         return out
 
 

@@ -41,15 +41,17 @@ A Mooncake trace line (``timestamp`` in ms, ``input_length``,
 from __future__ import annotations
 
 import base64
+import binascii
 import glob
 import hashlib
 import json
+import math
 import os
 import zlib
 from datetime import datetime
-from typing import Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 
-from .workloads import BYTES_PER_TOKEN, Request, Workload
+from .workloads import BYTES_PER_TOKEN, HEADER_BYTES, Request, Workload
 
 BODY_CHUNK_BYTES = 256  # 64 tokens of ~4 bytes: KV granularity for raw bodies
 DEFAULT_OUTPUT_TOKENS = 256
@@ -98,71 +100,125 @@ def _body_request(t: float, body: bytes, inp: Optional[int], out: int) -> Reques
     return (t, tokens, out, segs, None, body)
 
 
-def _need(rec: dict, field: str, where: str, kind=(int, float)):
+def _num(rec: dict, field: str, where: str, scale: float = 1.0) -> float:
+    """A finite, non-negative time stamp (JSON allows NaN/Infinity in Python's reader)."""
     v = rec.get(field)
-    if v is None or isinstance(v, bool) or not isinstance(v, kind):
-        raise TraceError(f"{where}: field {field!r} is missing or not a number (got {v!r})")
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TraceError(f"{where}: {field}={v!r} is not a number -- every request needs its arrival time")
+    if not math.isfinite(v) or v < 0:
+        raise TraceError(
+            f"{where}: {field}={v!r} is not a finite number >= 0 -- arrival times are seconds "
+            "(Mooncake: milliseconds) from any origin; shift the trace so none is negative"
+        )
+    return v * scale
+
+
+def _int(rec: dict, field: str, where: str, default: Optional[int] = None, lo: int = 1, why: str = "") -> int:
+    v = rec.get(field, default)
+    if v is None or isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise TraceError(f"{where}: {field}={v!r} is not an integer >= {lo}" + (f" -- {why}" if why else ""))
     return v
 
 
-def parse_line(rec: dict, where: str = "trace") -> Request:
-    """One trace record (hyperwarm or Mooncake) as a request tuple."""
+def _id(v, where: str, what: str) -> int:
+    try:
+        return _stable_id(v)
+    except TypeError:
+        raise TraceError(
+            f"{where}: {what}={v!r} is not an int or a string -- ids name the content of a run of the prompt"
+        ) from None
+
+
+def _b64(data, where: str, field: str) -> bytes:
+    if not isinstance(data, str):
+        raise TraceError(f"{where}: {field} must be a base64 string, got {type(data).__name__}")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (ValueError, binascii.Error) as e:
+        raise TraceError(f"{where}: {field} is not valid base64 ({e})") from None
+
+
+def _check_context(inp: int, out: int, where: str, context_tokens: Optional[int]) -> None:
+    if context_tokens is not None and inp + out > context_tokens:
+        raise TraceError(
+            f"{where}: input {inp:,} + output {out:,} tokens = {inp + out:,} exceed the model's context "
+            f"length of {context_tokens:,} tokens -- the engine would reject this request "
+            "(set --context-length for another model)"
+        )
+
+
+def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = None) -> Request:
+    """One trace record (hyperwarm or Mooncake) as a request tuple; every
+    problem is a :class:`TraceError` naming ``where`` (``FILE:LINE``), the
+    field, its value and why it is wrong."""
     if not isinstance(rec, dict):
         raise TraceError(f"{where}: expected a JSON object, got {type(rec).__name__}")
     if "input_length" in rec:  # Mooncake
-        t = _need(rec, "timestamp", where) / 1000.0
-        inp = int(_need(rec, "input_length", where))
-        out = int(rec.get("output_length", DEFAULT_OUTPUT_TOKENS))
-        return _hash_ids_request(t, rec.get("hash_ids") or [], 512, inp, out, where)
-    t = float(_need(rec, "timestamp", where))
-    out = int(rec.get("output_tokens", DEFAULT_OUTPUT_TOKENS))
-    if out < 0:
-        raise TraceError(f"{where}: output_tokens={out} is outside the allowed range >= 0")
+        t = _num(rec, "timestamp", where, 1 / 1000.0)
+        inp = _int(rec, "input_length", where, why="a prompt has at least one token")
+        out = _int(rec, "output_length", where, DEFAULT_OUTPUT_TOKENS, why="a request generates at least one token")
+        _check_context(inp, out, where, context_tokens)
+        ids = rec.get("hash_ids") or []
+        if not isinstance(ids, list):
+            raise TraceError(f"{where}: hash_ids={ids!r} is not a list of block ids")
+        return _hash_ids_request(t, ids, 512, inp, out, where)
+    t = _num(rec, "timestamp", where)
+    out = _int(rec, "output_tokens", where, DEFAULT_OUTPUT_TOKENS, why="a request generates at least one token")
     inp = rec.get("input_tokens")
-    if inp is not None and (isinstance(inp, bool) or not isinstance(inp, int) or inp < 1):
-        raise TraceError(f"{where}: input_tokens={inp!r} is outside the allowed range >= 1")
+    if inp is not None:
+        inp = _int(rec, "input_tokens", where, why="a prompt has at least one token")
     if "body" in rec or "body_b64" in rec:
+        if "body" in rec and "body_b64" in rec:
+            raise TraceError(f"{where}: give one of 'body' and 'body_b64', not both")
         if "body" in rec:
             if not isinstance(rec["body"], str):
-                raise TraceError(f"{where}: field 'body' must be a string")
+                raise TraceError(f"{where}: field 'body' must be a string, got {type(rec['body']).__name__}")
             body = rec["body"].encode("utf-8")
         else:
-            body = base64.b64decode(rec["body_b64"])
-        return _body_request(t, body, inp, out)
+            body = _b64(rec["body_b64"], where, "body_b64")
+        req = _body_request(t, body, inp, out)
+        _check_context(req[1], out, where, context_tokens)
+        return req
     if "hash_ids" in rec:
-        bt = int(rec.get("block_tokens", 512))
-        if bt < 1:
-            raise TraceError(f"{where}: block_tokens={bt} is outside the allowed range >= 1")
+        bt = _int(rec, "block_tokens", where, 512)
+        ids = rec["hash_ids"]
+        if not isinstance(ids, list) or not ids:
+            raise TraceError(f"{where}: hash_ids={ids!r} is not a non-empty list of block ids")
         if inp is None:
-            inp = bt * len(rec["hash_ids"])
-        return _hash_ids_request(t, rec["hash_ids"], bt, inp, out, where)
+            inp = bt * len(ids)
+        _check_context(inp, out, where, context_tokens)
+        return _hash_ids_request(t, ids, bt, inp, out, where)
     if "segments" in rec:
         segs = []
         prev = 0
         end = 0
+        if not isinstance(rec["segments"], list):
+            raise TraceError(f"{where}: segments={rec['segments']!r} is not a list of [id, tokens]")
         for j, s in enumerate(rec["segments"]):
-            if not (isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[1], int) and s[1] >= 1):
+            if not (
+                isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[1], int)
+                and not isinstance(s[1], bool) and s[1] >= 1
+            ):
                 raise TraceError(f"{where}: segments[{j}]={s!r} must be [id, tokens >= 1]")
-            prev = _chain(prev, _stable_id(s[0]))
+            prev = _chain(prev, _id(s[0], where, f"segments[{j}] id"))
             end += s[1]
             segs.append((prev, end))
         if not segs:
             raise TraceError(f"{where}: field 'segments' is empty")
         if inp is not None and inp != end:
             raise TraceError(f"{where}: input_tokens={inp} differs from the segments' total {end}")
+        _check_context(end, out, where, context_tokens)
         ok = rec.get("output_id")
-        out_key = _chain(prev, _stable_id(ok)) if ok is not None else None
+        out_key = _chain(prev, _id(ok, where, "output_id")) if ok is not None else None
         return (t, end, out, tuple(segs), out_key, None)
     raise TraceError(f"{where}: needs one of 'body', 'body_b64', 'hash_ids', 'segments'")
 
 
 def _hash_ids_request(t, ids, bt, inp, out, where) -> Request:
-    if inp < 1:
-        raise TraceError(f"{where}: input tokens={inp} is outside the allowed range >= 1")
     segs = []
     prev = 0
     for j, h in enumerate(ids):
-        prev = _chain(prev, _stable_id(h))
+        prev = _chain(prev, _id(h, where, f"hash_ids[{j}]"))
         end = min((j + 1) * bt, inp)
         segs.append((prev, end))
         if end >= inp:
@@ -173,22 +229,30 @@ def _hash_ids_request(t, ids, bt, inp, out, where) -> Request:
 
 
 def _lines(paths: Sequence[str]) -> Iterator[tuple]:
-    for p in paths:
-        with open(p, "r", encoding="utf-8") as f:
-            for no, line in enumerate(f, 1):
-                line = line.strip()
+    """``(file index, path, line number, byte offset, text)`` of every non-empty line."""
+    for fi, p in enumerate(paths):
+        with open(p, "rb") as f:
+            off = 0
+            for no, raw in enumerate(f, 1):
+                start = off
+                off += len(raw)
+                line = raw.strip()
                 if line:
-                    yield p, no, line
+                    yield fi, p, no, start, line
+
+
+def _load(line: bytes, where: str):
+    try:
+        return json.loads(line)
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
+        raise TraceError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
 
 
 def _records(paths: Sequence[str]) -> Iterator[tuple]:
     """``(where, record)`` for every JSON line; ``where`` is ``file:line`` for error messages."""
-    for p, no, line in _lines(paths):
+    for _, p, no, _, line in _lines(paths):
         where = f"{p}:{no}"
-        try:
-            yield where, json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TraceError(f"{where}: not valid JSON ({e.msg})") from None
+        yield where, _load(line, where)
 
 
 def _expand(paths: Iterable[str]) -> List[str]:
@@ -208,29 +272,107 @@ def _expand(paths: Iterable[str]) -> List[str]:
     return out
 
 
-def read_trace(paths, name: Optional[str] = None) -> Workload:
-    """A hyperwarm/Mooncake JSONL trace (files, globs or directories)."""
+def _scanned(
+    files: List[str],
+    to_request: Callable[[object, str], Request],
+    name: str,
+    header_bytes: int,
+    shift: bool,
+    progress: Optional[Callable[[int], None]],
+) -> Workload:
+    """Read the trace once up front: every record is checked (errors come
+    before any simulation, with ``FILE:LINE``), the requests are counted
+    (progress bars), and records out of timestamp order are counted and
+    sorted, which the reports then state.  ``shift`` moves the origin to
+    the earliest record (data capture carries wall-clock times).
+
+    An ordered trace is then streamed again per pass; a disordered one is
+    read in sorted order by seeking to each record, so memory holds one
+    ``(time, file, offset)`` entry per record, never the bodies."""
+    n = 0
+    late = 0
+    first_late = ""
+    prev = -math.inf
+    t_min = math.inf
+    for _, p, no, _, line in _lines(files):
+        where = f"{p}:{no}"
+        t = to_request(_load(line, where), where)[0]
+        if t < prev:
+            late += 1
+            first_late = first_late or where
+        else:
+            prev = t
+        t_min = min(t_min, t)
+        n += 1
+        if progress is not None and n % 65536 == 0:
+            progress(65536)
+    if progress is not None and n % 65536:
+        progress(n % 65536)
+    t0 = t_min if shift and n else 0.0
+
+    def stream(items: Iterable[tuple]) -> Iterator[Request]:
+        for _, p, no, _, line in items:
+            where = f"{p}:{no}"
+            req = to_request(_load(line, where), where)
+            yield (req[0] - t0,) + req[1:] if t0 else req
+
+    notes = []
+    if not late:
+        return Workload(name, lambda: stream(_lines(files)), n_requests=n, header_bytes=header_bytes)
+
+    order = sorted(
+        ((to_request(_load(line, f"{p}:{no}"), f"{p}:{no}")[0], fi, off, no) for fi, p, no, off, line in _lines(files)),
+        key=lambda e: e[0],
+    )  # stable: equal times keep file order
+
+    def in_order() -> Iterator[tuple]:
+        handles = [open(f, "rb") for f in files]
+        try:
+            for _, fi, off, no in order:
+                h = handles[fi]
+                h.seek(off)
+                yield fi, files[fi], no, off, h.readline().strip()
+        finally:
+            for h in handles:
+                h.close()
+
+    notes.append(
+        f"sorted {late:,} of {n:,} records that were out of timestamp order (first at {first_late})"
+    )
+    return Workload(name, lambda: stream(in_order()), n_requests=n, header_bytes=header_bytes, notes=notes)
+
+
+def read_trace(
+    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> Workload:
+    """A hyperwarm/Mooncake JSONL trace (files, globs or directories),
+    checked and counted up front (see :func:`_scanned`); requests longer
+    than ``context_tokens`` (prompt + output) are errors."""
     files = _expand([paths] if isinstance(paths, str) else paths)
-
-    def gen() -> Iterator[Request]:
-        for where, rec in _records(files):
-            yield parse_line(rec, where)
-
     # header_bytes applies to 'segments'/'hash_ids' lines; 'body' lines are exact
-    return Workload(name or os.path.basename(files[0]), gen)
+    return _scanned(
+        files, lambda rec, where: parse_line(rec, where, context_tokens),
+        name or os.path.basename(files[0]), HEADER_BYTES, False, progress,
+    )
 
 
 def write_trace(workload: Workload, path: str) -> int:
-    """Write a workload in the ``segments`` form; returns the line count.
+    """Write a workload as a hyperwarm trace; returns the line count.
 
-    Keys are written as segment ids; chaining them again on read keeps
-    exactly the same sharing structure."""
+    Synthetic requests are written in the ``segments`` form: keys become
+    segment ids, and chaining them again on read keeps exactly the same
+    sharing structure.  Requests with a body (data capture) keep it, as
+    text when it is UTF-8, else as base64."""
     n = 0
     with open(path, "w", encoding="utf-8") as f:
         for t, inp, out, segs, out_key, body in workload:
             rec = {"timestamp": t, "input_tokens": inp, "output_tokens": out}
             if body is not None:
-                rec["body_b64"] = base64.b64encode(body).decode()
+                try:
+                    rec["body"] = body.decode("utf-8")
+                except UnicodeDecodeError:
+                    rec["body_b64"] = base64.b64encode(body).decode()
             else:
                 prev = 0
                 runs = []
@@ -248,17 +390,21 @@ def write_trace(workload: Workload, path: str) -> int:
 # --- SageMaker data capture ------------------------------------------------
 
 
-def _decode(payload: dict, where: str) -> bytes:
-    data = payload.get("data", "")
-    enc = (payload.get("encoding") or "JSON").upper()
-    if enc == "BASE64":
-        try:
-            return base64.b64decode(data)
-        except (ValueError, TypeError):
-            raise TraceError(f"{where}: captureData data is not valid base64") from None
-    if enc in ("JSON", "CSV"):
-        return data.encode("utf-8") if isinstance(data, str) else json.dumps(data).encode()
-    raise TraceError(f"{where}: encoding={enc!r} is not one of JSON, CSV, BASE64")
+def _decode(payload: dict, where: str, field: str) -> bytes:
+    """The bytes of a captured payload; a missing or undecodable ``data``
+    is an error, never an empty (1-token) request."""
+    data = payload.get("data")
+    if data is None or data == "":
+        raise TraceError(
+            f"{where}: field '{field}.data' is missing or empty -- data capture without the payload "
+            "cannot be replayed (was the capture's content type excluded?)"
+        )
+    enc = payload.get("encoding") or "JSON"
+    if not isinstance(enc, str) or enc.upper() not in ("JSON", "CSV", "BASE64"):
+        raise TraceError(f"{where}: {field}.encoding={enc!r} is not one of JSON, CSV, BASE64")
+    if enc.upper() == "BASE64":
+        return _b64(data, where, f"{field}.data")
+    return data.encode("utf-8") if isinstance(data, str) else json.dumps(data).encode()
 
 
 def _output_tokens(body: bytes) -> int:
@@ -297,54 +443,64 @@ def _input_tokens(body: bytes) -> Optional[int]:
     return None
 
 
-def read_data_capture(paths, name: Optional[str] = None) -> Workload:
+def _capture_request(rec, where: str) -> Request:
+    """One data-capture record as a ``body`` request timed in epoch seconds."""
+    cap = rec.get("captureData") if isinstance(rec, dict) else None
+    if not isinstance(cap, dict) or not isinstance(cap.get("endpointInput"), dict):
+        raise TraceError(f"{where}: field 'captureData.endpointInput' is missing -- not a data-capture record")
+    meta = rec.get("eventMetadata")
+    ts = meta.get("inferenceTime") if isinstance(meta, dict) else None
+    try:
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except (AttributeError, ValueError):
+        raise TraceError(
+            f"{where}: field 'eventMetadata.inferenceTime'={ts!r} is not an ISO 8601 time"
+        ) from None
+    body = _decode(cap["endpointInput"], where, "captureData.endpointInput")
+    out_payload = cap.get("endpointOutput")
+    if isinstance(out_payload, dict) and out_payload.get("data"):
+        resp = _decode(out_payload, where, "captureData.endpointOutput")
+        out = _output_tokens(resp)
+        inp = _input_tokens(resp)
+    else:
+        out, inp = DEFAULT_OUTPUT_TOKENS, None
+    return _body_request(when, body, inp, out)
+
+
+def read_data_capture(
+    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> Workload:
     """SageMaker data-capture JSONL files (files, globs or directories, read
     in sorted order, which is time order for the S3 ``yyyy/mm/dd/hh``
-    layout).  Each captured request becomes a ``body`` request timed by
-    ``eventMetadata.inferenceTime``; output tokens come from the captured
-    response when present."""
+    layout; records out of order are sorted and counted).  Each captured
+    request becomes a ``body`` request timed by ``eventMetadata.inferenceTime``
+    from the earliest one; output tokens come from the captured response
+    when present."""
     files = _expand([paths] if isinstance(paths, str) else paths)
 
-    def gen() -> Iterator[Request]:
-        t0 = None
-        for where, rec in _records(files):
-            cap = rec.get("captureData") if isinstance(rec, dict) else None
-            if not isinstance(cap, dict) or not isinstance(cap.get("endpointInput"), dict):
-                raise TraceError(f"{where}: field 'captureData.endpointInput' is missing")
-            ts = (rec.get("eventMetadata") or {}).get("inferenceTime")
-            try:
-                when = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-            except (AttributeError, ValueError):
-                raise TraceError(
-                    f"{where}: field 'eventMetadata.inferenceTime'={ts!r} is not an ISO 8601 time"
-                ) from None
-            if t0 is None:
-                t0 = when
-            body = _decode(cap["endpointInput"], where)
-            out_payload = cap.get("endpointOutput")
-            if isinstance(out_payload, dict) and out_payload.get("data"):
-                resp = _decode(out_payload, where)
-                out = _output_tokens(resp)
-                inp = _input_tokens(resp)
-            else:
-                out, inp = DEFAULT_OUTPUT_TOKENS, None
-            yield _body_request(when - t0, body, inp, out)
+    def to_request(rec, where: str) -> Request:
+        req = _capture_request(rec, where)
+        _check_context(req[1], req[2], where, context_tokens)
+        return req
 
-    return Workload(name or "data-capture", gen, header_bytes=0)
+    return _scanned(files, to_request, name or "data-capture", 0, True, progress)
 
 
 def is_data_capture(path: str) -> bool:
     """Sniff the first non-empty line of the first file."""
     files = _expand([path])
-    for _, _, line in _lines(files[:1]):
-        return '"captureData"' in line
+    for _, _, _, _, line in _lines(files[:1]):
+        return b'"captureData"' in line
     return False
 
 
-def open_trace(path: str, fmt: str = "auto", name: Optional[str] = None) -> Workload:
+def open_trace(
+    path: str, fmt: str = "auto", name: Optional[str] = None, *, context_tokens: Optional[int] = None,
+    progress: Optional[Callable[[int], None]] = None,
+) -> Workload:
     """``fmt``: 'auto', 'jsonl' (hyperwarm/Mooncake) or 'capture'."""
     if fmt not in ("auto", "jsonl", "capture"):
         raise ValueError(f"format={fmt!r} is not one of auto, jsonl, capture")
-    if fmt == "capture" or (fmt == "auto" and is_data_capture(path)):
-        return read_data_capture(path, name)
-    return read_trace(path, name)
+    reader = read_data_capture if fmt == "capture" or (fmt == "auto" and is_data_capture(path)) else read_trace
+    return reader(path, name, context_tokens=context_tokens, progress=progress)

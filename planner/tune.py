@@ -1,19 +1,29 @@
-"""Search PrefixLength x ConcurrencyThreshold for one variant.
+"""Search PrefixLength x ConcurrencyThreshold for one variant, and only
+recommend what beats the noise.
 
 Why a grid: the two settings interact (a short PrefixLength funnels many
 prompts onto one key, which only the threshold can spread; a long one
 scatters them so the threshold hardly matters), the response is not
-smooth, and one run over a trace is cheap.  The objective follows the
-issue: the lowest p90 TTFT among settings whose per-instance request share
-stays within ``max_share_deviation`` (relative) of the fair share.  If no
-PREFIX_AWARE setting beats LEAST_OUTSTANDING_REQUESTS on p90, that is
-recommended instead: prefix-aware routing is not worth it for the trace.
+smooth, and one run over a trace is cheap.  The objective: the lowest p90
+TTFT among settings whose per-instance request share stays within
+``max_share_deviation`` (relative) of the fair share.
+
+Why a second stage: the best of 63 candidates beats a baseline by chance
+alone (a trace with no shared prefix at all got PREFIX_AWARE in 4 of 12
+runs).  So the winner is re-run, with RANDOM and LEAST_OUTSTANDING_REQUESTS,
+on ``seeds`` fresh seeds (other tie-breaks, another hash ring and, for a
+scenario, other requests).  The spread of each strategy's p90 across those
+seeds is the run-to-run noise.  PREFIX_AWARE is recommended only if it beats
+LEAST_OUTSTANDING_REQUESTS on every fresh seed, by more than that noise on
+average, and raises the KV hit rate; LEAST_OUTSTANDING_REQUESTS only if it
+beats RANDOM (the default) the same way; otherwise the default stays.
 """
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from .sim import InstanceModel, StrategyResult, simulate_many
 from .strategies import (
@@ -27,17 +37,71 @@ from .workloads import Workload
 
 DEFAULT_PREFIX_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 DEFAULT_THRESHOLDS = (2, 4, 8, 12, 16, 24, 32, 64, 1024)
+DEFAULT_SEEDS = 3
+#: smallest KV hit-rate gain (absolute) that counts as "improves the hit rate"
+MIN_HIT_GAIN = 0.01
+
+
+@dataclass
+class Comparison:
+    """``challenger`` against ``baseline`` on the fresh seeds."""
+
+    challenger: str
+    baseline: str
+    gains_ms: List[float]  # baseline p90 - challenger p90, per fresh seed
+    noise_ms: float  # largest p90 spread (max - min) of either strategy across the seeds
+    hit_gain: float  # mean KV hit-rate difference
+    hit_noise: float  # largest hit-rate spread of either strategy
+
+    @property
+    def mean_gain_ms(self) -> float:
+        return statistics.fmean(self.gains_ms)
+
+    def wins(self, need_hit_gain: bool) -> bool:
+        faster = min(self.gains_ms) > 0 and self.mean_gain_ms > self.noise_ms
+        if not need_hit_gain:
+            return faster
+        return faster and self.hit_gain > max(self.hit_noise, MIN_HIT_GAIN)
+
+    def describe(self) -> str:
+        return (
+            f"{self.challenger} vs {self.baseline}: p90 {self.mean_gain_ms:+.0f} ms better on average "
+            f"(per seed {', '.join(f'{g:+.0f}' for g in self.gains_ms)}; noise {self.noise_ms:.0f} ms), "
+            f"KV hit {self.hit_gain:+.1%} (noise {self.hit_noise:.1%})"
+        )
+
+
+def _spread(values: Sequence[float]) -> float:
+    return max(values) - min(values)
+
+
+def _compare(challenger: List[StrategyResult], baseline: List[StrategyResult]) -> Comparison:
+    c90 = [r.ttft_ms["p90"] for r in challenger]
+    b90 = [r.ttft_ms["p90"] for r in baseline]
+    ch = [r.kv_hit_rate for r in challenger]
+    bh = [r.kv_hit_rate for r in baseline]
+    return Comparison(
+        challenger=challenger[0].label,
+        baseline=baseline[0].label,
+        gains_ms=[b - c for b, c in zip(b90, c90)],
+        noise_ms=max(_spread(c90), _spread(b90)),
+        hit_gain=statistics.fmean(ch) - statistics.fmean(bh),
+        hit_noise=max(_spread(ch), _spread(bh)),
+    )
 
 
 @dataclass
 class TuneResult:
-    best: StrategyResult  # the recommended strategy's run
+    best: StrategyResult  # the recommended strategy's run (grid seed)
     best_prefix_aware: StrategyResult  # the best PREFIX_AWARE run, recommended or not
     baselines: List[StrategyResult]  # RANDOM, LEAST_OUTSTANDING_REQUESTS
     candidates: List[StrategyResult]  # every PREFIX_AWARE run
     feasible: bool  # some PREFIX_AWARE run met the share constraint
     max_share_deviation: float
     reason: str = ""
+    seeds: List[int] = field(default_factory=list)  # the fresh seeds of the noise check
+    comparisons: List[Comparison] = field(default_factory=list)
+    prefix_aware_benefit: bool = False
     extra: Dict[str, object] = field(default_factory=dict)
 
     @property
@@ -62,7 +126,7 @@ def _validate(values: Sequence[int], field_name: str, rng) -> List[int]:
 
 
 def tune(
-    workload: Workload,
+    workload: Union[Workload, Callable[[int], Workload]],
     n_instances: int,
     model: InstanceModel = InstanceModel(),
     *,
@@ -70,14 +134,19 @@ def tune(
     thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
     max_share_deviation: float = 0.2,
     seed: int = 0,
+    seeds: int = DEFAULT_SEEDS,
     on_run: Optional[Callable[[str], None]] = None,
     batch: int = 8,
     clients: Optional[int] = None,
 ) -> TuneResult:
-    """Grid search; ``on_run(label)`` is called after every simulation.
-    ``batch`` strategies share one pass over the trace (memory: one set of
-    caches per strategy in the batch); ``clients`` as in
-    :func:`planner.sim.simulate`."""
+    """Grid search on ``seed``, then the noise check on ``seeds`` fresh seeds.
+
+    ``workload`` is a :class:`Workload` (a trace: the same requests on every
+    seed) or a function ``seed -> Workload`` (a scenario: new requests per
+    seed).  ``on_run(label)`` is called after every simulation.  ``batch``
+    strategies share one pass over the trace (memory: one set of caches per
+    strategy in the batch); ``clients`` as in :func:`planner.sim.simulate`.
+    """
     if batch < 1:
         raise ValueError(f"batch={batch!r} is outside the allowed range >= 1")
     if n_instances < 2:
@@ -87,47 +156,74 @@ def tune(
         )
     if not max_share_deviation > 0:
         raise ValueError(f"max_share_deviation={max_share_deviation!r} is outside the allowed range > 0")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+        raise ValueError(f"seeds={seeds!r} is outside the allowed range >= 2 (noise needs two runs or more)")
     pls = _validate(prefix_lengths, "prefix_length", PREFIX_LENGTH_RANGE)
     ths = _validate(thresholds, "concurrency_threshold", CONCURRENCY_THRESHOLD_RANGE)
     tick = on_run or (lambda label: None)
+    for_seed = workload if callable(workload) and not isinstance(workload, Workload) else (lambda s: workload)
 
-    # one pass over the trace per batch of strategies: reading and parsing
-    # a trace costs more than simulating one strategy on it
-    todo = [Random(), LeastOutstanding()] + [PrefixAware(pl, th) for pl in pls for th in ths]
-    done: List[StrategyResult] = []
-    for i in range(0, len(todo), batch):
-        group = todo[i:i + batch]
-        done.extend(simulate_many(workload, group, n_instances, model, seed=seed, clients=clients))
-        for s in group:
-            tick(s.label())
+    def run(strategies, s: int) -> List[StrategyResult]:
+        # one pass over the trace per batch of strategies: reading and parsing
+        # a trace costs more than simulating one strategy on it
+        wl = for_seed(s)
+        out: List[StrategyResult] = []
+        for i in range(0, len(strategies), batch):
+            group = strategies[i:i + batch]
+            out.extend(simulate_many(wl, group, n_instances, model, seed=s, clients=clients))
+            for st in group:
+                tick(st.label())
+        return out
+
+    done = run([Random(), LeastOutstanding()] + [PrefixAware(pl, th) for pl in pls for th in ths], seed)
     baselines, cands = done[:2], done[2:]
 
     ok = [r for r in cands if r.max_share_deviation <= max_share_deviation]
     feasible = bool(ok)
-    pool = ok or cands
 
     def key(r: StrategyResult):
         # p90 first; the least imbalance and highest hit rate break near-ties
         return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
 
-    best = min(pool, key=key) if feasible else min(pool, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))
-    lor = baselines[1]
-    if best.ttft_ms["p90"] >= lor.ttft_ms["p90"] or not feasible:
-        reason = (
-            "no PREFIX_AWARE setting kept every instance's share within "
-            f"{max_share_deviation:.0%} of fair"
-            if not feasible
-            else f"no PREFIX_AWARE setting beat LEAST_OUTSTANDING_REQUESTS on p90 TTFT "
-            f"({best.ttft_ms['p90']:.0f} ms vs {lor.ttft_ms['p90']:.0f} ms)"
+    best = min(ok, key=key) if feasible else min(cands, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))
+
+    # noise check on fresh seeds: the grid's winner was chosen on `seed`, so
+    # its margin there is biased upwards
+    fresh = [seed + 1 + k for k in range(seeds)]
+    runs: Dict[str, List[StrategyResult]] = {"RANDOM": [], "LOR": [], "PA": []}
+    for s in fresh:
+        rnd, lor, pa = run(
+            [Random(), LeastOutstanding(), PrefixAware(best.params["prefix_length"], best.params["concurrency_threshold"])],
+            s,
         )
-        chosen = lor
-    else:
+        runs["RANDOM"].append(rnd)
+        runs["LOR"].append(lor)
+        runs["PA"].append(pa)
+    pa_vs_lor = _compare(runs["PA"], runs["LOR"])
+    lor_vs_rnd = _compare(runs["LOR"], runs["RANDOM"])
+    pa_vs_rnd = _compare(runs["PA"], runs["RANDOM"])
+    benefit = feasible and pa_vs_lor.wins(need_hit_gain=True) and pa_vs_rnd.wins(need_hit_gain=True)
+
+    lor, rnd = baselines[1], baselines[0]
+    if benefit:
+        chosen = best
         reason = (
             f"lowest p90 TTFT ({best.ttft_ms['p90']:.0f} ms vs {lor.ttft_ms['p90']:.0f} ms least-outstanding, "
-            f"{baselines[0].ttft_ms['p90']:.0f} ms random) with every instance within "
-            f"{max_share_deviation:.0%} of its fair share"
+            f"{rnd.ttft_ms['p90']:.0f} ms random) with every instance within {max_share_deviation:.0%} of its "
+            f"fair share, confirmed on {seeds} fresh seeds: {pa_vs_lor.describe()}"
         )
-        chosen = best
+    else:
+        if not feasible:
+            why = f"no PREFIX_AWARE setting kept every instance's share within {max_share_deviation:.0%} of fair"
+        else:
+            why = f"{best.label} does not beat the noise with a higher KV hit rate: {pa_vs_lor.describe()}"
+        if lor_vs_rnd.wins(need_hit_gain=False):
+            chosen = lor
+            fallback = f"LEAST_OUTSTANDING_REQUESTS beats the default RANDOM: {lor_vs_rnd.describe()}"
+        else:
+            chosen = rnd
+            fallback = f"keep the default RANDOM, nothing beats it beyond the noise: {lor_vs_rnd.describe()}"
+        reason = f"prefix-aware routing has no benefit for this traffic ({why}); {fallback}"
     return TuneResult(
         best=chosen,
         best_prefix_aware=best,
@@ -136,4 +232,7 @@ def tune(
         feasible=feasible,
         max_share_deviation=max_share_deviation,
         reason=reason,
+        seeds=fresh,
+        comparisons=[pa_vs_lor, pa_vs_rnd, lor_vs_rnd],
+        prefix_aware_benefit=benefit,
     )

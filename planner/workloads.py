@@ -39,7 +39,7 @@ bytes of two requests are equal exactly when they share that segment).
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Iterator, Optional, Tuple
+from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -64,7 +64,9 @@ class Workload:
     """A named, re-iterable stream of request tuples.
 
     ``factory`` returns a fresh iterator each call; ``n_requests`` is the
-    stream length when known (for progress bars), else ``None``.
+    stream length when known (for progress bars), else ``None``.  ``notes``
+    are normalisations applied while reading a trace (e.g. records sorted
+    into timestamp order), which every report shows.
     """
 
     def __init__(
@@ -76,8 +78,10 @@ class Workload:
         bytes_per_token: float = BYTES_PER_TOKEN,
         header_bytes: int = HEADER_BYTES,
         description: str = "",
+        notes: Sequence[str] = (),
     ) -> None:
         self.name = name
+        self.notes = list(notes)
         self._factory = factory
         self.n_requests = n_requests
         self.bytes_per_token = float(bytes_per_token)
@@ -104,6 +108,7 @@ class Workload:
             bytes_per_token=self.bytes_per_token,
             header_bytes=self.header_bytes,
             description=self.description,
+            notes=self.notes,
         )
 
 
