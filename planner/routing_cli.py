@@ -12,11 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import List, Optional, Sequence
 
 from .scenarios import SCENARIOS, get_scenario
 from .sim import InstanceModel, simulate_many
 from .strategies import STRATEGY_NAMES, make_strategy
+from .tune import DEFAULT_SEEDS, FINALISTS
 from .workloads import Workload
 
 
@@ -28,13 +30,8 @@ def _ints(text: str) -> List[int]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--scenario", choices=sorted(SCENARIOS), help="built-in scenario")
-    src.add_argument("--trace", metavar="FILE", help="trace file, glob or directory (JSONL or data capture)")
-    p.add_argument("--format", choices=("auto", "jsonl", "capture"), default="auto", help="trace format")
+    _source(p)
     p.add_argument("--instances", type=int, help="instances in the variant (default: scenario's, or 4)")
-    p.add_argument("--requests", type=int, help="simulate only the first N requests")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kv-capacity-tokens", type=int, help="KV cache per instance, tokens")
     p.add_argument("--prefill-tokens-per-s", type=float, help="prefill throughput per instance")
     p.add_argument("--overhead-ms", type=float, help="fixed TTFT part of a fully cached prompt")
@@ -46,17 +43,31 @@ def _common(p: argparse.ArgumentParser) -> None:
         "(ignores trace timestamps; makes throughput comparable)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _source(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--scenario", choices=sorted(SCENARIOS), help="built-in scenario")
+    src.add_argument("--trace", metavar="FILE", help="trace file, glob or directory (JSONL or data capture)")
+    p.add_argument("--format", choices=("auto", "jsonl", "capture"), default="auto", help="trace format")
+    p.add_argument("--requests", type=int, help="only the first N requests")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--context-length",
+        type=int,
+        help=f"model context length in tokens; longer trace requests are errors (default {InstanceModel().context_tokens:,})",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register ``routing`` with ``simulate`` and ``tune`` on ``subparsers``."""
+    """Register ``routing`` with ``simulate``, ``tune`` and ``trace`` on ``subparsers``."""
     routing = subparsers.add_parser(
         "routing",
         help="simulate and tune SageMaker routing strategies",
         description="Simulate SageMaker routing strategies on a workload and tune prefix-aware routing.",
     )
-    sub = routing.add_subparsers(dest="routing_command", metavar="{simulate,tune}")
+    sub = routing.add_subparsers(dest="routing_command", metavar="{simulate,tune,trace}")
     sub.required = True
 
     sim = sub.add_parser("simulate", help="compare routing strategies on a scenario or trace")
@@ -83,7 +94,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=0.2,
         help="largest allowed relative distance of an instance's share from fair (default 0.2)",
     )
+    tn.add_argument(
+        "--seeds",
+        type=int,
+        default=DEFAULT_SEEDS,
+        help=f"fresh seeds on which the winner must beat the run-to-run noise (default {DEFAULT_SEEDS}, >= 2)",
+    )
     tn.set_defaults(func=cmd_tune)
+
+    tr = sub.add_parser(
+        "trace",
+        help="write a scenario as a trace, or convert data-capture files to one",
+        description="Write a hyperwarm JSONL trace from a built-in scenario, or from SageMaker "
+        "data-capture files (checked, sorted into time order).",
+    )
+    _source(tr)
+    tr.add_argument("--out", metavar="FILE", required=True, help="trace to write (JSON Lines)")
+    tr.set_defaults(func=cmd_trace)
     return routing
 
 
@@ -91,39 +118,73 @@ class _Fail(Exception):
     pass
 
 
-def _setup(args):
+def _positive(args, *names: str) -> None:
+    """Given numbers must be >= 1: a zero is an error, never "use the default"."""
+    for name in names:
+        v = getattr(args, name, None)
+        if v is not None and not v >= 1:
+            raise _Fail(f"{name.replace('_', '-')}={v} is outside the allowed range >= 1")
+
+
+def _setup(args, prog=None, allow_override: bool = True):
     """(name, workload, instances, model, scenario or None) from the args."""
+    from dataclasses import replace
+
     from .traces import TraceError, open_trace
 
-    sc = None
-    if args.trace:
-        try:
-            wl: Workload = open_trace(args.trace, args.format)
-        except (TraceError, OSError) as e:
-            raise _Fail(str(e))
-        name = args.trace
-        n = args.instances or 4
-        model = InstanceModel()
-    else:
-        sc = get_scenario(args.scenario or "aws-long-context")
-        wl = sc.workload(args.seed, args.requests)
-        name = sc.name
-        n = args.instances or sc.instances
-        model = sc.model
-    if args.requests is not None:
-        wl = wl.limit(args.requests)
+    _positive(args, "instances", "requests", "clients", "context_length", "kv_capacity_tokens",
+              "prefill_tokens_per_s")
+    if args.seed < 0:
+        raise _Fail(f"seed={args.seed} is outside the allowed range >= 0")
+    sc = get_scenario(args.scenario) if args.scenario or not args.trace else None
+    model = sc.model if sc else InstanceModel()
     over = {}
-    for field_name in ("kv_capacity_tokens", "prefill_tokens_per_s", "overhead_ms", "tpot_ms"):
-        v = getattr(args, field_name)
+    for field_name, flag in (("kv_capacity_tokens", "kv_capacity_tokens"), ("prefill_tokens_per_s", "prefill_tokens_per_s"),
+                             ("overhead_ms", "overhead_ms"), ("tpot_ms", "tpot_ms"), ("context_tokens", "context_length")):
+        v = getattr(args, flag, None)
         if v is not None:
             over[field_name] = v
     if over:
-        from dataclasses import replace
-
         model = replace(model, **over)
-    if n < 1:
-        raise _Fail(f"instances={n} is outside the allowed range >= 1")
+    if args.trace:
+        task = prog.add_task("reading trace", total=None) if prog is not None else None
+        try:
+            wl: Workload = open_trace(
+                args.trace, args.format, context_tokens=model.context_tokens,
+                progress=(lambda k: prog.advance(task, k)) if task is not None else None,
+            )
+        except (TraceError, OSError) as e:
+            raise _Fail(str(e))
+        if task is not None:
+            prog.remove_task(task)
+        name = args.trace
+    else:
+        wl = sc.workload(args.seed, args.requests)
+        name = sc.name
+    n = getattr(args, "instances", None)
+    if n is None:
+        n = sc.instances if sc else 4
+    if args.requests is not None:
+        wl = wl.limit(args.requests)
     return name, wl, n, model, sc
+
+
+def _assumptions(model: InstanceModel, sc, args) -> List[str]:
+    """What the run assumes, stated in every report (issue: a trace written
+    from a scenario gave another hit rate with no word why: the scenario's
+    FP8 KV cache holds twice the tokens of the default BF16 one)."""
+    from .scenarios import P5_70B_FP8KV
+
+    src = "given" if args.kv_capacity_tokens is not None else (
+        f"scenario {sc.name}" if sc else "default: Llama 3.1 70B, BF16 KV cache, ml.p5.48xlarge"
+    )
+    lines = [f"model ({src}): {model.describe()}"]
+    if sc is None and args.kv_capacity_tokens is None:
+        lines.append(
+            f"the aws-* scenarios assume an FP8 KV cache of {P5_70B_FP8KV.kv_capacity_tokens:,} tokens: "
+            f"add --kv-capacity-tokens {P5_70B_FP8KV.kv_capacity_tokens} to compare a trace with them"
+        )
+    return lines
 
 
 def _console(stderr: bool = False):
@@ -158,43 +219,45 @@ def cmd_simulate(args) -> int:
             print(f"{s.name:32s} {s.description}")
         return 0
     try:
-        name, wl, n, model, sc = _setup(args)
-        pl = args.prefix_length or (sc.prefix_length if sc else 4096)
-        th = args.concurrency_threshold or (sc.concurrency_threshold if sc else 8)
-        strategies = [make_strategy(s, prefix_length=pl, concurrency_threshold=th) for s in args.strategies.split(",") if s.strip()]
-        if not strategies:
-            raise _Fail("strategies: at least one strategy is needed")
-    except (ValueError, _Fail) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-    try:
         with _progress(args) as prog:
+            name, wl, n, model, sc = _setup(args, prog)
+            pl = args.prefix_length if args.prefix_length is not None else (sc.prefix_length if sc else 4096)
+            th = (
+                args.concurrency_threshold if args.concurrency_threshold is not None
+                else (sc.concurrency_threshold if sc else 8)
+            )
+            strategies = [
+                make_strategy(s, prefix_length=pl, concurrency_threshold=th)
+                for s in args.strategies.split(",") if s.strip()
+            ]
+            if not strategies:
+                raise _Fail("strategies: at least one strategy is needed")
             task = prog.add_task(f"{len(strategies)} strategies", total=wl.n_requests)
             # one pass over the workload for all strategies
             results = simulate_many(
                 wl, strategies, n, model, seed=args.seed, clients=args.clients,
                 progress=lambda k: prog.advance(task, k),
             )
-    except ValueError as e:  # trace errors surface while streaming
+    except (ValueError, _Fail) as e:  # trace errors may also surface while streaming
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    assumed = _assumptions(model, sc, args)
     chart = None
     if not args.no_chart and (args.chart or not args.json):
         stem = sc.name if sc else "trace"
         chart = write_chart(results, args.chart or f"routing-{stem}.png", title=f"{name}, {n} instances")
     if args.json:
-        print(to_json(name, results, instances=n, requests=results[0].requests if results else 0))
+        print(to_json(name, results, instances=n, requests=results[0].requests if results else 0,
+                      model=asdict(model), assumptions=assumed, trace_notes=wl.notes))
         if chart:
             print(f"chart: {chart}", file=sys.stderr)
         return 0
     con = _console()
     title = f"{name}: {n} instances, {results[0].requests:,} requests"
     con.print(render_table(results, title=title))
-    if sc and sc.notes:
-        for note in sc.notes:
-            con.print(f"[dim]- {note}[/dim]")
+    for line in assumed + [f"trace: {note}" for note in wl.notes] + (sc.notes if sc else []):
+        con.print(f"[dim]- {line}[/dim]", highlight=False)
     if chart:
         con.print(f"chart written to {chart}")
     return 0
@@ -207,19 +270,22 @@ def cmd_tune(args) -> int:
     try:
         if not args.trace and not args.scenario:
             raise _Fail("tune needs --trace FILE or --scenario NAME")
-        name, wl, n, model, _ = _setup(args)
-        pls = args.prefix_lengths or list(DEFAULT_PREFIX_LENGTHS)
-        ths = args.thresholds or list(DEFAULT_THRESHOLDS)
         with _progress(args) as prog:
-            task = prog.add_task("tuning", total=2 + len(set(pls)) * len(set(ths)))
+            name, wl, n, model, sc = _setup(args, prog)
+            pls = args.prefix_lengths or list(DEFAULT_PREFIX_LENGTHS)
+            ths = args.thresholds or list(DEFAULT_THRESHOLDS)
+            # a scenario gets new requests per seed; a trace is the same on every seed
+            source = (lambda s: sc.workload(s, args.requests)) if sc else wl
+            task = prog.add_task("tuning", total=2 + len(set(pls)) * len(set(ths)) + (2 + FINALISTS) * args.seeds)
             res = tune(
-                wl,
+                source,
                 n,
                 model,
                 prefix_lengths=pls,
                 thresholds=ths,
                 max_share_deviation=args.max_share_deviation,
                 seed=args.seed,
+                seeds=args.seeds,
                 clients=args.clients,
                 on_run=lambda label: prog.update(task, advance=1, description=label),
             )
@@ -227,23 +293,56 @@ def cmd_tune(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    assumed = _assumptions(model, sc, args)
     if args.json:
-        d = results_to_dict(name, res.baselines + [res.best_prefix_aware], instances=n)
+        d = results_to_dict(name, res.baselines + [res.best_prefix_aware], instances=n,
+                            model=asdict(model), assumptions=assumed, trace_notes=wl.notes)
         d["recommended"] = {"routing": res.routing}
+        d["prefix_aware_benefit"] = res.prefix_aware_benefit
         d["reason"] = res.reason
+        d["noise"] = {"seeds": res.seeds, "comparisons": [c.to_dict() for c in res.comparisons]}
         print(json.dumps(d, indent=2))
         return 0
     con = _console()
     top = sorted(res.candidates, key=lambda r: r.ttft_ms["p90"])[:5]
     con.print(render_table(res.baselines + top, title=f"{name}: {n} instances, best PREFIX_AWARE settings by p90"))
+    for line in assumed + [f"trace: {note}" for note in wl.notes]:
+        con.print(f"[dim]- {line}[/dim]", highlight=False)
     r = res.best
     con.print(
         f"\nRecommended: [bold]{r.label}[/bold]: {res.reason}.\n"
         f"KV hit {r.kv_hit_rate:.1%}, TTFT p50 {r.ttft_ms['p50']:.0f} ms, p90 {r.ttft_ms['p90']:.0f} ms, "
         f"instance share {min(r.instance_share):.1%}..{max(r.instance_share):.1%}.\n"
-        "Add to the variant's entry under environments.<env>.endpoints[].variants[] in cdk.json:"
+        "Add to the variant's entry under environments.<env>.endpoints[].variants[] in cdk.json:",
+        highlight=False,
     )
     print(res.cdk_snippet())
+    return 0
+
+
+def cmd_trace(args) -> int:
+    """Write the chosen scenario or (data-capture) trace as a hyperwarm trace."""
+    from .traces import write_trace
+
+    try:
+        with _progress(args) as prog:
+            args.instances = args.kv_capacity_tokens = None  # not options of this command
+            name, wl, _, model, sc = _setup(args, prog)
+            task = prog.add_task(f"writing {args.out}", total=wl.n_requests)
+            count = write_trace(wl, args.out, progress=lambda k: prog.advance(task, k))
+    except (ValueError, OSError, _Fail) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {count:,} requests from {name} to {args.out}")
+    for note in wl.notes:
+        print(f"- {note}")
+    if sc is not None:
+        print(
+            f"- to reproduce the scenario's figures from the trace, give its variant and model: "
+            f"--instances {sc.instances} --kv-capacity-tokens {sc.model.kv_capacity_tokens} "
+            f"(a trace carries requests only; without these a --trace run assumes 4 instances and "
+            f"{InstanceModel().kv_capacity_tokens:,} KV tokens)"
+        )
     return 0
 
 

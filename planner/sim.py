@@ -56,6 +56,9 @@ class InstanceModel:
     * ``overhead_ms``: SageMaker front end, HTTP, scheduling and the first
       forward/decode step: TTFT of a fully cached prompt.
     * ``tpot_ms``: ~25 ms per output token at small batch, memory-bound.
+    * ``context_tokens``: Llama 3.1's context length, 131,072 tokens; a
+      trace request whose prompt plus output exceeds it is an error (the
+      engine would reject it).
     """
 
     kv_capacity_tokens: int = 1_280_000
@@ -64,6 +67,15 @@ class InstanceModel:
     overhead_ms: float = 45.0
     tpot_ms: float = 25.0
     decode_knee: float = 64.0
+    context_tokens: int = 131_072
+
+    def describe(self) -> str:
+        """One line stating what the run assumes (reports print it)."""
+        return (
+            f"KV cache {self.kv_capacity_tokens:,} tokens per instance, prefill "
+            f"{self.prefill_tokens_per_s:,.0f} tokens/s, {self.overhead_ms:g} ms fixed TTFT, "
+            f"{self.tpot_ms:g} ms per output token, context {self.context_tokens:,} tokens"
+        )
 
     def __post_init__(self) -> None:
         for name, lo in (
@@ -73,6 +85,7 @@ class InstanceModel:
             ("overhead_ms", 0.0),
             ("tpot_ms", 0.0),
             ("decode_knee", 1e-9),
+            ("context_tokens", 1),
         ):
             v = getattr(self, name)
             if v is None or v < lo:

@@ -357,7 +357,7 @@ def read_trace(
     )
 
 
-def write_trace(workload: Workload, path: str) -> int:
+def write_trace(workload: Workload, path: str, progress: Optional[Callable[[int], None]] = None) -> int:
     """Write a workload as a hyperwarm trace; returns the line count.
 
     Synthetic requests are written in the ``segments`` form: keys become
@@ -384,6 +384,10 @@ def write_trace(workload: Workload, path: str) -> int:
                     rec["output_id"] = out_key
             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
             n += 1
+            if progress is not None and n % 65536 == 0:
+                progress(65536)
+    if progress is not None and n % 65536:
+        progress(n % 65536)
     return n
 
 

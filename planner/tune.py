@@ -10,13 +10,14 @@ TTFT among settings whose per-instance request share stays within
 
 Why a second stage: the best of 63 candidates beats a baseline by chance
 alone (a trace with no shared prefix at all got PREFIX_AWARE in 4 of 12
-runs).  So the winner is re-run, with RANDOM and LEAST_OUTSTANDING_REQUESTS,
+runs).  So the winner is re-run (the ``FINALISTS`` best), with RANDOM and LEAST_OUTSTANDING_REQUESTS,
 on ``seeds`` fresh seeds (other tie-breaks, another hash ring and, for a
-scenario, other requests).  The spread of each strategy's p90 across those
-seeds is the run-to-run noise.  PREFIX_AWARE is recommended only if it beats
-LEAST_OUTSTANDING_REQUESTS on every fresh seed, by more than that noise on
-average, and raises the KV hit rate; LEAST_OUTSTANDING_REQUESTS only if it
-beats RANDOM (the default) the same way; otherwise the default stays.
+scenario, other requests), paired seed by seed.  The spread of a gain
+across those seeds is its run-to-run noise.  PREFIX_AWARE is recommended
+only if it beats both LEAST_OUTSTANDING_REQUESTS and RANDOM on every fresh
+seed, by more than that noise on average, and raises the KV hit rate the
+same way; LEAST_OUTSTANDING_REQUESTS only if it beats RANDOM (the default)
+on p90 that way; otherwise the default stays.
 """
 from __future__ import annotations
 
@@ -38,30 +39,46 @@ from .workloads import Workload
 DEFAULT_PREFIX_LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
 DEFAULT_THRESHOLDS = (2, 4, 8, 12, 16, 24, 32, 64, 1024)
 DEFAULT_SEEDS = 3
+#: grid leaders re-run on the fresh seeds (the best on one seed may not hold up)
+FINALISTS = 3
 #: smallest KV hit-rate gain (absolute) that counts as "improves the hit rate"
 MIN_HIT_GAIN = 0.01
 
 
 @dataclass
 class Comparison:
-    """``challenger`` against ``baseline`` on the fresh seeds."""
+    """``challenger`` against ``baseline``, paired seed by seed on the fresh seeds."""
 
     challenger: str
     baseline: str
     gains_ms: List[float]  # baseline p90 - challenger p90, per fresh seed
-    noise_ms: float  # largest p90 spread (max - min) of either strategy across the seeds
-    hit_gain: float  # mean KV hit-rate difference
-    hit_noise: float  # largest hit-rate spread of either strategy
+    hit_gains: List[float]  # challenger KV hit rate - baseline's, per fresh seed
 
     @property
     def mean_gain_ms(self) -> float:
         return statistics.fmean(self.gains_ms)
 
+    @property
+    def noise_ms(self) -> float:
+        """Run-to-run noise of the p90 gain: its spread (max - min) across seeds."""
+        return _spread(self.gains_ms)
+
+    @property
+    def hit_gain(self) -> float:
+        return statistics.fmean(self.hit_gains)
+
+    @property
+    def hit_noise(self) -> float:
+        return _spread(self.hit_gains)
+
     def wins(self, need_hit_gain: bool) -> bool:
+        """Faster on every seed and by more than the noise on average; with
+        ``need_hit_gain`` also a higher hit rate on every seed, by more
+        than its noise and at least :data:`MIN_HIT_GAIN`."""
         faster = min(self.gains_ms) > 0 and self.mean_gain_ms > self.noise_ms
         if not need_hit_gain:
             return faster
-        return faster and self.hit_gain > max(self.hit_noise, MIN_HIT_GAIN)
+        return faster and min(self.hit_gains) > 0 and self.hit_gain > max(self.hit_noise, MIN_HIT_GAIN)
 
     def describe(self) -> str:
         return (
@@ -70,23 +87,24 @@ class Comparison:
             f"KV hit {self.hit_gain:+.1%} (noise {self.hit_noise:.1%})"
         )
 
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "challenger": self.challenger, "baseline": self.baseline,
+            "p90_gain_ms": [round(g, 2) for g in self.gains_ms], "p90_noise_ms": round(self.noise_ms, 2),
+            "hit_gain": [round(g, 4) for g in self.hit_gains], "hit_noise": round(self.hit_noise, 4),
+        }
+
 
 def _spread(values: Sequence[float]) -> float:
     return max(values) - min(values)
 
 
 def _compare(challenger: List[StrategyResult], baseline: List[StrategyResult]) -> Comparison:
-    c90 = [r.ttft_ms["p90"] for r in challenger]
-    b90 = [r.ttft_ms["p90"] for r in baseline]
-    ch = [r.kv_hit_rate for r in challenger]
-    bh = [r.kv_hit_rate for r in baseline]
     return Comparison(
         challenger=challenger[0].label,
         baseline=baseline[0].label,
-        gains_ms=[b - c for b, c in zip(b90, c90)],
-        noise_ms=max(_spread(c90), _spread(b90)),
-        hit_gain=statistics.fmean(ch) - statistics.fmean(bh),
-        hit_noise=max(_spread(ch), _spread(bh)),
+        gains_ms=[b.ttft_ms["p90"] - c.ttft_ms["p90"] for b, c in zip(baseline, challenger)],
+        hit_gains=[c.kv_hit_rate - b.kv_hit_rate for b, c in zip(baseline, challenger)],
     )
 
 
@@ -185,24 +203,29 @@ def tune(
         # p90 first; the least imbalance and highest hit rate break near-ties
         return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
 
-    best = min(ok, key=key) if feasible else min(cands, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))
+    ranked = sorted(ok, key=key) if feasible else [min(cands, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))]
+    finalists = ranked[:FINALISTS]
 
-    # noise check on fresh seeds: the grid's winner was chosen on `seed`, so
-    # its margin there is biased upwards
+    # noise check on fresh seeds: the grid's winners were chosen on `seed`,
+    # so their margins there are biased upwards
     fresh = [seed + 1 + k for k in range(seeds)]
-    runs: Dict[str, List[StrategyResult]] = {"RANDOM": [], "LOR": [], "PA": []}
+    runs: List[List[StrategyResult]] = []
     for s in fresh:
-        rnd, lor, pa = run(
-            [Random(), LeastOutstanding(), PrefixAware(best.params["prefix_length"], best.params["concurrency_threshold"])],
+        runs.append(run(
+            [Random(), LeastOutstanding()]
+            + [PrefixAware(f.params["prefix_length"], f.params["concurrency_threshold"]) for f in finalists],
             s,
-        )
-        runs["RANDOM"].append(rnd)
-        runs["LOR"].append(lor)
-        runs["PA"].append(pa)
-    pa_vs_lor = _compare(runs["PA"], runs["LOR"])
-    lor_vs_rnd = _compare(runs["LOR"], runs["RANDOM"])
-    pa_vs_rnd = _compare(runs["PA"], runs["RANDOM"])
-    benefit = feasible and pa_vs_lor.wins(need_hit_gain=True) and pa_vs_rnd.wins(need_hit_gain=True)
+        ))
+    by_strategy = list(zip(*runs))  # per strategy: its run on each fresh seed
+    rnd_runs, lor_runs, pa_runs = list(by_strategy[0]), list(by_strategy[1]), [list(r) for r in by_strategy[2:]]
+    lor_vs_rnd = _compare(lor_runs, rnd_runs)
+    confirmed = [
+        (statistics.fmean(r.ttft_ms["p90"] for r in pa), f, _compare(pa, lor_runs), _compare(pa, rnd_runs))
+        for f, pa in zip(finalists, pa_runs)
+    ]
+    passing = [c for c in confirmed if feasible and c[2].wins(need_hit_gain=True) and c[3].wins(need_hit_gain=True)]
+    benefit = bool(passing)
+    _, best, pa_vs_lor, pa_vs_rnd = min(passing or confirmed, key=lambda c: c[0])
 
     lor, rnd = baselines[1], baselines[0]
     if benefit:
@@ -210,13 +233,14 @@ def tune(
         reason = (
             f"lowest p90 TTFT ({best.ttft_ms['p90']:.0f} ms vs {lor.ttft_ms['p90']:.0f} ms least-outstanding, "
             f"{rnd.ttft_ms['p90']:.0f} ms random) with every instance within {max_share_deviation:.0%} of its "
-            f"fair share, confirmed on {seeds} fresh seeds: {pa_vs_lor.describe()}"
+            f"fair share, confirmed on {seeds} fresh seeds: {pa_vs_lor.describe()}; {pa_vs_rnd.describe()}"
         )
     else:
         if not feasible:
             why = f"no PREFIX_AWARE setting kept every instance's share within {max_share_deviation:.0%} of fair"
         else:
-            why = f"{best.label} does not beat the noise with a higher KV hit rate: {pa_vs_lor.describe()}"
+            lost = pa_vs_lor if not pa_vs_lor.wins(need_hit_gain=True) else pa_vs_rnd
+            why = f"{best.label} does not beat the noise with a higher KV hit rate: {lost.describe()}"
         if lor_vs_rnd.wins(need_hit_gain=False):
             chosen = lor
             fallback = f"LEAST_OUTSTANDING_REQUESTS beats the default RANDOM: {lor_vs_rnd.describe()}"

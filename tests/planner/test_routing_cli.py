@@ -53,8 +53,10 @@ def test_bad_prefix_length_exits_2_with_named_field(capsys):
 
 
 def test_tune_recommends_prefix_aware_and_prints_cdk_snippet(capsys, tmp_path):
-    w = shared_prefix(groups=40, prefix_tokens=3000, question_tokens=300, output_tokens=128,
-                      rate_rps=6.0, n_requests=3000, seed=5)
+    # 600 prefixes of 6,000 tokens: more than one instance's KV cache holds,
+    # so only routing by prefix keeps them cached
+    w = shared_prefix(groups=600, prefix_tokens=6000, question_tokens=400, question_jitter=0.5,
+                      output_tokens=128, rate_rps=4.0, n_requests=3000, seed=5)
     trace = tmp_path / "trace.jsonl"
     write_trace(w, str(trace))
     rc = main(["routing", "tune", "--trace", str(trace), "--instances", "4",
@@ -64,7 +66,7 @@ def test_tune_recommends_prefix_aware_and_prints_cdk_snippet(capsys, tmp_path):
     snippet = json.loads(out.strip().splitlines()[-1])
     routing = snippet["routing"]
     assert routing["strategy"] == "PREFIX_AWARE"
-    # the question starts at ~12 KB: only keys inside the prefix keep groups together
+    # the question starts at ~24 KB: only keys inside the prefix keep groups together
     assert routing["prefix_length"] in (1024, 4096)
     assert routing["concurrency_threshold"] in (4, 16, 64)
     assert list(snippet) == ["routing"] and list(routing) == ["strategy", "prefix_length", "concurrency_threshold"]
