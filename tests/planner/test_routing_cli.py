@@ -113,3 +113,77 @@ def test_empty_trace_is_an_error_not_a_recommendation(tmp_path, capsys):
     assert main(["routing", "tune", "--trace", str(empty), "--instances", "3"]) == 2
     assert "has no requests" in capsys.readouterr().err
     assert main(["routing", "simulate", "--trace", str(empty), "--instances", "3", "--no-chart"]) == 2
+
+
+@pytest.mark.parametrize(
+    "flag,value,field",
+    [
+        ("--instances", "0", "instances=0"),
+        ("--prefix-length", "0", "prefix_length=0"),
+        ("--concurrency-threshold", "0", "concurrency_threshold=0"),
+        ("--requests", "0", "requests=0"),
+    ],
+)
+def test_zero_is_rejected_not_replaced_by_a_default(capsys, flag, value, field):
+    rc = main(["routing", "simulate", "--scenario", "aws-long-context", "--requests", "200", flag, value,
+               "--no-chart", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and field in err and "outside the allowed range" in err
+
+
+def test_trace_run_states_the_kv_capacity_it_assumes(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    write_trace(shared_prefix(n_requests=300), str(trace))
+    rc = main(["routing", "simulate", "--trace", str(trace), "--strategies", "RANDOM", "--no-chart", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "KV cache 1,280,000 tokens per instance" in out and "BF16" in out
+    assert "--kv-capacity-tokens 2560000" in out  # how to match the aws-* scenarios
+    rc = main(["routing", "simulate", "--trace", str(trace), "--strategies", "RANDOM", "--json",
+               "--kv-capacity-tokens", "2560000", "--no-progress"])
+    d = json.loads(capsys.readouterr().out)
+    assert d["model"]["kv_capacity_tokens"] == 2560000 and d["assumptions"][0].startswith("model (given)")
+
+
+def test_trace_command_writes_a_scenario_that_replays_identically(capsys, tmp_path):
+    out = tmp_path / "long.jsonl"
+    rc = main(["routing", "trace", "--scenario", "aws-long-context", "--requests", "3000", "--out", str(out),
+               "--no-progress"])
+    assert rc == 0
+    said = capsys.readouterr().out
+    assert "wrote 3,000 requests" in said and "--instances 7 --kv-capacity-tokens 2560000" in said
+    args = ["--strategies", "RANDOM", "--json", "--no-chart", "--no-progress"]
+    main(["routing", "simulate", "--scenario", "aws-long-context", "--requests", "3000"] + args)
+    from_scenario = json.loads(capsys.readouterr().out)["strategies"]["RANDOM"]
+    main(["routing", "simulate", "--trace", str(out), "--instances", "7", "--kv-capacity-tokens", "2560000"] + args)
+    from_trace = json.loads(capsys.readouterr().out)["strategies"]["RANDOM"]
+    assert from_trace["kv_hit_rate"] == from_scenario["kv_hit_rate"]
+    assert from_trace["ttft_ms"] == from_scenario["ttft_ms"]
+
+
+def test_trace_command_converts_data_capture(capsys, tmp_path):
+    import base64
+
+    cap = tmp_path / "capture.jsonl"
+    recs = []
+    for i, t in enumerate(["10:00:01", "10:00:00"]):  # out of order: sorted and said
+        body = json.dumps({"inputs": f"question {i}"})
+        recs.append({"captureData": {"endpointInput": {"data": base64.b64encode(body.encode()).decode(),
+                                                       "encoding": "BASE64", "mode": "INPUT"}},
+                     "eventMetadata": {"inferenceTime": f"2024-05-01T{t}Z"}})
+    cap.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    out = tmp_path / "trace.jsonl"
+    assert main(["routing", "trace", "--trace", str(cap), "--out", str(out), "--no-progress"]) == 0
+    assert "sorted 1 of 2 records" in capsys.readouterr().out
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(x["timestamp"], x["body"]) for x in lines] == [
+        (0.0, '{"inputs": "question 1"}'), (1.0, '{"inputs": "question 0"}')]
+
+
+def test_context_length_flag_checks_trace_requests(capsys, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"timestamp": 0, "output_tokens": 10, "segments": [[1, 5000]]}) + "\n")
+    rc = main(["routing", "simulate", "--trace", str(trace), "--context-length", "4096", "--no-chart", "--no-progress"])
+    assert rc == 2
+    assert capsys.readouterr().err.startswith(f"error: {trace}:1: input 5,000 + output 10 tokens")

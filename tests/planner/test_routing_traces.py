@@ -146,3 +146,94 @@ def test_a_line_that_is_not_json_is_named_by_file_and_line(tmp_path):
     for reader in (read_trace, read_data_capture):
         with pytest.raises(TraceError, match=r"t.jsonl:2: not valid JSON"):
             list(reader(str(path)))
+
+
+# --- issue 13 item 11: every bad record is an error naming FILE:LINE, what and why
+
+
+def _bad(tmp_path, line, raw=None):
+    """A two-line trace whose second line is ``line`` (or the raw text ``raw``)."""
+    p = tmp_path / "bad.jsonl"
+    good = json.dumps({"timestamp": 0, "segments": [[1, 5]]})
+    p.write_text(good + "\n" + (raw if raw is not None else json.dumps(line)) + "\n")
+    with pytest.raises(TraceError) as e:
+        list(read_trace(str(p)))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:2: "), msg
+    return msg
+
+
+def test_negative_timestamp_is_an_error_not_clamped(tmp_path):
+    msg = _bad(tmp_path, {"timestamp": -3.5, "segments": [[1, 5]]})
+    assert "timestamp=-3.5 is not a finite number >= 0" in msg and "shift the trace" in msg
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinite_timestamps_are_errors(tmp_path, value):
+    msg = _bad(tmp_path, None, raw='{"timestamp": %s, "segments": [[1, 5]]}' % value)
+    assert "timestamp=" in msg and "is not a finite number >= 0" in msg
+
+
+def test_null_output_tokens_is_an_error(tmp_path):
+    msg = _bad(tmp_path, {"timestamp": 1, "output_tokens": None, "segments": [[1, 5]]})
+    assert "output_tokens=None is not an integer >= 1 -- a request generates at least one token" in msg
+
+
+def test_non_integer_segment_id_is_an_error(tmp_path):
+    msg = _bad(tmp_path, {"timestamp": 1, "segments": [[1.5, 5]]})
+    assert "segments[0] id=1.5 is not an int or a string" in msg
+
+
+def test_non_integer_hash_id_is_an_error(tmp_path):
+    msg = _bad(tmp_path, {"timestamp": 1, "hash_ids": [1, [2]]})
+    assert "hash_ids[1]=[2] is not an int or a string" in msg
+
+
+def test_invalid_body_b64_is_an_error(tmp_path):
+    msg = _bad(tmp_path, {"timestamp": 1, "body_b64": "not base64!"})
+    assert "body_b64 is not valid base64" in msg
+
+
+def test_request_longer_than_the_context_length_is_an_error(tmp_path):
+    p = tmp_path / "long.jsonl"
+    p.write_text(json.dumps({"timestamp": 0, "output_tokens": 100, "segments": [[1, 2000]]}) + "\n")
+    with pytest.raises(TraceError) as e:
+        read_trace(str(p), context_tokens=2048)
+    assert str(e.value).startswith(f"{p}:1: input 2,000 + output 100 tokens = 2,100 exceed the model's context length of 2,048")
+    assert read_trace(str(p), context_tokens=2100).n_requests == 1
+
+
+def test_unsorted_timestamps_are_sorted_and_counted(tmp_path):
+    lines = [{"timestamp": t, "segments": [[i, 5]]} for i, t in enumerate([0.0, 2.0, 1.0, 3.0, 0.5])]
+    p = _write(tmp_path / "u.jsonl", lines)
+    w = read_trace(p)
+    assert [r[0] for r in w] == [0.0, 0.5, 1.0, 2.0, 3.0]
+    assert [r[0] for r in w] == [0.0, 0.5, 1.0, 2.0, 3.0]  # every pass, not only the first
+    assert w.n_requests == 5
+    assert w.notes == [f"sorted 2 of 5 records that were out of timestamp order (first at {p}:3)"]
+    assert read_trace(_write(tmp_path / "s.jsonl", sorted(lines, key=lambda x: x["timestamp"]))).notes == []
+
+
+def test_data_capture_with_invalid_base64_is_an_error(tmp_path):
+    rec = _capture("{}", "2024-05-01T10:00:00Z", enc="BASE64")
+    rec["captureData"]["endpointInput"]["data"] = "%%%not-base64%%%"
+    p = _write(tmp_path / "c.jsonl", [rec])
+    with pytest.raises(TraceError) as e:
+        read_data_capture(p)
+    assert str(e.value).startswith(f"{p}:1: captureData.endpointInput.data is not valid base64")
+
+
+def test_data_capture_without_input_data_is_an_error(tmp_path):
+    rec = _capture("{}", "2024-05-01T10:00:00Z")
+    del rec["captureData"]["endpointInput"]["data"]
+    p = _write(tmp_path / "c.jsonl", [rec])
+    with pytest.raises(TraceError) as e:
+        read_data_capture(p)
+    assert str(e.value).startswith(f"{p}:1: field 'captureData.endpointInput.data' is missing or empty")
+
+
+def test_data_capture_out_of_order_is_sorted_from_the_earliest(tmp_path):
+    lines = [_capture('{"inputs": "b"}', "2024-05-01T10:00:02Z"), _capture('{"inputs": "a"}', "2024-05-01T10:00:00Z")]
+    w = read_data_capture(_write(tmp_path / "c.jsonl", lines))
+    assert [(r[0], r[5]) for r in w] == [(0.0, b'{"inputs": "a"}'), (2.0, b'{"inputs": "b"}')]
+    assert "sorted 1 of 2 records" in w.notes[0]
