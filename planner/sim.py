@@ -68,6 +68,9 @@ class InstanceModel:
     tpot_ms: float = 25.0
     decode_knee: float = 64.0
     context_tokens: int = 131_072
+    prefill_chunk_tokens: int = 0
+    busy_window_s: float = 1.0
+    kv_limit: bool = True
 
     def describe(self) -> str:
         """One line stating what the run assumes (reports print it)."""
@@ -86,6 +89,8 @@ class InstanceModel:
             ("tpot_ms", 0.0),
             ("decode_knee", 1e-9),
             ("context_tokens", 1),
+            ("prefill_chunk_tokens", 0),
+            ("busy_window_s", 1e-9),
         ):
             v = getattr(self, name)
             if v is None or v < lo:
@@ -182,6 +187,15 @@ def _core(
     log = math.log
     push, pop = heapq.heappush, heapq.heappop
     hi_bin = _NBINS - 1
+    exp = math.exp
+    chunk = model.prefill_chunk_tokens
+    inv_tau = 1.0 / model.busy_window_s
+    work = [0.0] * n
+    work_t = [0.0] * n
+    # running requests' KV per instance: (done, tokens) heaps
+    kv_run = [[] for _ in range(n)] if model.kv_limit else None
+    kv_used = [0] * n
+    kv_tok = model.kv_capacity_tokens
 
     total = 0
     tok_in = 0
@@ -249,10 +263,41 @@ def _core(
         start = free_at[i]
         if start < t:
             start = t
-        end_pf = start + ovh + (inp - hit) * per_tok
+        unc = inp - hit
+        nb = inflight[i]
+        step = tpot * (1.0 + nb / knee)  # one engine step with this decode batch
+        pf = unc * per_tok
+        svc = ovh + pf
+        dec = out * step
+        if chunk:
+            if nb:  # prefill slowed by decode load: every chunk's step carries the decode batch
+                svc += ((unc + chunk - 1) // chunk) * step
+            # decode slowed by prefill: the decode batch gets the share of the
+            # GPU that prefill leaves (moving average of prefill busy time)
+            w = work[i] * exp((work_t[i] - t) * inv_tau) + pf
+            work[i] = w
+            work_t[i] = t
+            busy = w * inv_tau
+            dec /= 1.0 - (busy if busy < 0.9 else 0.9)
+        if kv_run is not None:
+            # KV-memory limit: a request needs blocks for its uncached prompt
+            # and its output while it runs; if they do not fit, it waits for
+            # running requests on the instance to finish
+            need = unc + out
+            rq = kv_run[i]
+            used_i = kv_used[i]
+            while rq and (rq[0][0] <= start or used_i + need > kv_tok):
+                d0, n0 = pop(rq)
+                used_i -= n0
+                if d0 > start:
+                    start = d0
+            kv_used[i] = used_i + need
+        end_pf = start + svc
         free_at[i] = end_pf
         ttft = end_pf - t + r_ovh
-        done = end_pf + out * tpot * (1.0 + inflight[i] / knee)
+        done = end_pf + dec
+        if kv_run is not None:
+            push(kv_run[i], (done, need))
         if done > last_done:
             last_done = done
         push(heap, (done, i))

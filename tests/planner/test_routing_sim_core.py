@@ -193,3 +193,38 @@ def test_closed_loop_client_waits_for_its_previous_request():
     assert closed.throughput_rps == pytest.approx(2 / 0.22)
     with pytest.raises(ValueError, match="clients=0"):
         simulate(wl(reqs), Random(), 1, SIMPLE, clients=0)
+
+
+def test_kv_memory_limit_holds_a_request_until_running_ones_free_their_blocks():
+    # 1,000 KV tokens; each request needs 400 prompt + 300 output tokens while it runs
+    m = InstanceModel(kv_capacity_tokens=1000, block_tokens=10, prefill_tokens_per_s=1000.0, overhead_ms=10.0,
+                      tpot_ms=1.0, decode_knee=1e9)
+    reqs = [req(0.0, [(1, 400)], out=300), req(0.0, [(2, 400)], out=300)]
+    limited = simulate(wl(reqs), Random(), 1, m)
+    free = simulate(wl(reqs), Random(), 1, InstanceModel(**{**m.__dict__, "kv_limit": False}))
+    # without the limit the second prefill follows the first: 410 + 820 ms
+    assert free.ttft_mean_ms == pytest.approx((410 + 820) / 2)
+    # with it, the second waits for the first to finish (410 + 300 ms), then prefills (410 ms)
+    assert limited.ttft_mean_ms == pytest.approx((410 + 1120) / 2)
+
+
+def test_prefill_chunks_are_slowed_by_the_decode_batch():
+    # one request decodes for a long time; a 10,000-token prompt then prefills
+    # in 3 chunks of 4,096 tokens, each step also carrying the decode batch
+    base = dict(kv_capacity_tokens=100_000, block_tokens=10, prefill_tokens_per_s=10_000.0, overhead_ms=0.0,
+                tpot_ms=20.0, decode_knee=1e9)
+    reqs = [req(0.0, [(1, 10)], out=10_000), req(10.0, [(2, 10_000)])]
+    plain = simulate(wl(reqs), Random(), 1, InstanceModel(**base))
+    chunked = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=4096))
+    assert plain.ttft_ms["p99"] == pytest.approx(1000, rel=0.011)
+    assert chunked.ttft_ms["p99"] == pytest.approx(1000 + 3 * 20, rel=0.011)
+
+
+def test_decode_is_slowed_by_prefill_on_the_same_instance():
+    base = dict(kv_capacity_tokens=100_000, block_tokens=10, prefill_tokens_per_s=10_000.0, overhead_ms=0.0,
+                tpot_ms=10.0, decode_knee=1e9)
+    reqs = [req(0.0, [(1, 5000)], out=10), req(0.1, [(2, 10)], out=100)]
+    plain = simulate(wl(reqs), Random(), 1, InstanceModel(**base))
+    chunked = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=8192))
+    # the second request decodes while the GPU still spends time on prefill
+    assert chunked.throughput_rps < plain.throughput_rps
