@@ -33,33 +33,54 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str]) -> List[dict]:
+def _progress(show: bool):
+    """A rich progress bar on stderr (a run takes seconds; the whole bench minutes)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True, disable=not (show and err.is_terminal),
+    )
+
+
+def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show_progress: bool = True) -> List[dict]:
     rows = []
-    for name in scenarios:
-        sc = get_scenario(name)
-        wl = sc.workload(0, requests)
-        for sname in strategies:
-            s = make_strategy(sname, prefix_length=sc.prefix_length, concurrency_threshold=sc.concurrency_threshold)
-            t0 = time.perf_counter()
-            r = simulate(wl, s, sc.instances, sc.model)
-            dt = time.perf_counter() - t0
-            rows.append(
-                {
-                    "scenario": name,
-                    "strategy": s.label(),
-                    "requests": r.requests,
-                    "seconds": round(dt, 2),
-                    "requests_per_s": round(r.requests / dt),
-                    "peak_rss_mb": round(_peak_rss_mb(), 1),
-                    "kv_hit_rate": round(r.kv_hit_rate, 4),
-                }
-            )
-            print(
-                f"{name:18s} {s.label():28s} {r.requests:>9,} req in {dt:6.2f} s = "
-                f"{r.requests / dt:>9,.0f} req/s  peak RSS {_peak_rss_mb():7.1f} MB  hit {r.kv_hit_rate:.1%}",
-                file=sys.stderr,
-                flush=True,
-            )
+    with _progress(show_progress) as prog:
+        for name in scenarios:
+            rows.extend(_run_scenario(prog, name, requests, strategies))
+    return rows
+
+
+def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> List[dict]:
+    rows = []
+    sc = get_scenario(name)
+    wl = sc.workload(0, requests)
+    for sname in strategies:
+        s = make_strategy(sname, prefix_length=sc.prefix_length, concurrency_threshold=sc.concurrency_threshold)
+        task = prog.add_task(f"{name} {s.label()}", total=wl.n_requests)
+        t0 = time.perf_counter()
+        r = simulate(wl, s, sc.instances, sc.model, progress=lambda k: prog.advance(task, k))
+        dt = time.perf_counter() - t0
+        prog.remove_task(task)
+        rows.append(
+            {
+                "scenario": name,
+                "strategy": s.label(),
+                "requests": r.requests,
+                "seconds": round(dt, 2),
+                "requests_per_s": round(r.requests / dt),
+                "peak_rss_mb": round(_peak_rss_mb(), 1),
+                "kv_hit_rate": round(r.kv_hit_rate, 4),
+            }
+        )
+        prog.console.print(  # stderr, above the bar
+            f"{name:18s} {s.label():28s} {r.requests:>9,} req in {dt:6.2f} s = "
+            f"{r.requests / dt:>9,.0f} req/s  peak RSS {_peak_rss_mb():7.1f} MB  hit {r.kv_hit_rate:.1%}",
+            highlight=False,
+            soft_wrap=True,
+        )
     return rows
 
 
@@ -69,8 +90,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--scenarios", default="aws-long-context,aws-short-context")
     p.add_argument("--strategies", default=",".join(STRATEGY_NAMES))
     p.add_argument("--json", action="store_true", help="print the rows as JSON on stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
-    rows = run(a.requests, a.scenarios.split(","), a.strategies.split(","))
+    if a.requests < 1:
+        p.error(f"--requests={a.requests} is outside the allowed range >= 1")
+    rows = run(a.requests, a.scenarios.split(","), a.strategies.split(","), not a.no_progress)
     worst = max(rows, key=lambda r: r["seconds"])
     ok = worst["requests"] >= TARGET_REQUESTS and worst["seconds"] <= TARGET_SECONDS
     if a.json:
