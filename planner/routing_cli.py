@@ -126,7 +126,7 @@ def _positive(args, *names: str) -> None:
             raise _Fail(f"{name.replace('_', '-')}={v} is outside the allowed range >= 1")
 
 
-def _setup(args, prog=None, allow_override: bool = True):
+def _setup(args, prog=None):
     """(name, workload, instances, model, scenario or None) from the args."""
     from dataclasses import replace
 
@@ -139,8 +139,10 @@ def _setup(args, prog=None, allow_override: bool = True):
     sc = get_scenario(args.scenario) if args.scenario or not args.trace else None
     model = sc.model if sc else InstanceModel()
     over = {}
-    for field_name, flag in (("kv_capacity_tokens", "kv_capacity_tokens"), ("prefill_tokens_per_s", "prefill_tokens_per_s"),
-                             ("overhead_ms", "overhead_ms"), ("tpot_ms", "tpot_ms"), ("context_tokens", "context_length")):
+    for field_name, flag in (
+        ("kv_capacity_tokens", "kv_capacity_tokens"), ("prefill_tokens_per_s", "prefill_tokens_per_s"),
+        ("overhead_ms", "overhead_ms"), ("tpot_ms", "tpot_ms"), ("context_tokens", "context_length"),
+    ):
         v = getattr(args, flag, None)
         if v is not None:
             over[field_name] = v
@@ -326,7 +328,6 @@ def cmd_trace(args) -> int:
 
     try:
         with _progress(args) as prog:
-            args.instances = args.kv_capacity_tokens = None  # not options of this command
             name, wl, _, model, sc = _setup(args, prog)
             task = prog.add_task(f"writing {args.out}", total=wl.n_requests)
             count = write_trace(wl, args.out, progress=lambda k: prog.advance(task, k))

@@ -152,6 +152,20 @@ class StrategyResult:
         return d
 
 
+def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
+    """When instance ``i`` has freed ``excess`` KV tokens: the completion
+    time of its running requests, earliest first, that release them.  Rare
+    (only when KV memory is full), so a scan of the heap is fine."""
+    freed = 0
+    for done, _, held in sorted(e for e in heap if e[1] == i):
+        freed += held
+        if freed >= excess:
+            break
+    else:  # more than the whole cache: it runs alone, after all the others
+        done = max((e[0] for e in heap if e[1] == i), default=start)
+    return done if done > start else start
+
+
 def _core(
     workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int,
     clients: Optional[int] = None,
@@ -192,10 +206,10 @@ def _core(
     inv_tau = 1.0 / model.busy_window_s
     work = [0.0] * n
     work_t = [0.0] * n
-    # running requests' KV per instance: (done, tokens) heaps
-    kv_run = [[] for _ in range(n)] if model.kv_limit else None
+    # KV tokens held by running requests per instance (released when their
+    # completion leaves `heap`); with kv_limit off the bound is never reached
     kv_used = [0] * n
-    kv_tok = model.kv_capacity_tokens
+    kv_tok = model.kv_capacity_tokens if model.kv_limit else math.inf
 
     total = 0
     tok_in = 0
@@ -217,7 +231,9 @@ def _core(
         if t_first is None:
             t_first = t
         while heap and heap[0][0] <= t:
-            inflight[pop(heap)[1]] -= 1
+            _, j, freed = pop(heap)
+            inflight[j] -= 1
+            kv_used[j] -= freed
 
         # prompt as (key, full blocks owned) runs
         sb = []
@@ -264,12 +280,11 @@ def _core(
         if start < t:
             start = t
         unc = inp - hit
-        nb = inflight[i]
-        step = tpot * (1.0 + nb / knee)  # one engine step with this decode batch
-        pf = unc * per_tok
-        svc = ovh + pf
-        dec = out * step
         if chunk:
+            nb = inflight[i]
+            step = tpot * (1.0 + nb / knee)  # one engine step with this decode batch
+            pf = unc * per_tok
+            svc = ovh + pf
             if nb:  # prefill slowed by decode load: every chunk's step carries the decode batch
                 svc += ((unc + chunk - 1) // chunk) * step
             # decode slowed by prefill: the decode batch gets the share of the
@@ -278,29 +293,24 @@ def _core(
             work[i] = w
             work_t[i] = t
             busy = w * inv_tau
-            dec /= 1.0 - (busy if busy < 0.9 else 0.9)
-        if kv_run is not None:
-            # KV-memory limit: a request needs blocks for its uncached prompt
-            # and its output while it runs; if they do not fit, it waits for
-            # running requests on the instance to finish
-            need = unc + out
-            rq = kv_run[i]
-            used_i = kv_used[i]
-            while rq and (rq[0][0] <= start or used_i + need > kv_tok):
-                d0, n0 = pop(rq)
-                used_i -= n0
-                if d0 > start:
-                    start = d0
-            kv_used[i] = used_i + need
+            dec = out * step / (1.0 - (busy if busy < 0.9 else 0.9))
+        else:
+            svc = ovh + unc * per_tok
+            dec = out * tpot * (1.0 + inflight[i] / knee)
+        # KV-memory limit: a running request holds its uncached prompt and its
+        # output; if they do not fit, it waits for running requests to finish
+        need = unc + out
+        held = kv_used[i] + need
+        if held > kv_tok:
+            start = _kv_wait(heap, i, held - kv_tok, start)
+        kv_used[i] = held
         end_pf = start + svc
         free_at[i] = end_pf
         ttft = end_pf - t + r_ovh
         done = end_pf + dec
-        if kv_run is not None:
-            push(kv_run[i], (done, need))
         if done > last_done:
             last_done = done
-        push(heap, (done, i))
+        push(heap, (done, i, need))
         if client_free is not None:
             push(client_free, done)
         inflight[i] += 1
