@@ -103,6 +103,10 @@ def test_tune_json_has_recommendation_and_best_prefix_aware(capsys):
     assert d["recommended"] == {"routing": {"strategy": "PREFIX_AWARE", "prefix_length": 1024,
                                             "concurrency_threshold": 16}}
     assert d["strategies"]["PREFIX_AWARE"]["params"]["prefix_length"] == 1024
+    # the recommendation is backed by the noise check, which the JSON carries
+    assert d["prefix_aware_benefit"] is True and d["noise"]["seeds"] == [1, 2, 3]
+    pa_vs_lor = d["noise"]["comparisons"][0]
+    assert min(pa_vs_lor["p90_gain_ms"]) > pa_vs_lor["p90_noise_ms"] >= 0
 
 
 def test_empty_trace_is_an_error_not_a_recommendation(tmp_path, capsys):
