@@ -8,10 +8,12 @@ location is ``spec.modelSourceConfig.modelLocation`` and nowhere else.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Sequence
 
 from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
 from hyperwarm.cache_config import CachedModel
+from hyperwarm.serving import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
@@ -60,8 +62,12 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
     """The serving deployment, with ``spec.modelCacheConfig`` on the instance group's NVMe.
 
     Placement is by required affinity on the instance group (``nodeAffinity`` excludes
-    ``instanceType``), so the operator warms exactly that group's nodes.
+    ``instanceType``), so the operator warms exactly that group's nodes. The worker is told where the
+    model is and how many GPUs to shard it over (``environmentVariables``, see :mod:`hyperwarm.serving`).
     """
+    settings = model.server_settings()
+    if settings.problems:  # EnvironmentConfig rejects these first; a direct caller gets the same words
+        raise ValueError(f"model {model.name!r}: " + "; ".join(str(p) for p in settings.problems))
     requests: dict[str, Any] = {"cpu": model.resources.cpu, "memory": model.resources.memory}
     limits: dict[str, Any] = {"memory": model.resources.memory}
     if model.resources.gpus:
@@ -70,18 +76,22 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
         model.instance_group)}
     if cache_uids:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = cache_ready_preferences(cache_uids)
+    worker: dict[str, Any] = {
+        "image": model.image,
+        "resources": {"requests": requests, "limits": limits},
+        "modelInvocationPort": {"containerPort": model.port, "name": "http"},
+        "modelVolumeMount": {"name": MODEL_VOLUME, "mountPath": MODEL_DIR},
+        "environmentVariables": [{"name": k, "value": v} for k, v in settings.environment.items()],
+    }
+    if settings.args:
+        worker["args"] = list(settings.args)
     spec: dict[str, Any] = {
         "modelName": model.name,
         "modelVersion": model.source.version,
         "modelSourceConfig": model_source(model, region),
         "replicas": model.replicas,
         "nodeAffinity": affinity,
-        "worker": {
-            "image": model.image,
-            "resources": {"requests": requests, "limits": limits},
-            "modelInvocationPort": {"containerPort": model.port, "name": "http"},
-            "modelVolumeMount": {"name": MODEL_VOLUME, "mountPath": "/opt/ml/model"},
-        },
+        "worker": worker,
         "modelCacheConfig": {
             "weightsCache": {"enabled": model.weights_cache, "hostPath": NVME_PATH},
             "imageCache": {"enabled": model.operator_image_cache},
@@ -89,8 +99,9 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
     }
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
+    annotations = {SERVING_ANNOTATION: json.dumps(serving_metadata(settings), sort_keys=True)}
     return {"apiVersion": API_VERSION, "kind": "InferenceEndpointConfig",
-            "metadata": metadata(model.name, namespace, labels), "spec": spec}
+            "metadata": metadata(model.name, namespace, labels, annotations), "spec": spec}
 
 
 def weights_cache_name(model_name: str) -> str:

@@ -39,7 +39,7 @@ def variant_props(v: VariantConfig) -> ProductionVariant:
     a = v.autoscaling
     return ProductionVariant(
         name=v.name,
-        model=ModelSpec(image=image, model_data=v.model_data, environment=dict(v.environment)),
+        model=ModelSpec(image=image, model_data=v.model_data, serving=v.serving.to_serving()),
         instance_type=v.instance_type,
         instance_count=v.instance_count,
         initial_weight=v.initial_weight,

@@ -17,6 +17,8 @@ from pydantic import Field, field_validator, model_validator
 
 from .capacity import CacheFootprint, capacity_problems
 from .catalog import instance_spec
+from .serving import MODEL_DIR, Placement, ServerSettings, server_settings
+from .serving_config import ServingConfig
 from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated
 
 _K8S_NAME = described(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
@@ -103,6 +105,8 @@ class CachedModel(StrictModel):
     resources: WorkerResources = Field(default_factory=WorkerResources)
     port: int = Field(default=8080, ge=1, le=65535, description="the server's invocation port")
     routing: RoutingStrategy | None = Field(default=None, description="intelligent routing; none by default")
+    serving: ServingConfig = Field(default_factory=ServingConfig,
+                                   description="what the model server is told beyond the derived settings")
 
     _pinned = field_validator("image")(_pinned_image)
 
@@ -127,6 +131,12 @@ class CachedModel(StrictModel):
         if not self.image_cache or self.prepull == "operator":
             return ()
         return (self.image, *(e.image for e in self.extra_images))
+
+    def server_settings(self) -> ServerSettings:
+        """The worker's environment and arguments: the model at its volume mount, tensor parallelism = its GPUs."""
+        gpus = self.resources.gpus
+        placement = Placement("hyperpod", gpus, f"resources.gpus is {gpus}", model_dir=MODEL_DIR, port=self.port)
+        return server_settings(self.serving.to_serving(), placement, image=self.image, image_uri=self.image)
 
     def footprint(self) -> CacheFootprint:
         """What this model puts on each node of its group (for the capacity guard)."""
@@ -189,6 +199,7 @@ def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroup
         if model.resources.gpus > spec.gpus:
             problems.append(f"{path}.resources.gpus: {model.resources.gpus} -- {group.instance_type} "
                             f"has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
+        problems += [p.at(f"{path}.serving") for p in model.server_settings().problems]
     if problems:
         return problems
     placed = {name: [m.footprint() for m in caches.models if m.instance_group == name] for name in groups}

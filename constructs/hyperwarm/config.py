@@ -22,7 +22,7 @@ from . import hyperpod_dependencies
 from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
-from .endpoint_config import Endpoints
+from .endpoint_config import Endpoints, serving_problems
 from .hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from .node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
@@ -220,6 +220,13 @@ class EnvironmentConfig(StrictModel):
         groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core)
                   for g in self.instance_groups]
         problems = node_problems(groups, self.node_workloads())
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    @model_validator(mode="after")
+    def _servers_are_told_what_to_serve(self) -> "EnvironmentConfig":
+        problems = serving_problems(self.endpoints)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

@@ -29,6 +29,14 @@ from constructs import Construct
 from .catalog import CATALOG
 from .images import INFERENCE_AMI_CUDA, ContainerImage, cuda_ami_problem
 from .nag import acknowledge, object_arn_finding
+from .serving import (
+    SERVING_METADATA,
+    ServerSettings,
+    Serving,
+    sagemaker_placement,
+    server_settings,
+    serving_metadata,
+)
 
 ROUTING_STRATEGIES = ("RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE")
 PREFIX_LENGTH_RANGE = (1024, 65536)
@@ -153,8 +161,11 @@ class ModelSpec:
     model_data: str | None = None
     """``s3://bucket/key``: a ``.tar.gz`` object, or a prefix of uncompressed files (e.g. safetensors).
     Default: none (the container brings or downloads its model)."""
-    environment: Mapping[str, str] = field(default_factory=dict)
-    """Container environment variables. Default: none."""
+    serving: Serving = field(default_factory=Serving)
+    """What the model server is told beyond what hyperwarm derives from the variant (model at
+    ``/opt/ml/model`` when ``model_data`` is given, tensor parallelism = the GPUs of the instance type
+    or of an inference-component copy): environment, server flags, and for images hyperwarm does not
+    recognise, the convention they follow. Default: the derived settings only."""
 
 
 @dataclass(frozen=True)
@@ -344,6 +355,18 @@ def production_variant_api_shape(variant: ProductionVariant, model_name: str | N
         shape["ContainerStartupHealthCheckTimeoutInSeconds"] = \
             variant.container_startup_health_check_timeout.to_seconds()
     return shape
+
+
+def variant_server_settings(variant: ProductionVariant) -> ServerSettings:
+    """What ``variant``'s model container is told (environment) and what is wrong with it."""
+    spec = variant.inference_component
+    placement = sagemaker_placement(
+        instance_type=variant.instance_type, serverless=variant.serverless is not None, component=spec is not None,
+        accelerators_per_copy=spec.accelerators_per_copy if spec else None,
+        has_model_data=variant.model.model_data is not None)
+    image = variant.model.image
+    return server_settings(variant.model.serving, placement, image=image.describe(),
+                           image_framework=image.framework, image_uri=image.literal_uri)
 
 
 def _snake(name: str) -> str:
@@ -548,6 +571,7 @@ class InferenceEndpoint(Construct):
         data = v.model.model_data
         if data is not None and _resolved(data) and not S3_URI.match(data):
             errors.append(f"model.model_data = {data!r} -- allowed: s3://bucket/key")
+        errors += [f"model.serving.{p}" for p in variant_server_settings(v).problems]
         a = v.autoscaling
         if a is not None:
             if _resolved(a.min_capacity) and a.min_capacity < 1:
@@ -599,7 +623,8 @@ class InferenceEndpoint(Construct):
                 resources=[parsed.repository_arn(stack.partition)],
             ))
             self._grant_ecr_token()
-        container: dict[str, Any] = {"image": image_uri, "environment": dict(v.model.environment) or None}
+        settings = variant_server_settings(v)
+        container: dict[str, Any] = {"image": image_uri, "environment": settings.environment or None}
         if v.model.model_data:
             container.update(self._grant_model_data(stack, v.name, v.model.model_data))
         model = sagemaker.CfnModel(
@@ -610,6 +635,7 @@ class InferenceEndpoint(Construct):
         )
         # SageMaker checks the role's access when the model is created: the policy must exist first.
         model.node.add_dependency(self.execution_role)
+        model.add_metadata(SERVING_METADATA, serving_metadata(settings))
         return model
 
     def _grant_model_data(self, stack: cdk.Stack, variant: str, uri: str) -> dict[str, Any]:

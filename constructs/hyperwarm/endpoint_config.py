@@ -20,6 +20,8 @@ from .endpoint import (
     routing_problems,
 )
 from .images import cuda_ami_problem
+from .serving import sagemaker_placement, server_settings
+from .serving_config import ServingConfig
 from .strict import StrictModel, described, repeated
 
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
@@ -110,7 +112,8 @@ class VariantConfig(StrictModel):
     name: str = Field(pattern=_NAME, description="1..63 letters, digits or hyphens")
     image: ImageConfig
     model_data: str | None = Field(default=None, pattern=_S3_URI, description="s3://bucket/key (object or prefix)")
-    environment: dict[str, str] = Field(default_factory=dict)
+    serving: ServingConfig = Field(default_factory=ServingConfig,
+                                   description="what the model server is told beyond the derived settings")
     instance_type: str | None = Field(default=None, pattern=_INSTANCE_TYPE,
                                       description="an ml.* instance type")
     instance_count: int = Field(default=1, ge=1)
@@ -188,6 +191,20 @@ class EndpointConfig(StrictModel):
         if dupes:
             raise ValueError(f"endpoint {self.name!r}: variant names must be unique; repeated: {', '.join(dupes)}")
         return self
+
+
+def serving_problems(endpoints: tuple[EndpointConfig, ...]) -> list[str]:
+    """What each variant's model server is told, checked against its instance type (see :mod:`hyperwarm.serving`)."""
+    problems = []
+    for e, endpoint in enumerate(endpoints):
+        for i, v in enumerate(endpoint.variants):
+            placement = sagemaker_placement(instance_type=v.instance_type, serverless=v.serverless is not None,
+                                            has_model_data=v.model_data is not None)
+            image = f"{v.image.framework} {v.image.version}" if v.image.framework else str(v.image.uri)
+            settings = server_settings(v.serving.to_serving(), placement, image=image,
+                                       image_framework=v.image.framework, image_uri=v.image.uri)
+            problems += [p.at(f"endpoints[{e}].variants[{i}].serving") for p in settings.problems]
+    return problems
 
 
 def _unique_endpoint_names(endpoints: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:

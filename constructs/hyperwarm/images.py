@@ -173,6 +173,13 @@ class ContainerImage:
         resolved for the stack's region at synth."""
         return ContainerImage(framework=framework, version=version)
 
+    @property
+    def literal_uri(self) -> str | None:
+        """The explicit URI when it is known at synth (not a token), else None."""
+        if self._uri is None or cdk.Token.is_unresolved(self._uri):
+            return None
+        return self._uri
+
     def describe(self) -> str:
         if self.framework:
             return f"{self.framework} {self.version}"
