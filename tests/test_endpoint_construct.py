@@ -20,11 +20,13 @@ from hyperwarm import (
     ProductionVariant,
     Routing,
     ServerlessSpec,
+    Serving,
     TrafficShift,
 )
 
 IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
-MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/")
+# A repository of the account's own: hyperwarm is told which convention the image follows.
+MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 CU130 = ContainerImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
 AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 
@@ -220,7 +222,9 @@ def test_execution_role_reads_only_the_model_prefix_and_pulls_only_its_repositor
 
 
 def test_official_image_resolves_per_region_to_the_dlc_repository() -> None:
-    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1")), inference_ami_version=AMI_4_1))
+    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"),
+                                           model_data="s3://models-bucket/llama/v1/"),
+                           inference_ami_version=AMI_4_1))
     (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
     image = model["Properties"]["PrimaryContainer"]["Image"]
     assert image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-")

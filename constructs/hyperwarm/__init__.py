@@ -38,6 +38,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HyperPodRefreshTarget", "RefreshedPrefix",
     ),
     "refresh_config": ("RefreshConfig", "RefreshedModel"),
+    "serving": ("MODEL_DIR", "ServerSettings", "Serving", "server_settings"),
+    "serving_config": ("ServingConfig",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_MODULE_OF)
