@@ -151,3 +151,21 @@ def test_shared_image_is_counted_once_per_node() -> None:
     usage = group_usage("g", 1000, [CacheFootprint("a", 10, 2, {IMAGE: 20}), CacheFootprint("b", 5, 2, {IMAGE: 20})],
                         10)
     assert (usage.weights_gb, usage.images_gb, usage.need_gb, usage.have_gb) == (30, 20, 50, 900)
+
+
+def test_worker_parallelism_must_match_its_gpus() -> None:
+    message = problems(environment(model(serving={"environment": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}})))
+    assert ("caches.models[0].serving.environment.SM_VLLM_TENSOR_PARALLEL_SIZE: '2' -- vllm runs one server on "
+            "2 GPU(s) but resources.gpus is 1; allowed: settings whose product is 1") in message
+
+
+def test_a_custom_image_needs_its_convention() -> None:
+    message = problems(environment(model(image="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-server:1.0")))
+    assert "caches.models[0].serving.framework: None -- hyperwarm cannot tell how the server in " \
+           "123456789012.dkr.ecr.us-west-2.amazonaws.com/my-server:1.0 reads" in message
+
+
+def test_a_fixed_port_server_on_another_port_is_rejected() -> None:
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
+    message = problems(environment(model(image=image, port=9000)))
+    assert "caches.models[0].port: 9000 -- the lmi container listens on 8080; allowed: 8080" in message

@@ -240,3 +240,41 @@ def test_write_manifests_writes_one_file_per_object_and_removes_stale_ones(tmp_p
     written = write_manifests("dev", config, tmp_path)
     assert sorted(p.name for p in (tmp_path / "dev").glob("*.yaml")) == sorted(p.name for p in written)
     assert [yaml.safe_load(p.read_text()) for p in written] == build_chart("dev", config).to_json()
+
+
+# -- what the worker is told ---------------------------------------------------------------
+
+
+def worker_env(obj: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in obj["spec"]["worker"]["environmentVariables"]}
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_project_worker_is_told_its_mounted_model_and_its_gpus(project_objects, env) -> None:
+    """Fails on the old chart, whose workers had no environmentVariables: vLLM started its default model."""
+    endpoints = of_kind(project_objects[env], "InferenceEndpointConfig")
+    assert endpoints
+    for obj in endpoints:
+        worker = obj["spec"]["worker"]
+        told = worker_env(obj)
+        assert told["SM_VLLM_MODEL"] == worker["modelVolumeMount"]["mountPath"] == "/opt/ml/model"
+        assert told["SM_VLLM_TENSOR_PARALLEL_SIZE"] == str(worker["resources"]["limits"]["nvidia.com/gpu"])
+
+
+def test_serving_overrides_reach_the_worker_as_the_variables_the_entrypoint_reads() -> None:
+    raw = environment(model(resources={"gpus": 1}, port=9000,
+                            serving={"args": ["--max-model-len", "8192"], "environment": {"SM_VLLM_DTYPE": "half"}}))
+    (obj,) = of_kind(objects_of(raw), "InferenceEndpointConfig")
+    assert worker_env(obj) == {"SM_VLLM_DTYPE": "half", "SM_VLLM_MAX_MODEL_LEN": "8192", "SM_VLLM_MODEL": "/opt/ml/model",
+                               "SM_VLLM_PORT": "9000", "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}
+    assert "args" not in obj["spec"]["worker"]  # the DLC entrypoint ignores container arguments
+    assert json.loads(obj["metadata"]["annotations"]["hyperwarm.io/serving"]) == {"framework": "vllm"}
+
+
+def test_a_custom_server_gets_its_own_variables_and_arguments_and_validates(crd_schemas) -> None:
+    raw = environment(model(image="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-server:1.0",
+                            serving={"model_env": "MODEL_DIR", "parallel_env": "NUM_GPUS", "args": ["--verbose"]}))
+    (obj,) = of_kind(objects_of(raw), "InferenceEndpointConfig")
+    assert worker_env(obj) == {"MODEL_DIR": "/opt/ml/model", "NUM_GPUS": "1"}
+    assert obj["spec"]["worker"]["args"] == ["--verbose"]
+    assert crd_errors(obj, crd_schemas) == []

@@ -94,3 +94,19 @@ def test_moto_creates_endpoint_from_synthesized_variants_and_returns_their_routi
         assert {pv["VariantName"]: pv.get("RoutingConfig") for pv in described} == \
             {pv["VariantName"]: pv.get("RoutingConfig") for pv in variants}
         assert client.describe_endpoint(EndpointName=f"{env}-chat")["EndpointConfigName"] == f"{env}-config"
+
+
+@pytest.mark.parametrize("env, gpus", [("dev", "1"), ("staging", "1"), ("prod", "8")])
+def test_synthesized_models_are_told_their_model_and_their_instance_types_gpus(synthesized, env: str,
+                                                                                gpus: str) -> None:
+    """Fails on the old app, whose Models had no Environment: vLLM started its default model on one GPU."""
+    environment_shape = botocore.session.get_session().get_service_model("sagemaker") \
+        .shape_for("ContainerDefinition").members["Environment"]
+    models = synthesized.resources(f"hyperwarm-{env}-endpoints", "AWS::SageMaker::Model")
+    assert models
+    for model in models.values():
+        environment = model["Properties"]["PrimaryContainer"]["Environment"]
+        assert environment["SM_VLLM_MODEL"] == "/opt/ml/model"
+        assert environment["SM_VLLM_TENSOR_PARALLEL_SIZE"] == gpus
+        report = ParamValidator().validate(environment, environment_shape)
+        assert not report.has_errors(), report.generate_report()

@@ -78,3 +78,32 @@ def test_image_needs_either_uri_or_framework_and_version() -> None:
 def test_environment_without_endpoints_gets_no_endpoints_stack() -> None:
     app = build_app(context={"environments": {"dev": {}}}, nag=False)
     assert [s.stack_name for s in app.synth().stacks if s.stack_name.endswith("-endpoints")] == []
+
+
+def test_serving_parallelism_is_checked_against_the_instance_type_with_its_field_path() -> None:
+    message = rejected(env_with(instance_type="ml.p5.48xlarge",
+                                serving={"framework": "vllm", "environment": {"SM_VLLM_TENSOR_PARALLEL_SIZE": "3"}}))
+    assert ("environments.prod: endpoints[0].variants[0].serving.environment.SM_VLLM_TENSOR_PARALLEL_SIZE: '3' -- "
+            "vllm runs one server on 3 GPU(s) but ml.p5.48xlarge has 8 GPU(s); allowed: settings whose product is 8"
+            ) in message
+
+
+def test_an_image_hyperwarm_cannot_recognise_needs_its_convention_in_config() -> None:
+    raw = env_with()
+    del raw["endpoints"][0]["variants"][0]["serving"]
+    assert "endpoints[0].variants[0].serving.framework: None -- hyperwarm cannot tell how the server in " \
+           "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1 reads" in rejected(raw)
+
+
+def test_unknown_serving_keys_are_rejected() -> None:
+    message = rejected(env_with(serving={"framework": "vllm", "env": {}}))
+    assert "environments.prod.endpoints[0].variants[0].serving.env: {} -- unknown key" in message
+
+
+def test_serving_overrides_in_config_reach_the_endpoints_models() -> None:
+    endpoint = env_with(serving={"framework": "vllm", "args": ["--max-model-len", "8192"]})["endpoints"][0]
+    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint]}}}, nag=False)
+    template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
+    (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+    assert model["Properties"]["PrimaryContainer"]["Environment"] == {
+        "SM_VLLM_MAX_MODEL_LEN": "8192", "SM_VLLM_MODEL": "/opt/ml/model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}

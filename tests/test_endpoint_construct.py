@@ -342,3 +342,64 @@ def test_an_ami_hyperwarm_does_not_know_is_passed_through_with_a_warning() -> No
     stack, _ = build(variant(model=ModelSpec(CU130), inference_ami_version="al2023-ami-sagemaker-inference-gpu-5-0"))
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp(
         "inference_ami_version 'al2023-ami-sagemaker-inference-gpu-5-0' is unknown to hyperwarm"))
+
+
+# -- what the model server is told ---------------------------------------------------------
+
+
+def container(tpl: dict[str, Any]) -> dict[str, Any]:
+    (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
+    return model["Properties"]["PrimaryContainer"]
+
+
+def served(serving: Serving, image: ContainerImage = IMAGE) -> ModelSpec:
+    return ModelSpec(image, model_data="s3://models-bucket/llama/v1/", serving=serving)
+
+
+def test_the_model_container_is_told_its_model_and_the_instance_types_gpus() -> None:
+    """Fails on the old construct, whose Models had no Environment."""
+    tpl = template(variant(model=served(Serving(framework="vllm")), instance_type="ml.g6e.12xlarge"))
+    assert container(tpl)["Environment"] == {"SM_VLLM_MODEL": "/opt/ml/model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}
+
+
+def test_an_official_lmi_image_is_told_in_its_own_variables() -> None:
+    tpl = template(variant(model=served(Serving(), ContainerImage.official("djl-lmi", "0.33.0")),
+                           instance_type="ml.p5.48xlarge"))
+    assert container(tpl)["Environment"] == {"HF_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "8"}
+
+
+def test_serving_args_and_environment_reach_the_container() -> None:
+    serving = Serving(framework="vllm", args=["--max-model-len", "32768"], environment={"SM_VLLM_DTYPE": "bfloat16"})
+    assert container(template(variant(model=served(serving))))["Environment"] == {
+        "SM_VLLM_DTYPE": "bfloat16", "SM_VLLM_MAX_MODEL_LEN": "32768", "SM_VLLM_MODEL": "/opt/ml/model",
+        "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}
+
+
+def test_an_inference_component_copy_is_told_its_accelerators() -> None:
+    tpl = template(variant(instance_type="ml.p5.48xlarge",
+                           inference_component=InferenceComponentSpec(copies=4, accelerators_per_copy=2)))
+    assert container(tpl)["Environment"]["SM_VLLM_TENSOR_PARALLEL_SIZE"] == "2"
+
+
+def test_the_model_records_the_convention_for_the_rehearsal() -> None:
+    (model,) = of_type(template(variant()), "AWS::SageMaker::Model").values()
+    assert model["Metadata"]["hyperwarm:serving"] == {"framework": "vllm"}
+
+
+def test_parallelism_that_does_not_match_the_gpus_fails_synth_naming_variant_variable_and_allowed() -> None:
+    serving = Serving(framework="vllm", environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "1"})
+    rejects(r"variant 'main': model\.serving\.environment\.SM_VLLM_TENSOR_PARALLEL_SIZE = '1' -- vllm runs one "
+            r"server on 1 GPU\(s\) but ml\.p5\.48xlarge has 8 GPU\(s\); allowed: settings whose product is 8",
+            variant(model=served(serving), instance_type="ml.p5.48xlarge"))
+
+
+def test_an_image_hyperwarm_cannot_recognise_fails_synth_until_told_its_convention() -> None:
+    rejects(r"variant 'main': model\.serving\.framework = None -- hyperwarm cannot tell how the server in "
+            r"123456789012\.dkr\.ecr\.us-east-1\.amazonaws\.com/serving/vllm:0\.27\.1 reads",
+            variant(model=served(Serving())))
+
+
+def test_a_component_without_whole_accelerators_needs_explicit_parallelism() -> None:
+    rejects(r"the inference component sets no whole accelerators_per_copy, so hyperwarm cannot derive tensor "
+            r"parallelism; set SM_VLLM_TENSOR_PARALLEL_SIZE",
+            variant(inference_component=InferenceComponentSpec(copies=2)))

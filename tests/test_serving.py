@@ -166,93 +166,93 @@ def test_a_custom_server_names_its_own_variables_and_keeps_its_args_on_hyperpod(
 
 def test_tensor_parallelism_below_the_gpus_of_one_vllm_server_is_rejected() -> None:
     assert problems(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "1"})) == [
-        "environment.SM_VLLM_TENSOR_PARALLEL_SIZE = '1' -- vllm runs one server on 1 GPU(s) but ml.p5.48xlarge "
+        "serving.environment.SM_VLLM_TENSOR_PARALLEL_SIZE = '1' -- vllm runs one server on 1 GPU(s) but ml.p5.48xlarge "
         "has 8 GPU(s); allowed: settings whose product is 8"]
 
 
 def test_parallelism_given_as_args_is_named_as_args() -> None:
     assert problems(Serving(args=["--tensor-parallel-size", "16"])) == [
-        "args = '--tensor-parallel-size 16' -- vllm runs one server on 16 GPU(s) but ml.p5.48xlarge has 8 GPU(s); "
+        "serving.args = '--tensor-parallel-size 16' -- vllm runs one server on 16 GPU(s) but ml.p5.48xlarge has 8 GPU(s); "
         "allowed: settings whose product is 8"]
 
 
 def test_tensor_times_data_parallelism_must_use_every_gpu() -> None:
     assert told(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "4", "SM_VLLM_DATA_PARALLEL_SIZE": "2"}))
     assert problems(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "4", "SM_VLLM_DATA_PARALLEL_SIZE": "3"})) == [
-        "environment = 'SM_VLLM_TENSOR_PARALLEL_SIZE=4 x SM_VLLM_DATA_PARALLEL_SIZE=3' -- vllm runs one server on "
+        "serving.environment = 'SM_VLLM_TENSOR_PARALLEL_SIZE=4 x SM_VLLM_DATA_PARALLEL_SIZE=3' -- vllm runs one server on "
         "12 GPU(s) but ml.p5.48xlarge has 8 GPU(s); allowed: settings whose product is 8"]
 
 
 def test_lmi_parallelism_must_divide_the_gpus() -> None:
     assert told(Serving(environment={"OPTION_TENSOR_PARALLEL_DEGREE": "2"}), image_framework="djl-lmi")
     assert problems(Serving(environment={"OPTION_TENSOR_PARALLEL_DEGREE": "3"}), image_framework="djl-lmi") == [
-        "environment.OPTION_TENSOR_PARALLEL_DEGREE = '3' -- lmi shards each model copy over 3 GPU(s) but "
+        "serving.environment.OPTION_TENSOR_PARALLEL_DEGREE = '3' -- lmi shards each model copy over 3 GPU(s) but "
         "ml.p5.48xlarge has 8 GPU(s); allowed: a product dividing 8 (1, 2, 4, 8)"]
 
 
 def test_non_numeric_parallelism_is_rejected() -> None:
     assert problems(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "eight"})) == [
-        "environment.SM_VLLM_TENSOR_PARALLEL_SIZE = 'eight' -- allowed: a positive integer"]
+        "serving.environment.SM_VLLM_TENSOR_PARALLEL_SIZE = 'eight' -- allowed: a positive integer"]
 
 
 def test_parallelism_on_a_cpu_instance_is_rejected() -> None:
     assert problems(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "2"}),
                     sagemaker_placement(instance_type="ml.m5.xlarge")) == [
-        "environment.SM_VLLM_TENSOR_PARALLEL_SIZE = '2' -- vllm runs one server on 2 GPU(s) but ml.m5.xlarge has "
+        "serving.environment.SM_VLLM_TENSOR_PARALLEL_SIZE = '2' -- vllm runs one server on 2 GPU(s) but ml.m5.xlarge has "
         "0 GPU(s); allowed: no parallelism (1)"]
 
 
 def test_unknown_gpus_need_explicit_parallelism() -> None:
     placement = sagemaker_placement(instance_type="ml.g4dn.12xlarge")
     assert problems(placement=placement) == [
-        "environment = {} -- instance type ml.g4dn.12xlarge is not in hyperwarm's instance catalog, so hyperwarm "
+        "serving.environment = {} -- instance type ml.g4dn.12xlarge is not in hyperwarm's instance catalog, so hyperwarm "
         "cannot derive tensor parallelism; set SM_VLLM_TENSOR_PARALLEL_SIZE to the GPUs the model gets"]
     assert told(Serving(environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "4"}), placement)
 
 
 def test_no_model_data_and_no_model_variable_is_rejected() -> None:
     assert problems(placement=sagemaker_placement(instance_type="ml.g5.2xlarge", has_model_data=False)) == [
-        "environment = {} -- the model has no model_data, so nothing is at /opt/ml/model; give model_data or set "
+        "serving.environment = {} -- the model has no model_data, so nothing is at /opt/ml/model; give model_data or set "
         "SM_VLLM_MODEL or HF_MODEL_ID to the model (a download fails under network isolation)"]
 
 
 def test_an_unrecognised_image_without_explicit_settings_is_rejected() -> None:
     (message,) = problems(image_framework=None, image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1")
-    assert message.startswith("framework = None -- hyperwarm cannot tell how the server in test image reads its model "
+    assert message.startswith("serving.framework = None -- hyperwarm cannot tell how the server in test image reads its model "
                               "location and parallelism; allowed: framework = one of vllm, sglang, lmi, tgi, ")
     assert "or both model_env and parallel_env naming the variables a custom server reads" in message
 
 
 def test_an_unknown_framework_name_is_rejected() -> None:
     (message,) = problems(Serving(framework="triton"))
-    assert message.startswith("framework = 'triton' -- unknown; allowed: vllm, sglang, lmi, tgi, ")
+    assert message.startswith("serving.framework = 'triton' -- unknown; allowed: vllm, sglang, lmi, tgi, ")
 
 
 def test_custom_variables_with_a_known_framework_are_rejected() -> None:
     assert problems(Serving(framework="vllm", model_env="MODEL")) == [
-        "model_env = 'MODEL' -- only for custom servers; the vllm convention names its own variables"]
+        "serving.model_env = 'MODEL' -- only for custom servers; the vllm convention names its own variables"]
 
 
 def test_args_of_a_custom_server_on_sagemaker_are_rejected() -> None:
     assert problems(Serving(model_env="M", parallel_env="N", args=["--x"]), image_framework=None) == [
-        "args = ['--x'] -- SageMaker model containers take no arguments; allowed: settings in environment"]
+        "serving.args = ['--x'] -- SageMaker model containers take no arguments; allowed: settings in environment"]
 
 
 def test_short_flags_and_stray_values_are_rejected() -> None:
     assert problems(Serving(args=["-tp", "8"])) == [
-        "args = '-tp' -- allowed: long flags (--name value, --name=value or --name); give short flags such as -tp "
-        "in their long form", "args = '8' -- allowed: long flags (--name value, --name=value or --name); give short "
+        "serving.args = '-tp' -- allowed: long flags (--name value, --name=value or --name); give short flags such as -tp "
+        "in their long form", "serving.args = '8' -- allowed: long flags (--name value, --name=value or --name); give short "
         "flags such as -tp in their long form"]
 
 
 def test_the_same_variable_from_args_and_environment_must_agree() -> None:
     assert problems(Serving(args=["--max-model-len", "4096"], environment={"SM_VLLM_MAX_MODEL_LEN": "8192"})) == [
-        "environment.SM_VLLM_MAX_MODEL_LEN = '8192' -- also set by args '--max-model-len 4096'; allowed: one of them"]
+        "serving.environment.SM_VLLM_MAX_MODEL_LEN = '8192' -- also set by serving.args '--max-model-len 4096'; allowed: one of them"]
 
 
 def test_invalid_variable_names_are_rejected() -> None:
     assert problems(Serving(environment={"1BAD": "x"})) == [
-        "environment.1BAD = 'x' -- allowed: variable names of letters, digits and underscores, not starting with a digit"]
+        "serving.environment.1BAD = 'x' -- allowed: variable names of letters, digits and underscores, not starting with a digit"]
 
 
 def test_a_port_the_container_cannot_move_to_is_rejected() -> None:

@@ -199,7 +199,7 @@ def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroup
         if model.resources.gpus > spec.gpus:
             problems.append(f"{path}.resources.gpus: {model.resources.gpus} -- {group.instance_type} "
                             f"has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
-        problems += [p.at(f"{path}.serving") for p in model.server_settings().problems]
+        problems += [p.at(path) for p in model.server_settings().problems]
     if problems:
         return problems
     placed = {name: [m.footprint() for m in caches.models if m.instance_group == name] for name in groups}

@@ -571,7 +571,7 @@ class InferenceEndpoint(Construct):
         data = v.model.model_data
         if data is not None and _resolved(data) and not S3_URI.match(data):
             errors.append(f"model.model_data = {data!r} -- allowed: s3://bucket/key")
-        errors += [f"model.serving.{p}" for p in variant_server_settings(v).problems]
+        errors += [f"model.{p}" for p in variant_server_settings(v).problems]
         a = v.autoscaling
         if a is not None:
             if _resolved(a.min_capacity) and a.min_capacity < 1:

@@ -203,7 +203,7 @@ def serving_problems(endpoints: tuple[EndpointConfig, ...]) -> list[str]:
             image = f"{v.image.framework} {v.image.version}" if v.image.framework else str(v.image.uri)
             settings = server_settings(v.serving.to_serving(), placement, image=image,
                                        image_framework=v.image.framework, image_uri=v.image.uri)
-            problems += [p.at(f"endpoints[{e}].variants[{i}].serving") for p in settings.problems]
+            problems += [p.at(f"endpoints[{e}].variants[{i}]") for p in settings.problems]
     return problems
 
 

@@ -149,7 +149,7 @@ class Serving:
 
 @dataclass(frozen=True)
 class Problem:
-    """One invalid serving setting: ``field`` (relative to the serving settings), its value, the rule."""
+    """One invalid setting: ``field`` (relative to the model: ``serving.args``, ``port``), its value, the rule."""
 
     field: str
     value: object
@@ -254,14 +254,14 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
     known = ", ".join([*CONVENTIONS, *(f for f in OFFICIAL_FRAMEWORKS if f not in CONVENTIONS)])
     convention = convention_for(serving, image_framework, image_uri)
     if serving.framework and convention is None:
-        problems.append(Problem("framework", serving.framework, f"unknown; allowed: {known}"))
+        problems.append(Problem("serving.framework", serving.framework, f"unknown; allowed: {known}"))
     elif serving.framework and (serving.model_env or serving.parallel_env):
-        problems.append(Problem("model_env" if serving.model_env else "parallel_env",
+        problems.append(Problem("serving.model_env" if serving.model_env else "serving.parallel_env",
                                 serving.model_env or serving.parallel_env,
                                 f"only for custom servers; the {convention.name} convention names its own variables"))
     elif convention is None:
         given = "model_env" if serving.model_env else "parallel_env" if serving.parallel_env else "framework"
-        problems.append(Problem(given, getattr(serving, given), (
+        problems.append(Problem(f"serving.{given}", getattr(serving, given), (
             f"hyperwarm cannot tell how the server in {image} reads its model location and parallelism; "
             f"allowed: framework = one of {known} (an image following that container's conventions), "
             "or both model_env and parallel_env naming the variables a custom server reads")))
@@ -275,7 +275,7 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
         if placement.has_model_data:
             environment[convention.model_envs[0]] = placement.model_dir
         else:
-            problems.append(Problem("environment", {}, (
+            problems.append(Problem("serving.environment", {}, (
                 f"the model has no model_data, so nothing is at {placement.model_dir}; give model_data or set "
                 f"{' or '.join(convention.model_envs)} to the model (a download fails under network isolation)")))
     problems += _parallelism(convention, given, origin, placement, environment)
@@ -298,20 +298,20 @@ def _given(convention: ServerConvention, serving: Serving, platform: Platform,
         for flag, value in _flags(serving.args, problems):
             name = convention.flag_env(flag)
             given[name] = convention.bare_flag if value is None else value
-            origin[name] = ("args", flag if value is None else f"{flag} {value}")
+            origin[name] = ("serving.args", flag if value is None else f"{flag} {value}")
         args = ()
     elif args and platform == "sagemaker":
-        problems.append(Problem("args", list(args), "SageMaker model containers take no arguments; "
+        problems.append(Problem("serving.args", list(args), "SageMaker model containers take no arguments; "
                                                     "allowed: settings in environment"))
     for name, value in serving.environment.items():
         if not _ENV_NAME.fullmatch(name):
-            problems.append(Problem(f"environment.{name}", value,
+            problems.append(Problem(f"serving.environment.{name}", value,
                                     "allowed: variable names of letters, digits and underscores, not starting with a digit"))
         if name in given and given[name] != value:
-            problems.append(Problem(f"environment.{name}", value,
+            problems.append(Problem(f"serving.environment.{name}", value,
                                     f"also set by {origin[name][0]} {origin[name][1]!r}; allowed: one of them"))
         given[name] = value
-        origin[name] = (f"environment.{name}", value)
+        origin[name] = (f"serving.environment.{name}", value)
     return given, origin, args
 
 
@@ -323,7 +323,7 @@ def _flags(args: Sequence[str], problems: list[Problem]) -> list[tuple[str, str 
         token = args[index]
         index += 1
         if not re.match(r"^--[a-z0-9][a-z0-9-]*(=.*)?$", token):
-            problems.append(Problem("args", token, "allowed: long flags (--name value, --name=value or --name); "
+            problems.append(Problem("serving.args", token, "allowed: long flags (--name value, --name=value or --name); "
                                                    "give short flags such as -tp in their long form"))
             continue
         if "=" in token:
@@ -349,7 +349,7 @@ def _parallelism(convention: ServerConvention, given: Mapping[str, str], origin:
     tensor = convention.parallel_envs[0]
     if not any(n in given for n in tensor):
         if gpus is None:
-            problems.append(Problem("environment", {}, (
+            problems.append(Problem("serving.environment", {}, (
                 f"{placement.gpus_from}, so hyperwarm cannot derive tensor parallelism; "
                 f"set {tensor[0]} to the GPUs the model gets")))
         elif gpus > 0:
@@ -359,8 +359,8 @@ def _parallelism(convention: ServerConvention, given: Mapping[str, str], origin:
     used = gpus_used(convention, environment, gpus)
     if used is not None and not parallelism_fits(convention, used, gpus):
         names = [n for alternatives in convention.parallel_envs for n in alternatives if n in environment]
-        where, shown = origin.get(names[0], (f"environment.{names[0]}", environment[names[0]])) \
-            if len(names) == 1 else ("environment", " x ".join(f"{n}={environment[n]}" for n in names))
+        where, shown = origin.get(names[0], (f"serving.environment.{names[0]}", environment[names[0]])) \
+            if len(names) == 1 else ("serving.environment", " x ".join(f"{n}={environment[n]}" for n in names))
         if gpus == 0:
             allowed = "no parallelism (1)"
         elif convention.rule == "equals":
