@@ -278,3 +278,9 @@ def test_a_custom_server_gets_its_own_variables_and_arguments_and_validates(crd_
     assert worker_env(obj) == {"MODEL_DIR": "/opt/ml/model", "NUM_GPUS": "1"}
     assert obj["spec"]["worker"]["args"] == ["--verbose"]
     assert crd_errors(obj, crd_schemas) == []
+
+
+def test_the_cdk_json_override_reaches_the_prod_70b_worker(project_objects) -> None:
+    (obj,) = [o for o in of_kind(project_objects["prod"], "InferenceEndpointConfig") if o["metadata"]["name"] ==
+              "llama-3-1-70b"]
+    assert worker_env(obj)["SM_VLLM_MAX_MODEL_LEN"] == "32768"

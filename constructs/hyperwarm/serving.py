@@ -270,12 +270,11 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
 
     given, origin, args = _given(convention, serving, placement.platform, problems)
     environment = dict(given)
-    model_given = [name for name in convention.model_envs if given.get(name)]
-    if not model_given:
+    if not any(given.get(name) for name in convention.model_envs):
         if placement.has_model_data:
             environment[convention.model_envs[0]] = placement.model_dir
         else:
-            problems.append(Problem("serving.environment", {}, (
+            problems.append(Problem("serving.environment", dict(given), (
                 f"the model has no model_data, so nothing is at {placement.model_dir}; give model_data or set "
                 f"{' or '.join(convention.model_envs)} to the model (a download fails under network isolation)")))
     problems += _parallelism(convention, given, origin, placement, environment)
@@ -349,7 +348,7 @@ def _parallelism(convention: ServerConvention, given: Mapping[str, str], origin:
     tensor = convention.parallel_envs[0]
     if not any(n in given for n in tensor):
         if gpus is None:
-            problems.append(Problem("serving.environment", {}, (
+            problems.append(Problem("serving.environment", dict(given), (
                 f"{placement.gpus_from}, so hyperwarm cannot derive tensor parallelism; "
                 f"set {tensor[0]} to the GPUs the model gets")))
         elif gpus > 0:
