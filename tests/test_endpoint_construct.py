@@ -403,3 +403,15 @@ def test_a_component_without_whole_accelerators_needs_explicit_parallelism() -> 
     rejects(r"the inference component sets no whole accelerators_per_copy, so hyperwarm cannot derive tensor "
             r"parallelism; set SM_VLLM_TENSOR_PARALLEL_SIZE",
             variant(inference_component=InferenceComponentSpec(copies=2)))
+
+
+def test_a_token_instance_type_needs_explicit_parallelism_and_then_synthesizes() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test", env=cdk.Environment(region="us-east-1"))
+    instance_type = cdk.CfnParameter(stack, "Type").value_as_string
+    with pytest.raises(ValueError, match="the instance type is only known at deploy time, so hyperwarm cannot derive"):
+        InferenceEndpoint(stack, "Chat", InferenceEndpointProps(variants=[variant(instance_type=instance_type)]))
+    serving = Serving(framework="vllm", environment={"SM_VLLM_TENSOR_PARALLEL_SIZE": "8"})
+    InferenceEndpoint(stack, "Chat2", InferenceEndpointProps(variants=[
+        variant(instance_type=instance_type, model=served(serving))]))
+    assert container(Template.from_stack(stack).to_json())["Environment"]["SM_VLLM_TENSOR_PARALLEL_SIZE"] == "8"

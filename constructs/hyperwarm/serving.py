@@ -219,12 +219,16 @@ def sagemaker_placement(*, instance_type: Any, serverless: bool = False, compone
     if serverless:
         return Placement("sagemaker", 0, "serverless variants have no GPU", has_model_data)
     if component:
-        if isinstance(accelerators_per_copy, (int, float)) and float(accelerators_per_copy).is_integer():
+        # A cdk number token is a huge negative float: only a plausible whole count is one.
+        if isinstance(accelerators_per_copy, (int, float)) and 1 <= accelerators_per_copy <= 1024 \
+                and float(accelerators_per_copy).is_integer():
             n = int(accelerators_per_copy)
             return Placement("sagemaker", n, f"inference_component.accelerators_per_copy is {n}", has_model_data)
         return Placement("sagemaker", None, "the inference component sets no whole accelerators_per_copy",
                          has_model_data)
     spec = CATALOG.get(instance_type) if isinstance(instance_type, str) else None
+    if spec is None and "${Token[" in str(instance_type):
+        return Placement("sagemaker", None, "the instance type is only known at deploy time", has_model_data)
     if spec is None:
         return Placement("sagemaker", None, f"instance type {instance_type} is not in hyperwarm's instance catalog",
                          has_model_data)
