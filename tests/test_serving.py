@@ -134,8 +134,8 @@ def test_environment_overrides_the_derived_model_and_parallelism() -> None:
 
 def test_a_hub_model_id_without_model_data_is_a_model_location() -> None:
     placement = sagemaker_placement(instance_type="ml.g5.2xlarge", has_model_data=False)
-    assert told(Serving(environment={"HF_MODEL_ID": "Qwen/Qwen2.5-1.5B-Instruct"}), placement) == {
-        "HF_MODEL_ID": "Qwen/Qwen2.5-1.5B-Instruct", "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}
+    assert told(Serving(environment={"HF_MODEL_ID": "Qwen/Qwen2.5-1.5B-Instruct"}), placement,
+                image_framework="huggingface-llm") == {"HF_MODEL_ID": "Qwen/Qwen2.5-1.5B-Instruct", "SM_NUM_GPUS": "1"}
 
 
 def test_lmi_max_means_every_gpu() -> None:
@@ -213,7 +213,7 @@ def test_unknown_gpus_need_explicit_parallelism() -> None:
 def test_no_model_data_and_no_model_variable_is_rejected() -> None:
     assert problems(placement=sagemaker_placement(instance_type="ml.g5.2xlarge", has_model_data=False)) == [
         "serving.environment = {} -- the model has no model_data, so nothing is at /opt/ml/model; give model_data or set "
-        "SM_VLLM_MODEL or HF_MODEL_ID to the model (a download fails under network isolation)"]
+        "SM_VLLM_MODEL to the model (a download fails under network isolation)"]
 
 
 def test_an_unrecognised_image_without_explicit_settings_is_rejected() -> None:

@@ -62,7 +62,7 @@ class ServerConvention:
 
 
 _VLLM = ServerConvention(
-    "vllm", ("SM_VLLM_MODEL", "HF_MODEL_ID"),
+    "vllm", ("SM_VLLM_MODEL",),  # older entrypoints ignore HF_MODEL_ID
     (("SM_VLLM_TENSOR_PARALLEL_SIZE",), ("SM_VLLM_PIPELINE_PARALLEL_SIZE",), ("SM_VLLM_DATA_PARALLEL_SIZE",)),
     "equals", "SM_VLLM_", port_env="SM_VLLM_PORT",
     source="https://github.com/aws/deep-learning-containers/blob/main/scripts/docker/vllm/sagemaker_args.py")

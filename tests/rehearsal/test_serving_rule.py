@@ -56,7 +56,7 @@ def test_a_model_told_its_model_and_all_gpus_passes() -> None:
 def test_a_model_without_environment_is_flagged() -> None:
     """The defect of issue 9: SageMaker Models had no Environment at all."""
     assert findings(endpoint_stack(None)) == [
-        "Model: no model location: set SM_VLLM_MODEL or HF_MODEL_ID; without it the vllm server starts no model "
+        "Model: no model location: set SM_VLLM_MODEL; without it the vllm server starts no model "
         "or a default one it must download"]
 
 
@@ -110,7 +110,7 @@ def test_a_worker_told_its_model_and_gpus_passes() -> None:
 
 
 @pytest.mark.parametrize("env, expected", [
-    ([], "no model location: set SM_VLLM_MODEL or HF_MODEL_ID"),
+    ([], "no model location: set SM_VLLM_MODEL"),
     (WORKER_TOLD[:1], "no tensor parallelism: set SM_VLLM_TENSOR_PARALLEL_SIZE (the worker's nvidia.com/gpu is 4)"),
     ([WORKER_TOLD[0], {"name": "SM_VLLM_TENSOR_PARALLEL_SIZE", "value": "8"}],
      "vllm uses 8 GPU(s) (SM_VLLM_TENSOR_PARALLEL_SIZE=8) but the worker's nvidia.com/gpu is 4; they must be equal"),
