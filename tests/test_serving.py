@@ -79,8 +79,13 @@ def test_a_hyperpod_worker_is_told_its_mount_path_gpus_and_port() -> None:
     (DLC_VLLM, "vllm"),
     ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128", "lmi"),
     ("763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04", "tgi"),
-    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/sglang:0.5.13-gpu-py312", "sglang"),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/sglang:0.5.20-gpu-py312-cu130-ubuntu24.04-sagemaker", "sglang"),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-vllm:0.29.0-transformers5.15.0-gpu-py312-cu130-ubuntu24.04-v1.0", "vllm"),
     ("public.ecr.aws/deep-learning-containers/vllm:server-sagemaker-cuda", "vllm"),
+    # The EC2 and HyperPod flavours in the same repositories read arguments, not SM_VLLM_*.
+    ("public.ecr.aws/deep-learning-containers/vllm:server-cuda", None),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:server-hyperpod-cuda", None),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm@sha256:" + "0" * 64, None),
     # Not AWS's serving containers: a repository of your own, or the DLC flavour that takes arguments.
     ("123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1", None),
     ("763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-ec2", None),
@@ -91,24 +96,32 @@ def test_official_images_are_recognised_by_registry_and_repository(uri: str, exp
     assert (convention.name if convention else None) == expected
 
 
-def test_every_official_image_sagemaker_core_resolves_is_recognised() -> None:
-    """The registry and repository tables agree with the catalogue ``ContainerImage.official`` resolves from."""
-    config = resources.files("sagemaker.core") / "image_uri_config"
-    for framework, convention in OFFICIAL_FRAMEWORKS.items():
-        found: list[tuple[str, str]] = []
+@pytest.mark.parametrize("framework", OFFICIAL_FRAMEWORKS)
+def test_every_official_image_sagemaker_core_resolves_is_recognised(framework: str) -> None:
+    """The registry, repository and tag rules agree with what ``ContainerImage.official`` resolves."""
+    from sagemaker.core import image_uris
 
-        def walk(node: Any) -> None:
-            if isinstance(node, dict):
-                if "registries" in node and "repository" in node:
-                    found.extend((account, node["repository"]) for account in node["registries"].values())
-                for child in node.values():
-                    walk(child)
+    config = json.loads((resources.files("sagemaker.core") / "image_uri_config" / f"{framework}.json").read_text())
+    found: list[tuple[str, str, dict[str, Any]]] = []
 
-        walk(json.loads((config / f"{framework}.json").read_text()))
-        assert found, framework
-        for account, repository in found:
-            assert account in DLC_ACCOUNTS, (framework, account)
-            assert DLC_REPOSITORIES.get(repository) == convention, (framework, repository)
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "registries" in node and "repository" in node:
+                found.append((node["repository"], node["registries"], node))
+            for child in node.values():
+                walk(child)
+
+    walk(config)
+    assert found
+    for repository, registries, _ in found:
+        assert set(registries.values()) <= DLC_ACCOUNTS, repository
+        assert DLC_REPOSITORIES.get(repository) == OFFICIAL_FRAMEWORKS[framework], repository
+    versions = config.get("versions") or config["inference"]["versions"]
+    for version in list(versions)[-3:]:
+        for region in ("us-west-2", "eu-central-1", "ap-northeast-1"):
+            uri = image_uris.retrieve(framework=framework, version=version, region=region)
+            convention = convention_of_image(uri)
+            assert convention is not None and convention.name == OFFICIAL_FRAMEWORKS[framework], uri
 
 
 # -- overrides -------------------------------------------------------------------------------

@@ -94,6 +94,8 @@ DLC_REPOSITORIES: dict[str, str] = {
     "huggingface-pytorch-tgi-inference": "tgi",
 }
 """ECR repositories of the official images -> convention."""
+_TWO_FLAVOURS = frozenset({"vllm", "sglang"})
+"""Repositories holding SageMaker images (tags with a ``sagemaker`` part) beside EC2/HyperPod ones that take arguments."""
 DLC_ACCOUNTS = frozenset({
     "094389454867", "124382933778", "204133271717", "204538143572", "217643126080", "303241398832",
     "364406365360", "371248457586", "380420809688", "442386744353", "446045086412", "454834333376",
@@ -112,13 +114,15 @@ def convention_of_image(uri: str) -> ServerConvention | None:
     """The convention of an official AWS serving image, or None for anything else.
 
     Only images from the AWS registries count: a repository of your own named ``vllm`` may hold the
-    upstream image, whose entrypoint takes arguments and ignores ``SM_VLLM_*``. The ``-ec2`` flavours
-    of the DLCs take arguments too.
+    upstream image, whose entrypoint takes arguments and ignores ``SM_VLLM_*``. The vllm and sglang
+    repositories also hold EC2 and HyperPod flavours that take arguments: only tags naming
+    ``sagemaker`` count there (a bare digest cannot tell).
     """
     match = _DLC_IMAGE.match(uri)
     if not match or (match["account"] and match["account"] not in DLC_ACCOUNTS):
         return None
-    if match["tag"] and "ec2" in match["tag"].split("-"):
+    tag_parts = (match["tag"] or "").split("-")
+    if "ec2" in tag_parts or (match["repository"] in _TWO_FLAVOURS and "sagemaker" not in tag_parts):
         return None
     name = DLC_REPOSITORIES.get(match["repository"])
     return CONVENTIONS[name] if name else None
