@@ -161,6 +161,11 @@ def test_sglang_alias_for_tensor_parallelism_is_not_doubled() -> None:
     assert "SM_SGLANG_TP_SIZE" not in env and env["SM_SGLANG_TENSOR_PARALLEL_SIZE"] == "8"
 
 
+def test_tgi_shards_given_as_a_flag_replace_the_derived_gpu_count() -> None:
+    env = told(Serving(args=["--num-shard", "8", "--max-input-tokens", "4096"]), image_framework="huggingface-llm")
+    assert env == {"HF_MODEL_ID": "/opt/ml/model", "MAX_INPUT_TOKENS": "4096", "NUM_SHARD": "8"}
+
+
 def test_an_unrecognised_image_follows_an_explicit_framework() -> None:
     env = told(Serving(framework="vllm"), image_framework=None,
                image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1")

@@ -77,7 +77,7 @@ _LMI = ServerConvention(
     "divides", "OPTION_", bare_flag="true", all_gpus="max",
     source="https://docs.djl.ai/master/docs/serving/serving/docs/lmi/deployment_guide/configurations.html")
 _TGI = ServerConvention(
-    "tgi", ("HF_MODEL_ID",), (("SM_NUM_GPUS",),), "equals", "", bare_flag="true",
+    "tgi", ("HF_MODEL_ID",), (("SM_NUM_GPUS", "NUM_SHARD"),), "equals", "", bare_flag="true",
     source="https://github.com/huggingface/text-generation-inference/blob/main/sagemaker-entrypoint.sh")
 
 CONVENTIONS: dict[str, ServerConvention] = {c.name: c for c in (_VLLM, _SGLANG, _LMI, _TGI)}
