@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from hyperwarm.serving import (
-    CONVENTIONS,
     DLC_ACCOUNTS,
     DLC_REPOSITORIES,
     OFFICIAL_FRAMEWORKS,

@@ -17,7 +17,6 @@ No aws_cdk here: the rules are unit tested and reused by the config models and t
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
