@@ -67,7 +67,8 @@ _VLLM = ServerConvention(
     source="https://github.com/aws/deep-learning-containers/blob/main/scripts/docker/vllm/sagemaker_args.py")
 _SGLANG = ServerConvention(
     "sglang", ("SM_SGLANG_MODEL_PATH",),
-    (("SM_SGLANG_TP_SIZE", "SM_SGLANG_TENSOR_PARALLEL_SIZE"), ("SM_SGLANG_PP_SIZE", "SM_SGLANG_PIPELINE_PARALLEL_SIZE")),
+    (("SM_SGLANG_TP_SIZE", "SM_SGLANG_TENSOR_PARALLEL_SIZE"),
+     ("SM_SGLANG_PP_SIZE", "SM_SGLANG_PIPELINE_PARALLEL_SIZE")),
     "divides", "SM_SGLANG_", port_env="SM_SGLANG_PORT",
     source="https://github.com/aws/deep-learning-containers/blob/main/scripts/docker/sglang/sagemaker_entrypoint.sh")
 _LMI = ServerConvention(
@@ -94,7 +95,8 @@ DLC_REPOSITORIES: dict[str, str] = {
 }
 """ECR repositories of the official images -> convention."""
 _TWO_FLAVOURS = frozenset({"vllm", "sglang"})
-"""Repositories holding SageMaker images (tags with a ``sagemaker`` part) beside EC2/HyperPod ones that take arguments."""
+"""Repositories holding SageMaker images (tags with a ``sagemaker`` part) beside EC2 and HyperPod
+images that take arguments."""
 DLC_ACCOUNTS = frozenset({
     "094389454867", "124382933778", "204133271717", "204538143572", "217643126080", "303241398832",
     "364406365360", "371248457586", "380420809688", "442386744353", "446045086412", "454834333376",
@@ -204,7 +206,8 @@ def serving_metadata(settings: ServerSettings) -> dict[str, str]:
         return {}
     if convention.name != "custom":
         return {"framework": convention.name}
-    return {"framework": "custom", "model_env": convention.model_envs[0], "parallel_env": convention.parallel_envs[0][0]}
+    return {"framework": "custom", "model_env": convention.model_envs[0],
+            "parallel_env": convention.parallel_envs[0][0]}
 
 
 def convention_from_metadata(metadata: Mapping[str, Any]) -> ServerConvention | None:
@@ -287,8 +290,8 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
     problems += _parallelism(convention, given, origin, placement, environment)
     if placement.port != SERVING_PORT:
         if convention.port_env is None:
-            problems.append(Problem("port", placement.port,
-                                    f"the {convention.name} container listens on {SERVING_PORT}; allowed: {SERVING_PORT}"))
+            problems.append(Problem("port", placement.port, f"the {convention.name} container listens on "
+                                                            f"{SERVING_PORT}; allowed: {SERVING_PORT}"))
         elif convention.port_env not in given:
             environment[convention.port_env] = str(placement.port)
     return ServerSettings(convention, dict(sorted(environment.items())), args, tuple(problems))
@@ -307,12 +310,12 @@ def _given(convention: ServerConvention, serving: Serving, platform: Platform,
             origin[name] = ("serving.args", flag if value is None else f"{flag} {value}")
         args = ()
     elif args and platform == "sagemaker":
-        problems.append(Problem("serving.args", list(args), "SageMaker model containers take no arguments; "
-                                                    "allowed: settings in environment"))
+        problems.append(Problem("serving.args", list(args),
+                                "SageMaker model containers take no arguments; allowed: settings in environment"))
     for name, value in serving.environment.items():
         if not _ENV_NAME.fullmatch(name):
-            problems.append(Problem(f"serving.environment.{name}", value,
-                                    "allowed: variable names of letters, digits and underscores, not starting with a digit"))
+            problems.append(Problem(f"serving.environment.{name}", value, "allowed: variable names of "
+                                    "letters, digits and underscores, not starting with a digit"))
         if name in given and given[name] != value:
             problems.append(Problem(f"serving.environment.{name}", value,
                                     f"also set by {origin[name][0]} {origin[name][1]!r}; allowed: one of them"))
@@ -329,8 +332,8 @@ def _flags(args: Sequence[str], problems: list[Problem]) -> list[tuple[str, str 
         token = args[index]
         index += 1
         if not re.match(r"^--[a-z0-9][a-z0-9-]*(=.*)?$", token):
-            problems.append(Problem("serving.args", token, "allowed: long flags (--name value, --name=value or --name); "
-                                                   "give short flags such as -tp in their long form"))
+            problems.append(Problem("serving.args", token, "allowed: long flags (--name value, --name=value or "
+                                                           "--name); give short flags such as -tp in their long form"))
             continue
         if "=" in token:
             flag, value = token.split("=", 1)
