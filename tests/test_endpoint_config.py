@@ -15,7 +15,7 @@ IMAGE = {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"}
 def env_with(**variant: Any) -> dict[str, Any]:
     base = {"name": "v1", "image": IMAGE, "instance_type": "ml.g5.2xlarge", "instance_count": 2,
             "model_data": "s3://models/qwen/v1/", "serving": {"framework": "vllm"}}
-    return {"endpoints": [{"name": "chat", "variants": [{**base, **variant}]}]}
+    return {"endpoints": [{"name": "chat", "variants": [{**base, **variant}]}], "model_buckets": [{"name": "models"}]}
 
 
 def rejected(raw: dict[str, Any]) -> str:
@@ -102,7 +102,8 @@ def test_unknown_serving_keys_are_rejected() -> None:
 
 def test_serving_overrides_in_config_reach_the_endpoints_models() -> None:
     endpoint = env_with(serving={"framework": "vllm", "args": ["--max-model-len", "8192"]})["endpoints"][0]
-    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint]}}}, nag=False)
+    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]}}},
+                    nag=False)
     template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
     (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
     assert model["Properties"]["PrimaryContainer"]["Environment"] == {

@@ -28,6 +28,7 @@ IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/se
 # A repository of the account's own: hyperwarm is told which convention the image follows.
 MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 CU130 = ContainerImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
+CU130_MODEL = ModelSpec(CU130, model_data="s3://models-bucket/llama/v1/")
 AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 
 
@@ -309,7 +310,7 @@ def test_scaling_targets_wait_for_the_endpoint_they_name_by_string() -> None:
 
 
 def test_inference_components_wait_for_the_endpoint() -> None:
-    tpl = template(variant(inference_component=InferenceComponentSpec()), endpoint_name="chat")
+    tpl = template(variant(inference_component=InferenceComponentSpec(accelerators_per_copy=1)), endpoint_name="chat")
     (endpoint_id,) = of_type(tpl, "AWS::SageMaker::Endpoint")
     (component,) = of_type(tpl, "AWS::SageMaker::InferenceComponent").values()
     assert endpoint_id in component["DependsOn"]
@@ -329,17 +330,17 @@ def test_cuda_13_image_without_a_fitting_ami_fails_synth_naming_the_ami() -> Non
     # Finding 10: cu130 needs driver 580; SageMaker's default AMI has 470 or 535.
     for ami in (None, "al2-ami-sagemaker-inference-gpu-3-1"):
         message = rejects(r"variant 'main': inference_ami_version = .* needs CUDA 13\.0", variant(
-            model=ModelSpec(CU130), inference_ami_version=ami))
+            model=CU130_MODEL, inference_ami_version=ami))
         assert f"set inference_ami_version to {AMI_4_1}" in message
 
 
 def test_inference_ami_version_lands_on_the_variant() -> None:
-    (pv,) = production_variants(template(variant(model=ModelSpec(CU130), inference_ami_version=AMI_4_1)))
+    (pv,) = production_variants(template(variant(model=CU130_MODEL, inference_ami_version=AMI_4_1)))
     assert pv["InferenceAmiVersion"] == AMI_4_1
 
 
 def test_an_ami_hyperwarm_does_not_know_is_passed_through_with_a_warning() -> None:
-    stack, _ = build(variant(model=ModelSpec(CU130), inference_ami_version="al2023-ami-sagemaker-inference-gpu-5-0"))
+    stack, _ = build(variant(model=CU130_MODEL, inference_ami_version="al2023-ami-sagemaker-inference-gpu-5-0"))
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp(
         "inference_ami_version 'al2023-ami-sagemaker-inference-gpu-5-0' is unknown to hyperwarm"))
 
@@ -364,7 +365,7 @@ def test_the_model_container_is_told_its_model_and_the_instance_types_gpus() -> 
 
 def test_an_official_lmi_image_is_told_in_its_own_variables() -> None:
     tpl = template(variant(model=served(Serving(), ContainerImage.official("djl-lmi", "0.33.0")),
-                           instance_type="ml.p5.48xlarge"))
+                           instance_type="ml.p5.48xlarge", inference_ami_version=AMI_4_1))
     assert container(tpl)["Environment"] == {"HF_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "8"}
 
 
