@@ -168,7 +168,7 @@ def test_config_is_immutable() -> None:
 def cached(bucket: str) -> dict:
     return {"instance_groups": [group(holds_caches=True)], "caches": {"models": [
         {"name": "m", "size_gb": 10, "image": "r.example/vllm:1", "instance_group": "gpu",
-         "source": {"bucket": bucket, "prefix": "m", "version": "v1"}}]}}
+         "source": {"bucket": bucket, "prefix": "m", "version": "v1"}, "serving": {"framework": "vllm"}}]}}
 
 
 def test_a_bucket_models_read_must_be_declared_created_or_existing() -> None:
@@ -200,7 +200,8 @@ def test_pinned_operator_without_model_caching_is_rejected_when_models_are_cache
 
 def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() -> None:
     variant = {"name": "v", "instance_type": "ml.g6e.2xlarge",
-               "image": {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04"}}
+               "image": {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04"},
+               "serving": {"framework": "vllm", "environment": {"SM_VLLM_MODEL": "meta-llama/Llama-3.1-8B-Instruct"}}}
     message = error_of({"endpoints": [{"name": "chat", "variants": [variant]}]})
     assert "environments.prod.endpoints[0].variants[0]" in message
     assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
