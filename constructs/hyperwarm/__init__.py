@@ -1,6 +1,6 @@
 """hyperwarm: CDK constructs for warm-starting, cache-aware LLM inference on AWS.
 
-Public names are imported on first use: the pure-Python modules (``catalog``, ``node_capacity``,
+Public names are imported on first use: the pure-Python modules (``catalog``, ``node_capacity``, ``serving``,
 ``hyperpod_dependencies``) load without aws-cdk, so the deploy rehearsal can read them.
 """
 

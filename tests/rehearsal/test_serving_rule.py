@@ -4,6 +4,9 @@ parallelism that matches its GPUs; each case is a defective template the rule mu
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,3 +127,9 @@ def test_a_worker_on_another_port_must_move_the_server_there() -> None:
     (finding,) = findings(caches_stack(WORKER_TOLD, port=9000))
     assert finding.endswith("the invocation port is 9000 but the vllm server listens on 8080; set SM_VLLM_PORT=9000")
     assert findings(caches_stack([*WORKER_TOLD, {"name": "SM_VLLM_PORT", "value": "9000"}], port=9000)) == []
+
+
+def test_the_rule_and_the_serving_rules_load_without_aws_cdk() -> None:
+    code = "import sys, rehearsal.rules.serving, hyperwarm.serving; sys.exit('aws_cdk' in sys.modules)"
+    repo = Path(__file__).resolve().parents[2]
+    assert subprocess.run([sys.executable, "-c", code], cwd=repo, check=False).returncode == 0
