@@ -262,7 +262,7 @@ def test_every_project_worker_is_told_its_mounted_model_and_its_gpus(project_obj
 
 
 def test_serving_overrides_reach_the_worker_as_the_variables_the_entrypoint_reads() -> None:
-    raw = environment(model(resources={"gpus": 1}, port=9000,
+    raw = environment(model(port=9000,
                             serving={"args": ["--max-model-len", "8192"], "environment": {"SM_VLLM_DTYPE": "half"}}))
     (obj,) = of_kind(objects_of(raw), "InferenceEndpointConfig")
     assert worker_env(obj) == {"SM_VLLM_DTYPE": "half", "SM_VLLM_MAX_MODEL_LEN": "8192", "SM_VLLM_MODEL": "/opt/ml/model",
