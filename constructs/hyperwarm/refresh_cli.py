@@ -1,9 +1,17 @@
-"""``hyperwarm refresh replay``: re-drive a dead-lettered cache refresh event.
+"""``hyperwarm refresh replay``: re-drive dead-lettered cache refresh events.
 
-Reads messages from the refresh dead-letter queue, extracts the original S3 event (from the
-Lambda's own ``hyperwarm.refresh-dlq/v1`` envelope, an asynchronous-invocation failure record,
-or a raw EventBridge event), invokes the refresh function with it, and deletes the message only
-when the invocation succeeded. Replaying is safe: the Lambda skips targets already at that version.
+A letter in the refresh dead-letter queue is one of:
+
+- the function's own ``hyperwarm.refresh-dlq/v1`` envelope (a failure it decided: ``event`` inside);
+- a Lambda asynchronous-invocation record from the functions' on-failure destination
+  (``requestContext.condition`` e.g. ``RetriesExhausted``; the original event in ``requestPayload``);
+- a raw EventBridge event the rule could not deliver (S3 "Object Created" or SageMaker "Endpoint
+  State Change").
+
+Each is invoked synchronously on the refresh function (its handler takes both event kinds) with the
+top-level key ``hyperwarm-replay``: the function then reports a repeated failure in its answer
+instead of writing a second letter. The letter is deleted only after the replay succeeded; after a
+failure, or when the function runs in dry run, it stays and becomes visible again at once.
 """
 
 from __future__ import annotations
@@ -12,49 +20,98 @@ import argparse
 import json
 from typing import Any
 
+FORMAT = "hyperwarm.refresh-dlq/v1"
+REPLAY_KEY = "hyperwarm-replay"
+SCAN_VISIBILITY = 120
+"""Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
+REPLAY_VISIBILITY = 960
+"""Lambda's longest timeout (900 s) and a margin."""
+MAX_SCAN = 1000
+"""Messages ``--message-id`` looks at before giving up (a bound, not a guess: it is reported)."""
+_SOURCES = ("aws.s3", "aws.sagemaker")
 
 
 def original_event(body: str) -> dict[str, Any]:
-    """The S3 EventBridge event inside a DLQ message body, whichever path dead-lettered it."""
+    """The EventBridge event inside a DLQ message body, whichever path dead-lettered it."""
     doc = json.loads(body)
-    if isinstance(doc, dict) and doc.get("format") == "hyperwarm.refresh-dlq/v1":
+    if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("event"), dict):
         return doc["event"]
-    if isinstance(doc, dict) and "requestPayload" in doc:  # Lambda on-failure destination record
-        return doc["requestPayload"]
-    if isinstance(doc, dict) and doc.get("source") == "aws.s3":  # EventBridge target DLQ: the event itself
+    if isinstance(doc, dict) and isinstance(doc.get("requestPayload"), dict):  # on-failure destination record
+        return {k: v for k, v in doc["requestPayload"].items() if k != REPLAY_KEY}
+    if isinstance(doc, dict) and doc.get("source") in _SOURCES:  # EventBridge target DLQ: the event itself
         return doc
     raise ValueError("message holds no cache refresh event")
 
 
+def _receive(sqs: Any, queue_url: str, count: int) -> list[dict[str, Any]]:
+    return sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=min(10, count),
+                               VisibilityTimeout=SCAN_VISIBILITY, WaitTimeSeconds=1).get("Messages", [])
+
+
+def _release(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:
+    """Make scanned messages visible again now (not after the scan's visibility timeout)."""
+    for i in range(0, len(messages), 10):
+        entries = [{"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+                   for n, m in enumerate(messages[i:i + 10])]
+        sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)
+
+
+def _select(sqs: Any, queue_url: str, message_id: str | None, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages to replay, messages scanned past): pages through the queue, bounded by MAX_SCAN."""
+    chosen: list[dict[str, Any]] = []
+    passed: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while len(seen) < MAX_SCAN and len(chosen) < (1 if message_id else limit):
+        page = _receive(sqs, queue_url, 10 if message_id else limit - len(chosen))
+        fresh = [m for m in page if m["MessageId"] not in seen]
+        if not fresh:
+            break
+        for message in fresh:
+            seen.add(message["MessageId"])
+            (chosen if message_id in (None, message["MessageId"]) else passed).append(message)
+    return chosen, passed
+
+
+def _replay_one(sqs: Any, lambda_client: Any, queue_url: str, function_name: str,
+                message: dict[str, Any]) -> dict[str, Any]:
+    try:
+        event = original_event(message["Body"])
+    except (ValueError, KeyError) as exc:
+        _release(sqs, queue_url, [message])
+        return {"message_id": message["MessageId"], "status": "unreadable", "error": str(exc)}
+    # Hidden for as long as the (synchronous) invocation may run: no one else replays it meanwhile.
+    sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"],
+                                  VisibilityTimeout=REPLAY_VISIBILITY)
+    payload_in = {**event, REPLAY_KEY: {"message_id": message["MessageId"]}}
+    response = lambda_client.invoke(FunctionName=function_name, InvocationType="RequestResponse",
+                                    Payload=json.dumps(payload_in).encode())
+    payload = json.loads(response["Payload"].read() or b"null")
+    status = payload.get("status") if isinstance(payload, dict) else None
+    ok = "FunctionError" not in response and status not in ("failed", "dry-run")  # a dry run did nothing
+    if ok:
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    else:
+        _release(sqs, queue_url, [message])  # the letter stays, visible again; the function wrote no new one
+    outcome = "replayed" if ok else "dry-run" if status == "dry-run" else "failed-again"
+    return {"message_id": message["MessageId"], "status": outcome, "result": payload}
+
+
 def replay(queue_url: str, function_name: str, message_id: str | None = None, *, sqs: Any = None,
            lambda_client: Any = None, max_messages: int = 10) -> list[dict[str, Any]]:
-    """Invoke ``function_name`` with each matching message's event; returns one result per message."""
+    """Invoke ``function_name`` with each selected letter's event; one result per letter replayed.
+
+    ``message_id``: that letter only, wherever it is in the queue (up to :data:`MAX_SCAN` messages are
+    looked at; the others are made visible again afterwards). Otherwise up to ``max_messages`` letters.
+    """
     import boto3
 
     sqs = sqs or boto3.client("sqs")
     lambda_client = lambda_client or boto3.client("lambda")
-    results = []
-    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=max_messages,
-                                   VisibilityTimeout=60, WaitTimeSeconds=1).get("Messages", [])
-    for message in messages:
-        if message_id and message["MessageId"] != message_id:
-            sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"],
-                                          VisibilityTimeout=0)
-            continue
-        try:
-            event = original_event(message["Body"])
-        except (ValueError, KeyError) as exc:
-            results.append({"message_id": message["MessageId"], "status": "unreadable", "error": str(exc)})
-            continue
-        response = lambda_client.invoke(FunctionName=function_name, InvocationType="RequestResponse",
-                                        Payload=json.dumps(event).encode())
-        payload = json.loads(response["Payload"].read() or b"null")
-        ok = "FunctionError" not in response and not (isinstance(payload, dict) and payload.get("status") == "failed")
-        if ok:
-            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-        results.append({"message_id": message["MessageId"], "status": "replayed" if ok else "failed-again",
-                        "result": payload})
-    return results
+    chosen, passed = _select(sqs, queue_url, message_id, max_messages)
+    try:
+        return [_replay_one(sqs, lambda_client, queue_url, function_name, m) for m in chosen]
+    finally:
+        _release(sqs, queue_url, passed)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
     for result in results:
         print(json.dumps(result, default=str))
     if not results:
-        print("no matching messages")
+        print(f"message {args.message_id} not found (looked at up to {MAX_SCAN})" if args.message_id else "no messages")
+        return 1 if args.message_id else 0
     return 0 if all(r["status"] == "replayed" for r in results) else 1
 
 
@@ -71,8 +129,9 @@ def add_parser(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="refresh_command", metavar="COMMAND", required=True)
     rp = commands.add_parser("replay", help="re-drive dead-lettered refresh events through the refresh Lambda")
     rp.add_argument("--queue-url", required=True, help="URL of the refresh dead-letter queue")
-    rp.add_argument("--message-id", help="replay only this message (default: up to 10 messages)")
+    rp.add_argument("--message-id", help=f"replay only this message, found anywhere in the first {MAX_SCAN} "
+                                         "(default: up to 10 messages)")
     rp.add_argument("--function-name", required=True,
                     help="refresh function name or ARN: the refresh stack's RefreshFunctionName output, "
-                         "hyperwarm-<env>-cache-refresh")
+                         "hyperwarm-<env>-cache-refresh (it replays both manifest and endpoint-state events)")
     rp.set_defaults(func=_run)

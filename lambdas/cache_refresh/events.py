@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Mapping
 
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3EventBridgeNotificationEvent
@@ -18,6 +19,8 @@ from .errors import Skip
 MANIFEST_NAME = "manifest.json"
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
+MAX_DEPTH = 12
+"""EventBridge events nest a few levels; anything deeper is not an event we handle."""
 
 
 @dataclass(frozen=True)
@@ -57,34 +60,92 @@ def split_manifest_key(key: str) -> tuple[str, str]:
     return prefix, version
 
 
-def parse_manifest_created(event: Mapping[str, Any]) -> ManifestCreated:
+def _depth_ok(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when ``value`` nests at most ``limit`` levels (iterative: never a RecursionError)."""
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth >= limit:
+                return False
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return True
+
+
+def _event(event: Any) -> dict[str, Any]:
+    """The event as a dict, or Skip ``malformed-event`` (a string, a list, a nested bomb...)."""
+    if not isinstance(event, Mapping):
+        raise Skip("malformed-event", f"an EventBridge event is a JSON object, got {type(event).__name__}")
+    if not _depth_ok(event):
+        raise Skip("malformed-event", f"the event nests deeper than {MAX_DEPTH} levels")
+    return dict(event)
+
+
+def _time(value: Any) -> str:
+    """EventBridge's ``time`` (ISO 8601 text); checked here so nothing fails on it after a target moved."""
+    if not isinstance(value, str):
+        raise Skip("malformed-event", f"time {value!r} is not an ISO 8601 string")
     try:
-        parsed = S3EventBridgeNotificationEvent(dict(event))
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise Skip("malformed-event", f"time {value!r} is not an ISO 8601 string") from None
+    return value
+
+
+def event_source(event: Any) -> str | None:
+    """``source`` of a dict event (for dispatch), else None."""
+    return event.get("source") if isinstance(event, Mapping) and isinstance(event.get("source"), str) else None
+
+
+def parse_manifest_created(event: Any) -> ManifestCreated:
+    try:
+        parsed = S3EventBridgeNotificationEvent(_event(event))
         if parsed.source != "aws.s3" or parsed.detail_type != "Object Created":
             raise Skip("malformed-event", f"expected aws.s3 Object Created, got {parsed.source}/{parsed.detail_type}")
         obj = parsed.detail.object
         bucket, key, sequencer = parsed.detail.bucket.name, obj.key, obj.sequencer
         version_id = obj.get("version-id") or None
-        time = parsed.time
+        time = _time(parsed.get("time"))
     except (KeyError, TypeError, AttributeError) as exc:
         raise Skip("malformed-event", f"not an S3 EventBridge event: missing {exc}") from None
     if not (isinstance(bucket, str) and isinstance(key, str) and isinstance(sequencer, str)
             and re.fullmatch(r"[0-9A-Fa-f]{1,64}", sequencer)):
         raise Skip("malformed-event", "bucket, key or sequencer missing or invalid")
+    if version_id is not None and not isinstance(version_id, str):
+        raise Skip("malformed-event", "version-id is not a string")
     prefix, version = split_manifest_key(key)
     return ManifestCreated(bucket, key, sequencer, version_id, prefix, version, time)
 
 
-def parse_endpoint_state_change(event: Mapping[str, Any]) -> EndpointStateChange:
+def parse_endpoint_state_change(event: Any) -> EndpointStateChange:
     try:
-        parsed = EventBridgeEvent(dict(event))
+        parsed = EventBridgeEvent(_event(event))
         if parsed.source != "aws.sagemaker" or parsed.detail_type != "SageMaker Endpoint State Change":
             raise Skip("malformed-event", f"expected SageMaker Endpoint State Change, got {parsed.detail_type}")
         detail = parsed.detail
-        return EndpointStateChange(endpoint=detail["EndpointName"], config=detail.get("EndpointConfigName", ""),
-                                   status=detail["EndpointStatus"], failure_reason=detail.get("FailureReason"))
+        change = EndpointStateChange(endpoint=detail["EndpointName"], config=detail.get("EndpointConfigName", ""),
+                                     status=detail["EndpointStatus"], failure_reason=detail.get("FailureReason"))
     except (KeyError, TypeError, AttributeError) as exc:
         raise Skip("malformed-event", f"not a SageMaker endpoint state change: missing {exc}") from None
+    if not all(isinstance(v, str) for v in (change.endpoint, change.config, change.status)):
+        raise Skip("malformed-event", "EndpointName, EndpointConfigName and EndpointStatus must be strings")
+    return change
+
+
+def location_version(location: str, prefix: str) -> str | None:
+    """``<prefix>/<version>[/...]`` -> version; None when the location names no version folder of ``prefix``."""
+    if not isinstance(location, str) or not location.startswith(prefix + "/"):
+        return None
+    version = location[len(prefix) + 1:].split("/", 1)[0]
+    return version if _VERSION.match(version) else None
+
+
+def s3_uri_version(uri: str, buckets: frozenset[str], prefix: str) -> str | None:
+    """``s3://<allowed bucket>/<prefix>/<version>/...`` -> version, else None."""
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        return None
+    bucket, _, key = uri[5:].partition("/")
+    return location_version(key, prefix) if bucket in buckets else None
 
 
 def sequencer_key(sequencer: str) -> str:

@@ -44,6 +44,8 @@ def parse(body: bytes) -> tuple[ManifestFile, ...]:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise PermanentError("corrupt-manifest", f"manifest is not JSON: {exc}") from None
+    except RecursionError:
+        raise PermanentError("corrupt-manifest", "manifest nests too deeply to be a manifest") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise PermanentError("corrupt-manifest", f"manifest format must be {FORMAT!r}")
     files = doc.get("files")
@@ -74,6 +76,10 @@ def _client_error(exc: ClientError, what: str) -> Exception:
         return TransientError("s3-unavailable", f"{what}: {code}")
     if code in ("404", "NoSuchKey", "NoSuchVersion", "NotFound"):
         return PermanentError("manifest-object-missing", f"{what}: not found")
+    if code in ("403", "AccessDenied"):
+        # Without s3:ListBucket S3 answers 403, not 404, for a key that does not exist.
+        return PermanentError("manifest-object-missing", f"{what}: not found or not readable (HTTP 403; S3 answers "
+                              "403 for a missing key to a caller that may not list the bucket)")
     return PermanentError("s3-access", f"{what}: {code}")
 
 
@@ -115,6 +121,6 @@ def verify(s3: Any, bucket: str, location: str, files: tuple[ManifestFile, ...])
     with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
         problems = [p for p in pool.map(lambda f: _check(s3, bucket, location, f), files) if p]
     if problems:
-        reason = "manifest-object-missing" if any("not found" in p for p in problems) else "manifest-mismatch"
+        reason = "manifest-object-missing" if any(": not found" in p for p in problems) else "manifest-mismatch"
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise PermanentError(reason, f"s3://{bucket}/{location}: {shown}")

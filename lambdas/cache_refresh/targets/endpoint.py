@@ -22,8 +22,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ..config import BlueGreen, EndpointTarget
+from ..decide import Live
 from ..errors import PermanentError, TransientError
-from ..events import ManifestCreated
+from ..events import ManifestCreated, s3_uri_version
+from ..versions import UnorderableVersion, compare
 
 TAG = {"Key": "hyperwarm:created-by", "Value": "cache-refresh"}
 _THROTTLE = {"ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure", "RequestLimitExceeded"}
@@ -50,6 +52,8 @@ def _fail(exc: ClientError, what: str) -> Exception:
     if code in _THROTTLE:
         return TransientError("sagemaker-unavailable", f"{what}: {code}")
     message = exc.response["Error"].get("Message", "")
+    if code == "ResourceInUse" or "in-progress" in message or "in progress" in message:
+        return TransientError("endpoint-busy", f"{what}: {code} {message}")  # an update runs: try again later
     if "Could not find" in message or code == "ResourceNotFound":
         return PermanentError("target-not-found", f"{what}: {message}")
     return PermanentError("target-rejected", f"{what}: {code} {message}")
@@ -169,10 +173,55 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated) -> dict[str, 
             "started": int(time.time()), "event_time": event.time}
 
 
-def delete_superseded(sm: Any, config: str | None, models: list[str]) -> list[str]:
-    """Delete a config and models a refresh created and nothing serves any more; returns what went."""
+def _container_uris(model: dict[str, Any]) -> list[str]:
+    uris = []
+    for container in [model.get("PrimaryContainer") or {}, *(model.get("Containers") or [])]:
+        source = (container.get("ModelDataSource") or {}).get("S3DataSource") or {}
+        uris += [u for u in (source.get("S3Uri"), container.get("ModelDataUrl")) if u]
+    return uris
+
+
+def live(sm: Any, target: EndpointTarget, prefix: str, buckets: frozenset[str]) -> Live:
+    """The endpoint's status, current config and the newest version folder its models read."""
+    try:
+        endpoint = sm.describe_endpoint(EndpointName=target.endpoint)
+        config_name = endpoint["EndpointConfigName"]
+        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
+        found = set()
+        for variant in config.get("ProductionVariants", []):
+            if "ModelName" in variant:
+                model = sm.describe_model(ModelName=variant["ModelName"])
+                found |= {v for v in (s3_uri_version(u, buckets, prefix) for u in _container_uris(model)) if v}
+    except ClientError as exc:
+        raise _fail(exc, f"reading {target.endpoint}") from None
+    newest = None
+    for version in sorted(found):
+        try:
+            if newest is None or compare(version, newest) > 0:
+                newest = version
+        except UnorderableVersion as exc:
+            raise PermanentError("unorderable-version", f"{target.endpoint} serves {sorted(found)}: {exc}") from None
+    return Live(newest, endpoint["EndpointStatus"], config_name)
+
+
+def delete_superseded(sm: Any, config: str | None, models: list[str], serving: str | None = None) -> list[str]:
+    """Delete a config and models a refresh created and nothing serves any more; returns what went.
+
+    ``serving``: the endpoint's current config; it and its models are never deleted (checked here,
+    not assumed: the record may lag the endpoint).
+    """
+    keep: set[str] = set()
+    if serving:
+        keep.add(serving)
+        try:
+            keep |= {v["ModelName"] for v in sm.describe_endpoint_config(EndpointConfigName=serving)
+                     .get("ProductionVariants", []) if "ModelName" in v}
+        except ClientError as exc:
+            raise _fail(exc, f"DescribeEndpointConfig {serving}") from None
     deleted = []
     for kind, name in ([("EndpointConfig", config)] if config else []) + [("Model", m) for m in models]:
+        if name in keep:
+            continue
         try:
             if kind == "EndpointConfig":
                 sm.delete_endpoint_config(EndpointConfigName=name)

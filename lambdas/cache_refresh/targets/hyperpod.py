@@ -27,8 +27,10 @@ from botocore.exceptions import ClientError
 from botocore.signers import RequestSigner
 
 from ..config import HyperPodTarget
+from ..decide import Live
 from ..errors import PermanentError, TransientError
-from ..events import ManifestCreated
+from ..events import ManifestCreated, location_version
+from ..versions import UnorderableVersion, newer
 
 GROUP_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 PLURALS = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartModel": "jumpstartmodels",
@@ -122,10 +124,29 @@ def _raise_for(status: int, data: dict[str, Any], what: str) -> None:
     raise TransientError("target-unavailable", message)
 
 
+def served_version(kind: str, obj: dict[str, Any], prefix: str, buckets: frozenset[str]) -> str | None:
+    """The version folder of ``prefix`` the object's live spec reads (None: it reads none)."""
+    spec = obj.get("spec") or {}
+    if kind == "JumpStartModel":
+        version = (spec.get("model") or {}).get("modelVersion")
+        return version if isinstance(version, str) else None
+    source = spec.get("modelSourceConfig") or {}
+    if (source.get("s3Storage") or {}).get("bucketName") not in buckets:
+        return None
+    return location_version(source.get("modelLocation"), prefix)
+
+
 def source_patch(kind: str, obj: dict[str, Any], event: ManifestCreated) -> dict[str, Any] | None:
-    """The spec change that points ``obj`` at the event's version, or None when it already does."""
+    """The spec change that points ``obj`` at the event's version, or None when it already does or when
+    it serves a newer version (a concurrent or later refresh got there first: never move it back)."""
     spec = obj.get("spec", {})
     name = obj.get("metadata", {}).get("name")
+    serving = served_version(kind, obj, event.prefix, frozenset({event.bucket}))
+    try:
+        if serving is not None and serving != event.version and newer(serving, event.version):
+            return None
+    except UnorderableVersion as exc:
+        raise PermanentError("unorderable-version", f"{kind} {name}: {exc}") from None
     if kind == "JumpStartModel":
         if not _JUMPSTART_VERSION.match(event.version):
             raise PermanentError("target-rejected", f"JumpStartModel {name}: version {event.version!r} is not x.y.z")
@@ -158,6 +179,19 @@ def repoint(kube: KubeApi, kind: str, namespace: str, name: str, event: Manifest
     raise TransientError("target-conflict", f"{kind} {namespace}/{name}: changed concurrently {CONFLICT_RETRIES} times")
 
 
+def kube_for(target: HyperPodTarget, region: str) -> KubeApi:
+    endpoint, ca = cluster_access(target.cluster, region)
+    return KubeApi(endpoint, ca, eks_token(target.cluster, region))
+
+
+def live(target: HyperPodTarget, prefix: str, buckets: frozenset[str], region: str,
+         kube: KubeApi | None = None) -> Live:
+    """What the deployment object serves now, from its live spec."""
+    kube = kube or kube_for(target, region)
+    obj = kube.get(target.resource, target.namespace, target.name)
+    return Live(served_version(target.resource, obj, prefix, buckets))
+
+
 def plan(target: HyperPodTarget) -> list[tuple[str, str]]:
     """Objects to repoint, in order: stand-alone caches first (they warm nodes), then the deployment."""
     return [*(("ModelWeightsCacheConfig", c) for c in target.caches), (target.resource, target.name)]
@@ -165,7 +199,5 @@ def plan(target: HyperPodTarget) -> list[tuple[str, str]]:
 
 def apply(target: HyperPodTarget, event: ManifestCreated, region: str, kube: KubeApi | None = None) -> list[str]:
     """Repoint every object of ``target``; returns the ``Kind/name`` of those changed."""
-    if kube is None:
-        endpoint, ca = cluster_access(target.cluster, region)
-        kube = KubeApi(endpoint, ca, eks_token(target.cluster, region))
+    kube = kube or kube_for(target, region)
     return [f"{kind}/{name}" for kind, name in plan(target) if repoint(kube, kind, target.namespace, name, event)]

@@ -1,0 +1,336 @@
+"""What the two entry points do, written against :class:`Ports` so that the same code runs on AWS
+and, in the model tests, against in-memory fakes of every external call.
+
+Per target: take its lock (or, if busy, queue the version behind whoever holds it), read what the
+target serves, settle a rollout that ended, decide (:mod:`.decide`), act, release, then roll the
+queued version if one waits. Per event: every target's outcome is collected first; permanent
+failures are dead-lettered with the event (replay context) and counted before a transient one is
+raised for Lambda to retry, so one target's retry never hides another target's failure.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Callable
+
+from . import decide
+from .config import EndpointTarget, HyperPodTarget, Settings, Target
+from .errors import PermanentError, Skip, TransientError
+from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
+                     parse_manifest_created)
+from .state import Busy, StateTable, held_by_rollout, lock_held
+from .targets.endpoint import rollout_seconds
+from .versions import UnorderableVersion, parse
+
+DLQ_FORMAT = "hyperwarm.refresh-dlq/v1"
+REPLAY_KEY = "hyperwarm-replay"
+"""Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
+DRAIN_DEPTH = 3
+
+
+@dataclass
+class Ports:
+    """Everything the flow reads or changes outside itself."""
+
+    settings: Settings
+    state: StateTable
+    verify: Callable[[ManifestCreated], None]
+    live: Callable[[Target, str], decide.Live]
+    apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
+    start_endpoint: Callable[[EndpointTarget, ManifestCreated], dict[str, Any]]
+    delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
+    dead_letter: Callable[[dict[str, Any]], None]
+    metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
+    log: Callable[..., None] = lambda message, **extra: None
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@dataclass
+class Outcome:
+    target: str
+    status: str  # refreshed | started | queued | skipped | failed | retry
+    reason: str = ""
+    message: str = ""
+
+
+def _owner(ports: Ports) -> str:
+    return f"{ports.request_id}:{uuid.uuid4().hex[:8]}"
+
+
+def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str]) -> dict[str, Any]:
+    return {"format": DLQ_FORMAT, "event": event, "reason": reason, "message": message, "targets": targets,
+            "request_id": ports.request_id, "failed_at": int(ports.state.clock())}
+
+
+def _prefix_of(settings: Settings, target: Target) -> str:
+    return next(p for p, ts in settings.targets.items() if target in ts)
+
+
+def handle(ports: Ports, event: Any) -> dict[str, Any]:
+    """Either event kind: parse, then the manifest or state-change flow. Skips are answers; a
+    transient failure is raised (Lambda retries it, then its on-failure destination keeps it)."""
+    replay = isinstance(event, dict) and isinstance(event.get(REPLAY_KEY), dict)
+    if replay:
+        event = {k: v for k, v in event.items() if k != REPLAY_KEY}
+    try:
+        if event_source(event) == "aws.sagemaker":
+            try:
+                return on_state_change(ports, parse_endpoint_state_change(event))
+            except Skip as skip:  # most state changes end nothing: not counted
+                ports.log("state change ignored", reason=skip.reason, detail=skip.message)
+                return {"status": "ignored", "reason": skip.reason}
+        return on_manifest(ports, event, parse_manifest_created(event), replay=replay)
+    except Skip as skip:
+        ports.metric("RefreshSkipped", reason=skip.reason)
+        ports.log("event skipped", reason=skip.reason, detail=skip.message)
+        return {"status": "skipped", "reason": skip.reason}
+
+
+# -- manifest events ------------------------------------------------------------------------------
+
+def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *, replay: bool = False) -> dict[str, Any]:
+    s = ports.settings
+    if created.bucket not in s.allowed_buckets:
+        raise Skip("unknown-bucket", f"bucket {created.bucket} is not configured")
+    targets = s.targets_for(created.prefix)
+    if not targets:
+        raise Skip("unknown-prefix", f"no targets for prefix {created.prefix}")
+    ids = [t.id for t in targets]
+    try:
+        parse(created.version)
+    except UnorderableVersion as exc:
+        if s.dry_run:
+            return {"status": "dry-run", "version": created.version, "reason": "unorderable-version",
+                    "message": str(exc), "decisions": {}}
+        return _conclude(ports, event, created.version,
+                         [Outcome(i, "failed", "unorderable-version", str(exc)) for i in ids], replay)
+    # Cheap first look at the records (no lock, no target read): which targets might move at all?
+    due, outcomes = [], []
+    for target in targets:
+        first = decide.manifest(created.version, ports.state.get(target.id), decide.Live(None), replay=replay)
+        if first.action == "skip":
+            outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
+        else:
+            due.append(target)
+    if due and s.dry_run:
+        return _dry_run(ports, created, due, outcomes)
+    if due:
+        try:
+            ports.verify(created)
+        except PermanentError as exc:  # incomplete or corrupt: nothing moves, nothing queues
+            outcomes += [Outcome(t.id, "failed", exc.reason, exc.message) for t in due]
+            return _conclude(ports, event, created.version, outcomes, replay)
+    for target in due:
+        outcomes.append(_target(ports, target, created, event, replay=replay))
+    return _conclude(ports, event, created.version, outcomes, replay)
+
+
+def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
+    """Verify and decide with reads only: no lock, no state, no target change, no letter, no metric."""
+    decisions = {o.target: {"action": "skip", "reason": o.reason} for o in outcomes}
+    try:
+        ports.verify(created)
+    except PermanentError as exc:
+        return {"status": "dry-run", "version": created.version, "verified": False, "reason": exc.reason,
+                "message": exc.message, "decisions": decisions}
+    for target in due:
+        live = ports.live(target, created.prefix)
+        d = decide.manifest(created.version, ports.state.get(target.id), live)
+        decisions[target.id] = {"action": d.action, "reason": d.reason, "serves": live.version}
+    ports.log("dry run: decided, changed nothing", decisions=decisions)
+    return {"status": "dry-run", "version": created.version, "verified": True, "decisions": decisions}
+
+
+def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any], *,
+            replay: bool, depth: int = 0) -> Outcome:
+    """One target under its lock; failures become outcomes (a crash of the runtime passes through)."""
+    s, state, owner = ports.settings, ports.state, _owner(ports)
+    try:
+        item = state.acquire(target.id, owner, s.lock_seconds)
+    except Busy as busy:
+        return _queue_behind(ports, target, created, event, busy.item, replay)
+    except TransientError as exc:
+        return Outcome(target.id, "retry", exc.reason, exc.message)
+    try:
+        live = ports.live(target, created.prefix)
+        item = _settle(ports, target, item, live, owner)
+        d = decide.manifest(created.version, item, live, replay=replay)
+        if d.action == "queue":
+            state.enqueue(target.id, created.version, event)
+            if item.get("pending"):  # our rollout still runs: it rolls the queued version when it ends
+                state.keep_rollout(target.id, owner, _rollout_seconds(target))
+                return Outcome(target.id, "queued", d.reason, d.message)
+            state.release(target.id, owner)  # someone else's update: retry, and the state change rolls it
+            return Outcome(target.id, "retry", "endpoint-busy", f"{target.id}: {d.message}")
+        if d.action != "start":
+            state.release(target.id, owner)
+            return Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
+        ports.metric("RefreshStarted", target=target.id)
+        if isinstance(target, HyperPodTarget):
+            changed = ports.apply_hyperpod(target, created)
+            state.commit(target.id, owner, version=created.version, sequencer=created.sequencer,
+                         location=created.location)
+            ports.metric("RefreshSucceeded", target=target.id)
+            ports.metric("TimeToRefresh", value=_since(created.time, ports.state.clock()), unit="Seconds")
+            ports.log("hyperpod target repointed", target=target.id, version=created.version, changed=changed)
+            outcome = Outcome(target.id, "refreshed")
+        else:
+            pending = ports.start_endpoint(target, created)
+            pending.update(bucket=created.bucket, event=json.dumps(event))
+            state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
+            ports.log("endpoint update started", target=target.id, config=pending["config"])
+            return Outcome(target.id, "started")
+    except Exception as exc:  # noqa: BLE001 - every failure is classified; an unknown one is retried
+        _release_quietly(ports, target, owner)
+        if isinstance(exc, PermanentError):
+            return Outcome(target.id, "failed", exc.reason, exc.message)
+        if isinstance(exc, TransientError):
+            return Outcome(target.id, "retry", exc.reason, exc.message)
+        ports.log("unexpected error", target=target.id, error=repr(exc))
+        return Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")
+    _drain(ports, target, depth)
+    return outcome
+
+
+def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
+                  item: dict[str, Any], replay: bool) -> Outcome:
+    d = decide.busy(created.version, item, replay=replay)
+    if d.action == "skip":
+        return Outcome(target.id, "skipped", d.reason, d.message)
+    if d.action == "fail":
+        return Outcome(target.id, "failed", d.reason, d.message)
+    try:
+        ports.state.enqueue(target.id, created.version, event)
+    except TransientError as exc:
+        return Outcome(target.id, "retry", exc.reason, exc.message)
+    if held_by_rollout(item):
+        return Outcome(target.id, "queued", d.reason, d.message)
+    # Another invocation holds it: it rolls the queued version when it releases; if it died instead,
+    # this event's retries (and at last the dead-letter queue) bring the version back.
+    return Outcome(target.id, "retry", "target-busy", f"{target.id}: {d.message}")
+
+
+def _release_quietly(ports: Ports, target: Target, owner: str) -> None:
+    try:
+        ports.state.release(target.id, owner)
+    except Exception as exc:  # noqa: BLE001 - the lock expires on its own; keep the original error
+        ports.log("could not release lock", target=target.id, error=repr(exc))
+
+
+def _since(iso_time: str, now: float) -> float:
+    return max(0.0, now - datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp())
+
+
+def _rollout_seconds(target: Target) -> int:
+    return rollout_seconds(target.blue_green) if isinstance(target, EndpointTarget) else 0
+
+
+def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Live, owner: str) -> dict[str, Any]:
+    """Finish a recorded rollout that the endpoint says has ended (its state-change event may be lost).
+
+    The returned item carries ``settled``: (state, reason) of :func:`.decide.rollout`, for the caller.
+    """
+    pending = item.get("pending")
+    if not pending:
+        return item
+    status, reason = decide.rollout(pending, live)
+    if status == "in-progress":
+        return item
+    if status == "succeeded":
+        deleted = ports.delete_superseded(item.get("owned_config"), list(item.get("owned_models") or []), live.config)
+        item = ports.state.finish_rollout(target.id, owner, succeeded=True, keep_lock=True)
+        started = float(pending.get("started", ports.state.clock()))
+        ports.metric("TimeToRefresh", value=max(0.0, ports.state.clock() - started), unit="Seconds")
+        ports.metric("RefreshSucceeded", target=target.id)
+        ports.log("endpoint refreshed", target=target.id, version=pending["version"], deleted=deleted)
+        return {**item, "settled": ("refreshed", "", deleted)}
+    message = f"{target.id}: rollout of {pending['version']} ended {live.status} on {live.config}"
+    ports.metric("RefreshFailed", reason=reason, target=target.id)
+    ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id]))
+    ports.log("endpoint refresh failed; previous config and models kept", target=target.id, reason=reason)
+    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True)
+    return {**item, "settled": ("rollout-failed", reason, [])}  # dead-lettered: this event itself is done
+
+
+def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
+    """Roll the version that waited behind the lock just released (bounded)."""
+    item = ports.state.get(target.id)
+    queued = item.get("queued")
+    if not queued or depth >= DRAIN_DEPTH or lock_held(item, ports.state.clock()):
+        return []
+    event = json.loads(queued["event"])
+    created = parse_manifest_created(event)
+    outcome = _target(ports, target, created, event, replay=False, depth=depth + 1)
+    _conclude(ports, event, created.version, [outcome], replay=False)
+    return [outcome]
+
+
+def _conclude(ports: Ports, event: dict[str, Any], version: str, outcomes: list[Outcome],
+              replay: bool) -> dict[str, Any]:
+    """Count and dead-letter permanent failures, then raise a transient one for Lambda to retry."""
+    for o in outcomes:
+        if o.status in ("skipped", "queued"):
+            ports.metric("RefreshSkipped" if o.status == "skipped" else "RefreshQueued", reason=o.reason or None,
+                         target=o.target)
+    failed = [o for o in outcomes if o.status == "failed"]
+    for o in failed:
+        ports.metric("RefreshFailed", reason=o.reason, target=o.target)
+    if failed and not replay:  # a replay keeps its own letter until it succeeds: no second one
+        message = "; ".join(f"{o.target}: {o.message}" for o in failed)
+        ports.dead_letter(_letter(ports, event, failed[0].reason, message, [o.target for o in failed]))
+        for o in failed:  # after the letter is safe: a retry of this event skips them, a replay does not
+            ports.state.mark_failed(o.target, version, o.reason)
+    retry = [o for o in outcomes if o.status == "retry"]
+    if retry:
+        ports.metric("RefreshRetried")
+        raise TransientError(retry[0].reason, "; ".join(o.message for o in retry))
+    statuses = {o.status for o in outcomes}
+    status = ("failed" if failed else "refreshed" if statuses & {"refreshed", "started"}
+              else "queued" if "queued" in statuses else "skipped")
+    result: dict[str, Any] = {"status": status, "version": version, "targets": {
+        o.target: {"status": o.status, **({"reason": o.reason} if o.reason else {})} for o in outcomes}}
+    if failed:
+        result["reason"] = failed[0].reason
+    elif status == "skipped" and len({o.reason for o in outcomes}) == 1:
+        result["reason"] = outcomes[0].reason
+    return result
+
+
+# -- endpoint state changes -----------------------------------------------------------------------
+
+def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]:
+    """A trigger only: the endpoint's own description decides whether its rollout ended."""
+    target = ports.settings.endpoint_target(change.endpoint)
+    if target is None:
+        raise Skip("unknown-endpoint", f"{change.endpoint} is not a refresh target")
+    item = ports.state.get(target.id)
+    if not item.get("pending") and not item.get("queued"):
+        raise Skip("no-rollout", f"{target.id}: no rollout in progress and no version waiting")
+    if ports.settings.dry_run:  # a rollout a live run started ends while dry run is on: keep the event
+        raise TransientError("dry-run", f"{target.id}: dry run changes nothing; replay this state change "
+                             "after turning dry run off")
+    owner = _owner(ports)
+    try:
+        item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
+    except Busy:
+        raise TransientError("target-busy", f"{target.id}: another invocation holds the target") from None
+    try:
+        live = ports.live(target, _prefix_of(ports.settings, target))
+        item = _settle(ports, target, item, live, owner)
+        if item.get("pending"):
+            ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
+            return {"status": "ignored", "reason": "in-progress", "detail": f"{target.id}: {live.status} on {live.config}"}
+        ports.state.release(target.id, owner)
+    except (PermanentError, TransientError):
+        _release_quietly(ports, target, owner)
+        raise
+    except Exception as exc:  # noqa: BLE001
+        _release_quietly(ports, target, owner)
+        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+    status, reason, deleted = item.get("settled", ("settled", "", []))
+    outcomes = _drain(ports, target, 0)
+    return {"status": status, "target": target.id, "version": item.get("current_version"), "deleted": deleted,
+            **({"reason": reason} if reason else {}), "next": [o.status for o in outcomes]}

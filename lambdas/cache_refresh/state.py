@@ -1,0 +1,198 @@
+"""Per-target state in DynamoDB: what serves, the lock, a rollout in flight, the version waiting behind it.
+
+One item per target, partition key ``pk = "target#<target id>"`` (schema in README.md, "State table").
+Every change is read-modify-write of the whole item, conditional on its revision ``rev``: the
+transitions below are pure functions of the item, so the same code runs against DynamoDB and
+against the in-memory store of the model tests, and two invocations never both win a change.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Protocol
+
+from botocore.exceptions import ClientError
+
+from .decide import ROLLOUT
+from .errors import TransientError
+from .versions import UnorderableVersion, newer
+
+_ATTEMPTS = 5
+
+
+class Busy(Exception):
+    """The target's lock is held (and not expired); ``item`` is the state that was read."""
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        super().__init__(f"locked by {item.get('lock_owner')}")
+        self.item = item
+
+
+class LockLost(TransientError):
+    def __init__(self, target_id: str) -> None:
+        super().__init__("lock-lost", f"{target_id}: lock expired and was taken over")
+
+
+class Store(Protocol):
+    """Whole-item get and revision-conditional put (DynamoDB, or a dict in the model tests)."""
+
+    def get(self, pk: str) -> dict[str, Any]: ...
+
+    def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool: ...
+
+
+class DynamoStore:
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self._table = dynamodb.Table(table)
+
+    def get(self, pk: str) -> dict[str, Any]:
+        return self._table.get_item(Key={"pk": pk}, ConsistentRead=True).get("Item") or {}
+
+    def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
+        condition = {"ConditionExpression": "attribute_not_exists(pk)"} if expected_rev == 0 else {
+            "ConditionExpression": "rev = :rev", "ExpressionAttributeValues": {":rev": expected_rev}}
+        try:
+            self._table.put_item(Item={**item, "pk": pk}, **condition)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+
+# -- pure views of an item ---------------------------------------------------------------------
+
+def lock_held(item: dict[str, Any], now: float) -> bool:
+    return bool(item.get("lock_owner")) and float(item.get("lock_expires", 0)) >= now
+
+
+def held_by_rollout(item: dict[str, Any]) -> bool:
+    return str(item.get("lock_owner", "")).startswith(ROLLOUT)
+
+
+def tidy(item: dict[str, Any]) -> dict[str, Any]:
+    """Drop a queued version that is no longer ahead of what serves or is rolling out, or that failed."""
+    queued = item.get("queued")
+    if not queued:
+        return item
+    ahead = [v for v in (item.get("current_version"), (item.get("pending") or {}).get("version")) if v]
+    try:
+        stale = any(not newer(queued["version"], v) for v in ahead)
+    except UnorderableVersion:
+        stale = True
+    if stale or (item.get("failed") or {}).get("version") == queued["version"]:
+        item = {k: v for k, v in item.items() if k != "queued"}
+    return item
+
+
+class StateTable:
+    """The transitions of a target's item; ``clock`` is injectable so lock expiry can be modelled."""
+
+    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.clock = clock
+
+    @staticmethod
+    def key(target_id: str) -> str:
+        return f"target#{target_id}"
+
+    def get(self, target_id: str) -> dict[str, Any]:
+        return self.store.get(self.key(target_id))
+
+    def _change(self, target_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
+        """Apply ``change`` (None: no write) with optimistic concurrency; returns the item now stored."""
+        pk = self.key(target_id)
+        for _ in range(_ATTEMPTS):
+            item = self.store.get(pk)
+            rev = int(item.get("rev", 0))
+            new = change(dict(item))
+            if new is None:
+                return item
+            new = tidy(new)
+            new.update(pk=pk, rev=rev + 1, updated_at=int(self.clock()))
+            if self.store.put(pk, new, rev):
+                return new
+        raise TransientError("state-conflict", f"{target_id}: state changed concurrently {_ATTEMPTS} times")
+
+    def acquire(self, target_id: str, owner: str, seconds: int, *, over_rollout: bool = False) -> dict[str, Any]:
+        """Take the lock (free or expired) and return the item read with it; :class:`Busy` otherwise.
+
+        ``over_rollout``: also take it from a running rollout (the state-change handler checks on it and
+        hands it back with :meth:`keep_rollout` while the rollout runs).
+        """
+        now = self.clock()
+
+        def take(item: dict[str, Any]) -> dict[str, Any]:
+            if lock_held(item, now) and not (over_rollout and held_by_rollout(item)):
+                raise Busy(item)
+            return {**item, "lock_owner": owner, "lock_expires": int(now) + seconds}
+        return self._change(target_id, take)
+
+    def _owned(self, target_id: str, owner: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        def guarded(item: dict[str, Any]) -> dict[str, Any]:
+            if item.get("lock_owner") != owner:
+                raise LockLost(target_id)
+            return change(item)
+        return self._change(target_id, guarded)
+
+    @staticmethod
+    def _unlocked(item: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in item.items() if k not in ("lock_owner", "lock_expires")}
+
+    def release(self, target_id: str, owner: str, *, failed: dict[str, str] | None = None) -> dict[str, Any]:
+        """Drop our lock; ``failed`` (version, reason) marks a dead-lettered version of this target."""
+        return self._owned(target_id, owner, lambda item: {**self._unlocked(item), **({"failed": failed} if failed else {})})
+
+    def commit(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str) -> dict[str, Any]:
+        """Record the version as served and release the lock."""
+        return self._owned(target_id, owner, lambda item: {
+            **self._unlocked(item), "current_version": version, "current_sequencer": sequencer,
+            "current_location": location})
+
+    def start_rollout(self, target_id: str, owner: str, pending: dict[str, Any], seconds: int) -> dict[str, Any]:
+        """Hand our lock to the rollout (owner ``rollout:<config>``) until SageMaker ends it."""
+        return self._owned(target_id, owner, lambda item: {
+            **item, "pending": pending, "lock_owner": ROLLOUT + pending["config"],
+            "lock_expires": int(self.clock()) + seconds})
+
+    def keep_rollout(self, target_id: str, owner: str, seconds: int) -> dict[str, Any]:
+        """A rollout whose lock expired is still running: give the lock back to it."""
+        return self._owned(target_id, owner, lambda item: {
+            **item, "lock_owner": ROLLOUT + item["pending"]["config"], "lock_expires": int(self.clock()) + seconds})
+
+    def finish_rollout(self, target_id: str, owner: str, *, succeeded: bool, reason: str = "",
+                       keep_lock: bool = False) -> dict[str, Any]:
+        """End the pending rollout under ``owner``'s lock: the new version serves, or it failed."""
+        def finish(item: dict[str, Any]) -> dict[str, Any]:
+            pending = item["pending"]
+            rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != "pending"}
+            if succeeded:
+                return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
+                        "current_location": pending["location"], "owned_config": pending["config"],
+                        "owned_models": pending["created_models"]}
+            return {**rest, "failed": {"version": pending["version"], "reason": reason}, "last_failed": pending}
+        return self._owned(target_id, owner, finish)
+
+    def enqueue(self, target_id: str, version: str, event: dict[str, Any]) -> bool:
+        """Remember ``version`` to roll when the target is free, unless an equal or newer one waits.
+
+        A failure mark of the same version goes: only a replay queues a version that failed.
+        """
+        queued_now = False
+
+        def put(item: dict[str, Any]) -> dict[str, Any] | None:
+            nonlocal queued_now
+            waiting = item.get("queued")
+            if waiting and not newer(version, waiting["version"]):
+                return None
+            queued_now = True
+            if (item.get("failed") or {}).get("version") == version:
+                item = {k: v for k, v in item.items() if k != "failed"}
+            return {**item, "queued": {"version": version, "event": json.dumps(event)}}
+        self._change(target_id, put)
+        return queued_now
+
+    def mark_failed(self, target_id: str, version: str, reason: str) -> None:
+        """Record a dead-lettered version without holding the lock (a retry then skips it)."""
+        self._change(target_id, lambda item: {**item, "failed": {"version": version, "reason": reason}})

@@ -1,0 +1,344 @@
+"""In-memory stand-ins for everything the refresh flow touches, for the model-based tests.
+
+The flow (lambdas/cache_refresh/flow.py), its decisions, the state transitions and the target code
+(targets/endpoint.py, targets/hyperpod.py) run unchanged; only the outermost calls are faked:
+a revision-checked item store (DynamoDB), a Kubernetes object API with resourceVersion conflicts,
+a SageMaker client with blue/green updates that end in success or rollback, a manifest check, an
+SQS queue, and Lambda's asynchronous delivery (retries, then an on-failure record in the queue).
+A fault plan can fail or crash any of those calls, or run a second invocation in the middle of one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import boto3
+from botocore.exceptions import ClientError
+
+from cache_refresh import flow
+from cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
+from cache_refresh.errors import PermanentError, TransientError
+from cache_refresh.state import StateTable
+from cache_refresh.targets import endpoint as endpoint_target
+from cache_refresh.targets import hyperpod
+
+BUCKET, PREFIX, NAMESPACE = "models-bucket", "models/llama", "models"
+HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches=("llama-weights",))
+ENDPOINT = EndpointTarget(endpoint="llama-prod", blue_green=BlueGreen(max_execution_seconds=3600))
+SETTINGS = Settings(targets={PREFIX: (HYPERPOD, ENDPOINT)}, state_table="t", allowed_buckets=frozenset({BUCKET}),
+                    dlq_url="q", lock_seconds=900)
+_SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real request shapes, offline
+
+
+class Crash(BaseException):
+    """The invocation dies here (timeout, out of memory): no cleanup code runs."""
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _not_found(what: str) -> ClientError:
+    return ClientError({"Error": {"Code": "ValidationError", "Message": f"Could not find {what}."}}, "op")
+
+
+class Faults:
+    """Per call site: maybe raise a transient or permanent error, crash, or run another invocation first."""
+
+    def __init__(self, rng: random.Random, rate: float) -> None:
+        self.rng, self.rate, self.on = rng, rate, True
+        self.interleave: Callable[[], None] | None = None
+        self.nesting = 0
+        self.permanent_sites = {"live", "apply", "start"}
+
+    def at(self, site: str) -> None:
+        if not self.on or self.rng.random() >= self.rate:
+            return
+        roll = self.rng.random()
+        if roll < 0.3 and self.interleave and self.nesting == 0:
+            self.nesting += 1
+            try:
+                self.interleave()
+            finally:
+                self.nesting -= 1
+        elif roll < 0.65:
+            raise TransientError("injected", f"injected transient failure at {site}")
+        elif roll < 0.8 and site in self.permanent_sites:
+            raise PermanentError("injected", f"injected permanent failure at {site}")
+        elif roll < 0.9:
+            raise Crash(site)
+
+
+class MemStore:
+    """Items kept as JSON text: every get is a fresh copy, as from DynamoDB."""
+
+    def __init__(self, faults: Faults) -> None:
+        self.items: dict[str, str] = {}
+        self.revs: dict[str, int] = {}
+        self.faults = faults
+
+    def get(self, pk: str) -> dict[str, Any]:
+        self.faults.at("state.get")
+        return json.loads(self.items.get(pk, "{}"))
+
+    def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
+        self.faults.at("state.put")
+        if self.revs.get(pk, 0) != expected_rev:
+            return False
+        self.items[pk], self.revs[pk] = json.dumps(item), int(item["rev"])
+        return True
+
+
+class FakeKube:
+    """GET and merge-patch of the operator objects, with resourceVersion preconditions."""
+
+    def __init__(self, faults: Faults, version: str) -> None:
+        self.faults = faults
+        self.rv = itertools.count(1)
+        source = {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET}, "modelLocation": f"{PREFIX}/{version}"}
+        self.objects = {
+            (kind, name): {"metadata": {"name": name, "resourceVersion": str(next(self.rv))},
+                           "spec": {"modelSourceConfig": dict(source), "modelVersion": version}}
+            for kind, name in (("InferenceEndpointConfig", "llama"), ("ModelWeightsCacheConfig", "llama-weights"))}
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        self.faults.at("live")
+        return _copy(self.objects[(kind, name)])
+
+    def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.faults.at("apply")
+        obj = self.objects[(kind, name)]
+        if patch["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+            return 409, {}
+        spec = patch["spec"]
+        if "modelSourceConfig" in spec:
+            obj["spec"]["modelSourceConfig"].update(modelLocation=spec["modelSourceConfig"]["modelLocation"])
+        if "modelVersion" in spec:
+            obj["spec"]["modelVersion"] = spec["modelVersion"]
+        obj["metadata"]["resourceVersion"] = str(next(self.rv))
+        return 200, obj
+
+    def location(self, kind: str = "InferenceEndpointConfig", name: str = "llama") -> str:
+        return self.objects[(kind, name)]["spec"]["modelSourceConfig"]["modelLocation"]
+
+
+class FakeSageMaker:
+    """The SageMaker calls the endpoint target makes; blue/green updates end when :meth:`settle` says.
+
+    Deleting a config or model that the endpoint serves or is moving to is an invariant violation (I5).
+    """
+
+    meta = _SM_META
+
+    def __init__(self, faults: Faults, version: str) -> None:
+        self.faults = faults
+        self.models = {"cfn-model": {"ModelName": "cfn-model", "ExecutionRoleArn": "arn:aws:iam::1:role/r",
+                                     "PrimaryContainer": {"Image": "img", "ModelDataSource": {"S3DataSource": {
+                                         "S3Uri": f"s3://{BUCKET}/{PREFIX}/{version}/", "S3DataType": "S3Prefix",
+                                         "CompressionType": "None"}}}}}
+        self.configs = {"cfn-config": {"EndpointConfigName": "cfn-config", "ProductionVariants": [
+            {"VariantName": "main", "ModelName": "cfn-model", "InstanceType": "ml.g5.xlarge",
+             "InitialInstanceCount": 1}]}}
+        self.status, self.config, self.updating_to = "InService", "cfn-config", None
+        self.emitted: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+
+    def _event(self) -> None:
+        self.emitted.append({"version": "0", "id": f"sm-{len(self.emitted)}", "source": "aws.sagemaker",
+                             "detail-type": "SageMaker Endpoint State Change", "time": "2026-11-29T12:00:00Z",
+                             "detail": {"EndpointName": ENDPOINT.endpoint, "EndpointConfigName": self.config,
+                                        "EndpointStatus": self.status}})
+
+    def describe_endpoint(self, EndpointName: str) -> dict[str, Any]:
+        self.faults.at("live")
+        return {"EndpointName": EndpointName, "EndpointStatus": self.status, "EndpointConfigName": self.config}
+
+    def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
+        self.faults.at("live")
+        if EndpointConfigName not in self.configs:
+            raise _not_found(f"endpoint configuration {EndpointConfigName}")
+        return _copy(self.configs[EndpointConfigName])
+
+    def describe_model(self, ModelName: str) -> dict[str, Any]:
+        self.faults.at("live")
+        if ModelName not in self.models:
+            raise _not_found(f"model {ModelName}")
+        return _copy(self.models[ModelName])
+
+    def create_model(self, **spec: Any) -> None:
+        self.faults.at("start")
+        if spec["ModelName"] in self.models:
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Model already exists"}}, "CreateModel")
+        self.models[spec["ModelName"]] = spec
+
+    def create_endpoint_config(self, **spec: Any) -> None:
+        self.faults.at("start")
+        if spec["EndpointConfigName"] in self.configs:
+            raise ClientError({"Error": {"Code": "ValidationError", "Message": "Config already exists"}}, "Create")
+        self.configs[spec["EndpointConfigName"]] = spec
+
+    def update_endpoint(self, EndpointName: str, EndpointConfigName: str, **_: Any) -> None:
+        self.faults.at("start")
+        if self.status != "InService":
+            raise ClientError({"Error": {"Code": "ValidationError",
+                                         "Message": "Cannot update in-progress endpoint"}}, "UpdateEndpoint")
+        self.status, self.updating_to = "Updating", EndpointConfigName
+        self._event()
+
+    def _in_use(self) -> set[str]:
+        names = {self.config, self.updating_to} - {None}
+        return names | {v["ModelName"] for n in names for v in self.configs[n]["ProductionVariants"]}
+
+    def delete_endpoint_config(self, EndpointConfigName: str) -> None:
+        self.faults.at("delete")
+        if EndpointConfigName in self._in_use() or EndpointConfigName == "cfn-config":
+            self.violations.append(f"deleted config {EndpointConfigName} while in use")
+        if self.configs.pop(EndpointConfigName, None) is None:
+            raise _not_found(EndpointConfigName)
+
+    def delete_model(self, ModelName: str) -> None:
+        self.faults.at("delete")
+        if ModelName in self._in_use() or ModelName == "cfn-model":
+            self.violations.append(f"deleted model {ModelName} while in use")
+        if self.models.pop(ModelName, None) is None:
+            raise _not_found(ModelName)
+
+    def settle(self, succeed: bool) -> None:
+        """The blue/green update ends: the new config serves, or the endpoint rolls back to the old one."""
+        if succeed:
+            self.config = self.updating_to
+        self.status, self.updating_to = "InService", None
+        self._event()
+
+    def served(self) -> str:
+        variant = self.configs[self.config]["ProductionVariants"][0]
+        return self.models[variant["ModelName"]]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
+
+
+class FakeSqs:
+    """Enough of SQS for the dead-letter queue and ``hyperwarm refresh replay``."""
+
+    def __init__(self, faults: Faults) -> None:
+        self.faults = faults
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.ids = itertools.count(1)
+        self.sent: list[tuple[int, dict[str, Any]]] = []  # (invocation number, letter)
+
+    def send(self, body: dict[str, Any], invocation: int = 0) -> None:
+        self.faults.at("dead_letter")
+        mid = f"m{next(self.ids)}"
+        self.messages[mid] = {"MessageId": mid, "ReceiptHandle": mid, "Body": json.dumps(body), "visible": True}
+        self.sent.append((invocation, body))
+
+    def receive_message(self, QueueUrl: str, MaxNumberOfMessages: int = 1, **_: Any) -> dict[str, Any]:
+        out = [m for m in self.messages.values() if m["visible"]][:MaxNumberOfMessages]
+        for m in out:
+            m["visible"] = False
+        return {"Messages": [{k: v for k, v in m.items() if k != "visible"} for m in out]}
+
+    def change_message_visibility(self, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> None:
+        if ReceiptHandle in self.messages:
+            self.messages[ReceiptHandle]["visible"] = VisibilityTimeout == 0
+
+    def change_message_visibility_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> None:
+        for e in Entries:
+            self.change_message_visibility(QueueUrl, e["ReceiptHandle"], e["VisibilityTimeout"])
+
+    def delete_message(self, QueueUrl: str, ReceiptHandle: str) -> None:
+        self.messages.pop(ReceiptHandle, None)
+
+
+@dataclass
+class Clock:
+    now: float = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class World:
+    """One account: the targets start on ``initial`` (as a deploy left them, with no state recorded)."""
+
+    rng: random.Random
+    fault_rate: float = 0.0
+    initial: str = "v1"
+    faults: Faults = field(init=False)
+    clock: Clock = field(default_factory=Clock)
+    dry_run: bool = False
+    metrics: list[tuple[str, str | None, str | None, int]] = field(default_factory=list)
+    """(name, reason, target, invocation number) of every metric the function emitted."""
+
+    def __post_init__(self) -> None:
+        self.faults = Faults(self.rng, self.fault_rate)
+        self.store = MemStore(self.faults)
+        self.kube = FakeKube(self.faults, self.initial)
+        self.sm = FakeSageMaker(self.faults, self.initial)
+        self.sqs = FakeSqs(self.faults)
+        self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
+        self._request = itertools.count(1)
+        self.running: list[int] = [0]  # invocation numbers, innermost last (one may run inside another)
+
+    def verify(self, created: Any) -> None:
+        self.faults.at("verify")
+        state = self.files.get(created.version, "missing")
+        if state == "corrupt":
+            raise PermanentError("corrupt-manifest", f"{created.version}: manifest is not JSON")
+        if state != "complete":
+            raise PermanentError("manifest-object-missing", f"{created.version}: a listed file is missing")
+
+    def live(self, target: Any, prefix: str) -> Any:
+        if isinstance(target, HyperPodTarget):
+            return hyperpod.live(target, prefix, SETTINGS.allowed_buckets, "us-west-2", kube=self.kube)
+        return endpoint_target.live(self.sm, target, prefix, SETTINGS.allowed_buckets)
+
+    def ports(self) -> flow.Ports:
+        return flow.Ports(
+            settings=replace(SETTINGS, dry_run=self.dry_run), state=StateTable(self.store, self.clock),
+            verify=self.verify, live=self.live,
+            apply_hyperpod=lambda target, created: hyperpod.apply(target, created, "us-west-2", kube=self.kube),
+            start_endpoint=lambda target, created: endpoint_target.start(self.sm, target, created),
+            delete_superseded=lambda cfg, models, serving: endpoint_target.delete_superseded(self.sm, cfg, models,
+                                                                                            serving),
+            dead_letter=lambda body: self.sqs.send(body, self.running[-1]),
+            metric=lambda name, reason=None, target=None, **_: self.metrics.append(
+                (name, reason, target, self.running[-1])),
+            request_id=f"req-{self.running[-1]}")
+
+    def invoke(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One invocation of the function: (its number, its answer); raises what the handler raises."""
+        number = next(self._request)
+        self.running.append(number)
+        try:
+            return number, flow.handle(self.ports(), event)
+        finally:
+            self.running.pop()
+
+    def served(self) -> dict[str, str]:
+        """Target -> the version it serves right now, read from the fakes."""
+        return {HYPERPOD.id: self.kube.location().rsplit("/", 1)[-1],
+                ENDPOINT.id: self.sm.served().rstrip("/").rsplit("/", 1)[-1]}
+
+    def snapshot(self) -> str:
+        return json.dumps([self.store.items, sorted(self.kube.objects.items()), self.sm.models, self.sm.configs, self.sm.status,
+                           self.sm.config, len(self.sqs.sent)], sort_keys=True, default=str)
+
+
+def manifest_event(version: str, sequencer: int) -> dict[str, Any]:
+    return {"version": "0", "id": f"s3-{version}-{sequencer}", "detail-type": "Object Created", "source": "aws.s3",
+            "time": "2026-11-29T12:00:00Z", "detail": {"bucket": {"name": BUCKET}, "object": {
+                "key": f"{PREFIX}/{version}/manifest.json", "size": 10, "sequencer": format(sequencer, "X")}}}
+
+
+def on_failure_record(event: dict[str, Any], error: str) -> dict[str, Any]:
+    """What Lambda's on-failure destination sends to SQS when an asynchronous invocation gives up."""
+    return {"version": "1.0", "timestamp": "2026-11-29T12:00:00.000Z",
+            "requestContext": {"requestId": "r", "functionArn": "arn:aws:lambda:us-west-2:1:function:f:$LATEST",
+                               "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+            "requestPayload": event, "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
+                                                          "functionError": "Unhandled"},
+            "responsePayload": {"errorMessage": error, "errorType": "TransientError"}}
