@@ -72,6 +72,7 @@ class World:
     s3: Any = None
     sm: Any = None
     sqs: Any = None
+    ddb: Any = None
     dlq_url: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -111,7 +112,8 @@ class World:
         return model["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        msgs = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10).get("Messages", [])
+        msgs = self.sqs.receive_message(QueueUrl=self.dlq_url, MaxNumberOfMessages=10,
+                                        VisibilityTimeout=0).get("Messages", [])  # looking hides nothing
         return [json.loads(m["Body"]) for m in msgs]
 
 
@@ -149,6 +151,7 @@ def create_account(world: World, refresh_targets: dict[str, Any]) -> None:
     boto3.client("dynamodb", region_name="us-west-2").create_table(
         TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    world.ddb = boto3.resource("dynamodb", region_name="us-west-2")
     world.sqs = boto3.client("sqs", region_name="us-west-2")
     world.dlq_url = world.sqs.create_queue(QueueName="hyperwarm-refresh-dlq")["QueueUrl"]
     eks = boto3.client("eks", region_name="us-west-2")

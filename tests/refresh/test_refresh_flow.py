@@ -7,6 +7,8 @@ from refresh_world import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
 
 from cache_refresh import handler
 
+HYPERPOD_ID = "hyperpod:hyperwarm-test/hyperwarm-models/InferenceEndpointConfig/llama"
+
 
 def refresh(world, event, context):
     return handler.lambda_handler(event, context)
@@ -87,20 +89,24 @@ def test_superseded_refresh_resources_are_deleted_once_the_next_version_serves(w
     assert "llama-prod-cfn" in names  # created by CloudFormation: never deleted by a refresh
 
 
-def test_rollback_keeps_the_old_version_and_deletes_nothing(world, context):
-    refresh(world, world.upload("v2"), context)
+def test_rollback_keeps_the_old_version_deletes_nothing_and_is_dead_lettered(world, context):
+    event = world.upload("v2")
+    refresh(world, event, context)
     configs = world.sm.list_endpoint_configs()["EndpointConfigs"]
     result = finish_endpoint(world, context, succeed=False)
-    assert result == {"status": "failed", "reason": "rolled-back"}
+    assert (result["status"], result["reason"]) == ("rollout-failed", "rolled-back")
     assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
     assert world.sm.list_endpoint_configs()["EndpointConfigs"] == configs
+    [letter] = world.dead_letters()  # the README promised it; before, nothing was sent
+    assert (letter["reason"], letter["event"], letter["targets"]) == ("rolled-back", event, [f"endpoint:{ENDPOINT}"])
 
 
 def test_duplicate_event_is_a_no_op(world, context):
     event = world.upload("v2")
     refresh(world, event, context)
     patches = len(world.kube.patches)
-    assert refresh(world, event, context)["status"] == "refreshed"  # the idempotency record's answer
+    assert refresh(world, event, context) == {"status": "skipped", "version": "v2", "reason": "duplicate", "targets": {
+        t: {"status": "skipped", "reason": "duplicate"} for t in (HYPERPOD_ID, f"endpoint:{ENDPOINT}")}}
     assert len(world.kube.patches) == patches
     assert len(moto_ext.UPDATES) == 1
 
@@ -191,28 +197,35 @@ def test_missing_target_is_permanent_and_leaves_the_other_target_refreshed(world
     world.kube.objects.pop(("inferenceendpointconfigs", "hyperwarm-models", "llama"))
     result = refresh(world, world.upload("v2"), context)
     assert result["reason"] == "target-not-found"
-    assert result["targets"] == ["hyperpod:hyperwarm-test/hyperwarm-models/InferenceEndpointConfig/llama"]
+    [letter] = world.dead_letters()
+    assert letter["targets"] == [HYPERPOD_ID]
     assert len(moto_ext.UPDATES) == 1
 
 
-def test_second_refresh_of_a_target_waits_for_the_running_one(world, context):
-    refresh(world, world.upload("v2"), context)  # endpoint rollout in progress holds the target
-    event = world.upload("v3")
-    try:
-        refresh(world, event, context)
-        raised = None
-    except Exception as exc:
-        raised = exc
-    assert getattr(raised, "reason", None) == "target-busy"
+def test_version_arriving_mid_rollout_rolls_when_the_rollout_ends(world, context):
+    refresh(world, world.upload("v2"), context)  # the endpoint rolls out v2
+    result = refresh(world, world.upload("v3"), context)
+    assert result["targets"][f"endpoint:{ENDPOINT}"] == {"status": "queued", "reason": "target-busy"}
     assert world.served_hyperpod() == f"{PREFIX}/v3"  # the free target moved on
-    assert len(moto_ext.UPDATES) == 1
+    assert finish_endpoint(world, context)["next"] == ["started"]  # v2 serves; v3 starts at once
+    assert moto_ext.UPDATES[-1]["EndpointConfigName"].startswith(f"{ENDPOINT}-v3-")
+    finish_endpoint(world, context)
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v3/"
+    assert world.dead_letters() == []
 
 
-def test_dry_run_changes_nothing(kube_server, monkeypatch, context):
+def test_dry_run_changes_nothing_and_a_live_run_then_refreshes(kube_server, monkeypatch, context):
     from moto import mock_aws
-    from refresh_world import start_world, targets
+    from refresh_world import TABLE, start_world, targets
     with mock_aws():
         world = start_world(kube_server, monkeypatch, targets(), dry_run=True)
-        assert refresh(world, world.upload("v2"), context)["status"] == "refreshed"
+        event = world.upload("v2")
+        result = refresh(world, event, context)
+        assert result["status"] == "dry-run" and result["decisions"][HYPERPOD_ID]["action"] == "start"
         assert world.kube.patches == [] and moto_ext.UPDATES == []
         assert world.served_hyperpod() == f"{PREFIX}/v1"
+        assert world.ddb.Table(TABLE).scan()["Items"] == []  # no idempotency record, no state, no lock
+        monkeypatch.setenv("HYPERWARM_DRY_RUN", "false")
+        handler._settings = None
+        assert refresh(world, event, context)["status"] == "refreshed"  # the same event, now live
+        assert world.served_hyperpod() == f"{PREFIX}/v2"
