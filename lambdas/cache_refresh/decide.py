@@ -55,7 +55,16 @@ def _not_ahead(version: str, of: str | None, what: str) -> Decision | None:
     return None
 
 
-def manifest(version: str, item: dict[str, Any], live: Live, *, replay: bool = False) -> Decision:
+def dead_lettered(item: dict[str, Any], version: str, sequencer: str) -> bool:
+    """This very upload (version and S3 sequencer) failed and waits in the dead-letter queue.
+
+    A retry of the same event skips it; a replay, or a new upload of the version's manifest, does not.
+    """
+    failed = item.get("failed") or {}
+    return failed.get("version") == version and failed.get("sequencer") == sequencer
+
+
+def manifest(version: str, item: dict[str, Any], live: Live, *, sequencer: str = "", replay: bool = False) -> Decision:
     """Under the target's lock, with any ended rollout already settled: skip, start, queue or fail."""
     served = live.version if live.version is not None else item.get("current_version")
     pending = item.get("pending")
@@ -66,15 +75,14 @@ def manifest(version: str, item: dict[str, Any], live: Live, *, replay: bool = F
         return Decision("fail", "unorderable-version", str(exc))
     if skip:
         return skip
-    failed = item.get("failed") or {}
-    if failed.get("version") == version and not replay:
-        return _skip("already-dead-lettered", f"{version} failed ({failed.get('reason')}) and waits for a replay")
+    if dead_lettered(item, version, sequencer) and not replay:
+        return _skip("already-dead-lettered", f"{version} failed ({item['failed'].get('reason')}) and waits for a replay")
     if pending or live.status != "InService":
         return Decision("queue", "target-busy", f"rolls when the current rollout ends ({live.status})")
     return Decision("start")
 
 
-def busy(version: str, item: dict[str, Any], *, replay: bool = False) -> Decision:
+def busy(version: str, item: dict[str, Any], *, sequencer: str = "", replay: bool = False) -> Decision:
     """Another invocation or a rollout holds the lock: skip what it already covers, else queue.
 
     Only a rollout is sure to roll the queued version (its end is an event); an invocation holding the
@@ -89,7 +97,7 @@ def busy(version: str, item: dict[str, Any], *, replay: bool = False) -> Decisio
         return Decision("fail", "unorderable-version", str(exc))
     if skip:
         return skip
-    if (item.get("failed") or {}).get("version") == version and not replay:
+    if dead_lettered(item, version, sequencer) and not replay:
         return _skip("already-dead-lettered", f"{version} failed and waits for a replay")
     return Decision("queue", "target-busy", f"{version} rolls when {item.get('lock_owner')} ends")
 

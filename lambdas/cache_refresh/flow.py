@@ -105,12 +105,13 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
         if s.dry_run:
             return {"status": "dry-run", "version": created.version, "reason": "unorderable-version",
                     "message": str(exc), "decisions": {}}
-        return _conclude(ports, event, created.version,
+        return _conclude(ports, event, created,
                          [Outcome(i, "failed", "unorderable-version", str(exc)) for i in ids], replay)
     # Cheap first look at the records (no lock, no target read): which targets might move at all?
     due, outcomes = [], []
     for target in targets:
-        first = decide.manifest(created.version, ports.state.get(target.id), decide.Live(None), replay=replay)
+        first = decide.manifest(created.version, ports.state.get(target.id), decide.Live(None),
+                                sequencer=created.sequencer, replay=replay)
         if first.action == "skip":
             outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
         else:
@@ -122,10 +123,10 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
             ports.verify(created)
         except PermanentError as exc:  # incomplete or corrupt: nothing moves, nothing queues
             outcomes += [Outcome(t.id, "failed", exc.reason, exc.message) for t in due]
-            return _conclude(ports, event, created.version, outcomes, replay)
+            return _conclude(ports, event, created, outcomes, replay)
     for target in due:
         outcomes.append(_target(ports, target, created, event, replay=replay))
-    return _conclude(ports, event, created.version, outcomes, replay)
+    return _conclude(ports, event, created, outcomes, replay)
 
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes
                 "message": exc.message, "decisions": decisions}
     for target in due:
         live = ports.live(target, created.prefix)
-        d = decide.manifest(created.version, ports.state.get(target.id), live)
+        d = decide.manifest(created.version, ports.state.get(target.id), live, sequencer=created.sequencer)
         decisions[target.id] = {"action": d.action, "reason": d.reason, "serves": live.version}
     ports.log("dry run: decided, changed nothing", decisions=decisions)
     return {"status": "dry-run", "version": created.version, "verified": True, "decisions": decisions}
@@ -157,9 +158,9 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)
-        d = decide.manifest(created.version, item, live, replay=replay)
+        d = decide.manifest(created.version, item, live, sequencer=created.sequencer, replay=replay)
         if d.action == "queue":
-            state.enqueue(target.id, created.version, event)
+            state.enqueue(target.id, created.version, created.sequencer, event)
             if item.get("pending"):  # our rollout still runs: it rolls the queued version when it ends
                 state.keep_rollout(target.id, owner, _rollout_seconds(target))
                 return Outcome(target.id, "queued", d.reason, d.message)
@@ -197,13 +198,13 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
 
 def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
                   item: dict[str, Any], replay: bool) -> Outcome:
-    d = decide.busy(created.version, item, replay=replay)
+    d = decide.busy(created.version, item, sequencer=created.sequencer, replay=replay)
     if d.action == "skip":
         return Outcome(target.id, "skipped", d.reason, d.message)
     if d.action == "fail":
         return Outcome(target.id, "failed", d.reason, d.message)
     try:
-        ports.state.enqueue(target.id, created.version, event)
+        ports.state.enqueue(target.id, created.version, created.sequencer, event)
     except TransientError as exc:
         return Outcome(target.id, "retry", exc.reason, exc.message)
     if held_by_rollout(item):
@@ -264,11 +265,11 @@ def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
     event = json.loads(queued["event"])
     created = parse_manifest_created(event)
     outcome = _target(ports, target, created, event, replay=False, depth=depth + 1)
-    _conclude(ports, event, created.version, [outcome], replay=False)
+    _conclude(ports, event, created, [outcome], replay=False)
     return [outcome]
 
 
-def _conclude(ports: Ports, event: dict[str, Any], version: str, outcomes: list[Outcome],
+def _conclude(ports: Ports, event: dict[str, Any], created: ManifestCreated, outcomes: list[Outcome],
               replay: bool) -> dict[str, Any]:
     """Count and dead-letter permanent failures, then raise a transient one for Lambda to retry."""
     for o in outcomes:
@@ -282,7 +283,7 @@ def _conclude(ports: Ports, event: dict[str, Any], version: str, outcomes: list[
         message = "; ".join(f"{o.target}: {o.message}" for o in failed)
         ports.dead_letter(_letter(ports, event, failed[0].reason, message, [o.target for o in failed]))
         for o in failed:  # after the letter is safe: a retry of this event skips them, a replay does not
-            ports.state.mark_failed(o.target, version, o.reason)
+            ports.state.mark_failed(o.target, created.version, created.sequencer, o.reason)
     retry = [o for o in outcomes if o.status == "retry"]
     if retry:
         ports.metric("RefreshRetried")
@@ -290,7 +291,7 @@ def _conclude(ports: Ports, event: dict[str, Any], version: str, outcomes: list[
     statuses = {o.status for o in outcomes}
     status = ("failed" if failed else "refreshed" if statuses & {"refreshed", "started"}
               else "queued" if "queued" in statuses else "skipped")
-    result: dict[str, Any] = {"status": status, "version": version, "targets": {
+    result: dict[str, Any] = {"status": status, "version": created.version, "targets": {
         o.target: {"status": o.status, **({"reason": o.reason} if o.reason else {})} for o in outcomes}}
     if failed:
         result["reason"] = failed[0].reason

@@ -14,7 +14,7 @@ from typing import Any, Callable, Protocol
 
 from botocore.exceptions import ClientError
 
-from .decide import ROLLOUT
+from .decide import ROLLOUT, dead_lettered
 from .errors import TransientError
 from .versions import UnorderableVersion, newer
 
@@ -81,7 +81,7 @@ def tidy(item: dict[str, Any]) -> dict[str, Any]:
         stale = any(not newer(queued["version"], v) for v in ahead)
     except UnorderableVersion:
         stale = True
-    if stale or (item.get("failed") or {}).get("version") == queued["version"]:
+    if stale or dead_lettered(item, queued["version"], queued.get("sequencer", "")):
         item = {k: v for k, v in item.items() if k != "queued"}
     return item
 
@@ -140,9 +140,9 @@ class StateTable:
     def _unlocked(item: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in item.items() if k not in ("lock_owner", "lock_expires")}
 
-    def release(self, target_id: str, owner: str, *, failed: dict[str, str] | None = None) -> dict[str, Any]:
-        """Drop our lock; ``failed`` (version, reason) marks a dead-lettered version of this target."""
-        return self._owned(target_id, owner, lambda item: {**self._unlocked(item), **({"failed": failed} if failed else {})})
+    def release(self, target_id: str, owner: str) -> dict[str, Any]:
+        """Drop our lock."""
+        return self._owned(target_id, owner, self._unlocked)
 
     def commit(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str) -> dict[str, Any]:
         """Record the version as served and release the lock."""
@@ -171,10 +171,11 @@ class StateTable:
                 return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
                         "current_location": pending["location"], "owned_config": pending["config"],
                         "owned_models": pending["created_models"]}
-            return {**rest, "failed": {"version": pending["version"], "reason": reason}, "last_failed": pending}
+            return {**rest, "failed": {"version": pending["version"], "sequencer": pending["sequencer"], "reason": reason},
+                    "last_failed": pending}
         return self._owned(target_id, owner, finish)
 
-    def enqueue(self, target_id: str, version: str, event: dict[str, Any]) -> bool:
+    def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any]) -> bool:
         """Remember ``version`` to roll when the target is free, unless an equal or newer one waits.
 
         A failure mark of the same version goes: only a replay queues a version that failed.
@@ -189,10 +190,11 @@ class StateTable:
             queued_now = True
             if (item.get("failed") or {}).get("version") == version:
                 item = {k: v for k, v in item.items() if k != "failed"}
-            return {**item, "queued": {"version": version, "event": json.dumps(event)}}
+            return {**item, "queued": {"version": version, "sequencer": sequencer, "event": json.dumps(event)}}
         self._change(target_id, put)
         return queued_now
 
-    def mark_failed(self, target_id: str, version: str, reason: str) -> None:
-        """Record a dead-lettered version without holding the lock (a retry then skips it)."""
-        self._change(target_id, lambda item: {**item, "failed": {"version": version, "reason": reason}})
+    def mark_failed(self, target_id: str, version: str, sequencer: str, reason: str) -> None:
+        """Record a dead-lettered upload without holding the lock (a retry of its event then skips it)."""
+        self._change(target_id, lambda item: {**item, "failed": {"version": version, "sequencer": sequencer,
+                                                                 "reason": reason}})

@@ -25,9 +25,20 @@ class InvokeHandler:
         self.context, self.calls = context, []
 
     def invoke(self, FunctionName, InvocationType, Payload):
-        self.calls.append(FunctionName)
-        result = handler.lambda_handler(json.loads(Payload), self.context)
+        self.calls.append(json.loads(Payload))
+        try:
+            result = handler.lambda_handler(json.loads(Payload), self.context)
+        except Exception as exc:  # what Lambda answers for an unhandled error
+            return {"StatusCode": 200, "FunctionError": "Unhandled",
+                    "Payload": io.BytesIO(json.dumps({"errorMessage": str(exc)}).encode())}
         return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
+
+
+def queue_counts(world):
+    """(visible, hidden) messages in the dead-letter queue."""
+    attrs = world.sqs.get_queue_attributes(QueueUrl=world.dlq_url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]), int(attrs["ApproximateNumberOfMessagesNotVisible"])
 
 
 def test_replay_moves_targets_and_removes_the_message(world, context):
@@ -42,9 +53,46 @@ def test_replay_moves_targets_and_removes_the_message(world, context):
 
 def test_replay_reads_every_dead_letter_shape():
     event = {"source": "aws.s3", "detail": {}}
+    state = {"source": "aws.sagemaker", "detail-type": "SageMaker Endpoint State Change", "detail": {}}
     assert refresh_cli.original_event(json.dumps({"format": "hyperwarm.refresh-dlq/v1", "event": event})) == event
-    assert refresh_cli.original_event(json.dumps({"requestPayload": event, "responseContext": {}})) == event
+    on_failure = {"version": "1.0", "timestamp": "2026-11-29T12:00:00.000Z",
+                  "requestContext": {"requestId": "r", "functionArn": "arn:aws:lambda:us-west-2:1:function:f",
+                                     "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+                  "requestPayload": state, "responseContext": {"statusCode": 200, "functionError": "Unhandled"},
+                  "responsePayload": {"errorMessage": "boom"}}
+    assert refresh_cli.original_event(json.dumps(on_failure)) == state
     assert refresh_cli.original_event(json.dumps(event)) == event
+    assert refresh_cli.original_event(json.dumps(state)) == state
+
+
+def test_an_on_failure_record_is_replayed_through_the_one_function(world, context):
+    event = world.upload("v2")
+    record = {"version": "1.0", "requestContext": {"condition": "RetriesExhausted"}, "requestPayload": event,
+              "responseContext": {"functionError": "Unhandled"}, "responsePayload": {}}
+    world.sqs.send_message(QueueUrl=world.dlq_url, MessageBody=json.dumps(record))
+    [result] = refresh_cli.replay(world.dlq_url, "fn", sqs=world.sqs, lambda_client=InvokeHandler(context))
+    assert result["status"] == "replayed"
+    assert world.served_hyperpod() == f"{PREFIX}/v2" and queue_counts(world) == (0, 0)
+
+
+def test_a_failed_replay_keeps_its_letter_visible_and_adds_none(world, context):
+    handler.lambda_handler(world.upload("v2", listed={"extra.bin": 3}), context)
+    [letter] = world.dead_letters()
+    [result] = refresh_cli.replay(world.dlq_url, "fn", sqs=world.sqs, lambda_client=InvokeHandler(context))
+    assert result["status"] == "failed-again"
+    assert queue_counts(world) == (1, 0) and world.dead_letters() == [letter]
+
+
+def test_message_id_finds_a_letter_anywhere_in_the_queue_and_leaves_the_others(world, context):
+    for n in range(25):
+        world.sqs.send_message(QueueUrl=world.dlq_url, MessageBody=json.dumps({"unrelated": n}))
+    event = world.upload("v2")
+    target = world.sqs.send_message(QueueUrl=world.dlq_url, MessageBody=json.dumps(event))["MessageId"]
+    invoker = InvokeHandler(context)
+    [result] = refresh_cli.replay(world.dlq_url, "fn", target, sqs=world.sqs, lambda_client=invoker)
+    assert (result["message_id"], result["status"]) == (target, "replayed")
+    assert len(invoker.calls) == 1 and invoker.calls[0]["hyperwarm-replay"] == {"message_id": target}
+    assert queue_counts(world) == (25, 0)  # the ones scanned past are visible again at once
 
 
 def test_replay_cli_parses_its_options():
