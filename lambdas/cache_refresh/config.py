@@ -11,8 +11,8 @@ front of ``<version>/manifest.json``, no leading or trailing slash) to a list of
                         "termination_wait_seconds": 300, "max_execution_seconds": 3600,
                         "rollback_alarms": ["llama-prod-5xx"]}}]}
 
-``HYPERWARM_STATE_TABLE`` (required): DynamoDB table (partition key ``pk`` string, TTL attribute
-``expiration``) for target state, locks and the idempotency records.
+``HYPERWARM_STATE_TABLE`` (required): DynamoDB table (partition key ``pk`` string) holding one state
+item per target (README.md, "State table").
 ``HYPERWARM_ALLOWED_BUCKETS`` (required): comma-separated bucket names events may come from.
 ``HYPERWARM_DLQ_URL`` (optional): SQS queue that receives permanent failures with replay context;
 without it permanent failures are raised (and reach the function's own on-failure destination).
