@@ -168,9 +168,9 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             return Outcome(target.id, "retry", "endpoint-busy", f"{target.id}: {d.message}")
         if d.action != "start":
             state.release(target.id, owner)
-            return Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
-        ports.metric("RefreshStarted", target=target.id)
-        if isinstance(target, HyperPodTarget):
+            outcome = Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
+        elif isinstance(target, HyperPodTarget):
+            ports.metric("RefreshStarted", target=target.id)
             changed = ports.apply_hyperpod(target, created)
             state.commit(target.id, owner, version=created.version, sequencer=created.sequencer,
                          location=created.location)
@@ -179,6 +179,7 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             ports.log("hyperpod target repointed", target=target.id, version=created.version, changed=changed)
             outcome = Outcome(target.id, "refreshed")
         else:
+            ports.metric("RefreshStarted", target=target.id)
             pending = ports.start_endpoint(target, created)
             pending.update(bucket=created.bucket, event=json.dumps(event))
             state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
@@ -192,7 +193,7 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             return Outcome(target.id, "retry", exc.reason, exc.message)
         ports.log("unexpected error", target=target.id, error=repr(exc))
         return Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")
-    _drain(ports, target, depth)
+    _drain(ports, target, depth)  # the target is free: a version that waited behind the lock goes now
     return outcome
 
 
