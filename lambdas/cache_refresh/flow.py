@@ -326,6 +326,8 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
             ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
             return {"status": "ignored", "reason": "in-progress", "detail": f"{target.id}: {live.status} on {live.config}"}
         ports.state.release(target.id, owner)
+        if live.status != "InService":  # someone else's update: its end is another state change
+            return {"status": "ignored", "reason": "endpoint-busy", "detail": f"{target.id}: {live.status}"}
     except (PermanentError, TransientError):
         _release_quietly(ports, target, owner)
         raise

@@ -195,17 +195,30 @@ class FakeSageMaker:
 
     def delete_endpoint_config(self, EndpointConfigName: str) -> None:
         self.faults.at("delete")
-        if EndpointConfigName in self._in_use() or EndpointConfigName == "cfn-config":
+        if EndpointConfigName in self._in_use() or EndpointConfigName.startswith("cfn-config"):
             self.violations.append(f"deleted config {EndpointConfigName} while in use")
         if self.configs.pop(EndpointConfigName, None) is None:
             raise _not_found(EndpointConfigName)
 
     def delete_model(self, ModelName: str) -> None:
         self.faults.at("delete")
-        if ModelName in self._in_use() or ModelName == "cfn-model":
+        if ModelName in self._in_use() or ModelName.startswith("cfn-model"):
             self.violations.append(f"deleted model {ModelName} while in use")
         if self.models.pop(ModelName, None) is None:
             raise _not_found(ModelName)
+
+    def deploy(self, number: int) -> None:
+        """A CloudFormation update of the endpoint (same model version, new config): someone else's update."""
+        served = self.served()
+        self.models[f"cfn-model-{number}"] = {**self.models["cfn-model"], "ModelName": f"cfn-model-{number}",
+                                              "PrimaryContainer": {"Image": "img", "ModelDataSource": {
+                                                  "S3DataSource": {"S3Uri": served, "S3DataType": "S3Prefix",
+                                                                   "CompressionType": "None"}}}}
+        self.configs[f"cfn-config-{number}"] = {**self.configs["cfn-config"], "EndpointConfigName": f"cfn-config-{number}",
+                                                "ProductionVariants": [{**self.configs["cfn-config"]["ProductionVariants"][0],
+                                                                        "ModelName": f"cfn-model-{number}"}]}
+        self.status, self.updating_to = "Updating", f"cfn-config-{number}"
+        self._event()
 
     def settle(self, succeed: bool) -> None:
         """The blue/green update ends: the new config serves, or the endpoint rolls back to the old one."""

@@ -2,7 +2,7 @@
 
 Each history uploads versions (complete, incomplete, corrupt, unorderable), delivers their manifest
 events and SageMaker's state changes duplicated, reordered, late or lost (to the dead-letter queue),
-ends blue/green updates in success or rollback, lets locks expire, toggles dry run, replays the
+ends blue/green updates in success or rollback, runs a deploy's own endpoint update, lets locks expire, toggles dry run, replays the
 dead-letter queue, and injects failures and crashes at every external call, including a second
 invocation run in the middle of one. After every step:
 
@@ -101,6 +101,12 @@ class History:
         self.check_failures_recorded([m for m in w.metrics if m[3] == number],
                                      [letter for n, letter in w.sqs.sent if n == number])
 
+    def deploy(self) -> None:
+        if self.world.sm.status == "InService":
+            self.sequencer += 1
+            self.world.sm.deploy(self.sequencer)
+            self.trace.append("deploy (same version, new config)")
+
     def settle(self) -> None:
         if self.world.sm.status == "Updating":
             succeed = self.rng.random() < 0.8
@@ -181,7 +187,7 @@ class History:
 
     def run(self, steps: int) -> None:
         actions = [self.upload] * 3 + [self._deliver_one] * 5 + [self.settle] * 2 + [
-            self.lose, self.duplicate, self.tick, self.replay, self.toggle]
+            self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy]
         for _ in range(steps):
             self.rng.choice(actions)()
             self.flush_state_changes()
