@@ -133,8 +133,16 @@ def test_with_no_state_a_late_version_never_replaces_what_a_deploy_put_in_place(
     assert world.served_hyperpod() == f"{PREFIX}/v5"
 
 
-@pytest.mark.parametrize("event", ["just a string", ["a", "list"], 42, None])
-def test_an_event_that_is_not_an_object_is_skipped(world, context, event):
+def _nested(depth: int) -> dict:
+    event: dict = {}
+    for _ in range(depth):
+        event = {"detail": event}
+    return {"source": "aws.s3", "detail-type": "Object Created", **event}
+
+
+@pytest.mark.parametrize("event", ["just a string", ["a", "list"], 42, None, _nested(50_000)],
+                         ids=["string", "list", "number", "null", "nested"])
+def test_an_event_that_is_not_an_event_object_is_skipped(world, context, event):
     assert refresh(event, context) == {"status": "skipped", "reason": "malformed-event"}
 
 
