@@ -116,7 +116,7 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
             outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
         else:
             due.append(target)
-    if due and s.dry_run:
+    if s.dry_run:
         return _dry_run(ports, created, due, outcomes)
     if due:
         try:
@@ -130,10 +130,11 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
 
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
-    """Verify and decide with reads only: no lock, no state, no target change, no letter, no metric."""
+    """Verify and decide with reads only: no lock, no state, no target change, no letter."""
     decisions = {o.target: {"action": "skip", "reason": o.reason} for o in outcomes}
     try:
-        ports.verify(created)
+        if due:
+            ports.verify(created)
     except PermanentError as exc:
         return {"status": "dry-run", "version": created.version, "verified": False, "reason": exc.reason,
                 "message": exc.message, "decisions": decisions}
