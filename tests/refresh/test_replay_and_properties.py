@@ -150,3 +150,8 @@ def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, 
     seen_complete = {e["detail"]["object"]["key"].split("/")[-2] for e in events} & complete
     if seen_complete:
         assert served[-1] == max(seen_complete, key=lambda v: int(v[1:]))
+
+
+def test_the_replay_cli_and_the_function_agree_on_the_letter_format_and_the_replay_key():
+    from cache_refresh import flow
+    assert (refresh_cli.FORMAT, refresh_cli.REPLAY_KEY) == (flow.DLQ_FORMAT, flow.REPLAY_KEY)
