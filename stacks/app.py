@@ -17,6 +17,7 @@ from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
+from .refresh_guards import add_refresh_guards
 from .refresh_stack import RefreshStack
 
 
@@ -66,6 +67,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for part in ("caches", "endpoints"):
             if part in stacks:
                 stacks["refresh"].add_stack_dependency(stacks[part])
+        add_refresh_guards(env_name, config, stacks, cluster.cluster)
     # Models are read from buckets by name: those hyperwarm creates come first, the others must exist.
     declared = {b.name: b.create for b in config.model_buckets}
     for stack in stacks.values():

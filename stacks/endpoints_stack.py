@@ -25,11 +25,8 @@ from hyperwarm import (
     TrafficShift,
     VariantConfig,
 )
+from hyperwarm.endpoint_config import endpoint_name
 from hyperwarm.images import cuda_ami_problem, official_image_uri
-
-
-def endpoint_name(env_name: str, endpoint: EndpointConfig) -> str:
-    return f"hyperwarm-{env_name}-{endpoint.name}"
 
 
 def variant_props(v: VariantConfig) -> ProductionVariant:

@@ -20,6 +20,8 @@ from hyperwarm import (
 from hyperwarm.endpoint_config import EndpointConfig
 from manifests.inference import weights_cache_name
 
+from .refresh_guards import state_table_name
+
 
 def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGreen:
     """A refresh shifts traffic the way the endpoint's own deployments do, with the same rollback alarms."""
@@ -52,7 +54,8 @@ class RefreshStack(cdk.Stack):
                       for name in entry.endpoints]
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
-            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh"))
+            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
+            state_table_name=state_table_name(env_name)))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,

@@ -16,13 +16,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
+from cache_refresh import naming
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from . import hyperpod_dependencies
 from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .cache_config import CachesConfig, cache_problems
 from .catalog import CATALOG, instance_spec
-from .endpoint_config import Endpoints, serving_problems
+from .endpoint_config import Endpoints, endpoint_name, serving_problems
 from .hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from .node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
@@ -341,11 +342,29 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         raw = {**raw, "instance_groups": []}  # endpoints alone need no HyperPod cluster (81 unused resources)
     try:
         # JSON mode: strict about types, yet JSON arrays become tuples as they should.
-        return EnvironmentConfig.model_validate_json(json.dumps(raw))
+        config = EnvironmentConfig.model_validate_json(json.dumps(raw))
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
+    lines = _endpoint_name_problems(name, config)
+    if lines:
+        raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
+    return config
+
+
+def _endpoint_name_problems(env: str, config: EnvironmentConfig) -> list[str]:
+    """The environment's name is part of each endpoint's SageMaker name, which has at most 63 characters."""
+    problems = []
+    for i, endpoint in enumerate(config.endpoints):
+        full = endpoint_name(env, endpoint)
+        problem = naming.endpoint_name_problem(full)
+        if problem:
+            room = naming.NAME_MAX - (len(full) - len(endpoint.name))
+            problems.append(f"environments.{env}.endpoints[{i}].name: {endpoint.name!r} -- SageMaker endpoint name "
+                            f"{full!r}: {problem}; in environment {env!r} a name may have at most "
+                            f"{room} characters")
+    return problems
 
 
 def parse_environments(raw: Any) -> dict[str, EnvironmentConfig]:

@@ -24,6 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
+from cache_refresh import naming
 from constructs import Construct
 
 from .catalog import CATALOG
@@ -506,6 +507,9 @@ class InferenceEndpoint(Construct):
         errors: list[str] = []
         if not props.variants:
             errors.append("variants = [] -- an endpoint needs at least one production variant")
+        name_problem = naming.endpoint_name_problem(props.endpoint_name) if _resolved(props.endpoint_name) else None
+        if name_problem:
+            errors.append(f"endpoint_name = {props.endpoint_name!r} -- {name_problem}")
         seen: set[str] = set()
         for v in props.variants:
             where = f"variant {v.name!r}"

@@ -207,6 +207,11 @@ def serving_problems(endpoints: tuple[EndpointConfig, ...]) -> list[str]:
     return problems
 
 
+def endpoint_name(env_name: str, endpoint: EndpointConfig) -> str:
+    """The SageMaker name of an environment's endpoint: ``hyperwarm-<env>-<name>``."""
+    return f"hyperwarm-{env_name}-{endpoint.name}"
+
+
 def _unique_endpoint_names(endpoints: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:
     names = [e.name for e in endpoints]
     dupes = repeated(names)

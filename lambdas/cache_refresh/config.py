@@ -29,10 +29,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from . import naming
 
 _PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-_SM_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 HYPERPOD_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")
 
@@ -54,7 +54,7 @@ class HyperPodTarget:
 
     @property
     def id(self) -> str:
-        return f"hyperpod:{self.cluster}/{self.namespace}/{self.resource}/{self.name}"
+        return naming.hyperpod_target_id(self.cluster, self.namespace, self.resource, self.name)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class EndpointTarget:
 
     @property
     def id(self) -> str:
-        return f"endpoint:{self.endpoint}"
+        return naming.endpoint_target_id(self.endpoint)
 
 
 Target = HyperPodTarget | EndpointTarget
@@ -129,7 +129,7 @@ def _target(prefix: str, index: int, raw: Any) -> Target:
             bg = BlueGreen(**{k: tuple(v) if k == "rollback_alarms" else v
                               for k, v in raw.get("blue_green", {}).items()})
             target = EndpointTarget(endpoint=raw["endpoint"], blue_green=bg)
-            if not _SM_NAME.match(target.endpoint):
+            if naming.endpoint_name_problem(target.endpoint):
                 raise ConfigError(f"{where}.endpoint: {target.endpoint!r} is not a SageMaker endpoint name")
             if bg.traffic not in TRAFFIC_TYPES:
                 raise ConfigError(f"{where}.blue_green.traffic: {bg.traffic!r} is not one of {', '.join(TRAFFIC_TYPES)}")

@@ -14,13 +14,12 @@ The old config and models serve until SageMaker reports InService on the new con
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .. import naming
 from ..config import BlueGreen, EndpointTarget
 from ..decide import Live
 from ..errors import PermanentError, TransientError
@@ -38,13 +37,6 @@ def _accepted(sm: Any, operation: str, described: dict[str, Any]) -> dict[str, A
     """
     members = sm.meta.service_model.operation_model(operation).input_shape.members
     return {k: v for k, v in described.items() if k in members and v not in (None, {}, [])}
-
-
-def resource_name(base: str, version: str, salt: str) -> str:
-    """A valid SageMaker name (<= 63 chars) that is the same on a retry of the same refresh."""
-    digest = hashlib.sha256(f"{base}|{version}|{salt}".encode()).hexdigest()[:8]
-    clean = re.sub(r"[^a-zA-Z0-9]+", "-", f"{base[:36]}-{version[:16]}").strip("-")
-    return f"{clean}-{digest}"
 
 
 def _fail(exc: ClientError, what: str) -> Exception:
@@ -75,8 +67,8 @@ def repointed_container(container: dict[str, Any], event: ManifestCreated) -> di
     return None
 
 
-def clone_model(sm: Any, model_name: str, base: str, event: ManifestCreated, salt: str) -> str | None:
-    """Create the new-version copy of ``model_name``; None when the model does not use the prefix."""
+def clone_model(sm: Any, model_name: str, name: str, event: ManifestCreated) -> str | None:
+    """Create the new-version copy of ``model_name`` named ``name``; None when the model does not use the prefix."""
     try:
         live = sm.describe_model(ModelName=model_name)
     except ClientError as exc:
@@ -96,7 +88,6 @@ def clone_model(sm: Any, model_name: str, base: str, event: ManifestCreated, sal
         spec["Containers"] = containers
     if not changed:
         return None
-    name = resource_name(base, event.version, salt)
     spec.update(ModelName=name, Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
     try:
         sm.create_model(**spec)
@@ -147,15 +138,15 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated) -> dict[str, 
         if "ModelName" not in variant:
             raise PermanentError("target-rejected", f"{target.endpoint}: variant {variant['VariantName']} uses "
                                  "inference components, which cache refresh does not update")
-        new_model = clone_model(sm, variant["ModelName"], f"{target.endpoint[:24]}-{variant['VariantName'][:10]}",
-                                event, salt)
+        new_model = clone_model(sm, variant["ModelName"],
+                                naming.model_name(target.endpoint, variant["VariantName"], event.version, salt), event)
         if new_model:
             created.append(new_model)
             variant = {**variant, "ModelName": new_model}
         variants.append(variant)
     if not created:
         raise PermanentError("target-rejected", f"{target.endpoint}: no variant reads s3://{event.bucket}/{event.prefix}/")
-    config_name = resource_name(target.endpoint, event.version, salt)
+    config_name = naming.endpoint_config_name(target.endpoint, event.version, salt)
     spec.update(EndpointConfigName=config_name, ProductionVariants=variants,
                 Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
     try:

@@ -1,0 +1,123 @@
+"""``RefreshGuard``: a deploy never moves a refreshed target back to the version in the code.
+
+The cache refresh function moves endpoints and HyperPod deployments to new model versions at run
+time; the app's configuration still names the version they were first deployed with. Resources
+protected by a guard depend on it, so CloudFormation runs it first: a small function
+(``cache_refresh.deploy_guard``) reads the refresh function's state table and fails the deployment,
+before anything changed, when a target already serves a newer version than this deploy would set.
+
+The guard runs whenever a protected resource changes: its properties carry a fingerprint of theirs.
+It names the state table by name (never a cross-stack reference): the stacks it protects deploy
+before the refresh stack, and a table that does not exist yet means nothing was ever refreshed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Sequence
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct, IConstruct
+
+from .nag import acknowledge, managed_policy
+from .refresh import function_code
+
+
+@dataclass(frozen=True)
+class GuardedTarget:
+    """One refresh target and the model version this deploy sets on it."""
+
+    target_id: str
+    """The refresh function's id of the target (:mod:`cache_refresh.naming`)."""
+    version: str
+    """The version this deploy sets."""
+    field: str
+    """Where the configuration sets it, for the message (e.g. ``environments.prod.caches.models[0].source.version``)."""
+    value: str = "{version}"
+    """The field's value with ``{version}`` where the version goes. Default: the bare version."""
+
+
+@dataclass(frozen=True)
+class RefreshGuardProps:
+    """Properties of :class:`RefreshGuard`."""
+
+    state_table_name: str
+    """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``)."""
+    targets: Sequence[GuardedTarget]
+    """The targets whose version a protected resource sets (at least one)."""
+
+
+@jsii.implements(cdk.IResolvable)
+class _Fingerprint:
+    """A hash of the protected resources' resolved properties: it changes whenever they do."""
+
+    def __init__(self, resources: list[cdk.CfnResource]) -> None:
+        self._resources = resources
+
+    @property
+    def creation_stack(self) -> list[str]:
+        return []
+
+    def resolve(self, context: cdk.IResolveContext) -> str:
+        properties = [context.resolve(r._cfn_properties) for r in self._resources]  # jsii's protected getter
+        return hashlib.sha256(json.dumps(properties, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def to_string(self) -> str:
+        return cdk.Token.as_string(self)
+
+
+class RefreshGuard(Construct):
+    """Fails a deployment before a protected resource moves a refreshed target back to an older version.
+
+    Call :meth:`protect` with the constructs that set the targets' versions (an endpoint, a
+    Kubernetes manifest). ``node.default_child`` is the custom resource.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: RefreshGuardProps) -> None:
+        super().__init__(scope, id)
+        if not props.targets:
+            raise ValueError(f"{self.node.path}: targets needs at least one guarded target")
+        stack = cdk.Stack.of(self)
+        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="cache refresh deploy guard: reads the refresh state")
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
+        acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
+                    managed_policy("service-role/AWSLambdaBasicExecutionRole"))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["dynamodb:GetItem"],
+            resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=props.state_table_name)]))
+        self.function = lambda_.Function(
+            self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
+            handler="cache_refresh.deploy_guard.on_event", code=function_code(), role=role, memory_size=256,
+            timeout=cdk.Duration.minutes(1),
+            log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
+            description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")
+        acknowledge(self.function, "Python 3.13 is the runtime this function and its bundled dependencies are "
+                    "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")
+        self._protected: list[cdk.CfnResource] = []
+        self.resource = cdk.CustomResource(
+            self, "Resource", service_token=self.function.function_arn, resource_type="Custom::RefreshGuard",
+            properties={
+                "Table": props.state_table_name,
+                "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value}
+                            for t in props.targets],
+                "Fingerprint": _Fingerprint(self._protected),
+            })
+        self.node.default_child = self.resource.node.default_child
+
+    def protect(self, *scopes: IConstruct) -> None:
+        """Every CloudFormation resource under ``scopes`` deploys after the guard passed; the guard
+        runs again whenever one of them changes."""
+        for scope in scopes:
+            for child in scope.node.find_all():
+                if isinstance(child, cdk.CfnResource) and child not in self._protected:
+                    child.add_resource_dependency(self.resource.node.default_child,  # type: ignore[arg-type]
+                                                  "deploys only after the refresh guard passed")
+                    self._protected.append(child)
+

@@ -1,0 +1,100 @@
+"""Deploy-time guard: a deploy never moves a refresh target back to a version older than it serves.
+
+After the refresh function moved a target to a new version, ``cdk.json`` still names the old one.
+A later deploy that changes the target's resources would put the old version back. This function
+backs a CloudFormation custom resource that every such resource depends on: it reads the refresh
+function's state for each target and fails the deployment, before anything changed, when the
+deploy sets a version older than the one served (or rolling out), naming the target, the served
+version and the configuration field to update.
+
+Resource properties (Create and Update; Delete always succeeds)::
+
+    {"Table": "<state table name>",
+     "Targets": [{"Id": "<target id>", "Version": "<version this deploy sets>",
+                  "Field": "<config field that sets it>", "Value": "<field value, with {version}>"}]}
+
+A table or item that does not exist means the target was never refreshed: the deploy proceeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .naming import state_key
+from .ordering import TargetState, version_key
+
+_REASON_MAX = 3000  # the whole response is limited to 4 KB
+
+
+def _newest(state: TargetState) -> tuple[str, str] | None:
+    """(version, how) of the newest version the target serves or is rolling out, if any."""
+    served = [(v, how) for v, how in ((state.current_version, "serves"),
+                                      ((state.pending or {}).get("version"), "is rolling out")) if v]
+    return max(served, key=lambda s: version_key(s[0]), default=None)
+
+
+def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
+    """A message for every target this deploy would move back to an older version."""
+    problems = []
+    for target in targets:
+        try:
+            item = table.get_item(Key=state_key(target["Id"]), ConsistentRead=True).get("Item")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+                return []  # no state table yet: nothing was ever refreshed
+            raise
+        newest = _newest(TargetState(item or {}))
+        if newest is None:
+            continue
+        served, how = newest
+        try:
+            older = version_key(target["Version"]) < version_key(served)
+        except ValueError as exc:
+            problems.append(f"{target['Id']} {how} {served}; cannot order this deploy's {target['Version']!r} "
+                            f"against it ({exc}): set {target['Field']} to "
+                            f"{target['Value'].replace('{version}', served)!r}")
+            continue
+        if older:
+            problems.append(f"{target['Id']} {how} {served} (moved there by the cache refresh function) but this "
+                            f"deploy would set {target['Version']}: set {target['Field']} to "
+                            f"{target['Value'].replace('{version}', served)!r} (or newer) and deploy again")
+    return problems
+
+
+def check(properties: dict[str, Any]) -> list[str]:
+    table = boto3.resource("dynamodb").Table(properties["Table"])
+    return stale_targets(table, list(properties.get("Targets", [])))
+
+
+def _respond(event: dict[str, Any], status: str, reason: str) -> None:
+    body = json.dumps({
+        "Status": status, "Reason": reason[:_REASON_MAX],
+        "PhysicalResourceId": event.get("PhysicalResourceId") or f"refresh-guard-{event['LogicalResourceId']}",
+        "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
+    }).encode()
+    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
+                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (CloudFormation's presigned URL)
+        response.read()
+
+
+def on_event(event: dict[str, Any], context: Any) -> None:
+    """CloudFormation custom resource handler: always answers, so a deploy never hangs on it."""
+    status, reason = "SUCCESS", "no refresh target would move to an older version"
+    try:
+        if event["RequestType"] in ("Create", "Update"):
+            problems = check(event["ResourceProperties"])
+            if problems:
+                status = "FAILED"
+                reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)
+    except Exception as exc:  # noqa: BLE001 (any failure must still answer CloudFormation)
+        status, reason = "FAILED", f"could not read the cache refresh state: {type(exc).__name__}: {exc}"
+    print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,
+                      "function": os.environ.get("AWS_LAMBDA_FUNCTION_NAME")}))
+    _respond(event, status, reason)

@@ -1,0 +1,87 @@
+"""Names shared by the refresh function and the CDK app: one definition, so IAM never drifts.
+
+The function creates Models and EndpointConfigs with generated names; the construct grants the
+function's role exactly those names (``<stem>-*``); the deploy-time guard reads the function's
+state by target id. All three import this module, which uses the standard library only (the
+function's package must import without aws_cdk).
+
+SageMaker limits (botocore ``sagemaker`` model, shapes ``EndpointName``, ``EndpointConfigName``,
+``ModelName``): at most 63 characters matching ``^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``. SageMaker
+writes resource names lower-case in ARNs, and IAM compares ARNs case-sensitively, so grants use
+:func:`arn_name`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+NAME_MAX = 63
+"""Longest SageMaker endpoint, endpoint-config and model name."""
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+"""A valid SageMaker endpoint, endpoint-config or model name."""
+
+_MODEL_STEM = 24  # endpoint part of a model name: 24 + 1 + 10 + 1 + 16 + 1 + 8 <= 63
+_VARIANT = 10
+_CONFIG_STEM = 36  # endpoint part of a config name: 36 + 1 + 16 + 1 + 8 <= 63
+_VERSION = 16
+_DIGEST = 8
+
+
+def _clean(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")
+
+
+def model_stem(endpoint: str) -> str:
+    """The fixed start of every Model name a refresh of ``endpoint`` creates (before ``-``)."""
+    return _clean(endpoint[:_MODEL_STEM])
+
+
+def endpoint_config_stem(endpoint: str) -> str:
+    """The fixed start of every EndpointConfig name a refresh of ``endpoint`` creates (before ``-``)."""
+    return _clean(endpoint[:_CONFIG_STEM])
+
+
+def _name(stem: str, parts: tuple[str, ...], digest_of: str) -> str:
+    digest = hashlib.sha256(digest_of.encode()).hexdigest()[:_DIGEST]
+    return "-".join([stem, *(p for p in map(_clean, parts) if p), digest])
+
+
+def model_name(endpoint: str, variant: str, version: str, salt: str) -> str:
+    """The new Model of ``variant`` for ``version``: the same on a retry of the same refresh (``salt``)."""
+    base = f"{endpoint[:_MODEL_STEM]}-{variant[:_VARIANT]}"
+    return _name(model_stem(endpoint), (variant[:_VARIANT], version[:_VERSION]), f"{base}|{version}|{salt}")
+
+
+def endpoint_config_name(endpoint: str, version: str, salt: str) -> str:
+    """The new EndpointConfig of ``endpoint`` for ``version``: the same on a retry of the same refresh."""
+    return _name(endpoint_config_stem(endpoint), (version[:_VERSION],), f"{endpoint}|{version}|{salt}")
+
+
+def arn_name(name: str) -> str:
+    """``name`` as it appears in a SageMaker ARN (lower case) and so in an IAM policy's Resource."""
+    return name.lower()
+
+
+def endpoint_target_id(endpoint: str) -> str:
+    """The id under which the function records a SageMaker endpoint target's state."""
+    return f"endpoint:{endpoint}"
+
+
+def hyperpod_target_id(cluster: str, namespace: str, resource: str, name: str) -> str:
+    """The id under which the function records a HyperPod deployment target's state."""
+    return f"hyperpod:{cluster}/{namespace}/{resource}/{name}"
+
+
+def state_key(target_id: str) -> dict[str, str]:
+    """The state table key (partition key ``pk``) of one target's item."""
+    return {"pk": f"target#{target_id}"}
+
+
+def endpoint_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid SageMaker endpoint name, or None."""
+    if len(name) > NAME_MAX:
+        return f"{len(name)} characters; SageMaker allows at most {NAME_MAX}"
+    if not NAME_PATTERN.match(name):
+        return "allowed: letters, digits and hyphens, starting and ending with a letter or digit"
+    return None

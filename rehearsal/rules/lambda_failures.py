@@ -1,0 +1,83 @@
+"""Lambda functions invoked asynchronously keep their failures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from rehearsal.core import Assembly, Finding, rule
+
+_FUNCTION = "AWS::Lambda::Function"
+
+
+def _logical_id(value: Any) -> str | None:
+    """The resource a function reference points at: ``{"Fn::GetAtt": [id, "Arn"]}`` or ``{"Ref": id}``."""
+    if isinstance(value, dict):
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            return target[0] if isinstance(target, list) else str(target).split(".")[0]
+        if "Ref" in value:
+            return value["Ref"]
+    return None
+
+
+def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(function logical id, invoker logical id) for every asynchronous invoker in one template."""
+    for logical_id, resource in resources.items():
+        kind, props = resource.get("Type"), resource.get("Properties", {})
+        references: list[Any] = []
+        if kind == "AWS::Events::Rule":
+            references = [t.get("Arn") for t in props.get("Targets", [])]
+        elif kind == "AWS::S3::Bucket":
+            references = [c.get("Function") for c in
+                          props.get("NotificationConfiguration", {}).get("LambdaConfigurations", [])]
+        elif kind == "Custom::S3BucketNotifications":  # aws-cdk-lib's handler, S3 API field names
+            references = [c.get("LambdaFunctionArn") for c in
+                          props.get("NotificationConfiguration", {}).get("LambdaFunctionConfigurations", [])]
+        elif kind == "AWS::SNS::Subscription" and props.get("Protocol") == "lambda":
+            references = [props.get("Endpoint")]
+        elif kind == "AWS::SNS::Topic":
+            references = [s.get("Endpoint") for s in props.get("Subscription", []) if s.get("Protocol") == "lambda"]
+        for reference in references:
+            function = _logical_id(reference)
+            if function and resources.get(function, {}).get("Type") == _FUNCTION:
+                yield function, logical_id
+
+
+def _keeps_failures(resources: dict[str, Any], function: str) -> bool:
+    if resources[function].get("Properties", {}).get("DeadLetterConfig", {}).get("TargetArn"):
+        return True
+    for resource in resources.values():
+        props = resource.get("Properties", {})
+        if (resource.get("Type") == "AWS::Lambda::EventInvokeConfig"
+                and _logical_id(props.get("FunctionName")) == function
+                and props.get("Qualifier") == "$LATEST"  # what an unqualified ARN (rules, S3, SNS) invokes
+                and props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")):
+            return True
+    return False
+
+
+@rule("lambda.async-failure-destination",
+      source="https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html")
+def async_failure_destination(assembly: Assembly) -> Iterator[Finding]:
+    """A function that EventBridge rules, S3 notifications or SNS subscriptions invoke has an
+    on-failure destination (``AWS::Lambda::EventInvokeConfig`` for ``$LATEST`` with
+    ``DestinationConfig.OnFailure``) or a ``DeadLetterConfig``.
+
+    These services invoke Lambda asynchronously: a rule target's own dead-letter queue only receives
+    events EventBridge could not deliver. An error the function raises is retried twice by Lambda
+    and then discarded, unless the function itself names where failed invocations go
+    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+    """
+    for stack, template in assembly.templates.items():
+        resources = template.get("Resources", {})
+        reported: set[str] = set()
+        for function, invoker in _async_invocations(resources):
+            if function in reported or _keeps_failures(resources, function):
+                continue
+            reported.add(function)
+            yield Finding("lambda.async-failure-destination", stack, function,
+                          f"invoked asynchronously by {invoker} ({resources[invoker]['Type']}) but its failures go "
+                          "nowhere: Lambda retries an error twice, then drops the event. Add an "
+                          "AWS::Lambda::EventInvokeConfig with DestinationConfig.OnFailure (CDK: "
+                          "function.configure_async_invoke(on_failure=...)) or a DeadLetterConfig")
