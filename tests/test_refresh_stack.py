@@ -67,6 +67,33 @@ def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> N
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
 
 
+def test_both_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
+    """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches."""
+    (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
+    functions = {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
+                 if str(f["Properties"].get("Handler", "")).startswith("cache_refresh.")}
+    configs = resources(synthesized, "AWS::Lambda::EventInvokeConfig")
+    assert {c["FunctionName"]["Ref"] for c in configs} == functions and len(functions) == 2
+    for config in configs:
+        assert config["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}}
+        assert (config["Qualifier"], config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (
+            "$LATEST", 2, 7200)
+    sends = [s for s in statements(synthesized) if "sqs:SendMessage" in s["Action"]]
+    assert [s["Resource"] for s in sends] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+    dead_letters = next(a for a in resources(synthesized, "AWS::CloudWatch::Alarm")
+                        if a.get("MetricName") == "ApproximateNumberOfMessagesVisible")
+    assert dead_letters["Dimensions"][0]["Value"] == {"Fn::GetAtt": [queue_id, "QueueName"]}
+
+
+def test_a_failure_that_cannot_reach_the_queue_raises_an_alarm(synthesized) -> None:
+    undelivered = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm")
+                   if "DestinationDeliveryFailures" in json.dumps(a.get("Metrics", []))]
+    (alarm,) = undelivered
+    assert {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in alarm["Metrics"] if "MetricStat" in m} \
+        == {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
+            if str(f["Properties"].get("Handler", "")).startswith("cache_refresh.handler")}
+
+
 def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
     outputs = synthesized.template(PROD)["Outputs"]
     function = next(f for f in resources(synthesized, "AWS::Lambda::Function")
@@ -237,6 +264,15 @@ def test_blue_green_traffic_is_validated() -> None:
     with pytest.raises(ValueError, match="blue_green.traffic 'SOMETIMES'; allowed: ALL_AT_ONCE, CANARY, LINEAR"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[
             EndpointRefreshTarget(endpoint, BlueGreen(traffic="SOMETIMES"))])])
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"function_retry_attempts": 3}, "function_retry_attempts 3; allowed: 0..2"),
+    ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age 25200 seconds; allowed: 60..21600"),
+])
+def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])], **props)
 
 
 def test_hook_rejects_duplicate_prefixes() -> None:

@@ -1,0 +1,210 @@
+"""The deploy guard: a deploy never moves a refreshed target back to an older version (issue 10, finding 12).
+
+The guard function runs against moto's DynamoDB with state written by the refresh function's own
+state table code; the synthesized app must make every resource that sets a served version wait
+for the guard.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import boto3
+import pytest
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk.assertions import Template
+from moto import mock_aws
+
+from cache_refresh import deploy_guard, naming
+from cache_refresh.ordering import StateTable
+from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
+
+TABLE = "hyperwarm-test-cache-refresh-state"
+TARGET = naming.endpoint_target_id("hyperwarm-test-chat")
+FIELD = "environments.test.endpoints[0].variants[0].model_data"
+VALUE = "s3://models/llama/{version}/"
+
+
+def cfn_event(request: str = "Update", version: str = "v1", table: str = TABLE) -> dict[str, Any]:
+    return {"RequestType": request, "ResponseURL": "https://cloudformation-custom-resource-response.example/r",
+            "StackId": "arn:aws:cloudformation:us-west-2:123456789012:stack/hyperwarm-test-endpoints/1",
+            "RequestId": "req-1", "LogicalResourceId": "RefreshGuard730884C7", "ResourceType": "Custom::RefreshGuard",
+            "PhysicalResourceId": "refresh-guard-RefreshGuard730884C7",
+            "ResourceProperties": {"ServiceToken": "arn:aws:lambda:us-west-2:123456789012:function:g", "Table": table,
+                                   "Targets": [{"Id": TARGET, "Version": version, "Field": FIELD, "Value": VALUE}],
+                                   "Fingerprint": "0123"}}
+
+
+@pytest.fixture
+def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What the guard PUTs to CloudFormation's presigned URL."""
+    sent: list[dict[str, Any]] = []
+
+    class Answer:
+        def __enter__(self) -> "Answer":
+            return self
+
+        def __exit__(self, *args: Any) -> None:
+            return None
+
+        def read(self) -> bytes:
+            return b""
+
+    def urlopen(request: Any, timeout: float) -> Answer:
+        assert request.get_method() == "PUT" and request.full_url.startswith("https://cloudformation-")
+        sent.append(json.loads(request.data))
+        return Answer()
+
+    monkeypatch.setattr(deploy_guard.urllib.request, "urlopen", urlopen)
+    return sent
+
+
+@pytest.fixture
+def state():
+    """The refresh function's state table, as the construct creates it, in moto."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-west-2").create_table(
+            TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        yield StateTable(boto3.resource("dynamodb", region_name="us-west-2"), TABLE)
+
+
+def refreshed(table: StateTable, version: str, target: str = TARGET) -> None:
+    """Record ``version`` as served, the way the refresh function does after a refresh."""
+    table.acquire(target, "refresh", 60)
+    table.commit(target, "refresh", version=version, sequencer="0A", location=f"llama/{version}")
+
+
+def test_a_deploy_older_than_the_refreshed_version_stops_naming_target_version_and_field(state, responses) -> None:
+    refreshed(state, "v3")
+    deploy_guard.on_event(cfn_event(version="v1"), None)
+    (answer,) = responses
+    assert answer["Status"] == "FAILED"
+    assert answer["Reason"].startswith("this deploy would roll back refreshed models; nothing was changed.")
+    assert (f"{TARGET} serves v3 (moved there by the cache refresh function) but this deploy would set v1: "
+            f"set {FIELD} to 's3://models/llama/v3/' (or newer) and deploy again") in answer["Reason"]
+    assert {k: answer[k] for k in ("RequestId", "LogicalResourceId", "PhysicalResourceId")} == {
+        "RequestId": "req-1", "LogicalResourceId": "RefreshGuard730884C7",
+        "PhysicalResourceId": "refresh-guard-RefreshGuard730884C7"}
+
+
+@pytest.mark.parametrize("served, deployed", [("v10", "v9"), ("1.10.0", "1.9.0"), ("2026-11-02", "2026-11-01")])
+def test_versions_compare_in_the_refresh_functions_order(state, responses, served: str, deployed: str) -> None:
+    refreshed(state, served)
+    deploy_guard.on_event(cfn_event(version=deployed), None)
+    assert responses[-1]["Status"] == "FAILED"
+    deploy_guard.on_event(cfn_event(version=served), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+
+
+def test_a_rollout_in_progress_counts_as_served(state, responses) -> None:
+    refreshed(state, "v3")
+    state.acquire(TARGET, "refresh", 60)
+    state.start_rollout(TARGET, "refresh", {"version": "v4", "sequencer": "0B", "config": "c4"}, 600)
+    deploy_guard.on_event(cfn_event(version="v3"), None)
+    assert responses[-1]["Status"] == "FAILED" and f"{TARGET} is rolling out v4" in responses[-1]["Reason"]
+
+
+@pytest.mark.parametrize("deployed", ["v3", "v4"])
+def test_a_deploy_of_the_served_or_a_newer_version_proceeds(state, responses, deployed: str) -> None:
+    refreshed(state, "v3")
+    deploy_guard.on_event(cfn_event(version=deployed), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+
+
+def test_a_target_never_refreshed_proceeds(state, responses) -> None:
+    refreshed(state, "v9", target=naming.endpoint_target_id("another-endpoint"))
+    deploy_guard.on_event(cfn_event(request="Create"), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+
+
+def test_no_state_table_yet_means_never_refreshed_and_the_deploy_proceeds(responses) -> None:
+    with mock_aws():
+        deploy_guard.on_event(cfn_event(request="Create", table="hyperwarm-first-deploy-cache-refresh-state"), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+
+
+def test_delete_always_succeeds(state, responses) -> None:
+    refreshed(state, "v3")
+    deploy_guard.on_event(cfn_event(request="Delete"), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+
+
+def test_an_unreadable_state_stops_the_deploy_and_still_answers(responses, monkeypatch) -> None:
+    def denied(properties: dict[str, Any]) -> list[str]:
+        raise RuntimeError("AccessDeniedException: not authorized to perform dynamodb:GetItem")
+
+    monkeypatch.setattr(deploy_guard, "check", denied)
+    deploy_guard.on_event(cfn_event(), None)
+    assert responses[-1]["Status"] == "FAILED"
+    assert responses[-1]["Reason"].startswith("could not read the cache refresh state: RuntimeError: AccessDenied")
+
+
+# -- the synthesized app ---------------------------------------------------------------------------
+
+def _guard(synthesized, stack: str) -> tuple[str, dict[str, Any]]:
+    (item,) = synthesized.resources(stack, "Custom::RefreshGuard").items()
+    return item
+
+
+def test_endpoint_resources_that_set_the_served_model_wait_for_the_guard(synthesized) -> None:
+    guard_id, guard = _guard(synthesized, "hyperwarm-prod-endpoints")
+    template = synthesized.template("hyperwarm-prod-endpoints")["Resources"]
+    guarded = {k for k, r in template.items() if guard_id in r.get("DependsOn", [])}
+    sagemaker_resources = {k for k, r in template.items() if r["Type"] in (
+        "AWS::SageMaker::Model", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Endpoint")}
+    assert sagemaker_resources and sagemaker_resources <= guarded
+    props = guard["Properties"]
+    assert props["Table"] == "hyperwarm-prod-cache-refresh-state"
+    assert props["Targets"] == [
+        {"Id": "endpoint:hyperwarm-prod-chat", "Version": "v1",
+         "Field": f"environments.prod.endpoints[0].variants[{i}].model_data",
+         "Value": "s3://hyperwarm-models-prod/llama-3.1-70b-instruct/{version}/"} for i in (0, 1)]
+
+
+def test_the_caches_manifest_waits_for_the_guard_of_every_refreshed_cache(synthesized) -> None:
+    guard_id, guard = _guard(synthesized, "hyperwarm-prod-caches")
+    (manifest,) = synthesized.resources("hyperwarm-prod-caches", "Custom::AWSCDK-EKS-KubernetesResource").values()
+    assert guard_id in manifest["DependsOn"]
+    targets = guard["Properties"]["Targets"]
+    assert [(t["Version"], t["Field"]) for t in targets] == [
+        ("v1", "environments.prod.caches.models[0].source.version"),
+        ("v1", "environments.prod.caches.models[1].source.version")]
+    assert targets[0]["Id"]["Fn::Join"][1][-1] == "/hyperwarm-models/InferenceEndpointConfig/llama-3-1-70b"
+
+
+def test_the_guard_names_the_refresh_stacks_table_and_may_only_read_it(synthesized) -> None:
+    (table,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::DynamoDB::Table").values()
+    for stack in ("hyperwarm-prod-endpoints", "hyperwarm-prod-caches"):
+        _, guard = _guard(synthesized, stack)
+        assert guard["Properties"]["Table"] == table["Properties"]["TableName"]
+        role = next(k for k, r in synthesized.resources(stack, "AWS::IAM::Role").items() if k.startswith("RefreshGuard"))
+        statements = [s for p in synthesized.resources(stack, "AWS::IAM::Policy").values()
+                      if p["Properties"]["Roles"] == [{"Ref": role}] for s in p["Properties"]["PolicyDocument"]["Statement"]]
+        (statement,) = statements
+        assert statement["Action"] == "dynamodb:GetItem"
+        assert statement["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
+
+
+def test_environments_without_refresh_have_no_guard(synthesized) -> None:
+    assert not synthesized.resources("hyperwarm-dev-endpoints", "Custom::RefreshGuard")
+
+
+def _fingerprint(model_data: str) -> str:
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2", account="123456789012"))
+    model = sagemaker.CfnModel(stack, "Model", execution_role_arn="arn:aws:iam::123456789012:role/r",
+                               primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                                   image="i", model_data_url=model_data))
+    guard = RefreshGuard(stack, "Guard", RefreshGuardProps(state_table_name=TABLE, targets=[
+        GuardedTarget(target_id=TARGET, version="v1", field=FIELD, value=VALUE)]))
+    guard.protect(model)
+    (resource,) = Template.from_stack(stack).find_resources("Custom::RefreshGuard").values()
+    return resource["Properties"]["Fingerprint"]
+
+
+def test_the_guard_runs_again_whenever_a_protected_resource_changes() -> None:
+    first = _fingerprint("s3://models/llama/v1/model.tar.gz")
+    assert first == _fingerprint("s3://models/llama/v1/model.tar.gz")
+    assert first != _fingerprint("s3://models/llama/v1/other.tar.gz")
