@@ -8,6 +8,7 @@ for the guard.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
@@ -27,9 +28,15 @@ FIELD = "environments.test.endpoints[0].variants[0].model_data"
 VALUE = "s3://models/llama/{version}/"
 
 
-def cfn_event(request: str = "Update", version: str = "v1", table: str = TABLE) -> dict[str, Any]:
+@dataclass
+class State:
+    table: StateTable
+    stack_id: str
+
+
+def cfn_event(stack_id: str, request: str = "Update", version: str = "v1", table: str = TABLE) -> dict[str, Any]:
     return {"RequestType": request, "ResponseURL": "https://cloudformation-custom-resource-response.example/r",
-            "StackId": "arn:aws:cloudformation:us-west-2:123456789012:stack/hyperwarm-test-endpoints/1",
+            "StackId": stack_id,
             "RequestId": "req-1", "LogicalResourceId": "RefreshGuard730884C7", "ResourceType": "Custom::RefreshGuard",
             "PhysicalResourceId": "refresh-guard-RefreshGuard730884C7",
             "ResourceProperties": {"ServiceToken": "arn:aws:lambda:us-west-2:123456789012:function:g", "Table": table,
@@ -61,25 +68,32 @@ def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return sent
 
 
+def guarded_stack() -> str:
+    """The stack the guard belongs to, deployed (CREATE_COMPLETE) in moto."""
+    return boto3.client("cloudformation", region_name="us-west-2").create_stack(
+        StackName="hyperwarm-test-endpoints",
+        TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}))["StackId"]
+
+
 @pytest.fixture
 def state():
-    """The refresh function's state table, as the construct creates it, in moto."""
+    """The refresh function's state table, as the construct creates it, and the guarded stack, in moto."""
     with mock_aws():
         boto3.client("dynamodb", region_name="us-west-2").create_table(
             TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        yield StateTable(boto3.resource("dynamodb", region_name="us-west-2"), TABLE)
+        yield State(StateTable(boto3.resource("dynamodb", region_name="us-west-2"), TABLE), guarded_stack())
 
 
-def refreshed(table: StateTable, version: str, target: str = TARGET) -> None:
+def refreshed(state: State, version: str, target: str = TARGET) -> None:
     """Record ``version`` as served, the way the refresh function does after a refresh."""
-    table.acquire(target, "refresh", 60)
-    table.commit(target, "refresh", version=version, sequencer="0A", location=f"llama/{version}")
+    state.table.acquire(target, "refresh", 60)
+    state.table.commit(target, "refresh", version=version, sequencer="0A", location=f"llama/{version}")
 
 
 def test_a_deploy_older_than_the_refreshed_version_stops_naming_target_version_and_field(state, responses) -> None:
     refreshed(state, "v3")
-    deploy_guard.on_event(cfn_event(version="v1"), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), None)
     (answer,) = responses
     assert answer["Status"] == "FAILED"
     assert answer["Reason"].startswith("this deploy would roll back refreshed models; nothing was changed.")
@@ -93,42 +107,42 @@ def test_a_deploy_older_than_the_refreshed_version_stops_naming_target_version_a
 @pytest.mark.parametrize("served, deployed", [("v10", "v9"), ("1.10.0", "1.9.0"), ("2026-11-02", "2026-11-01")])
 def test_versions_compare_in_the_refresh_functions_order(state, responses, served: str, deployed: str) -> None:
     refreshed(state, served)
-    deploy_guard.on_event(cfn_event(version=deployed), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, version=deployed), None)
     assert responses[-1]["Status"] == "FAILED"
-    deploy_guard.on_event(cfn_event(version=served), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, version=served), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
 
 def test_a_rollout_in_progress_counts_as_served(state, responses) -> None:
     refreshed(state, "v3")
-    state.acquire(TARGET, "refresh", 60)
-    state.start_rollout(TARGET, "refresh", {"version": "v4", "sequencer": "0B", "config": "c4"}, 600)
-    deploy_guard.on_event(cfn_event(version="v3"), None)
+    state.table.acquire(TARGET, "refresh", 60)
+    state.table.start_rollout(TARGET, "refresh", {"version": "v4", "sequencer": "0B", "config": "c4"}, 600)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
     assert responses[-1]["Status"] == "FAILED" and f"{TARGET} is rolling out v4" in responses[-1]["Reason"]
 
 
 @pytest.mark.parametrize("deployed", ["v3", "v4"])
 def test_a_deploy_of_the_served_or_a_newer_version_proceeds(state, responses, deployed: str) -> None:
     refreshed(state, "v3")
-    deploy_guard.on_event(cfn_event(version=deployed), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, version=deployed), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
 
 def test_a_target_never_refreshed_proceeds(state, responses) -> None:
     refreshed(state, "v9", target=naming.endpoint_target_id("another-endpoint"))
-    deploy_guard.on_event(cfn_event(request="Create"), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, request="Create"), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
 
 def test_no_state_table_yet_means_never_refreshed_and_the_deploy_proceeds(responses) -> None:
     with mock_aws():
-        deploy_guard.on_event(cfn_event(request="Create", table="hyperwarm-first-deploy-cache-refresh-state"), None)
+        deploy_guard.on_event(cfn_event(guarded_stack(), table="hyperwarm-first-deploy-cache-refresh-state"), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
 
 def test_delete_always_succeeds(state, responses) -> None:
     refreshed(state, "v3")
-    deploy_guard.on_event(cfn_event(request="Delete"), None)
+    deploy_guard.on_event(cfn_event(state.stack_id, request="Delete"), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
 
@@ -137,9 +151,19 @@ def test_an_unreadable_state_stops_the_deploy_and_still_answers(responses, monke
         raise RuntimeError("AccessDeniedException: not authorized to perform dynamodb:GetItem")
 
     monkeypatch.setattr(deploy_guard, "check", denied)
-    deploy_guard.on_event(cfn_event(), None)
+    deploy_guard.on_event(cfn_event("arn:aws:cloudformation:us-west-2:123456789012:stack/s/1", request="Create"), None)
     assert responses[-1]["Status"] == "FAILED"
-    assert responses[-1]["Reason"].startswith("could not read the cache refresh state: RuntimeError: AccessDenied")
+    assert responses[-1]["Reason"].startswith("could not check the cache refresh state: RuntimeError: AccessDenied")
+
+
+def test_a_stack_rollback_is_never_blocked(state, responses) -> None:
+    """Rolling back sends the previous properties (the old version); failing would leave UPDATE_ROLLBACK_FAILED."""
+    from moto.cloudformation.models import cloudformation_backends
+
+    refreshed(state, "v3")
+    cloudformation_backends["123456789012"]["us-west-2"].stacks[state.stack_id].status = "UPDATE_ROLLBACK_IN_PROGRESS"
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), None)
+    assert responses[-1]["Status"] == "SUCCESS" and responses[-1]["Reason"].startswith("stack rollback")
 
 
 # -- the synthesized app ---------------------------------------------------------------------------

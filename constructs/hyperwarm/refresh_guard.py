@@ -92,6 +92,9 @@ class RefreshGuard(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["dynamodb:GetItem"],
             resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=props.state_table_name)]))
+        # A rollback sends the previous properties: the function lets it through (DescribeStacks on its own stack).
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
+                                                         resources=[stack.stack_id]))
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
             handler="cache_refresh.deploy_guard.on_event", code=function_code(), role=role, memory_size=256,

@@ -14,6 +14,8 @@ Resource properties (Create and Update; Delete always succeeds)::
                   "Field": "<config field that sets it>", "Value": "<field value, with {version}>"}]}
 
 A table or item that does not exist means the target was never refreshed: the deploy proceeds.
+While CloudFormation rolls the stack back it sends an Update with the previous properties: the
+guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
     return problems
 
 
+def rolling_back(stack_id: str) -> bool:
+    """True while CloudFormation rolls the stack back (it then sends the previous properties)."""
+    (stack,) = boto3.client("cloudformation").describe_stacks(StackName=stack_id)["Stacks"]
+    return stack["StackStatus"].endswith("ROLLBACK_IN_PROGRESS")
+
+
 def check(properties: dict[str, Any]) -> list[str]:
     table = boto3.resource("dynamodb").Table(properties["Table"])
     return stale_targets(table, list(properties.get("Targets", [])))
@@ -88,13 +96,15 @@ def on_event(event: dict[str, Any], context: Any) -> None:
     """CloudFormation custom resource handler: always answers, so a deploy never hangs on it."""
     status, reason = "SUCCESS", "no refresh target would move to an older version"
     try:
-        if event["RequestType"] in ("Create", "Update"):
+        if event["RequestType"] == "Update" and rolling_back(event["StackId"]):
+            reason = "stack rollback: CloudFormation restores the previous properties, not checked"
+        elif event["RequestType"] in ("Create", "Update"):
             problems = check(event["ResourceProperties"])
             if problems:
                 status = "FAILED"
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)
     except Exception as exc:  # noqa: BLE001 (any failure must still answer CloudFormation)
-        status, reason = "FAILED", f"could not read the cache refresh state: {type(exc).__name__}: {exc}"
+        status, reason = "FAILED", f"could not check the cache refresh state: {type(exc).__name__}: {exc}"
     print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,
                       "function": os.environ.get("AWS_LAMBDA_FUNCTION_NAME")}))
     _respond(event, status, reason)
