@@ -9,14 +9,14 @@ state table is named, not referenced.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-import aws_cdk as cdk
 from cache_refresh import naming
 
-from hyperwarm import EnvironmentConfig, HyperPodEksCluster, InferenceEndpoint
+from hyperwarm import EnvironmentConfig, HyperPodEksCluster
 from hyperwarm.endpoint_config import endpoint_name
 from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
+
+from .caches_stack import CachesStack
+from .endpoints_stack import EndpointsStack
 
 
 def state_table_name(env_name: str) -> str:
@@ -53,25 +53,22 @@ def endpoint_targets(env_name: str, config: EnvironmentConfig) -> dict[str, list
     return targets
 
 
-def add_refresh_guards(env_name: str, config: EnvironmentConfig, stacks: Mapping[str, cdk.Stack],
-                       cluster: HyperPodEksCluster) -> dict[str, RefreshGuard]:
+def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: HyperPodEksCluster,
+                       caches: CachesStack | None, endpoints: EndpointsStack | None) -> dict[str, RefreshGuard]:
     """A guard in the caches and endpoints stacks for the refresh targets they deploy."""
     guards: dict[str, RefreshGuard] = {}
     table = state_table_name(env_name)
-    caches = stacks.get("caches")
-    targets = cache_targets(env_name, config, cluster.eks_cluster.cluster_name) if caches else []
-    if caches is not None and targets:
+    cached = cache_targets(env_name, config, cluster.eks_cluster.cluster_name)
+    if caches is not None and cached:
         guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(state_table_name=table,
-                                                                                  targets=targets))
-        guards["caches"].protect(caches.manifest)  # type: ignore[attr-defined]
+                                                                                  targets=cached))
+        guards["caches"].protect(caches.manifest)
     served = endpoint_targets(env_name, config)
-    endpoints_stack = stacks.get("endpoints")
-    if endpoints_stack is not None and served:
-        endpoints: Mapping[str, InferenceEndpoint] = endpoints_stack.endpoints  # type: ignore[attr-defined]
-        guards["endpoints"] = RefreshGuard(endpoints_stack, "RefreshGuard", RefreshGuardProps(
+    if endpoints is not None and served:
+        guards["endpoints"] = RefreshGuard(endpoints, "RefreshGuard", RefreshGuardProps(
             state_table_name=table, targets=[t for ts in served.values() for t in ts]))
         for name in served:  # what sets the served model: a change to any of them updates the endpoint
-            endpoint = endpoints[name]
+            endpoint = endpoints.endpoints[name]
             guards["endpoints"].protect(endpoint.node.default_child, endpoint.endpoint_config,
                                         *endpoint.models.values())
     return guards

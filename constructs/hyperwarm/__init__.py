@@ -38,6 +38,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HyperPodRefreshTarget", "RefreshedPrefix",
     ),
     "refresh_config": ("RefreshConfig", "RefreshedModel"),
+    "refresh_guard": ("GuardedTarget", "RefreshGuard", "RefreshGuardProps"),
     "serving": ("MODEL_DIR", "ServerSettings", "Serving", "server_settings"),
     "serving_config": ("ServingConfig",),
 }

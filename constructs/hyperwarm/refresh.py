@@ -4,9 +4,12 @@ The model-source bucket sends events to EventBridge. One rule matches only the o
 a version complete (``<prefix>/<version>/manifest.json``, written last), so a half-uploaded model
 never starts a rollout, and invokes the refresh Lambda (``lambdas/cache_refresh``) with retries
 and an encrypted dead-letter queue. A second rule passes SageMaker endpoint state changes to the
-same code, which finishes endpoint rollouts. The Lambda's IAM names the bucket prefixes, the
-state table, the endpoints and their models, and the HyperPod cluster; inside the cluster it may
-only get and patch the operator's objects in the targets' namespaces.
+same code, which finishes endpoint rollouts. Whatever fails reaches that queue: events EventBridge
+cannot deliver, permanent failures the function records, and (the functions' on-failure
+destination) every invocation that still raises after Lambda's retries. The Lambda's IAM names the
+bucket prefixes, the state table, the endpoints and the models and configs it creates (named by
+:mod:`cache_refresh.naming`, the function's own naming), and the HyperPod cluster; inside the
+cluster it may only get and patch the operator's objects in the targets' namespaces.
 """
 
 from __future__ import annotations
