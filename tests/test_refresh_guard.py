@@ -19,7 +19,6 @@ from aws_cdk.assertions import Template
 from moto import mock_aws
 
 from cache_refresh import deploy_guard, naming
-from cache_refresh.ordering import StateTable
 from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 TABLE = "hyperwarm-test-cache-refresh-state"
@@ -30,7 +29,7 @@ VALUE = "s3://models/llama/{version}/"
 
 @dataclass
 class State:
-    table: StateTable
+    table: Any
     stack_id: str
 
 
@@ -82,13 +81,13 @@ def state():
         boto3.client("dynamodb", region_name="us-west-2").create_table(
             TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        yield State(StateTable(boto3.resource("dynamodb", region_name="us-west-2"), TABLE), guarded_stack())
+        yield State(boto3.resource("dynamodb", region_name="us-west-2").Table(TABLE), guarded_stack())
 
 
-def refreshed(state: State, version: str, target: str = TARGET) -> None:
-    """Record ``version`` as served, the way the refresh function does after a refresh."""
-    state.table.acquire(target, "refresh", 60)
-    state.table.commit(target, "refresh", version=version, sequencer="0A", location=f"llama/{version}")
+def refreshed(state: State, version: str, target: str = TARGET, **item: Any) -> None:
+    """The state item of a target the refresh function moved to ``version`` (its README, "State table")."""
+    state.table.put_item(Item={**naming.state_key(target), "current_version": version,
+                               "current_location": f"llama/{version}", **item})
 
 
 def test_a_deploy_older_than_the_refreshed_version_stops_naming_target_version_and_field(state, responses) -> None:
@@ -114,9 +113,7 @@ def test_versions_compare_in_the_refresh_functions_order(state, responses, serve
 
 
 def test_a_rollout_in_progress_counts_as_served(state, responses) -> None:
-    refreshed(state, "v3")
-    state.table.acquire(TARGET, "refresh", 60)
-    state.table.start_rollout(TARGET, "refresh", {"version": "v4", "sequencer": "0B", "config": "c4"}, 600)
+    refreshed(state, "v3", pending={"version": "v4", "config": "c4"}, lock_owner="rollout:c4")
     deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
     assert responses[-1]["Status"] == "FAILED" and f"{TARGET} is rolling out v4" in responses[-1]["Reason"]
 
@@ -207,9 +204,11 @@ def test_the_guard_names_the_refresh_stacks_table_and_may_only_read_it(synthesiz
         role = next(k for k, r in synthesized.resources(stack, "AWS::IAM::Role").items() if k.startswith("RefreshGuard"))
         statements = [s for p in synthesized.resources(stack, "AWS::IAM::Policy").values()
                       if p["Properties"]["Roles"] == [{"Ref": role}] for s in p["Properties"]["PolicyDocument"]["Statement"]]
-        (statement,) = statements
-        assert statement["Action"] == "dynamodb:GetItem"
-        assert statement["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
+        read, describe = statements
+        assert read["Action"] == "dynamodb:GetItem"
+        assert read["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
+        assert describe == {"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
+                            "Resource": {"Ref": "AWS::StackId"}}  # its own stack: is it rolling back?
 
 
 def test_environments_without_refresh_have_no_guard(synthesized) -> None:

@@ -92,8 +92,8 @@ def created_names(endpoint_name: str) -> list[str]:
         event = parse_manifest_created({
             "version": "0", "id": "e", "detail-type": "Object Created", "source": "aws.s3", "account": "123456789012",
             "time": "2026-11-29T12:00:00Z", "region": "us-west-2", "resources": [],
-            "detail": {"bucket": {"name": BUCKET}, "object": {"key": f"{PREFIX}/2026-11-29-release-candidate-7/"
-                                                                     "manifest.json", "sequencer": "0A1B"}}})
+            "detail": {"bucket": {"name": BUCKET},
+                       "object": {"key": f"{PREFIX}/2026-11-29T12-00-00Z/manifest.json", "sequencer": "0A1B"}}})
         rollout = endpoint_target.start(sm, EndpointTarget(endpoint=endpoint_name), event)
     return [f"endpoint-config/{naming.arn_name(rollout['config'])}",
             *(f"model/{naming.arn_name(m)}" for m in rollout["created_models"])]

@@ -29,16 +29,21 @@ import boto3
 from botocore.exceptions import ClientError
 
 from .naming import state_key
-from .ordering import TargetState, version_key
+from .ordering import version_key
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
 
 
-def _newest(state: TargetState) -> tuple[str, str] | None:
-    """(version, how) of the newest version the target serves or is rolling out, if any."""
-    served = [(v, how) for v, how in ((state.current_version, "serves"),
-                                      ((state.pending or {}).get("version"), "is rolling out")) if v]
-    return max(served, key=lambda s: version_key(s[0]), default=None)
+def is_older(version: str, than: str) -> bool:
+    """``version`` is strictly before ``than`` in the refresh function's version order (ValueError
+    when the order cannot compare them)."""
+    return version_key(version) < version_key(than)
+
+
+def _served(item: dict[str, Any]) -> list[tuple[str, str]]:
+    """(version, how) the target serves (``current_version``) or is rolling out (``pending.version``)."""
+    return [(v, how) for v, how in ((item.get("current_version"), "serves"),
+                                    ((item.get("pending") or {}).get("version"), "is rolling out")) if v]
 
 
 def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
@@ -51,21 +56,18 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
             if exc.response["Error"]["Code"] == "ResourceNotFoundException":
                 return []  # no state table yet: nothing was ever refreshed
             raise
-        newest = _newest(TargetState(item or {}))
-        if newest is None:
-            continue
-        served, how = newest
-        try:
-            older = version_key(target["Version"]) < version_key(served)
-        except ValueError as exc:
-            problems.append(f"{target['Id']} {how} {served}; cannot order this deploy's {target['Version']!r} "
-                            f"against it ({exc}): set {target['Field']} to "
-                            f"{target['Value'].replace('{version}', served)!r}")
-            continue
-        if older:
-            problems.append(f"{target['Id']} {how} {served} (moved there by the cache refresh function) but this "
-                            f"deploy would set {target['Version']}: set {target['Field']} to "
-                            f"{target['Value'].replace('{version}', served)!r} (or newer) and deploy again")
+        for served, how in _served(item or {}):
+            fix = f"set {target['Field']} to {target['Value'].replace('{version}', served)!r}"
+            try:
+                older = is_older(target["Version"], served)
+            except ValueError as exc:
+                problems.append(f"{target['Id']} {how} {served}; this deploy's {target['Version']!r} cannot be "
+                                f"ordered against it ({exc}): {fix}")
+                break
+            if older:
+                problems.append(f"{target['Id']} {how} {served} (moved there by the cache refresh function) but "
+                                f"this deploy would set {target['Version']}: {fix} (or newer) and deploy again")
+                break
     return problems
 
 
