@@ -231,3 +231,14 @@ def test_the_guard_runs_again_whenever_a_protected_resource_changes() -> None:
     first = _fingerprint("s3://models/llama/v1/model.tar.gz")
     assert first == _fingerprint("s3://models/llama/v1/model.tar.gz")
     assert first != _fingerprint("s3://models/llama/v1/other.tar.gz")
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"targets": []}, r"targets = \[\] -- a guard needs at least one guarded target"),
+    ({"state_table_name": "no spaces"}, r"state_table_name = 'no spaces' -- allowed: 3..255 letters"),
+    ({"targets": [GuardedTarget(TARGET, "v1", FIELD, value="s3://m/v1/")]}, r"value = 's3://m/v1/' -- must contain"),
+])
+def test_guard_props_are_validated(props: dict[str, Any], message: str) -> None:
+    arguments = {"state_table_name": TABLE, "targets": [GuardedTarget(TARGET, "v1", FIELD, VALUE)], **props}
+    with pytest.raises(ValueError, match=message):
+        RefreshGuard(cdk.Stack(cdk.App(), "T"), "Guard", RefreshGuardProps(**arguments))

@@ -6,7 +6,8 @@ protected by a guard depend on it, so CloudFormation runs it first: a small func
 (``cache_refresh.deploy_guard``) reads the refresh function's state table and fails the deployment,
 before anything changed, when a target already serves a newer version than this deploy would set.
 
-The guard runs whenever a protected resource changes: its properties carry a fingerprint of theirs.
+The guard runs whenever a protected resource changes: its properties carry a fingerprint of theirs
+(escape-hatch overrides, ``add_property_override``, are not part of it).
 It names the state table by name (never a cross-stack reference): the stacks it protects deploy
 before the refresh stack, and a table that does not exist yet means nothing was ever refreshed.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -81,8 +83,7 @@ class RefreshGuard(Construct):
 
     def __init__(self, scope: Construct, id: str, props: RefreshGuardProps) -> None:
         super().__init__(scope, id)
-        if not props.targets:
-            raise ValueError(f"{self.node.path}: targets needs at least one guarded target")
+        _validate(self.node.path, props)
         stack = cdk.Stack.of(self)
         role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                         description="cache refresh deploy guard: reads the refresh state")
@@ -124,3 +125,17 @@ class RefreshGuard(Construct):
                                                   "deploys only after the refresh guard passed")
                     self._protected.append(child)
 
+
+
+_TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")
+
+
+def _validate(path: str, props: RefreshGuardProps) -> None:
+    if not props.targets:
+        raise ValueError(f"{path}: targets = [] -- a guard needs at least one guarded target")
+    name = props.state_table_name
+    if not cdk.Token.is_unresolved(name) and not _TABLE_NAME.match(name):
+        raise ValueError(f"{path}: state_table_name = {name!r} -- allowed: 3..255 letters, digits, '_', '-', '.'")
+    for t in props.targets:
+        if "{version}" not in t.value:
+            raise ValueError(f"{path}: targets[{t.target_id!r}].value = {t.value!r} -- must contain {{version}}")
