@@ -5,20 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from rehearsal.core import Assembly, Finding, rule
+from rehearsal.core import Assembly, Finding, ref_target, rule
 
 _FUNCTION = "AWS::Lambda::Function"
-
-
-def _logical_id(value: Any) -> str | None:
-    """The resource a function reference points at: ``{"Fn::GetAtt": [id, "Arn"]}`` or ``{"Ref": id}``."""
-    if isinstance(value, dict):
-        if "Fn::GetAtt" in value:
-            target = value["Fn::GetAtt"]
-            return target[0] if isinstance(target, list) else str(target).split(".")[0]
-        if "Ref" in value:
-            return value["Ref"]
-    return None
 
 
 def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -39,7 +28,7 @@ def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[str, str]]:
         elif kind == "AWS::SNS::Topic":
             references = [s.get("Endpoint") for s in props.get("Subscription", []) if s.get("Protocol") == "lambda"]
         for reference in references:
-            function = _logical_id(reference)
+            function = ref_target(reference)
             if function and resources.get(function, {}).get("Type") == _FUNCTION:
                 yield function, logical_id
 
@@ -50,7 +39,7 @@ def _keeps_failures(resources: dict[str, Any], function: str) -> bool:
     for resource in resources.values():
         props = resource.get("Properties", {})
         if (resource.get("Type") == "AWS::Lambda::EventInvokeConfig"
-                and _logical_id(props.get("FunctionName")) == function
+                and ref_target(props.get("FunctionName")) == function
                 and props.get("Qualifier") == "$LATEST"  # what an unqualified ARN (rules, S3, SNS) invokes
                 and props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")):
             return True
