@@ -86,7 +86,7 @@ def state():
 
 def refreshed(state: State, version: str, target: str = TARGET, **item: Any) -> None:
     """The state item of a target the refresh function moved to ``version`` (its README, "State table")."""
-    state.table.put_item(Item={**naming.state_key(target), "current_version": version,
+    state.table.put_item(Item={"pk": naming.state_pk(target), "current_version": version,
                                "current_location": f"llama/{version}", **item})
 
 

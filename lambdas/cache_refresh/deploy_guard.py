@@ -28,7 +28,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .naming import state_key
+from .naming import state_pk
 from .ordering import version_key
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
@@ -51,7 +51,7 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
     problems = []
     for target in targets:
         try:
-            item = table.get_item(Key=state_key(target["Id"]), ConsistentRead=True).get("Item")
+            item = table.get_item(Key={"pk": state_pk(target["Id"])}, ConsistentRead=True).get("Item")
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ResourceNotFoundException":
                 return []  # no state table yet: nothing was ever refreshed

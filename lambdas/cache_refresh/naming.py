@@ -73,9 +73,9 @@ def hyperpod_target_id(cluster: str, namespace: str, resource: str, name: str) -
     return f"hyperpod:{cluster}/{namespace}/{resource}/{name}"
 
 
-def state_key(target_id: str) -> dict[str, str]:
-    """The state table key (partition key ``pk``) of one target's item."""
-    return {"pk": f"target#{target_id}"}
+def state_pk(target_id: str) -> str:
+    """The partition key ``pk`` of one target's item in the state table."""
+    return f"target#{target_id}"
 
 
 def endpoint_name_problem(name: str) -> str | None:
