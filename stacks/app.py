@@ -67,7 +67,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for part in ("caches", "endpoints"):
             if part in stacks:
                 stacks["refresh"].add_stack_dependency(stacks[part])
-        add_refresh_guards(env_name, config, cluster.cluster, stacks.get("caches"),  # type: ignore[arg-type]
+        add_refresh_guards(env_name, config, cluster, stacks.get("caches"),  # type: ignore[arg-type]
                            stacks.get("endpoints"))  # type: ignore[arg-type]
     # Models are read from buckets by name: those hyperwarm creates come first, the others must exist.
     declared = {b.name: b.create for b in config.model_buckets}

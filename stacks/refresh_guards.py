@@ -53,12 +53,12 @@ def endpoint_targets(env_name: str, config: EnvironmentConfig) -> dict[str, list
     return targets
 
 
-def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: HyperPodEksCluster,
+def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: HyperPodEksCluster | None,
                        caches: CachesStack | None, endpoints: EndpointsStack | None) -> dict[str, RefreshGuard]:
     """A guard in the caches and endpoints stacks for the refresh targets they deploy."""
     guards: dict[str, RefreshGuard] = {}
     table = state_table_name(env_name)
-    cached = cache_targets(env_name, config, cluster.eks_cluster.cluster_name)
+    cached = cache_targets(env_name, config, cluster.eks_cluster.cluster_name) if cluster is not None else []
     if caches is not None and cached:
         guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(state_table_name=table,
                                                                                   targets=cached))
