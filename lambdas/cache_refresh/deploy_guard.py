@@ -29,15 +29,15 @@ import boto3
 from botocore.exceptions import ClientError
 
 from .naming import state_pk
-from .ordering import version_key
+from .versions import compare
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
 
 
 def is_older(version: str, than: str) -> bool:
-    """``version`` is strictly before ``than`` in the refresh function's version order (ValueError
-    when the order cannot compare them)."""
-    return version_key(version) < version_key(than)
+    """``version`` is strictly before ``than`` in the refresh function's version order
+    (:mod:`.versions`; its UnorderableVersion, a ValueError, when the order cannot compare them)."""
+    return compare(version, than) < 0
 
 
 def _served(item: dict[str, Any]) -> list[tuple[str, str]]:

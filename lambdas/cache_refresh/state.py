@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol
 
 from botocore.exceptions import ClientError
 
+from . import naming
 from .decide import ROLLOUT, dead_lettered
 from .errors import TransientError
 from .versions import UnorderableVersion, newer
@@ -95,7 +96,7 @@ class StateTable:
 
     @staticmethod
     def key(target_id: str) -> str:
-        return f"target#{target_id}"
+        return naming.state_pk(target_id)
 
     def get(self, target_id: str) -> dict[str, Any]:
         return self.store.get(self.key(target_id))
