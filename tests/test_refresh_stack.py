@@ -130,6 +130,15 @@ def test_no_wildcard_actions_and_resources_scoped_to_bucket_prefixes_endpoints_a
                              for s in pass_role)
 
 
+def test_state_table_access_is_what_the_function_calls(synthesized) -> None:
+    """The function reads whole items and writes them with conditional puts (lambdas/cache_refresh/state.py)."""
+    (table_id,) = synthesized.resources(PROD, "AWS::DynamoDB::Table")
+    (statement,) = [s for s in statements(synthesized) if str(s["Action"]).startswith("['dynamodb:")
+                    or str(s["Action"]).startswith("dynamodb:")]
+    assert statement["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]
+    assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+
+
 def test_kubernetes_access_is_a_namespace_role_that_gets_and_patches_operator_objects(synthesized) -> None:
     (entry,) = resources(synthesized, "AWS::EKS::AccessEntry")
     assert entry["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in entry

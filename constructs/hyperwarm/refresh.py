@@ -330,7 +330,7 @@ class CacheRefreshHook(Construct):
             acknowledge(role, "the function reads the manifest and checks every file of a model version "
                         "under its configured prefix", f"IAM5[Resource::{object_arn_finding(self.bucket, model.prefix + '/*')}]")
         role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
             resources=[self.state_table.table_arn]))
         self.dead_letter_queue.grant_send_messages(role)
         if self.cluster is not None:
