@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import sys
 from typing import Any
 
 FORMAT = "hyperwarm.refresh-dlq/v1"
@@ -105,8 +108,9 @@ def replay(queue_url: str, function_name: str, message_id: str | None = None, *,
     """
     import boto3
 
-    sqs = sqs or boto3.client("sqs")
-    lambda_client = lambda_client or boto3.client("lambda")
+    region = queue_region(queue_url)
+    sqs = sqs or boto3.client("sqs", region_name=region)
+    lambda_client = lambda_client or boto3.client("lambda", region_name=region)
     chosen, passed = _select(sqs, queue_url, message_id, max_messages)
     try:
         return [_replay_one(sqs, lambda_client, queue_url, function_name, m) for m in chosen]
@@ -114,8 +118,34 @@ def replay(queue_url: str, function_name: str, message_id: str | None = None, *,
         _release(sqs, queue_url, passed)
 
 
+def queue_region(queue_url: str) -> str | None:
+    """The region an SQS queue URL names (``https://sqs.<region>.amazonaws.com/<account>/<name>``).
+
+    The function sits in the queue's region, so both clients use it: boto3 itself reads only
+    AWS_DEFAULT_REGION or the profile, not AWS_REGION. ``None`` leaves it to boto3.
+    """
+    match = re.match(r"^https://sqs[.-](?P<region>[a-z]{2}(-[a-z]+)+-\d)\.", queue_url)
+    if match:
+        return match["region"]
+    return os.environ.get("AWS_REGION") or None
+
+
 def _run(args: argparse.Namespace) -> int:
-    results = replay(args.queue_url, args.function_name, args.message_id)
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        results = replay(args.queue_url, args.function_name, args.message_id)
+    except NoRegionError:
+        print(f"hyperwarm refresh replay: no AWS region: {args.queue_url!r} names none; give the queue URL the "
+              "stack printed (https://sqs.<region>.amazonaws.com/...) or set AWS_REGION", file=sys.stderr)
+        return 2
+    except NoCredentialsError:
+        print("hyperwarm refresh replay: no AWS credentials found; set AWS_PROFILE or run `aws configure` "
+              "(the replay reads the dead-letter queue and invokes the refresh function)", file=sys.stderr)
+        return 2
+    except (ClientError, BotoCoreError) as exc:
+        print(f"hyperwarm refresh replay: {exc}", file=sys.stderr)
+        return 2
     for result in results:
         print(json.dumps(result, default=str))
     if not results:

@@ -155,3 +155,30 @@ def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, 
 def test_the_replay_cli_and_the_function_agree_on_the_letter_format_and_the_replay_key():
     from cache_refresh import flow
     assert (refresh_cli.FORMAT, refresh_cli.REPLAY_KEY) == (flow.DLQ_FORMAT, flow.REPLAY_KEY)
+
+
+def test_replay_takes_the_region_from_the_queue_url_not_only_from_aws_default_region(monkeypatch) -> None:
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    assert refresh_cli.queue_region("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq") == "eu-west-1"
+    monkeypatch.setenv("AWS_REGION", "us-east-2")
+    assert refresh_cli.queue_region("http://localhost:4566/000000000000/dlq") == "us-east-2"
+
+
+@pytest.mark.parametrize("variable, expected", [
+    ("credentials", "no AWS credentials found; set AWS_PROFILE or run `aws configure`"),
+    ("region", "no AWS region: 'http://localhost:1/dlq' names none"),
+])
+def test_replay_reports_missing_credentials_or_region_in_one_line(monkeypatch, capsys, variable, expected) -> None:
+    from hyperwarm.cli import main
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never reach for instance credentials
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # earlier tests' session caches their credentials
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dlq" if variable == "credentials" else "http://localhost:1/dlq"
+    assert main(["refresh", "replay", "--queue-url", url, "--function-name", "f"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
