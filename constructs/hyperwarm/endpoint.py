@@ -29,7 +29,7 @@ from constructs import Construct
 
 from .catalog import CATALOG
 from .images import INFERENCE_AMI_CUDA, ContainerImage, cuda_ami_problem
-from .nag import acknowledge, object_arn_finding
+from .nag import acknowledge, acknowledge_checkov, object_arn_finding
 from .serving import (
     SERVING_METADATA,
     ServerSettings,
@@ -301,7 +301,7 @@ class DataCapture:
     sampling_percentage: int = 10
     """0..100. Default: 10."""
     bucket: s3.IBucket | None = None
-    """Default: a new bucket (KMS, block public access, SSL only, retained)."""
+    """Default: a new bucket (KMS, versioned, block public access, SSL only, retained)."""
     prefix: str = "data-capture"
     """Key prefix. Default: ``data-capture``."""
 
@@ -692,10 +692,12 @@ class InferenceEndpoint(Construct):
             bucket = s3.Bucket(
                 self, "DataCaptureBucket", encryption=s3.BucketEncryption.KMS, encryption_key=self.encryption_key,
                 bucket_key_enabled=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
-                removal_policy=cdk.RemovalPolicy.RETAIN,
+                versioned=True, removal_policy=cdk.RemovalPolicy.RETAIN,
             )
-            acknowledge(bucket, "written only by this endpoint's execution role; object-level access is "
-                                "audited with CloudTrail S3 data events rather than server access logs", "S1")
+            no_access_logs = ("written only by this endpoint's execution role; object-level access is "
+                              "audited with CloudTrail S3 data events rather than server access logs")
+            acknowledge(bucket, no_access_logs, "S1")
+            acknowledge_checkov(bucket, no_access_logs, "CKV_AWS_18")
         self.data_capture_bucket = bucket
         prefix = capture.prefix.strip("/")
         bucket.grant_put(self.execution_role, f"{prefix}/*")

@@ -1,10 +1,14 @@
-"""cdk-nag acknowledgments, kept next to the resource they excuse, each with its reason.
+"""Security-scanner acknowledgments, kept next to the resource they excuse, each with its reason.
 
 cdk-nag 3 matches an acknowledgment to a finding's exact id, so wildcard findings are named in
 full (``IAM5[Action::s3:GetObject*]``); an acknowledgment covers the scope and its children.
+checkov reads its acknowledgments from the template itself: ``Metadata.checkov.skip`` on each
+CloudFormation resource, and ``checkov.io/skip*`` annotations on each Kubernetes object.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
@@ -13,11 +17,76 @@ from constructs import IConstruct
 
 def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
     """Acknowledge AwsSolutions ``rules`` (e.g. ``S1``, ``IAM5[Resource::*]``) on ``scope`` for ``reason``."""
-    if len(reason) < 30:
-        raise ValueError(f"acknowledgment of {rules} on {scope.node.path} needs a specific reason, got {reason!r}")
+    _check_reason(reason, rules, scope.node.path)
     for rule in rules:
         cdk.Validations.of(scope).acknowledge(
             cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
+
+
+def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str | None = None) -> None:
+    """Acknowledge checkov ``checks`` (e.g. ``CKV_AWS_115``) for ``reason`` in the template, as
+    ``Metadata.checkov.skip`` of ``scope``'s own resource (``scope`` or its ``node.default_child``),
+    or with ``kind`` (e.g. ``AWS::Lambda::Function``) of every resource of that type in ``scope``'s tree.
+
+    Only resources that exist when this is called are marked: call it after creating them.
+    """
+    _check_reason(reason, checks, scope.node.path)
+    if kind is None:
+        own = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
+        resources = [own] if isinstance(own, cdk.CfnResource) else []
+    else:
+        resources = [c for c in scope.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == kind]
+    if not resources:
+        raise ValueError(f"acknowledgment of {checks} on {scope.node.path}: no CloudFormation resource "
+                         + (f"of type {kind} in its tree" if kind else "of its own"))
+    for resource in resources:
+        skips = {s["id"]: s for s in (resource.get_metadata("checkov") or {}).get("skip", [])}
+        skips.update({check: {"id": check, "comment": reason} for check in checks})
+        resource.add_metadata("checkov", {"skip": list(skips.values())})
+
+
+_DEPLOY_TIME_HANDLER = {
+    "CKV_AWS_115": "runs only while CloudFormation deploys this stack; reserved concurrency would only take "
+                   "capacity from the account's unreserved pool",
+    "CKV_AWS_116": "a custom-resource handler reports its outcome to CloudFormation, which fails the deployment "
+                   "on an error; a dead-letter queue would hold events nobody replays",
+    "CKV_AWS_173": "its environment holds resource names and ARNs only, no secrets; Lambda encrypts it at rest "
+                   "with an AWS-managed key",
+    "CKV_AWS_117": "calls only AWS APIs at deploy time and reaches nothing inside the VPC",
+}
+
+
+def acknowledge_deploy_time_handlers(scope: IConstruct) -> None:
+    """checkov findings on aws-cdk-lib's own deploy-time Lambda handlers (custom-resource providers) in ``scope``."""
+    functions = [c for c in scope.node.find_all()
+                 if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == "AWS::Lambda::Function"]
+    if not functions:
+        raise ValueError(f"{scope.node.path}: no Lambda function to acknowledge")
+    for function in functions:
+        passing = {"CKV_AWS_117": getattr(function, "vpc_config", None) is not None,
+                   "CKV_AWS_173": getattr(function, "environment", None) is None}
+        for check, reason in _DEPLOY_TIME_HANDLER.items():
+            if not passing.get(check):
+                acknowledge_checkov(function, f"aws-cdk-lib's handler {reason}", check)
+
+
+def stack_singletons(scope: IConstruct, id_prefix: str) -> list[IConstruct]:
+    """aws-cdk-lib's singletons (e.g. custom-resource providers) that ``scope``'s resources put at the stack root."""
+    return [c for c in cdk.Stack.of(scope).node.children if c.node.id.startswith(id_prefix)]
+
+
+def checkov_annotations(skips: Mapping[str, str]) -> dict[str, str]:
+    """Kubernetes annotations acknowledging checkov checks: check id -> reason (no ``=`` in it)."""
+    for check, reason in skips.items():
+        _check_reason(reason, (check,), "a Kubernetes object")
+        if "=" in reason:
+            raise ValueError(f"checkov reads {check}'s annotation up to the first '=': drop it from {reason!r}")
+    return {f"checkov.io/skip-{check}": f"{check}={reason}" for check, reason in skips.items()}
+
+
+def _check_reason(reason: str, checks: tuple[str, ...], where: str) -> None:
+    if len(reason) < 30:
+        raise ValueError(f"acknowledgment of {checks} on {where} needs a specific reason, got {reason!r}")
 
 
 def managed_policy(name: str) -> str:
