@@ -216,8 +216,10 @@ def test_daemonset_keeps_images_in_use_with_tiny_requests_and_a_priority_class()
     assert pod["priorityClassName"] == PRIORITY_CLASS
     container = pod["containers"][0]
     assert container["command"] == ["sleep", "infinity"]
-    assert container["resources"]["requests"] == {"cpu": "1m", "memory": "8Mi"}
+    assert container["resources"] == {"requests": {"cpu": "1m", "memory": "8Mi"},
+                                      "limits": {"cpu": "10m", "memory": "32Mi"}}
     assert pod["automountServiceAccountToken"] is False
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     priority = of_kind(objects_of(raw), "PriorityClass")[0]
     assert (priority["metadata"]["name"], priority["preemptionPolicy"]) == (PRIORITY_CLASS, "Never")
 

@@ -284,6 +284,7 @@ def test_data_capture_goes_to_an_encrypted_bucket() -> None:
     rule = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
     assert bucket["Properties"]["PublicAccessBlockConfiguration"]["BlockPublicAcls"] is True
+    assert bucket["Properties"]["VersioningConfiguration"] == {"Status": "Enabled"}
 
 
 def test_inference_component_enables_sagemaker_caching_and_leaves_the_variant_model_free() -> None:

@@ -92,6 +92,11 @@ def test_gpu_daemonsets_run_only_on_gpu_types_and_tolerate_health_checks() -> No
         assert {"operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
 
 
+def test_device_plugin_gets_no_kubernetes_api_token() -> None:
+    (plugin,) = [o for o in hyperpod_dependencies.objects("us-west-2") if o["metadata"]["name"].startswith("nvidia")]
+    assert plugin["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
 def test_no_image_is_a_floating_tag() -> None:
     for obj in OBJECTS:
         for container in obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
