@@ -139,7 +139,8 @@ class InferenceOperator(Construct):
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
         )
-        no_access_logs = "holds only the operator's generated TLS certificates, written and read by the operator role alone"
+        no_access_logs = ("holds only the operator's generated TLS certificates, written and read by the "
+                          "operator role alone")
         acknowledge(self.tls_bucket, no_access_logs, "S1")
         acknowledge_checkov(self.tls_bucket, no_access_logs, "CKV_AWS_18")
         self.roles = self._roles(provider)
