@@ -10,6 +10,25 @@ from aws_cdk import cx_api
 from hyperwarm import EnvironmentConfig, group_usage, instance_spec
 
 
+def service_quotas(config: EnvironmentConfig) -> dict[str, Counter[str]]:
+    """SageMaker quotas the environment needs before its first deploy: quota ("cluster usage",
+    "endpoint usage") -> instance type -> instances. HyperPod groups need their instance counts;
+    endpoint variants twice their largest count, as a blue/green update runs a second fleet."""
+    endpoint: Counter[str] = Counter()
+    for e in config.endpoints:
+        for v in e.variants:
+            if v.instance_type:
+                endpoint[v.instance_type] += 2 * v.max_instances
+    cluster: Counter[str] = Counter()
+    for g in config.instance_groups:
+        cluster[g.instance_type] += g.instance_count
+    return {"cluster usage": cluster, "endpoint usage": endpoint}
+
+
+def _quota_lines(config: EnvironmentConfig, quota: str) -> list[str]:
+    return [f"quota '{t} for {quota}' >= {n}" for t, n in sorted(service_quotas(config)[quota].items())]
+
+
 def _instance_groups(config: EnvironmentConfig) -> str:
     lines = []
     for g in config.instance_groups:
@@ -17,7 +36,7 @@ def _instance_groups(config: EnvironmentConfig) -> str:
         cache = "caches" if g.holds_caches else "no caches"
         lines.append(f"{g.name}: {g.instance_count} x {g.instance_type} "
                      f"({spec.gpus} GPU, NVMe {spec.nvme_gb:,} GB, {cache})")
-    return "\n".join(lines)
+    return "\n".join(lines + _quota_lines(config, "cluster usage"))
 
 
 def _routing(variant: dict) -> str:
@@ -82,7 +101,7 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
         if kinds.get("AWS::SageMaker::Cluster"):
             details.append(_instance_groups(config))
         if kinds.get("AWS::SageMaker::Endpoint"):
-            details.append(_endpoints(resources))
+            details.append("\n".join([_endpoints(resources), *_quota_lines(config, "endpoint usage")]))
         if kinds.get("Custom::AWSCDK-EKS-KubernetesResource") and stack.stack_name.endswith("-caches"):
             details.append(_caches(config))
         if stack.stack_name.endswith("-refresh"):
