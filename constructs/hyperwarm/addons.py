@@ -202,10 +202,11 @@ class InferenceOperator(Construct):
         statements = load_balancer_controller_policy(cdk.Stack.of(self).partition)
         self.load_balancer_policy = iam.Policy(self, "LoadBalancerControllerPolicy", statements=statements)
         load_balancer.attach_inline_policy(self.load_balancer_policy)
-        acknowledge(self.load_balancer_policy, "the AWS Load Balancer Controller's published iam_policy.json, "
-                    "unchanged: it creates load balancers, target groups and security groups per inference "
-                    "endpoint, whose names are not known at synth, and its describe actions have no resource scope",
-                    *_wildcard_findings(statements))
+        published = ("the AWS Load Balancer Controller's published iam_policy.json, unchanged: it creates load "
+                     "balancers, target groups and security groups per inference endpoint, whose names are not "
+                     "known at synth, and its describe actions have no resource scope")
+        acknowledge(self.load_balancer_policy, published, *_wildcard_findings(statements))
+        acknowledge_checkov(self.load_balancer_policy, published, "CKV_AWS_111")
         keda = irsa_role(self, "KedaRole", provider, f"{OPERATOR_NAMESPACE}:keda-operator",
                          "KEDA autoscaler of the HyperPod inference operator: read metrics")
         keda.add_to_policy(iam.PolicyStatement(

@@ -14,7 +14,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .nag import acknowledge
+from .nag import acknowledge, acknowledge_checkov
 
 EXISTING_BUCKETS_METADATA = "hyperwarm:existingBuckets"
 """Template metadata key: bucket names the stack reads that exist before it deploys."""
@@ -37,6 +37,8 @@ def model_bucket(scope: Construct, id: str, bucket_name: str | None = None) -> s
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
         removal_policy=cdk.RemovalPolicy.RETAIN,
     )
-    acknowledge(bucket, "model versions are written by the team's release pipeline, each under a new version "
-                "folder; object-level access is audited with CloudTrail S3 data events", "S1")
+    no_access_logs = ("model versions are written by the team's release pipeline, each under a new version "
+                      "folder; object-level access is audited with CloudTrail S3 data events")
+    acknowledge(bucket, no_access_logs, "S1")
+    acknowledge_checkov(bucket, no_access_logs, "CKV_AWS_18")
     return bucket

@@ -326,6 +326,9 @@ class HyperPodEksCluster(Construct):
         acknowledge(role, "ecr:GetAuthorizationToken and the EC2 describe actions have no resource-level "
                     "permissions; HyperPod's prerequisites grant its network-interface permission actions on * "
                     "because the interfaces are created at run time", "IAM5[Resource::*]")
+        acknowledge_checkov(role.node.find_child("DefaultPolicy"), "HyperPod's IAM prerequisites grant "
+                            "ec2:Create/DeleteNetworkInterfacePermission on * because the network interfaces "
+                            "are created at run time; only sagemaker.amazonaws.com assumes this role", "CKV_AWS_109")
         return role
 
     def _instance_group(self, group: InstanceGroupConfig) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
