@@ -27,10 +27,10 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(CHECKOV_STAMP): | $(STAMP)
-	rm -rf $(VENV)/checkov
-	$(PY) -m venv $(VENV)/checkov
+	@echo "==> installing checkov $(CHECKOV_VERSION) into $(VENV)/checkov (first run: 1-2 minutes)"
+	@rm -rf $(VENV)/checkov && $(PY) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/python -m pip install --quiet --disable-pip-version-check checkov==$(CHECKOV_VERSION)
-	touch $(CHECKOV_STAMP)
+	@touch $(CHECKOV_STAMP)
 
 synth: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m stacks.synth --outdir cdk.out

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import CATALOG, EFA_INSTANCE_TYPES
+from .nag import checkov_annotations
 
 NAMESPACE = "aws-hyperpod"
 HEALTH_AGENT = "health-monitoring-agent"
@@ -56,6 +57,46 @@ GPU_TYPES = tuple(sorted(t for t, spec in CATALOG.items() if spec.gpus))
 EFA_TYPES = tuple(sorted(EFA_INSTANCE_TYPES))
 _TOLERATE_ALL = [{"operator": "Exists", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}]
 _RBAC = "rbac.authorization.k8s.io"
+
+# checkov findings on these upstream node agents, acknowledged on each DaemonSet: they run as the
+# chart ships them, and tightening what their publishers test against could break node health.
+_NODE_AGENT = {
+    "CKV2_K8S_6": "a node agent that serves no traffic; the HyperPod chart ships no NetworkPolicy for it",
+    "CKV_K8S_8": "the chart defines no probe and the agent serves no endpoint to probe",
+    "CKV_K8S_9": "the agent serves no traffic and no Service selects it, so readiness has no meaning here",
+    "CKV_K8S_15": "pinned to a fixed tag; IfNotPresent as in the chart, so a node restart does not wait on the "
+                  "registry",
+    "CKV_K8S_43": "pinned to the exact version tag the chart pins (never latest), so every upgrade is deliberate",
+}
+_HEALTH_AGENT_AS_SHIPPED = ("as the HyperPod chart ships it; tightening it is untested against the agent, which "
+                            "reads host logs and /dev/kmsg")
+_HEALTH_AGENT_ACKNOWLEDGED = checkov_annotations({
+    **_NODE_AGENT,
+    **{check: f"security context {_HEALTH_AGENT_AS_SHIPPED}"
+       for check in ("CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_31", "CKV_K8S_37")},
+    "CKV_K8S_38": "the agent patches its node's status and writes events through the Kubernetes API with this token",
+    "CKV_K8S_40": f"runs as UID 1000 {_HEALTH_AGENT_AS_SHIPPED}",
+})
+_NO_LIMITS = ("as the chart ships it: the plugin is system-node-critical, and an OOM kill would take the node's "
+              "devices out of scheduling")
+_ROOT_SOCKET = "runs as root to create its socket in the host's root-owned /var/lib/kubelet/device-plugins"
+_NVIDIA_DEVICE_PLUGIN_ACKNOWLEDGED = checkov_annotations({
+    **_NODE_AGENT,
+    **{check: f"no requests or limits {_NO_LIMITS}" for check in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12",
+                                                                   "CKV_K8S_13")},
+    **{check: _ROOT_SOCKET for check in ("CKV_K8S_23", "CKV_K8S_40")},
+    **{check: "security context as the chart ships it (no privilege escalation, every capability dropped); "
+              "the plugin is system-node-critical" for check in ("CKV_K8S_22", "CKV_K8S_29", "CKV_K8S_31")},
+})
+_EFA_PRIVILEGED = ("privileged on the host network as the chart runs it: it registers the host's EFA devices "
+                   "under /dev/infiniband with kubelet")
+_EFA_DEVICE_PLUGIN_ACKNOWLEDGED = checkov_annotations({
+    **_NODE_AGENT,
+    **{check: f"no limits {_NO_LIMITS}" for check in ("CKV_K8S_11", "CKV_K8S_13")},
+    **{check: _ROOT_SOCKET for check in ("CKV_K8S_23", "CKV_K8S_40")},
+    **{check: _EFA_PRIVILEGED for check in ("CKV_K8S_16", "CKV_K8S_19", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_28",
+                                            "CKV_K8S_29", "CKV_K8S_31", "CKV_K8S_37")},
+})
 
 
 def _check_region(region: str) -> None:
@@ -125,7 +166,8 @@ def _health_agent(region: str) -> list[dict[str, Any]]:
         _service_account(HEALTH_AGENT),
         _binding(HEALTH_AGENT, HEALTH_AGENT, _service_account_subject(HEALTH_AGENT)),
         {"apiVersion": "apps/v1", "kind": "DaemonSet",
-         "metadata": {"name": HEALTH_AGENT, "namespace": NAMESPACE, "labels": labels},
+         "metadata": {"name": HEALTH_AGENT, "namespace": NAMESPACE, "labels": labels,
+                      "annotations": _HEALTH_AGENT_ACKNOWLEDGED},
          "spec": {"selector": {"matchLabels": labels}, "template": {
              "metadata": {"labels": labels},
              "spec": {
@@ -186,12 +228,14 @@ def _nvidia_device_plugin() -> list[dict[str, Any]]:
     name = "nvidia-device-plugin-daemonset"
     return [{
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": "kube-system"},
+        "metadata": {"name": name, "namespace": "kube-system", "annotations": _NVIDIA_DEVICE_PLUGIN_ACKNOWLEDGED},
         "spec": {
             "selector": {"matchLabels": {"name": name}},
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {"metadata": {"labels": {"name": name}}, "spec": {
                 "priorityClassName": "system-node-critical",
+                # The plugin talks to kubelet over its socket only, never to the Kubernetes API.
+                "automountServiceAccountToken": False,
                 "affinity": _instance_type_affinity(GPU_TYPES),
                 "tolerations": _TOLERATE_ALL,
                 "containers": [{
@@ -214,7 +258,8 @@ def _efa_device_plugin(region: str) -> list[dict[str, Any]]:
     not_auto_mode = {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]}
     return [{
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": EFA_DEVICE_PLUGIN, "namespace": "kube-system", "labels": labels},
+        "metadata": {"name": EFA_DEVICE_PLUGIN, "namespace": "kube-system", "labels": labels,
+                     "annotations": _EFA_DEVICE_PLUGIN_ACKNOWLEDGED},
         "spec": {
             "selector": {"matchLabels": labels},
             "updateStrategy": {"type": "RollingUpdate"},
