@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from hyperwarm import HEALTH_TAINT_KEY
 from hyperwarm.config import Taint
-from hyperwarm.nag import checkov_annotations
+from hyperwarm.acknowledgments import checkov_annotations
 
 from .inference import group_requirement, metadata
 

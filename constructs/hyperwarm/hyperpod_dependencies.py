@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import CATALOG, EFA_INSTANCE_TYPES
-from .nag import checkov_annotations
+from .acknowledgments import checkov_annotations
 
 NAMESPACE = "aws-hyperpod"
 HEALTH_AGENT = "health-monitoring-agent"

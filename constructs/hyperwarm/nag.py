@@ -8,16 +8,19 @@ CloudFormation resource, and ``checkov.io/skip*`` annotations on each Kubernetes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
+from .acknowledgments import check_reason, checkov_annotations
+
+__all__ = ["acknowledge", "acknowledge_checkov", "acknowledge_deploy_time_handlers", "checkov_annotations",
+           "logical_id", "managed_policy", "object_arn_finding", "stack_singletons"]
+
 
 def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
     """Acknowledge AwsSolutions ``rules`` (e.g. ``S1``, ``IAM5[Resource::*]``) on ``scope`` for ``reason``."""
-    _check_reason(reason, rules, scope.node.path)
+    check_reason(reason, rules, scope.node.path)
     for rule in rules:
         cdk.Validations.of(scope).acknowledge(
             cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
@@ -30,7 +33,7 @@ def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str 
 
     Only resources that exist when this is called are marked: call it after creating them.
     """
-    _check_reason(reason, checks, scope.node.path)
+    check_reason(reason, checks, scope.node.path)
     if kind is None:
         own = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
         resources = [own] if isinstance(own, cdk.CfnResource) else []
@@ -73,20 +76,6 @@ def acknowledge_deploy_time_handlers(scope: IConstruct) -> None:
 def stack_singletons(scope: IConstruct, id_prefix: str) -> list[IConstruct]:
     """aws-cdk-lib's singletons (e.g. custom-resource providers) that ``scope``'s resources put at the stack root."""
     return [c for c in cdk.Stack.of(scope).node.children if c.node.id.startswith(id_prefix)]
-
-
-def checkov_annotations(skips: Mapping[str, str]) -> dict[str, str]:
-    """Kubernetes annotations acknowledging checkov checks: check id -> reason (no ``=`` in it)."""
-    for check, reason in skips.items():
-        _check_reason(reason, (check,), "a Kubernetes object")
-        if "=" in reason:
-            raise ValueError(f"checkov reads {check}'s annotation up to the first '=': drop it from {reason!r}")
-    return {f"checkov.io/skip-{check}": f"{check}={reason}" for check, reason in skips.items()}
-
-
-def _check_reason(reason: str, checks: tuple[str, ...], where: str) -> None:
-    if len(reason) < 30:
-        raise ValueError(f"acknowledgment of {checks} on {where} needs a specific reason, got {reason!r}")
 
 
 def managed_policy(name: str) -> str:
