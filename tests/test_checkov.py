@@ -11,7 +11,7 @@ To acknowledge a finding, put the acknowledgment next to its resource with a spe
 - CloudFormation: `hyperwarm.nag.acknowledge_checkov(construct, reason, "CKV_AWS_115")` right
   after creating the resource (it writes `Metadata.checkov.skip` on the construct's own
   resource; `kind="AWS::Lambda::Function"` marks every resource of that type in its tree);
-  aws-cdk-lib's own deploy-time Lambda handlers: `acknowledge_deploy_time_handlers(scope)`.
+  deploy-time custom-resource handlers (aws-cdk-lib's or our own): `acknowledge_deploy_time_handlers(scope)`.
 - Kubernetes: `metadata.annotations` from `hyperwarm.nag.checkov_annotations({"CKV_K8S_8": reason})`.
 """
 

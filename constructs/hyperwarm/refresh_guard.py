@@ -27,7 +27,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
-from .nag import acknowledge, managed_policy
+from .nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from .refresh import function_code
 
 
@@ -104,6 +104,9 @@ class RefreshGuard(Construct):
             description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")
         acknowledge(self.function, "Python 3.13 is the runtime this function and its bundled dependencies are "
                     "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")
+        acknowledge_deploy_time_handlers(self.function)
+        acknowledge_checkov(self.function.log_group, "guard logs hold target ids and versions, no secrets; "
+                            "CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")
         self._protected: list[cdk.CfnResource] = []
         self.resource = cdk.CustomResource(
             self, "Resource", service_token=self.function.function_arn, resource_type="Custom::RefreshGuard",
