@@ -21,7 +21,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, logical_id, managed_policy,
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id, managed_policy,
                   object_arn_finding, stack_singletons)
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
@@ -78,11 +78,10 @@ def load_balancer_controller_policy(partition: str) -> list[iam.PolicyStatement]
     return [iam.PolicyStatement.from_json(statement) for statement in json.loads(text)["Statement"]]
 
 
-def _wildcard_findings(statements: Sequence[iam.PolicyStatement]) -> list[str]:
-    """cdk-nag's IAM5 finding ids for the wildcard resources of ``statements``."""
+def _wildcard_findings(scope: IConstruct, statements: Sequence[iam.PolicyStatement]) -> list[str]:
+    """cdk-nag's IAM5 finding ids for the wildcard resources of ``statements`` in ``scope``'s stack."""
     resources = sorted({r for s in statements for r in s.resources if "*" in r})
-    return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+:', 'arn:<AWS::Partition>:', r)}]"
-            for r in resources]
+    return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+', arn_prefix(scope), r)}]" for r in resources]
 
 
 def operator_version_problem(version: str | None) -> str | None:
@@ -205,7 +204,7 @@ class InferenceOperator(Construct):
         published = ("the AWS Load Balancer Controller's published iam_policy.json, unchanged: it creates load "
                      "balancers, target groups and security groups per inference endpoint, whose names are not "
                      "known at synth, and its describe actions have no resource scope")
-        acknowledge(self.load_balancer_policy, published, *_wildcard_findings(statements))
+        acknowledge(self.load_balancer_policy, published, *_wildcard_findings(self, statements))
         acknowledge_checkov(self.load_balancer_policy, published, "CKV_AWS_111")
         keda = irsa_role(self, "KedaRole", provider, f"{OPERATOR_NAMESPACE}:keda-operator",
                          "KEDA autoscaler of the HyperPod inference operator: read metrics")

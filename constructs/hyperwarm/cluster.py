@@ -34,7 +34,7 @@ from .addons import (
 )
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, logical_id, managed_policy,
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id, managed_policy,
                   stack_singletons)
 from .node_capacity import INSTANCE_GROUP_LABEL
 from .strict import repeated
@@ -322,7 +322,8 @@ class HyperPodEksCluster(Construct):
         acknowledge(role, "nodes read every script under the lifecycle prefix of this stack's own bucket",
                     f"IAM5[Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{_LIFECYCLE_PREFIX}/*]")
         acknowledge(role, "pull-only ECR actions: serving images live in AWS-owned accounts' repositories "
-                    "(Deep Learning Containers) as well as the user's own", f"IAM5[Resource::arn:<AWS::Partition>:ecr:{cdk.Stack.of(self).region}:*:repository/*]")
+                    "(Deep Learning Containers) as well as the user's own",
+                    f"IAM5[Resource::{arn_prefix(self)}:ecr:{cdk.Stack.of(self).region}:*:repository/*]")
         acknowledge(role, "ecr:GetAuthorizationToken and the EC2 describe actions have no resource-level "
                     "permissions; HyperPod's prerequisites grant its network-interface permission actions on * "
                     "because the interfaces are created at run time", "IAM5[Resource::*]")
@@ -406,7 +407,7 @@ def _acknowledge_bucket_deployment(stack: cdk.Stack, bucket: s3.IBucket) -> None
                         *(f"IAM5[Action::s3:{a}]" for a in ("GetObject*", "GetBucket*", "List*",
                                                              "DeleteObject*", "Abort*")),
                         f"IAM5[Resource::<{logical_id(bucket)}.Arn>/*]",
-                        f"IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-"
+                        f"IAM5[Resource::{arn_prefix(stack)}:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-"
                         f"{stack.region}/*]")
             acknowledge(handler, "runtime of aws-cdk-lib's own bucket-deployment handler is chosen by "
                         "aws-cdk-lib and moves with its upgrades", "L1")

@@ -29,7 +29,7 @@ from constructs import Construct
 
 from .catalog import CATALOG
 from .images import INFERENCE_AMI_CUDA, ContainerImage, cuda_ami_problem
-from .nag import acknowledge, acknowledge_checkov, object_arn_finding
+from .nag import acknowledge, acknowledge_checkov, arn_prefix, object_arn_finding, pseudo
 from .serving import (
     SERVING_METADATA,
     ServerSettings,
@@ -679,8 +679,8 @@ class InferenceEndpoint(Construct):
                     "IAM5[Resource::*]")
         acknowledge(self.execution_role,
                     "log streams of this endpoint's own log group, whose stream names SageMaker generates",
-                    f"IAM5[Resource::arn:<AWS::Partition>:logs:{_finding(stack.region, 'AWS::Region')}:"
-                    f"{_finding(stack.account, 'AWS::AccountId')}:log-group:/aws/sagemaker/Endpoints/{name}:*]")
+                    f"IAM5[Resource::{arn_prefix(stack)}:logs:{pseudo(stack.region, 'AWS::Region')}:"
+                    f"{pseudo(stack.account, 'AWS::AccountId')}:log-group:/aws/sagemaker/Endpoints/{name}:*]")
 
     def _data_capture(self) -> sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None:
         capture = self._props.data_capture
@@ -810,11 +810,6 @@ class InferenceEndpoint(Construct):
             scale_in_cooldown=a.scale_in_cooldown, scale_out_cooldown=a.scale_out_cooldown,
         )
         return target
-
-
-def _finding(value: str, pseudo: str) -> str:
-    """How cdk-nag prints a stack's region or account inside an ARN."""
-    return f"<{pseudo}>" if cdk.Token.is_unresolved(value) else value
 
 
 def _variant_metric(endpoint_name: str | None, variant_name: str, metric_name: str, **kwargs: Any) -> cloudwatch.Metric:

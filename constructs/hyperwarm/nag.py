@@ -26,6 +26,18 @@ def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
             cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason))
 
 
+def pseudo(value: str, name: str) -> str:
+    """How cdk-nag prints a stack's region, account or partition: the value, or ``<AWS::Region>`` while a token."""
+    return f"<{name}>" if cdk.Token.is_unresolved(value) else value
+
+
+def arn_prefix(scope: IConstruct) -> str:
+    """How cdk-nag prints the start of an ARN formatted in ``scope``'s stack: ``arn:aws`` where the
+    partition is known at synth (``@aws-cdk/core:enablePartitionLiterals`` and a region), else
+    ``arn:<AWS::Partition>``."""
+    return f"arn:{pseudo(cdk.Stack.of(scope).partition, 'AWS::Partition')}"
+
+
 def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str | None = None) -> None:
     """Acknowledge checkov ``checks`` (e.g. ``CKV_AWS_115``) for ``reason`` in the template, as
     ``Metadata.checkov.skip`` of ``scope``'s own resource (``scope`` or its ``node.default_child``),
@@ -94,4 +106,4 @@ def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
     """How cdk-nag prints ``bucket.arn_for_objects(key_pattern)`` in a finding id."""
     if cdk.Token.is_unresolved(bucket.bucket_name):
         return f"<{logical_id(bucket)}.Arn>/{key_pattern}"
-    return f"arn:<AWS::Partition>:s3:::{bucket.bucket_name}/{key_pattern}"
+    return f"{arn_prefix(bucket)}:s3:::{bucket.bucket_name}/{key_pattern}"

@@ -40,7 +40,7 @@ from constructs import Construct
 
 from .cluster import HyperPodEksCluster
 from .endpoint import InferenceEndpoint
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy,
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, managed_policy,
                   object_arn_finding)
 from .strict import repeated
 
@@ -401,7 +401,7 @@ class CacheRefreshHook(Construct):
             resources=[arn("model", "*"), arn("endpoint-config", "*")]))
         acknowledge(self.role, "refreshed models and configs get generated names under each endpoint's name; "
                     "the live ones CloudFormation created have generated names too, and are only described",
-                    *(f"IAM5[Resource::arn:<AWS::Partition>:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
+                    *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
                       for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
         for target in endpoint_targets:
             endpoint = target.endpoint
