@@ -21,8 +21,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from . import hyperpod_dependencies
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id, managed_policy,
-                  object_arn_finding, stack_singletons)
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
+                  managed_policy, object_arn_finding, stack_singletons)
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""

@@ -34,8 +34,8 @@ from .addons import (
 )
 from .catalog import InstanceSpec, instance_spec
 from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id, managed_policy,
-                  stack_singletons)
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
+                  managed_policy, stack_singletons)
 from .node_capacity import INSTANCE_GROUP_LABEL
 from .strict import repeated
 

@@ -84,6 +84,11 @@ def acknowledge_deploy_time_handlers(scope: IConstruct) -> None:
         for check, reason in _DEPLOY_TIME_HANDLER.items():
             if not passing.get(check):
                 acknowledge_checkov(function, f"deploy-time custom-resource handler: {reason}", check)
+    # The log groups aws-cdk-lib makes for them (@aws-cdk/aws-lambda:useCdkManagedLogGroup).
+    for group in (c for c in scope.node.find_all()
+                  if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == "AWS::Logs::LogGroup"):
+        acknowledge_checkov(group, "log group of a deploy-time custom-resource handler: its own deploy logs, no "
+                            "secrets; CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")
 
 
 def stack_singletons(scope: IConstruct, id_prefix: str) -> list[IConstruct]:

@@ -40,8 +40,8 @@ from constructs import Construct
 
 from .cluster import HyperPodEksCluster
 from .endpoint import InferenceEndpoint
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, managed_policy,
-                  object_arn_finding)
+from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix,
+                  managed_policy, object_arn_finding)
 from .strict import repeated
 
 HYPERPOD_RESOURCES = ("InferenceEndpointConfig", "JumpStartModel")
