@@ -40,6 +40,7 @@ from constructs import Construct
 
 from .cluster import HyperPodEksCluster
 from .endpoint import InferenceEndpoint
+from .buckets import model_bucket
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix,
                   managed_policy, object_arn_finding)
 from .strict import repeated
@@ -181,16 +182,7 @@ class CacheRefreshHook(Construct):
     # -- building blocks -------------------------------------------------------------------
 
     def _new_bucket(self) -> s3.Bucket:
-        bucket = s3.Bucket(
-            self, "Models", bucket_name=self._props.bucket_name, encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
-        no_access_logs = ("model versions are written by the team's release pipeline and every complete "
-                          "version is recorded by the refresh function's logs and state table")
-        acknowledge(bucket, no_access_logs, "S1")
-        acknowledge_checkov(bucket, no_access_logs, "CKV_AWS_18")
-        return bucket
+        return model_bucket(self, "Models", self._props.bucket_name)
 
     def _environment(self, props: CacheRefreshHookProps) -> dict[str, str]:
         return {
