@@ -55,6 +55,19 @@ class Assembly:
         deps = {name: set((dependencies or {}).get(name, ())) for name in templates}
         return cls(dict(templates), deps)
 
+    def referenced(self, stack: str, value: Any) -> tuple[str, str] | None:
+        """(stack, logical id) of the resource a ``Ref``, ``Fn::GetAtt`` or ``Fn::ImportValue`` (of an
+        export that is itself such a reference) names: how rules follow references across stacks."""
+        target = ref_target(value)
+        if target:
+            return stack, target
+        if isinstance(value, dict) and "Fn::ImportValue" in value:
+            for other, template in self.templates.items():
+                for output in template.get("Outputs", {}).values():
+                    if output.get("Export", {}).get("Name") == value["Fn::ImportValue"]:
+                        return self.referenced(other, output.get("Value"))
+        return None
+
     def deploys_after(self, stack: str, other: str) -> bool:
         """True when `stack` depends on `other`, directly or through other stacks."""
         seen: set[str] = set()

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperwarm.node_capacity import NodeGroup, addon_workloads, node_problems, workloads_from_objects
-from rehearsal.core import Assembly, Finding, ref_target, rule
+from rehearsal.core import Assembly, Finding, rule
 
 ClusterKey = tuple[str, str]
 """(stack, logical id) of an ``AWS::EKS::Cluster``."""
@@ -27,36 +27,22 @@ def every_node_holds_its_pods(assembly: Assembly) -> Iterator[Finding]:
     objects: dict[ClusterKey, list[dict[str, Any]]] = {}
     for stack, logical_id, obj in assembly.kubernetes_objects():
         resource = assembly.templates[stack]["Resources"][logical_id]
-        key = _eks_cluster(assembly, stack, resource["Properties"].get("ClusterName"))
+        key = assembly.referenced(stack, resource["Properties"].get("ClusterName"))
         if key:
             objects.setdefault(key, []).append(obj)
     addons: dict[ClusterKey, list[str]] = {}
     for stack, _, resource in assembly.resources("AWS::EKS::Addon"):
-        key = _eks_cluster(assembly, stack, resource["Properties"].get("ClusterName"))
+        key = assembly.referenced(stack, resource["Properties"].get("ClusterName"))
         if key:
             addons.setdefault(key, []).append(resource["Properties"]["AddonName"])
 
     for stack, logical_id, resource in assembly.resources("AWS::SageMaker::Cluster"):
         properties = resource.get("Properties", {})
-        key = _eks_cluster(assembly, stack, properties.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn"))
+        key = assembly.referenced(stack, properties.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn"))
         groups = [NodeGroup(g["InstanceGroupName"], g["InstanceType"], int(g["InstanceCount"]),
                             int(g.get("ThreadsPerCore", 1))) for g in properties.get("InstanceGroups", [])]
         workloads = workloads_from_objects(objects.get(key, [])) + addon_workloads(addons.get(key, []))
         for problem in node_problems(groups, workloads):
             yield Finding("nodes.capacity", stack, logical_id, problem)
-
-
-def _eks_cluster(assembly: Assembly, stack: str, value: Any) -> ClusterKey | None:
-    """The EKS cluster a ``Ref``, ``Fn::GetAtt`` or ``Fn::ImportValue`` (of such an export) points at."""
-    target = ref_target(value)
-    if target:
-        return stack, target
-    if isinstance(value, dict) and "Fn::ImportValue" in value:
-        name = value["Fn::ImportValue"]
-        for other, template in assembly.templates.items():
-            for output in template.get("Outputs", {}).values():
-                if output.get("Export", {}).get("Name") == name:
-                    return _eks_cluster(assembly, other, output.get("Value"))
-    return None
 
 

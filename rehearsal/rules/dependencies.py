@@ -16,7 +16,7 @@ from typing import Any
 from hyperwarm.buckets import EXISTING_BUCKETS_METADATA
 from rehearsal.core import Assembly, Finding, rule, strings
 
-_ENDPOINT_RESOURCE_ID = re.compile(r"^endpoint/(?P<name>[^/$]+)/variant/")
+_ENDPOINT_RESOURCE_ID = re.compile(r"^endpoint/(?P<name>[^/]+)/variant/")
 _BUCKET = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
 _END = r"(?=$|[/\"'\s,\]}*])"
 _BUCKET_IN_TEXT = (
@@ -25,6 +25,16 @@ _BUCKET_IN_TEXT = (
     re.compile(rf"\"bucketName\"\s*:\s*\"(?P<name>{_BUCKET})\""),  # kubectl manifests' S3 sources
 )
 _BUCKET_NAME_KEYS = ("BucketName", "bucketName")
+
+
+def _as_text(value: Any) -> str:
+    """A ResourceId as text: literal, `Fn::Sub` template, or `Fn::Join` with its tokens as `${TOKEN}`."""
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        sub = value["Fn::Sub"]
+        return sub if isinstance(sub, str) else str(sub[0]) if isinstance(sub, list) and sub else ""
+    if isinstance(value, (str, dict)):
+        return next(strings(value), "")
+    return ""
 
 
 def _needs_creator(assembly: Assembly, stack: str, logical_id: str, what: str, name: str,
@@ -55,9 +65,16 @@ def endpoint_names(assembly: Assembly) -> Iterator[Finding]:
     named: list[tuple[str, str, str]] = []
     for stack, logical_id, resource in assembly.resources("AWS::ApplicationAutoScaling::ScalableTarget"):
         props = resource.get("Properties", {})
-        match = _ENDPOINT_RESOURCE_ID.match(props.get("ResourceId", "")) \
-            if props.get("ServiceNamespace") == "sagemaker" and isinstance(props.get("ResourceId"), str) else None
-        if match:
+        match = _ENDPOINT_RESOURCE_ID.match(_as_text(props.get("ResourceId"))) \
+            if props.get("ServiceNamespace") == "sagemaker" else None
+        if match and "${" in match["name"]:  # built from tokens: it must still wait for an endpoint
+            if not any(assembly.created_before(stack, logical_id, s, e)
+                       for s, e, _ in assembly.resources("AWS::SageMaker::Endpoint")):
+                yield Finding("dependencies.endpoint-names", stack, logical_id,
+                              f"names endpoint {match['name']!r} through an expression with no dependency path to "
+                              "any AWS::SageMaker::Endpoint: CloudFormation may register it before the endpoint "
+                              "exists; add DependsOn on the endpoint")
+        elif match:
             named.append((stack, logical_id, match["name"]))
     for stack, logical_id, resource in assembly.resources("AWS::SageMaker::InferenceComponent"):
         name = resource.get("Properties", {}).get("EndpointName")

@@ -10,8 +10,8 @@ from rehearsal.core import Assembly, Finding, ref_target, rule
 _FUNCTION = "AWS::Lambda::Function"
 
 
-def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(function logical id, invoker logical id) for every asynchronous invoker in one template."""
+def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[Any, str]]:
+    """(reference to the function, invoker logical id) for every asynchronous invoker in one template."""
     for logical_id, resource in resources.items():
         kind, props = resource.get("Type"), resource.get("Properties", {})
         references: list[Any] = []
@@ -28,9 +28,7 @@ def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[str, str]]:
         elif kind == "AWS::SNS::Topic":
             references = [s.get("Endpoint") for s in props.get("Subscription", []) if s.get("Protocol") == "lambda"]
         for reference in references:
-            function = ref_target(reference)
-            if function and resources.get(function, {}).get("Type") == _FUNCTION:
-                yield function, logical_id
+            yield reference, logical_id
 
 
 def _keeps_failures(resources: dict[str, Any], function: str) -> bool:
@@ -58,15 +56,23 @@ def async_failure_destination(assembly: Assembly) -> Iterator[Finding]:
     and then discarded, unless the function itself names where failed invocations go
     (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
     """
+    reported: set[tuple[str, str]] = set()
     for stack, template in assembly.templates.items():
         resources = template.get("Resources", {})
-        reported: set[str] = set()
-        for function, invoker in _async_invocations(resources):
-            if function in reported or _keeps_failures(resources, function):
+        for reference, invoker in _async_invocations(resources):
+            found = assembly.referenced(stack, reference)  # the function may live in another stack
+            if found is None or found in reported:
                 continue
-            reported.add(function)
-            yield Finding("lambda.async-failure-destination", stack, function,
-                          f"invoked asynchronously by {invoker} ({resources[invoker]['Type']}) but its failures go "
-                          "nowhere: Lambda retries an error twice, then drops the event. Add an "
+            function_stack, function = found
+            function_resources = assembly.templates[function_stack].get("Resources", {})
+            if function_resources.get(function, {}).get("Type") != _FUNCTION:
+                continue
+            if _keeps_failures(function_resources, function):
+                continue
+            reported.add(found)
+            where = invoker if stack == function_stack else f"{stack}/{invoker}"
+            yield Finding("lambda.async-failure-destination", function_stack, function,
+                          f"invoked asynchronously by {where} ({resources[invoker]['Type']}) but its "
+                          "failures go nowhere: Lambda retries an error twice, then drops the event. Add an "
                           "AWS::Lambda::EventInvokeConfig with DestinationConfig.OnFailure (CDK: "
                           "function.configure_async_invoke(on_failure=...)) or a DeadLetterConfig")

@@ -62,3 +62,15 @@ def test_a_retry_config_without_on_failure_or_for_another_qualifier_does_not() -
 def test_functions_invoked_synchronously_are_not_checked() -> None:
     custom = {"Type": "AWS::CloudFormation::CustomResource", "Properties": {"ServiceToken": ARN}}
     assert findings(Custom=custom) == []
+
+
+def test_a_function_invoked_from_another_stack_through_an_export_is_checked() -> None:
+    exporter = {"Resources": {"Fn": FUNCTION},
+                "Outputs": {"FnArn": {"Value": ARN, "Export": {"Name": "functions:FnArn"}}}}
+    rule = {"Type": "AWS::Events::Rule", "Properties": {"Targets": [
+        {"Id": "t", "Arn": {"Fn::ImportValue": "functions:FnArn"}}]}}
+    templates = {"functions": exporter, "events": {"Resources": {"Rule": rule}}}
+    (finding,) = async_failure_destination(Assembly.from_templates(templates))
+    assert (finding.stack, finding.resource) == ("functions", "Fn") and "by events/Rule" in finding.message
+    exporter["Resources"]["Config"] = invoke_config()
+    assert async_failure_destination(Assembly.from_templates(templates)) == []

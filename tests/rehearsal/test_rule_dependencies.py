@@ -29,6 +29,18 @@ def test_scaling_target_after_its_endpoint_passes_directly_or_through_references
         assert endpoint_names(Assembly.from_templates({"s": {"Resources": resources}})) == []
 
 
+def test_scaling_target_naming_its_endpoint_through_tokens_still_needs_a_dependency() -> None:
+    joined = {"Fn::Join": ["", ["endpoint/chat-", {"Ref": "AWS::Region"}, "/variant/main"]]}
+    sub = {"Fn::Sub": "endpoint/chat-${AWS::Region}/variant/main"}
+    for resource_id in (joined, sub):
+        target = scaling()
+        target["Properties"]["ResourceId"] = resource_id
+        racing = endpoint_names(Assembly.from_templates({"s": {"Resources": {"E": ENDPOINT, "T": target}}}))
+        assert [f.resource for f in racing] == ["T"] and "no dependency path" in racing[0].message
+        waiting = {"E": ENDPOINT, "T": {**target, "DependsOn": ["E"]}}
+        assert endpoint_names(Assembly.from_templates({"s": {"Resources": waiting}})) == []
+
+
 def test_endpoint_in_another_stack_needs_the_stack_order() -> None:
     templates = {"endpoints": {"Resources": {"E": ENDPOINT}}, "scaling": {"Resources": {"T": scaling()}}}
     assert len(endpoint_names(Assembly.from_templates(templates))) == 1

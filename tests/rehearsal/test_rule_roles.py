@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.cluster import HYPERPOD_VPC_ACTIONS
 from rehearsal import Assembly
 from rehearsal.rules.roles import (
     endpoint_rollback_alarms,
@@ -38,7 +37,9 @@ def test_hyperpod_execution_role_without_vpc_actions_is_found() -> None:
     # Finding 4: the managed policy alone leaves out the network-interface permission and VPC reads.
     resources = {"C": CLUSTER, "Exec": role(**MANAGED), "P": policy("Exec", allow("ecr:GetAuthorizationToken"))}
     (finding,) = hyperpod_execution(Assembly.from_templates({"s": {"Resources": resources}}))
-    assert finding.resource == "Exec" and all(a in finding.message for a in HYPERPOD_VPC_ACTIONS)
+    documented = ("ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeVpcs",
+             "ec2:DescribeDhcpOptions", "ec2:DescribeSecurityGroups")
+    assert finding.resource == "Exec" and all(a in finding.message for a in documented)
 
 
 def test_hyperpod_execution_role_with_documented_actions_passes_and_wildcards_count() -> None:
