@@ -41,10 +41,11 @@ def world_fixture(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(world: Path, *, failing_cp: bool = False) -> subprocess.CompletedProcess[str]:
-    if failing_cp:
-        (world / "bin" / "cp").write_text("#!/bin/bash\nexit 1\n")
-        (world / "bin" / "cp").chmod(0o755)
+def run(world: Path, *, failing_cp: bool = False, failing_mount: bool = False) -> subprocess.CompletedProcess[str]:
+    for name, fails in (("cp", failing_cp), ("mount", failing_mount)):
+        if fails:
+            (world / "bin" / name).write_text("#!/bin/bash\nexit 1\n")
+            (world / "bin" / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{world / 'bin'}:{os.environ['PATH']}", "WORLD": str(world),
            "HYPERWARM_NVME": str(world / "nvme"), "HYPERWARM_CONTAINERD_ROOT": str(world / "containerd"),
            "HYPERWARM_FSTAB": str(world / "fstab")}
@@ -85,3 +86,12 @@ def test_a_node_without_nvme_is_left_untouched(world: Path) -> None:
     result = run(world)
     assert "cannot hold model caches" in result.stdout
     assert not (world / "systemctl").exists() and not (world / "mounts").exists()
+
+
+def test_a_failed_bind_mount_restarts_containerd_on_the_root_volume(world: Path) -> None:
+    # Under `set -e` a failing mount used to end the script with containerd stopped.
+    result = run(world, failing_mount=True)
+    assert "bind-mounting" in result.stdout and "containerd stays on the root volume" in result.stdout
+    assert (world / "containerd" / "io.containerd.content.v1.content" / "pause-image").exists()
+    assert not (world / "nvme" / "containerd").exists() and not (world / "fstab").exists()
+    assert (world / "systemctl").read_text().splitlines()[-1] == "start containerd"

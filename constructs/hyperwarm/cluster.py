@@ -302,7 +302,9 @@ class HyperPodEksCluster(Construct):
             resources=[self.lifecycle_bucket.arn_for_objects(f"{_LIFECYCLE_PREFIX}/*")]))
         role.add_to_policy(iam.PolicyStatement(
             sid="ListLifecycleScripts", actions=["s3:ListBucket"], resources=[self.lifecycle_bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{_LIFECYCLE_PREFIX}/*"]}}))
+            # The folder itself with or without its slash, and what is under it.
+            conditions={"StringLike": {"s3:prefix": [_LIFECYCLE_PREFIX, f"{_LIFECYCLE_PREFIX}/",
+                                                     f"{_LIFECYCLE_PREFIX}/*"]}}))
         role.add_to_policy(iam.PolicyStatement(
             sid="PullServingImages",
             actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],

@@ -45,8 +45,10 @@ relocate_containerd() {
   if ! cp -a "$CONTAINERD_ROOT/." "$target/"; then
     log "copying $CONTAINERD_ROOT to $target failed; containerd stays on the root volume"
     rm -rf "$target"
+  elif ! mount --bind "$target" "$CONTAINERD_ROOT"; then
+    log "bind-mounting $target at $CONTAINERD_ROOT failed; containerd stays on the root volume"
+    rm -rf "$target"
   else
-    mount --bind "$target" "$CONTAINERD_ROOT"
     # Again after a reboot, once the instance store is mounted; nofail keeps a boot without it going.
     if ! grep -qs " $CONTAINERD_ROOT none bind" "$FSTAB"; then
       echo "$target $CONTAINERD_ROOT none bind,nofail,x-systemd.requires-mounts-for=$NVME 0 0" >> "$FSTAB"
