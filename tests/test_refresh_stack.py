@@ -67,6 +67,14 @@ def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> N
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
 
 
+def test_alarms_over_both_functions_count_a_silent_function_as_zero(synthesized) -> None:
+    # CloudWatch metric math leaves a + b missing where one series has no point: the state-change function
+    # is idle most of the time, so a failing refresh function alone would never raise the alarm.
+    expressions = [m["Expression"] for a in resources(synthesized, "AWS::CloudWatch::Alarm")
+                   for m in a.get("Metrics", []) if "Expression" in m]
+    assert len(expressions) == 2 and set(expressions) == {"FILL(a, 0) + FILL(b, 0)"}
+
+
 def test_both_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
     """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches."""
     (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")

@@ -298,6 +298,10 @@ class CacheRefreshHook(Construct):
         return rule
 
     def _alarms(self) -> dict[str, cloudwatch.Alarm]:
+        # Either function alone may fail while the other has no data point: missing counts as 0, else
+        # the sum is missing too and the alarm never sees the failure.
+        both = "FILL(a, 0) + FILL(b, 0)"
+
         def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
             return cloudwatch.Alarm(self, name, metric=metric, threshold=1, evaluation_periods=1,
                                     comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -309,11 +313,11 @@ class CacheRefreshHook(Construct):
                                       period=cdk.Duration.minutes(5), statistic="Maximum"),
                                   "refresh events wait in the dead-letter queue: see `hyperwarm refresh replay`"),
             "errors": alarm("ErrorsAlarm", cloudwatch.MathExpression(
-                expression="a + b", period=cdk.Duration.minutes(5),
+                expression=both, period=cdk.Duration.minutes(5),
                 using_metrics={"a": self.function.metric_errors(), "b": self.state_handler.metric_errors()}),
                 "the cache refresh functions failed"),
             "undelivered": alarm("UndeliveredFailuresAlarm", cloudwatch.MathExpression(
-                expression="a + b", period=cdk.Duration.minutes(5),
+                expression=both, period=cdk.Duration.minutes(5),
                 using_metrics={f: fn.metric("DestinationDeliveryFailures", statistic="Sum")
                                for f, fn in (("a", self.function), ("b", self.state_handler))}),
                 "a failed refresh invocation could not be sent to the dead-letter queue: it is lost; "
