@@ -162,3 +162,52 @@ def endpoint_rollback_alarms(assembly: Assembly) -> Iterator[Finding]:
                     yield Finding("roles.endpoint-rollback-alarms", stack, role_id,
                                   f"cannot cloudwatch:DescribeAlarms on rollback alarm {alarm_id or alarm} of "
                                   f"endpoint {logical_id}")
+
+
+_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
+                        r"(?P<repository>[^:@]+)")
+_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<key>.*)$")
+
+
+def _containers(model: dict[str, Any]) -> list[dict[str, Any]]:
+    props = model.get("Properties", {})
+    return ([props["PrimaryContainer"]] if "PrimaryContainer" in props else []) + list(props.get("Containers", []))
+
+
+def _model_data_object(container: dict[str, Any]) -> str | None:
+    """An object ARN the model server must read: the archive, or a file under the prefix."""
+    source = container.get("ModelDataSource", {}).get("S3DataSource", {})
+    uri = source.get("S3Uri", container.get("ModelDataUrl"))
+    match = _S3_URI.match(uri) if isinstance(uri, str) else None
+    if not match:
+        return None
+    key = match["key"] + ("config.json" if source.get("S3DataType") == "S3Prefix" else "")
+    return f"arn:aws:s3:::{match['bucket']}/{key}"
+
+
+@rule("roles.model-execution",
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-roles.html#sagemaker-roles-createmodel-perms")
+def model_execution(assembly: Assembly) -> Iterator[Finding]:
+    """A SageMaker Model's execution role may read its model data (s3:GetObject on the archive or on the
+    files under the prefix) and pull its image (ecr:GetAuthorizationToken; ecr:BatchGetImage and
+    ecr:GetDownloadUrlForLayer on the image's repository), as the CreateModel permissions page lists.
+    Without them the endpoint's instances start and then fail to download, 10-40 minutes into the deploy."""
+    for stack, logical_id, model in assembly.resources("AWS::SageMaker::Model"):
+        role_id = ref_target(model.get("Properties", {}).get("ExecutionRoleArn"))
+        if not role_id or assembly.templates[stack]["Resources"].get(role_id, {}).get("Type") != "AWS::IAM::Role":
+            continue  # an imported role: its policies are not in the assembly
+        statements = role_statements(assembly, stack, role_id)
+        wanted: list[tuple[str, str | None]] = [("ecr:GetAuthorizationToken", None)]
+        for container in _containers(model):
+            image = _ECR_IMAGE.match(container.get("Image")) if isinstance(container.get("Image"), str) else None
+            if image:
+                repository = f"arn:aws:ecr:{image['region']}:{image['account']}:repository/{image['repository']}"
+                wanted += [("ecr:BatchGetImage", repository), ("ecr:GetDownloadUrlForLayer", repository)]
+            data = _model_data_object(container)
+            if data:
+                wanted.append(("s3:GetObject", data))
+        missing = [f"{action} on {resource}" if resource else action
+                   for action, resource in wanted if not allows(statements, action, resource)]
+        if missing:
+            yield Finding("roles.model-execution", stack, role_id,
+                          f"execution role of model {logical_id} lacks {'; '.join(missing)}")

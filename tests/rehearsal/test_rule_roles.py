@@ -10,6 +10,7 @@ from rehearsal.rules.roles import (
     hyperpod_execution,
     load_balancer_controller,
     load_balancer_controller_actions,
+    model_execution,
 )
 
 
@@ -102,3 +103,28 @@ def test_endpoint_role_reading_its_rollback_alarms_passes() -> None:
     for resource in ({"Fn::GetAtt": ["Alarm", "Arn"]}, "*"):
         statement = allow("cloudwatch:DescribeAlarms", [resource])
         assert endpoint_rollback_alarms(Assembly.from_templates({"s": endpoint_stack(statement)})) == []
+
+
+MODEL = {"Type": "AWS::SageMaker::Model", "Properties": {
+    "ExecutionRoleArn": {"Fn::GetAtt": ["Exec", "Arn"]},
+    "PrimaryContainer": {"Image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu",
+                         "ModelDataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "CompressionType": "None",
+                                                              "S3Uri": "s3://team-models/llama/v1/"}}}}}
+PULL = allow(["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+             "arn:aws:ecr:us-east-1:763104351884:repository/vllm")
+
+
+def test_a_model_role_that_cannot_read_its_model_data_or_pull_its_image_is_found() -> None:
+    resources = {"M": MODEL, "Exec": role(), "P": policy("Exec", allow("ecr:GetAuthorizationToken"),
+                                                         allow("s3:GetObject", "arn:aws:s3:::team-models/other/*"))}
+    (finding,) = model_execution(Assembly.from_templates({"s": {"Resources": resources}}))
+    assert finding.resource == "Exec"
+    assert "s3:GetObject on arn:aws:s3:::team-models/llama/v1/config.json" in finding.message
+    assert "ecr:BatchGetImage on arn:aws:ecr:us-east-1:763104351884:repository/vllm" in finding.message
+
+
+def test_a_model_role_scoped_to_its_prefix_and_repository_passes() -> None:
+    objects = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::team-models/llama/v1/*"]]}
+    resources = {"M": MODEL, "Exec": role(), "P": policy("Exec", allow("ecr:GetAuthorizationToken"), PULL,
+                                                         allow(["s3:GetObject*"], objects))}
+    assert model_execution(Assembly.from_templates({"s": {"Resources": resources}})) == []
