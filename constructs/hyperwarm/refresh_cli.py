@@ -107,10 +107,14 @@ def replay(queue_url: str, function_name: str, message_id: str | None = None, *,
     looked at; the others are made visible again afterwards). Otherwise up to ``max_messages`` letters.
     """
     import boto3
+    from botocore.config import Config
 
     region = queue_region(queue_url)
     sqs = sqs or boto3.client("sqs", region_name=region)
-    lambda_client = lambda_client or boto3.client("lambda", region_name=region)
+    # A replay runs as long as a refresh (up to Lambda's 900 s): botocore's 60 s read timeout and its
+    # retries would invoke the same letter again while the first invocation still runs.
+    lambda_client = lambda_client or boto3.client("lambda", region_name=region, config=Config(
+        read_timeout=REPLAY_VISIBILITY, retries={"total_max_attempts": 1}))
     chosen, passed = _select(sqs, queue_url, message_id, max_messages)
     try:
         return [_replay_one(sqs, lambda_client, queue_url, function_name, m) for m in chosen]

@@ -182,3 +182,18 @@ def test_replay_reports_missing_credentials_or_region_in_one_line(monkeypatch, c
     assert main(["refresh", "replay", "--queue-url", url, "--function-name", "f"]) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
+
+
+def test_replay_waits_for_a_long_refresh_instead_of_invoking_it_again(monkeypatch) -> None:
+    made = {}
+
+    def client(service, **kwargs):
+        made[service] = kwargs
+        raise RuntimeError("stop here")  # the clients' settings are what this test is about
+
+    monkeypatch.setattr(boto3, "client", client)
+    with pytest.raises(RuntimeError):
+        refresh_cli.replay("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq", "f", sqs=object())
+    config = made["lambda"]["config"]
+    assert made["lambda"]["region_name"] == "eu-west-1"
+    assert config.read_timeout >= 900 and config.retries == {"total_max_attempts": 1}
