@@ -112,10 +112,14 @@ def test_versions_compare_in_the_refresh_functions_order(state, responses, serve
     assert responses[-1]["Status"] == "SUCCESS"
 
 
-def test_a_rollout_in_progress_counts_as_served(state, responses) -> None:
+@pytest.mark.parametrize("deployed", ["v3", "v4", "v5"])
+def test_a_deploy_during_a_refresh_rollout_waits_for_it_to_end(state, responses, deployed: str) -> None:
+    # Older moves back; equal or newer would update an endpoint that is Updating, which SageMaker rejects.
     refreshed(state, "v3", pending={"version": "v4", "config": "c4"}, lock_owner="rollout:c4")
-    deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
-    assert responses[-1]["Status"] == "FAILED" and f"{TARGET} is rolling out v4" in responses[-1]["Reason"]
+    deploy_guard.on_event(cfn_event(state.stack_id, version=deployed), None)
+    assert responses[-1]["Status"] == "FAILED"
+    assert (f"{TARGET} is rolling out v4 (started by the cache refresh function): deploy again after it ends, "
+            f"with {FIELD} set to 's3://models/llama/v4/' or newer") in responses[-1]["Reason"]
 
 
 @pytest.mark.parametrize("deployed", ["v3", "v4"])

@@ -56,6 +56,12 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
             if exc.response["Error"]["Code"] == "ResourceNotFoundException":
                 return []  # no state table yet: nothing was ever refreshed
             raise
+        rolling = ((item or {}).get("pending") or {}).get("version")
+        if rolling:  # any change now would collide with the rollout (an Updating endpoint rejects updates)
+            value = target["Value"].replace("{version}", rolling)
+            problems.append(f"{target['Id']} is rolling out {rolling} (started by the cache refresh function): "
+                            f"deploy again after it ends, with {target['Field']} set to {value!r} or newer")
+            continue
         for served, how in _served(item or {}):
             fix = f"set {target['Field']} to {target['Value'].replace('{version}', served)!r}"
             try:
