@@ -223,3 +223,10 @@ def test_an_endpoint_region_without_sagemaker_is_rejected_at_config_time() -> No
     variant = {"name": "a", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge"}
     message = error_of({"region": "us-moon-1", "endpoints": [{"name": "chat", "variants": [variant]}]})
     assert "region us-moon-1: SageMaker endpoints are not offered there" in message and "ca-central-1" in message
+
+
+def test_a_refreshed_target_whose_version_the_refresh_function_cannot_order_is_rejected(project_context) -> None:
+    prod = project_context["environments"]["prod"]
+    prod["caches"]["models"][0]["source"]["version"] = "latest"
+    message = error_of(prod)
+    assert "cached model 'llama-3-1-70b' serves version 'latest', which the refresh function cannot order" in message

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cache_refresh import versions
 from pydantic import Field, model_validator
 
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
@@ -68,6 +69,8 @@ def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> lis
             elif (model.source.bucket, model.source.prefix) != (refresh.bucket, entry.prefix):
                 problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads "
                                 f"s3://{model.source.bucket}/{model.source.prefix}/, not {root}")
+            else:
+                problems += _unorderable(entry.prefix, f"cached model {name!r}", model.source.version)
         for name in entry.endpoints:
             endpoint = served.get(name)
             if endpoint is None:
@@ -76,4 +79,20 @@ def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> lis
             elif not any((v.model_data or "").startswith(root) for v in endpoint.variants):
                 problems.append(f"refresh prefix {entry.prefix!r}: no variant of endpoint {name!r} "
                                 f"reads model data under {root}")
+            else:
+                for v in endpoint.variants:
+                    if (v.model_data or "").startswith(root):
+                        version = v.model_data[len(root):].partition("/")[0]
+                        problems += _unorderable(entry.prefix, f"endpoint {name!r} variant {v.name!r}", version)
     return problems
+
+
+def _unorderable(prefix: str, what: str, version: str) -> list[str]:
+    """The refresh function orders versions (cache_refresh.versions): one it cannot order would make every
+    refresh of the target fail, and the deploy guard could not compare it."""
+    try:
+        versions.parse(version)
+    except versions.UnorderableVersion as exc:
+        return [f"refresh prefix {prefix!r}: {what} serves version {version!r}, which the refresh function "
+                f"cannot order ({exc}); name versions like v3, 1.2.0 or 2026-11-29 under {prefix}/<version>/"]
+    return []
