@@ -167,7 +167,13 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
                 return Outcome(target.id, "queued", d.reason, d.message)
             state.release(target.id, owner)  # someone else's update: retry, and the state change rolls it
             return Outcome(target.id, "retry", "endpoint-busy", f"{target.id}: {d.message}")
-        if d.action != "start":
+        if d.action == "skip" and live.version is not None:
+            # The target serves this version or a newer one: record what it serves when the record is
+            # behind (a commit or rollout record lost after the target moved), so deploy guards see it.
+            state.observe(target.id, owner, version=live.version, location=f"{created.prefix}/{live.version}",
+                          sequencer=created.sequencer if live.version == created.version else "")
+            outcome = Outcome(target.id, "skipped", d.reason, d.message)
+        elif d.action != "start":
             state.release(target.id, owner)
             outcome = Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
         elif isinstance(target, HyperPodTarget):

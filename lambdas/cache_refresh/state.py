@@ -151,6 +151,21 @@ class StateTable:
             **self._unlocked(item), "current_version": version, "current_sequencer": sequencer,
             "current_location": location})
 
+    def observe(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str) -> dict[str, Any]:
+        """Release the lock, recording ``version`` as served when it is newer than the recorded one
+        (what the target was read to serve: a commit or rollout record that was lost)."""
+        def seen(item: dict[str, Any]) -> dict[str, Any]:
+            item = self._unlocked(item)
+            current = item.get("current_version")
+            try:
+                ahead = current is None or newer(version, current)
+            except UnorderableVersion:
+                ahead = False
+            if not ahead:
+                return item
+            return {**item, "current_version": version, "current_sequencer": sequencer, "current_location": location}
+        return self._owned(target_id, owner, seen)
+
     def start_rollout(self, target_id: str, owner: str, pending: dict[str, Any], seconds: int) -> dict[str, Any]:
         """Hand our lock to the rollout (owner ``rollout:<config>``) until SageMaker ends it."""
         return self._owned(target_id, owner, lambda item: {

@@ -1,0 +1,86 @@
+"""Review fixes: the record follows what a target serves, odd versions are dead-lettered, and a state
+table error at the lock is one target's retry (on the in-memory fakes of model_world.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from botocore.exceptions import ClientError
+
+import model_world as mw
+from cache_refresh import deploy_guard, state as state_mod
+from cache_refresh.errors import TransientError
+
+
+def _record(world, target_id):
+    return json.loads(world.store.items.get(state_mod.StateTable.key(target_id), "{}") or "{}")
+
+
+class _Table:
+    def __init__(self, world):
+        self.world = world
+
+    def get_item(self, Key, ConsistentRead):  # noqa: N803 - boto3's spelling
+        return {"Item": json.loads(self.world.store.items.get(Key["pk"], "{}")) or None}
+
+
+def _fail_first(monkeypatch, name):
+    original = getattr(state_mod.StateTable, name)
+    calls = {"n": 0}
+
+    def failing(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise TransientError("injected", f"{name} failed")
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(state_mod.StateTable, name, failing)
+
+
+def test_lost_hyperpod_commit_is_recorded_from_the_live_read_on_retry(monkeypatch):
+    world = mw.World(random.Random(1))
+    world.files["v2"] = "complete"
+    _fail_first(monkeypatch, "commit")
+    event = mw.manifest_event("v2", 0x101)
+    with pytest.raises(TransientError):
+        world.invoke(event)
+    assert world.served()[mw.HYPERPOD.id] == "v2"
+    world.sm.settle(True)
+    for change in list(world.sm.emitted):
+        world.invoke(change)
+    world.sm.emitted.clear()
+    world.invoke(event)  # Lambda's retry: the target already serves v2
+    record = _record(world, mw.HYPERPOD.id)
+    assert record.get("current_version") == "v2"
+    assert record.get("current_location") == f"{mw.PREFIX}/v2"
+    assert "lock_owner" not in record
+    # a deploy of the old version is now refused for the HyperPod target
+    stale = deploy_guard.stale_targets(_Table(world), [{"Id": mw.HYPERPOD.id, "Version": "v1", "Field": "f",
+                                                        "Value": "{version}"}])
+    assert stale
+
+
+def test_lost_endpoint_rollout_record_is_recorded_from_the_live_read_on_retry(monkeypatch):
+    world = mw.World(random.Random(1))
+    world.files["v2"] = "complete"
+    _fail_first(monkeypatch, "start_rollout")
+    event = mw.manifest_event("v2", 0x101)
+    with pytest.raises(TransientError):
+        world.invoke(event)
+    world.sm.settle(True)
+    world.sm.emitted.clear()  # its state change finds no rollout recorded
+    assert world.served()[mw.ENDPOINT.id] == "v2"
+    world.invoke(event)  # Lambda's retry
+    record = _record(world, mw.ENDPOINT.id)
+    assert record.get("current_version") == "v2"
+    assert record.get("current_location") == f"{mw.PREFIX}/v2"
+
+
+def test_skip_of_an_older_event_does_not_move_the_record_back(monkeypatch):
+    world = mw.World(random.Random(1))
+    world.files["v2"] = "complete"
+    world.invoke(mw.manifest_event("v2", 0x101))
+    world.files["v1"] = "complete"
+    world.invoke(mw.manifest_event("v1", 0x102))
+    assert _record(world, mw.HYPERPOD.id)["current_version"] == "v2"
