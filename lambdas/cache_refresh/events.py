@@ -49,14 +49,23 @@ class EndpointStateChange:
     failure_reason: str | None
 
 
+def valid_version(version: str) -> bool:
+    """A version folder name this function can act on: ``[A-Za-z0-9][A-Za-z0-9_.-]``, at most 63 characters."""
+    return bool(_VERSION.match(version))
+
+
 def split_manifest_key(key: str) -> tuple[str, str]:
-    """``a/b/v3/manifest.json`` -> (``a/b``, ``v3``); Skip when the key is not a version's manifest."""
+    """``a/b/v3/manifest.json`` -> (``a/b``, ``v3``); Skip when the key is not a version's manifest.
+
+    A version folder outside :func:`valid_version` is returned as it is: under a configured prefix the
+    flow fails it as ``unorderable-version`` (dead-lettered), elsewhere it skips it as ``malformed-event``.
+    """
     parts = key.split("/")
     if len(parts) < 3 or parts[-1] != MANIFEST_NAME:
         raise Skip("not-a-manifest", f"{key!r} is not <model>/<version>/{MANIFEST_NAME}")
     prefix, version = "/".join(parts[:-2]), parts[-2]
-    if not _PREFIX.match(prefix) or not _VERSION.match(version):
-        raise Skip("malformed-event", f"{key!r}: prefix or version has characters outside [A-Za-z0-9_.=-]")
+    if not _PREFIX.match(prefix):
+        raise Skip("malformed-event", f"{key!r}: prefix has characters outside [A-Za-z0-9_.=-]")
     return prefix, version
 
 

@@ -20,7 +20,7 @@ from . import decide
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, Skip, TransientError
 from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
-                     parse_manifest_created)
+                     parse_manifest_created, valid_version)
 from .state import Busy, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, parse
@@ -93,6 +93,11 @@ def handle(ports: Ports, event: Any) -> dict[str, Any]:
 
 def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *, replay: bool = False) -> dict[str, Any]:
     s = ports.settings
+    valid = valid_version(created.version)
+    if created.bucket not in s.allowed_buckets or not s.targets_for(created.prefix):
+        if not valid:
+            raise Skip("malformed-event", f"{created.key!r}: version has characters outside [A-Za-z0-9_.-] "
+                                          "or more than 63")
     if created.bucket not in s.allowed_buckets:
         raise Skip("unknown-bucket", f"bucket {created.bucket} is not configured")
     targets = s.targets_for(created.prefix)
@@ -100,6 +105,9 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
         raise Skip("unknown-prefix", f"no targets for prefix {created.prefix}")
     ids = [t.id for t in targets]
     try:
+        if not valid:
+            raise UnorderableVersion(f"{created.version!r}: a version folder is [A-Za-z0-9][A-Za-z0-9_.-], "
+                                     "at most 63 characters")
         parse(created.version)
     except UnorderableVersion as exc:
         if s.dry_run:

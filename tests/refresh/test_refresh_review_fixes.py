@@ -84,3 +84,26 @@ def test_skip_of_an_older_event_does_not_move_the_record_back(monkeypatch):
     world.files["v1"] = "complete"
     world.invoke(mw.manifest_event("v1", 0x102))
     assert _record(world, mw.HYPERPOD.id)["current_version"] == "v2"
+
+
+@pytest.mark.parametrize("version", ["1.0.0+build", "2026-11-01T12:00:00Z", "v" + "1" * 70],
+                         ids=["plus", "colons", "71-chars"])
+def test_a_version_outside_the_folder_alphabet_under_a_configured_prefix_is_dead_lettered(version):
+    world = mw.World(random.Random(1))
+    world.files[version] = "complete"
+    before = world.served()
+    _, result = world.invoke(mw.manifest_event(version, 0x101))
+    assert result["status"] == "failed" and result["reason"] == "unorderable-version"
+    assert [letter["reason"] for _, letter in world.sqs.sent] == ["unorderable-version"]
+    assert world.sqs.sent[0][1]["event"]["detail"]["object"]["key"].endswith(f"/{version}/manifest.json")
+    assert ("RefreshFailed", "unorderable-version") in [(m[0], m[1]) for m in world.metrics]
+    assert world.served() == before
+
+
+def test_an_odd_version_under_an_unknown_prefix_is_still_skipped_as_malformed():
+    world = mw.World(random.Random(1))
+    event = mw.manifest_event("1.0.0+build", 0x101)
+    event["detail"]["object"]["key"] = "other/model/1.0.0+build/manifest.json"
+    _, result = world.invoke(event)
+    assert result == {"status": "skipped", "reason": "malformed-event"}
+    assert world.sqs.sent == []
