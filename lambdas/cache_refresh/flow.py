@@ -164,6 +164,9 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         return _queue_behind(ports, target, created, event, busy.item, replay)
     except TransientError as exc:
         return Outcome(target.id, "retry", exc.reason, exc.message)
+    except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
+        ports.log("could not take lock", target=target.id, error=repr(exc))
+        return Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)

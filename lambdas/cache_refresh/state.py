@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any, Callable, Protocol
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from . import naming
 from .decide import ROLLOUT, dead_lettered
@@ -48,7 +48,10 @@ class DynamoStore:
         self._table = dynamodb.Table(table)
 
     def get(self, pk: str) -> dict[str, Any]:
-        return self._table.get_item(Key={"pk": pk}, ConsistentRead=True).get("Item") or {}
+        try:
+            return self._table.get_item(Key={"pk": pk}, ConsistentRead=True).get("Item") or {}
+        except (ClientError, BotoCoreError) as exc:
+            raise _unavailable("GetItem", pk, exc) from exc
 
     def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
         condition = {"ConditionExpression": "attribute_not_exists(pk)"} if expected_rev == 0 else {
@@ -56,10 +59,18 @@ class DynamoStore:
         try:
             self._table.put_item(Item={**item, "pk": pk}, **condition)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
-            raise
+            raise _unavailable("PutItem", pk, exc) from exc
+        except BotoCoreError as exc:
+            raise _unavailable("PutItem", pk, exc) from exc
         return True
+
+
+def _unavailable(operation: str, pk: str, exc: Exception) -> TransientError:
+    """Throttling, a 5xx or any other DynamoDB error: the state table may answer later (retried)."""
+    code = exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else type(exc).__name__
+    return TransientError("state-unavailable", f"{pk}: DynamoDB {operation} failed ({code}): {exc}")
 
 
 # -- pure views of an item ---------------------------------------------------------------------

@@ -107,3 +107,62 @@ def test_an_odd_version_under_an_unknown_prefix_is_still_skipped_as_malformed():
     _, result = world.invoke(event)
     assert result == {"status": "skipped", "reason": "malformed-event"}
     assert world.sqs.sent == []
+
+
+def _throttled(operation):
+    return ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+                       operation)
+
+
+def test_a_state_table_error_at_one_targets_lock_is_its_retry_not_the_events_abort():
+    """The endpoint fails permanently (it is missing); the HyperPod target's lock hits throttling:
+    the endpoint's failure is still dead-lettered and counted, then the event is raised for a retry."""
+    world = mw.World(random.Random(1))
+    world.files["v2"] = "complete"
+    world.sm.describe_endpoint = lambda EndpointName: (_ for _ in ()).throw(  # noqa: N803
+        ClientError({"Error": {"Code": "ValidationException", "Message": "Could not find endpoint"}},
+                    "DescribeEndpoint"))
+    original, calls = world.store.put, {"n": 0}
+
+    def put(pk, item, rev):
+        if pk.endswith(mw.HYPERPOD.id) and calls["n"] == 0:
+            calls["n"] += 1
+            raise _throttled("PutItem")
+        return original(pk, item, rev)
+    world.store.put = put
+    with pytest.raises(TransientError):
+        world.invoke(mw.manifest_event("v2", 0x101))
+    assert [letter["targets"] for _, letter in world.sqs.sent] == [[mw.ENDPOINT.id]]
+    assert ("RefreshFailed", mw.ENDPOINT.id) in [(m[0], m[2]) for m in world.metrics]
+    assert ("RefreshRetried",) in [(m[0],) for m in world.metrics]
+
+
+class _FailingTable:
+    def __init__(self, code):
+        self.code = code
+
+    def get_item(self, **_):
+        raise ClientError({"Error": {"Code": self.code, "Message": "x"}}, "GetItem")
+
+    def put_item(self, **_):
+        raise ClientError({"Error": {"Code": self.code, "Message": "x"}}, "PutItem")
+
+
+class _Dynamo:
+    def __init__(self, code):
+        self.code = code
+
+    def Table(self, name):  # noqa: N802 - boto3's spelling
+        return _FailingTable(self.code)
+
+
+@pytest.mark.parametrize("code", ["ProvisionedThroughputExceededException", "ThrottlingException",
+                                  "InternalServerError", "RequestLimitExceeded"])
+def test_dynamo_store_errors_are_transient_state_unavailable(code):
+    store = state_mod.DynamoStore(_Dynamo(code), "t")
+    with pytest.raises(TransientError) as got:
+        store.get("pk")
+    assert got.value.reason == "state-unavailable"
+    with pytest.raises(TransientError) as got:
+        store.put("pk", {"rev": 1}, 0)
+    assert got.value.reason == "state-unavailable"
