@@ -10,7 +10,9 @@ invocation run in the middle of one. After every step:
 - I3: a target only ever serves the version it started on or a complete version;
 - I4: every failure the function decides is counted (RefreshFailed) and in the dead-letter queue with
   its event, every letter is replayable, and an invocation that gives up reaches the queue through
-  Lambda's on-failure record;
+  Lambda's on-failure record; every live-answered manifest event of an incomplete, corrupt or
+  unorderable upload (also a version that is no folder name, ``1.0.0+build``) ahead of what a target
+  serves is in a dead letter or a failure record with its event;
 - I5: no endpoint config or model is deleted while it serves or is being moved to;
 - dry run changes nothing at all.
 
@@ -30,11 +32,12 @@ import pytest
 
 import model_world as mw
 from cache_refresh import versions
+from cache_refresh.state import StateTable
 from hyperwarm import refresh_cli
 
 SEQUENCES = int(os.environ.get("HYPERWARM_MODEL_SEQUENCES", "10000"))
 NUMERIC = [f"v{n}" for n in range(2, 9)] + ["v6rc1", "v6.0.1", "v10"]
-ODD = ["latest", "2026-11-01"]  # unorderable; not comparable with vN
+ODD = ["latest", "2026-11-01", "1.0.0+build"]  # unorderable; not comparable with vN (the last not a folder name)
 
 
 class History:
@@ -78,6 +81,7 @@ class History:
         version = event["detail"]["object"]["key"].split("/")[-2] if event["source"] == "aws.s3" else None
         self.trace.append(f"deliver {event['id']} try {attempts + 1}{' dry' if w.dry_run else ''}")
         before = w.snapshot() if w.dry_run else None
+        ahead = self._ahead_of(version) if version is not None and not w.dry_run else set()
         try:
             number, result = w.invoke(event)
             self.trace.append(f"  -> {result}")
@@ -98,6 +102,8 @@ class History:
             assert w.snapshot() == before, "dry run changed something"
         else:
             self.delivered_live.add(version)
+            if ahead and (w.files.get(version) != "complete" or version in ODD):
+                self.check_bad_upload_lettered(event, version, ahead & self._ahead_of(version))
         self.check_failures_recorded([m for m in w.metrics if m[3] == number],
                                      [letter for n, letter in w.sqs.sent if n == number])
 
@@ -171,6 +177,33 @@ class History:
         assert lettered <= failed, f"letters for {lettered - failed} without a RefreshFailed metric"
         for letter in letters:
             assert refresh_cli.original_event(mw.json.dumps(letter))["source"] in ("aws.s3", "aws.sagemaker")
+
+    def _ahead_of(self, version: str) -> set[str]:
+        """Targets for which ``version`` is newer than (or not comparable with) what serves, what the
+        record says serves and the version rolling out: an upload the function must act on there."""
+        w, found = self.world, set()
+        for target, served in w.served().items():
+            item = mw.json.loads(w.store.items.get(StateTable.key(target), "{}"))
+            known = [served, item.get("current_version"), (item.get("pending") or {}).get("version")]
+            try:
+                if all(versions.compare(version, v) > 0 for v in known if v):
+                    found.add(target)
+            except versions.UnorderableVersion:
+                found.add(target)
+        return found
+
+    def check_bad_upload_lettered(self, event: dict[str, Any], version: str, ahead: set[str]) -> None:
+        """I4: a live-answered incomplete, corrupt or unorderable upload that is ahead of what a target
+        serves (before and after the invocation) is in a dead letter, or a failure record, with its event."""
+        if not ahead:
+            return
+        w = self.world
+        if any(letter["event"].get("id") == event["id"] for _, letter in w.sqs.sent):
+            return
+        if any(refresh_cli.original_event(m["Body"]).get("id") == event["id"] for m in w.sqs.messages.values()):
+            return
+        raise AssertionError(f"I4: {w.files.get(version, 'unorderable')} upload {version} ({event['id']}) ahead of "
+                             f"{sorted(ahead)} answered without a dead letter")
 
     def check(self) -> None:
         w = self.world
