@@ -40,7 +40,7 @@ test: $(STAMP) $(CHECKOV_STAMP)
 
 bench: $(STAMP)
 	$(PY) -m stacks.bench
-	$(PY) -m planner.bench
+	$(PY) -m hyperwarm.planner.bench
 
 # The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
 cdk: $(STAMP)

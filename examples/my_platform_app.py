@@ -11,9 +11,9 @@ app = cdk.App()
 stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="eu-west-1"))
 cluster = hyperwarm.HyperPodEksCluster(stack, "Inference", hyperwarm.HyperPodEksClusterProps(
     instance_groups=[
-        hyperwarm.InstanceGroupConfig(name="system", instance_type="ml.m5.2xlarge", instance_count=2),
-        hyperwarm.InstanceGroupConfig(name="llm", instance_type="ml.g6e.12xlarge", instance_count=2,
-                                      holds_caches=True),
+        hyperwarm.InstanceGroupSpec(name="system", instance_type="ml.m5.2xlarge", instance_count=2),
+        hyperwarm.InstanceGroupSpec(name="llm", instance_type="ml.g6e.12xlarge", instance_count=2,
+                                    holds_caches=True),
     ],
     kubernetes_version="1.34",
     availability_zones=["eu-west-1a", "eu-west-1b"],

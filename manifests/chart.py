@@ -14,7 +14,7 @@ import cdk8s
 import yaml
 from constructs import Construct
 
-from hyperwarm import EnvironmentConfig
+from stacks.config import EnvironmentConfig
 
 from .inference import inference_endpoint_config, model_image_cache, model_weights_cache_config
 from .prepull import prepull_daemonset, priority_class

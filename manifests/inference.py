@@ -12,7 +12,7 @@ import json
 from typing import Any, Sequence
 
 from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
-from hyperwarm.cache_config import CachedModel
+from stacks.config.caches import CachedModel
 from hyperwarm.serving import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"

@@ -13,7 +13,7 @@ import hashlib
 from typing import Any, Sequence
 
 from hyperwarm import HEALTH_TAINT_KEY
-from hyperwarm.config import Taint
+from stacks.config.environment import Taint
 from hyperwarm.acknowledgments import checkov_annotations
 
 from .inference import group_requirement, metadata

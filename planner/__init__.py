@@ -3,7 +3,7 @@
 The routing simulator and tuner for SageMaker routing strategies (issue 6)
 lives in ``sim``, ``strategies``, ``workloads``, ``traces``, ``scenarios``,
 ``report``, ``tune`` and ``routing_cli``; see planner/README.md.  Names are
-loaded lazily so ``import planner`` stays cheap for the other tools here.
+loaded lazily so ``import hyperwarm.planner`` stays cheap for the other tools here.
 """
 
 __all__ = ["simulate", "simulate_many", "InstanceModel", "make_strategy"]
@@ -18,4 +18,4 @@ def __getattr__(name):
         from .strategies import make_strategy
 
         return make_strategy
-    raise AttributeError(f"module 'planner' has no attribute {name!r}")
+    raise AttributeError(f"module hyperwarm.planner has no attribute {name!r}")

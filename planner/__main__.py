@@ -1,4 +1,4 @@
-"""``python -m planner routing simulate|tune``: stand-alone entry point."""
+"""``python -m hyperwarm.planner routing simulate|tune``: stand-alone entry point."""
 import sys
 
 from .routing_cli import main

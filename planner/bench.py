@@ -8,8 +8,8 @@ through every strategy and prints simulated requests per second and the
 process's peak resident memory after each run -- if memory depended on
 trace length, the peak would keep growing run after run.
 
-    python -m planner.bench                      # 1,000,000 requests per strategy
-    python -m planner.bench --requests 200000 --scenarios aws-long-context
+    python -m hyperwarm.planner.bench                      # 1,000,000 requests per strategy
+    python -m hyperwarm.planner.bench --requests 200000 --scenarios aws-long-context
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> 
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m planner.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m hyperwarm.planner.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=TARGET_REQUESTS)
     p.add_argument("--scenarios", default="aws-long-context,aws-short-context")
     p.add_argument("--strategies", default=",".join(STRATEGY_NAMES))

@@ -2,7 +2,7 @@
 
 Why a separate ``add_parser``: the project's ``hyperwarm`` console script
 owns the top-level parser; it calls :func:`add_parser` with its
-sub-parsers object, and ``python -m planner`` builds a stand-alone parser
+sub-parsers object, and ``python -m hyperwarm.planner`` builds a stand-alone parser
 the same way.  Every command sets ``func(args) -> int`` (exit code).
 Results go to stdout (the table, or one JSON object with ``--json``);
 progress bars and notes go to stderr.
@@ -348,8 +348,8 @@ def cmd_trace(args) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Stand-alone entry: ``python -m planner routing simulate ...``."""
-    parser = argparse.ArgumentParser(prog="python -m planner")
+    """Stand-alone entry: ``python -m hyperwarm.planner routing simulate ...``."""
+    parser = argparse.ArgumentParser(prog="python -m hyperwarm.planner")
     subs = parser.add_subparsers(dest="command", metavar="{routing}")
     subs.required = True
     add_parser(subs)

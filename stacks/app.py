@@ -11,7 +11,8 @@ from typing import Any, Mapping
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperwarm import ConfigError, EnvironmentConfig, declare_existing_buckets, parse_environments
+from hyperwarm import declare_existing_buckets
+from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack

@@ -5,7 +5,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperwarm import EnvironmentConfig, model_bucket
+from hyperwarm import model_bucket
+from stacks.config import EnvironmentConfig
 
 
 class BucketsStack(cdk.Stack):

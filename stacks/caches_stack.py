@@ -12,7 +12,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import EnvironmentConfig, HyperPodEksCluster
+from hyperwarm import HyperPodEksCluster
+from stacks.config import EnvironmentConfig
 from manifests import build_chart
 
 

@@ -6,7 +6,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from hyperwarm import EnvironmentConfig, HyperPodEksCluster, HyperPodEksClusterProps
+from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
+from stacks.config import EnvironmentConfig
 
 
 class ClusterStack(cdk.Stack):
@@ -20,7 +21,7 @@ class ClusterStack(cdk.Stack):
                 private_subnet_ids=list(config.vpc.private_subnet_ids),
             )
         self.cluster = HyperPodEksCluster(self, "HyperPod", HyperPodEksClusterProps(
-            instance_groups=config.instance_groups,
+            instance_groups=[g.to_spec() for g in config.instance_groups],
             kubernetes_version=config.kubernetes_version,
             vpc=vpc,
             availability_zones=config.vpc.availability_zones,

@@ -9,23 +9,9 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from hyperwarm import (
-    Autoscaling,
-    ConfigError,
-    ContainerImage,
-    DataCapture,
-    DeploymentGuardrails,
-    EndpointConfig,
-    EnvironmentConfig,
-    InferenceEndpoint,
-    InferenceEndpointProps,
-    ModelSpec,
-    ProductionVariant,
-    ServerlessSpec,
-    TrafficShift,
-    VariantConfig,
-)
-from hyperwarm.endpoint_config import endpoint_name
+from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
+from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
+from stacks.config.endpoints import endpoint_name
 from hyperwarm.images import cuda_ami_problem, official_image_uri
 
 

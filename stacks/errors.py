@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hyperwarm import ConfigError
+from stacks.config import ConfigError
 
 
 @contextmanager

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from cache_refresh import naming
 
-from hyperwarm import EnvironmentConfig, HyperPodEksCluster
-from hyperwarm.endpoint_config import endpoint_name
+from hyperwarm import HyperPodEksCluster
+from stacks.config import EnvironmentConfig
+from stacks.config.endpoints import endpoint_name
 from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 from .caches_stack import CachesStack

@@ -6,18 +6,9 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import (
-    BlueGreen,
-    CacheRefreshHook,
-    CacheRefreshHookProps,
-    EndpointRefreshTarget,
-    EnvironmentConfig,
-    HyperPodEksCluster,
-    HyperPodRefreshTarget,
-    InferenceEndpoint,
-    RefreshedPrefix,
-)
-from hyperwarm.endpoint_config import EndpointConfig
+from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodEksCluster, HyperPodRefreshTarget, InferenceEndpoint, RefreshedPrefix
+from stacks.config import EnvironmentConfig
+from stacks.config.endpoints import EndpointConfig
 from manifests.inference import weights_cache_name
 
 from .refresh_guards import state_table_name

@@ -7,7 +7,8 @@ from typing import Iterator
 
 from aws_cdk import cx_api
 
-from hyperwarm import EnvironmentConfig, group_usage, instance_spec
+from hyperwarm import group_usage, instance_spec
+from stacks.config import EnvironmentConfig
 
 
 def service_quotas(config: EnvironmentConfig) -> dict[str, Counter[str]]:

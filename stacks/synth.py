@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hyperwarm.config import load_context
+from stacks.config.environment import load_context
 from manifests import write_manifests
 
 from .app import build_app, selected_environments

@@ -1,4 +1,4 @@
-"""``hyperwarm plan cache``: cold vs warm time to serve, scale-out scenario, table and JSON output."""
+"""``python -m stacks plan cache``: cold vs warm time to serve, scale-out scenario, table and JSON output."""
 
 from __future__ import annotations
 
@@ -7,12 +7,17 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.cache_config import CachedModel
-from hyperwarm.cli import main
-from hyperwarm.config import parse_environment
-from planner.cache_plan import ColdStart, plan, plan_model
+from stacks.config.caches import CachedModel
+from hyperwarm import cli
+from stacks.config.environment import parse_environment
+from stacks.__main__ import COMMANDS
+from stacks.plan import ColdStart, plan, plan_model
 
 from test_caches_config import environment, model
+
+
+def main(argv: list[str]) -> int:
+    return cli.main(argv, commands=COMMANDS, prog="python -m stacks")
 
 AWS = ColdStart()  # 1 Gbit/s per node, 6 min image pull, NVMe 7 GB/s
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.cache_config import CachedModel
+from stacks.config.caches import CachedModel
 from hyperwarm.capacity import CacheFootprint, group_usage
-from hyperwarm.config import ConfigError, parse_environment, parse_environments
+from stacks.config.environment import ConfigError, parse_environment, parse_environments
 from stacks.app import build_app
 
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"

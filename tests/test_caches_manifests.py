@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
-from hyperwarm.config import parse_environment, parse_environments
+from stacks.config.environment import parse_environment, parse_environments
 from manifests import build_chart, cache_ready_preferences, model_image_cache, parent_reference, write_manifests
 from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
 from manifests.prepull import PRIORITY_CLASS

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hyperwarm.config import parse_environments
+from stacks.config.environment import parse_environments
 from manifests import build_chart
 from stacks.app import build_app
 
@@ -71,7 +71,7 @@ def test_caches_need_the_inference_operator() -> None:
     import aws_cdk as cdk
 
     from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
-    from hyperwarm.config import parse_environment
+    from stacks.config.environment import parse_environment
     from stacks.caches_stack import CachesStack
     from test_caches_config import environment, model
 
@@ -79,6 +79,6 @@ def test_caches_need_the_inference_operator() -> None:
     app = cdk.App()
     env = cdk.Environment(region="us-west-2")
     cluster = HyperPodEksCluster(cdk.Stack(app, "Cluster", env=env), "HyperPod", HyperPodEksClusterProps(
-        instance_groups=config.instance_groups, install_inference_operator=False))
+        instance_groups=[g.to_spec() for g in config.instance_groups], install_inference_operator=False))
     with pytest.raises(ValueError, match="Caches: model caches need the HyperPod inference operator"):
         CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)

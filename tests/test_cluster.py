@@ -8,8 +8,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupConfig
-from hyperwarm.config import parse_environments
+from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupSpec
+from stacks.config.environment import parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 
@@ -170,8 +170,8 @@ def _cluster(groups, region: str | None = "us-west-2", **props):
     return HyperPodEksCluster(stack, "HyperPod", HyperPodEksClusterProps(instance_groups=groups, **props))
 
 
-SYSTEM = InstanceGroupConfig(name="system", instance_type="ml.m5.xlarge")
-GPU = InstanceGroupConfig(name="gpu", instance_type="ml.g6e.12xlarge", holds_caches=True)
+SYSTEM = InstanceGroupSpec(name="system", instance_type="ml.m5.xlarge")
+GPU = InstanceGroupSpec(name="gpu", instance_type="ml.g6e.12xlarge", holds_caches=True)
 
 
 def test_instance_groups_expose_nvme_and_node_labels() -> None:

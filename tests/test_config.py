@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperwarm import ConfigError, EnvironmentConfig, parse_environment, parse_environments
+from stacks.config import ConfigError, EnvironmentConfig, parse_environment, parse_environments
 
 
 def error_of(raw: object, env: str = "prod") -> str:
@@ -47,7 +47,7 @@ def test_pattern_errors_say_in_words_what_is_allowed() -> None:
 
 
 def test_every_pattern_in_the_configuration_is_described_in_words() -> None:
-    from hyperwarm.strict import pattern_in_words
+    from stacks.config.strict import pattern_in_words
 
     def patterns(node: object) -> set[str]:
         if isinstance(node, dict):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm import ConfigError, parse_environment
+from stacks.config import ConfigError, parse_environment
 from stacks.app import build_app
 
 IMAGE = {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"}

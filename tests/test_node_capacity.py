@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hyperwarm import ConfigError, instance_spec, parse_environment
+from hyperwarm import instance_spec
+from stacks.config import ConfigError, parse_environment
 from hyperwarm.node_capacity import (
     NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod, workloads_from_objects,
 )

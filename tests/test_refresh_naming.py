@@ -24,20 +24,8 @@ from cache_refresh import naming
 from cache_refresh.config import EndpointTarget
 from cache_refresh.events import parse_manifest_created
 from cache_refresh.targets import endpoint as endpoint_target
-from hyperwarm import (
-    CacheRefreshHook,
-    CacheRefreshHookProps,
-    ConfigError,
-    ContainerImage,
-    EndpointRefreshTarget,
-    InferenceEndpoint,
-    InferenceEndpointProps,
-    ModelSpec,
-    ProductionVariant,
-    RefreshedPrefix,
-    Serving,
-    parse_environment,
-)
+from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, ContainerImage, EndpointRefreshTarget, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, RefreshedPrefix, Serving
+from stacks.config import ConfigError, parse_environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "refresh"))
 import moto_ext  # noqa: E402  (moto's missing UpdateEndpoint)

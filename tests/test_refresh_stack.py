@@ -9,17 +9,8 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from hyperwarm import (
-    CacheRefreshHook,
-    CacheRefreshHookProps,
-    ConfigError,
-    EndpointRefreshTarget,
-    HyperPodEksCluster,
-    HyperPodEksClusterProps,
-    InstanceGroupConfig,
-    RefreshedPrefix,
-    parse_environment,
-)
+from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodEksCluster, HyperPodEksClusterProps, RefreshedPrefix
+from stacks.config import ConfigError, InstanceGroupConfig, parse_environment
 from hyperwarm.refresh import BlueGreen, HyperPodRefreshTarget, rbac_objects
 
 PROD = "hyperwarm-prod-refresh"

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from hyperwarm import ConfigError
+from stacks.config import ConfigError
 from stacks.app import build_app
 
 

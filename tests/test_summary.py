@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hyperwarm.config import parse_environments
+from stacks.config.environment import parse_environments
 from stacks.summary import environment_rows, service_quotas
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,15 +15,11 @@ use_bundled_node()  # before anything imports aws_cdk
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "buckets": ("declare_existing_buckets", "model_bucket"),
-    "cache_config": ("CachedModel", "CachesConfig", "S3ModelSource"),
     "capacity": ("CacheFootprint", "GroupUsage", "group_usage"),
     "catalog": ("CATALOG", "InstanceSpec", "instance_spec"),
     "cluster": (
         "HEALTH_TAINT_KEY", "INSTANCE_GROUP_LABEL", "NVME_PATH", "HyperPodEksCluster",
         "HyperPodEksClusterProps", "InstanceGroup",
-    ),
-    "config": (
-        "ConfigError", "EnvironmentConfig", "InstanceGroupConfig", "parse_environment", "parse_environments",
     ),
     "client": ("PREFIX_AWARE_ID_HEADER", "canonical_json", "invoke_endpoint_args", "prefix_aware_id"),
     "endpoint": (
@@ -31,16 +27,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "InferenceEndpointProps", "ModelSpec", "ProductionVariant", "Routing", "ServerlessSpec",
         "TrafficShift", "production_variant_api_shape",
     ),
-    "endpoint_config": ("EndpointConfig", "VariantConfig"),
     "images": ("ContainerImage",),
+    "instance_group": ("InstanceGroupSpec", "NodeTaint"),
     "refresh": (
         "BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget",
         "HyperPodRefreshTarget", "RefreshedPrefix",
     ),
-    "refresh_config": ("RefreshConfig", "RefreshedModel"),
     "refresh_guard": ("GuardedTarget", "RefreshGuard", "RefreshGuardProps"),
     "serving": ("MODEL_DIR", "ServerSettings", "Serving", "server_settings"),
-    "serving_config": ("ServingConfig",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_MODULE_OF)

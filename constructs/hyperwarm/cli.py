@@ -1,6 +1,8 @@
-"""The ``hyperwarm`` command: planning and operations tools next to the constructs.
+"""The ``hyperwarm`` command: the routing planner and cache-refresh operations.
 
-Each command group lives in its own module and registers itself with ``add_parser(subparsers)``;
+Installed with the ``tools`` extra (``pip install 'hyperwarm[tools]'``). An app adds its own groups
+(this project's app adds ``plan``, which reads its cdk.json: ``python -m stacks plan cache``) by
+passing them to :func:`main`. Each command group lives in its own module and registers itself with ``add_parser(subparsers)``;
 groups are imported only when the command line names them, so ``hyperwarm --help`` stays fast
 and a group's heavier dependencies (numpy, matplotlib) load only when used.
 """
@@ -10,20 +12,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Mapping, Sequence
 
 # command -> (module providing add_parser, one-line help)
 COMMANDS = {
-    "plan": ("planner.cache_plan", "plan model caches: NVMe fit and cold vs warm scale-out time"),
-    "routing": ("planner.routing_cli", "simulate endpoint routing strategies and tune prefix-aware settings"),
+    "routing": ("hyperwarm.planner.routing_cli", "simulate endpoint routing strategies and tune prefix-aware settings"),
     "refresh": ("hyperwarm.refresh_cli", "operate cache refreshes (replay dead-lettered events)"),
 }
 
 
-def build_parser(selected: str | None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hyperwarm", description=__doc__.splitlines()[0])
+def build_parser(selected: str | None, commands: Mapping[str, tuple[str, str]] = COMMANDS,
+                 prog: str = "hyperwarm") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (module, help_text) in commands.items():
         if name == selected:
             importlib.import_module(module).add_parser(subparsers)
         else:
@@ -31,16 +33,19 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, commands: Mapping[str, tuple[str, str]] = COMMANDS,
+         prog: str = "hyperwarm") -> int:
+    """Run the command line; ``commands`` maps a group name to (module with ``add_parser``, help)."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in args_in if not a.startswith("-")), None)
-    if selected in COMMANDS:
+    if selected in commands:
         try:
-            importlib.import_module(COMMANDS[selected][0])
+            importlib.import_module(commands[selected][0])
         except ModuleNotFoundError as exc:
-            print(f"hyperwarm {selected}: not available in this installation ({exc.name} is missing)", file=sys.stderr)
+            print(f"{prog} {selected}: not available in this installation ({exc.name} is missing; "
+                  f"pip install 'hyperwarm[tools]')", file=sys.stderr)
             return 2
-    parser = build_parser(selected if selected in COMMANDS else None)
+    parser = build_parser(selected if selected in commands else None, commands, prog)
     args = parser.parse_args(args_in)
     if not getattr(args, "func", None):
         parser.print_help()

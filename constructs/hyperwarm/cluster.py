@@ -33,11 +33,11 @@ from .addons import (
     operator_version_problem,
 )
 from .catalog import InstanceSpec, instance_spec
-from .config import SUPPORTED_KUBERNETES_VERSIONS, InstanceGroupConfig
+from .instance_group import InstanceGroupSpec
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
                   managed_policy, stack_singletons)
 from .node_capacity import INSTANCE_GROUP_LABEL
-from .strict import repeated
+from .validation import SUPPORTED_KUBERNETES_VERSIONS, repeated
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
@@ -84,8 +84,8 @@ class InstanceGroup:
 class HyperPodEksClusterProps:
     """Properties of :class:`HyperPodEksCluster`."""
 
-    instance_groups: Sequence[InstanceGroupConfig]
-    """HyperPod instance groups (validated models; at least one)."""
+    instance_groups: Sequence[InstanceGroupSpec]
+    """HyperPod instance groups (at least one)."""
     kubernetes_version: str = "1.33"
     """EKS Kubernetes version, 1.30..1.35. Default: 1.33."""
     vpc: ec2.IVpc | None = None
@@ -334,7 +334,7 @@ class HyperPodEksCluster(Construct):
                             "are created at run time; only sagemaker.amazonaws.com assumes this role", "CKV_AWS_109")
         return role
 
-    def _instance_group(self, group: InstanceGroupConfig) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+    def _instance_group(self, group: InstanceGroupSpec) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
         storage = None
         if group.ebs_volume_gb:
             storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(

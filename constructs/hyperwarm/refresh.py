@@ -43,7 +43,7 @@ from .endpoint import InferenceEndpoint
 from .buckets import model_bucket
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix,
                   managed_policy, object_arn_finding)
-from .strict import repeated
+from .validation import repeated
 
 HYPERPOD_RESOURCES = ("InferenceEndpointConfig", "JumpStartModel")
 TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")

@@ -1,7 +1,7 @@
-"""``python -m planner.bench`` (make bench's planner part); figures, not speed, are asserted."""
+"""``python -m hyperwarm.planner.bench`` (make bench's planner part); figures, not speed, are asserted."""
 import json
 
-from planner.bench import main
+from hyperwarm.planner.bench import main
 
 
 def test_bench_reports_one_row_per_run_and_the_target(capsys):

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from planner.routing_cli import add_parser, main
-from planner.traces import write_trace
-from planner.tune import tune
-from planner.scenarios import get_scenario
-from planner.workloads import shared_prefix
+from hyperwarm.planner.routing_cli import add_parser, main
+from hyperwarm.planner.traces import write_trace
+from hyperwarm.planner.tune import tune
+from hyperwarm.planner.scenarios import get_scenario
+from hyperwarm.planner.workloads import shared_prefix
 
 
 def test_add_parser_registers_routing_with_funcs():
@@ -110,7 +110,7 @@ def test_tune_json_has_recommendation_and_best_prefix_aware(capsys):
 
 
 def test_empty_trace_is_an_error_not_a_recommendation(tmp_path, capsys):
-    from planner.routing_cli import main
+    from hyperwarm.planner.routing_cli import main
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

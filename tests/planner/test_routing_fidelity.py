@@ -9,10 +9,10 @@ out of the cache and queueing model (see planner/scenarios.py).
 """
 import pytest
 
-from planner.scenarios import get_scenario
-from planner.sim import simulate
-from planner.strategies import PrefixAware, Random, remap_share
-from planner.workloads import shared_prefix
+from hyperwarm.planner.scenarios import get_scenario
+from hyperwarm.planner.sim import simulate
+from hyperwarm.planner.strategies import PrefixAware, Random, remap_share
+from hyperwarm.planner.workloads import shared_prefix
 
 
 def _pair(name):
@@ -122,7 +122,7 @@ def test_too_short_prefix_length_funnels_too_long_scatters():
 def test_closed_loop_throughput_rises_with_prefix_aware():
     # published: +15..16 % with fixed-concurrency clients; here decode of 256
     # tokens dominates each request, so the gain is smaller but must be there
-    from planner.sim import simulate_many
+    from hyperwarm.planner.sim import simulate_many
 
     sc = get_scenario("aws-long-context")
     rnd, pa = simulate_many(sc.workload(0, 12000), [Random(), PrefixAware(4096, 12)], 7, sc.model, clients=56)

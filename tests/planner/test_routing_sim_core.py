@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.sim import InstanceModel, simulate, simulate_many, _percentile, _NBINS, _OFFSET, _BINS_PER_E
-from planner.strategies import LeastOutstanding, Oracle, PrefixAware, Random
-from planner.workloads import Workload, multi_turn_chat, shared_prefix
+from hyperwarm.planner.sim import InstanceModel, simulate, simulate_many, _percentile, _NBINS, _OFFSET, _BINS_PER_E
+from hyperwarm.planner.strategies import LeastOutstanding, Oracle, PrefixAware, Random
+from hyperwarm.planner.workloads import Workload, multi_turn_chat, shared_prefix
 
 # 1,000 tokens/s prefill, 10 ms overhead: easy numbers to check by hand.
 SIMPLE = InstanceModel(

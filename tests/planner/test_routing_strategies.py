@@ -3,8 +3,8 @@ from collections import Counter
 
 import pytest
 
-from planner.sim import InstanceModel, simulate
-from planner.strategies import (
+from hyperwarm.planner.sim import InstanceModel, simulate
+from hyperwarm.planner.strategies import (
     KvAware,
     LeastOutstanding,
     PrefixAware,
@@ -13,7 +13,7 @@ from planner.strategies import (
     make_strategy,
     remap_share,
 )
-from planner.workloads import HEADER_BYTES, shared_prefix
+from hyperwarm.planner.workloads import HEADER_BYTES, shared_prefix
 
 
 class _W:

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from planner.sim import InstanceModel, simulate
-from planner.strategies import PrefixAware, Random
-from planner.traces import TraceError, open_trace, read_data_capture, read_trace, write_trace
-from planner.workloads import multi_turn_chat, shared_prefix
+from hyperwarm.planner.sim import InstanceModel, simulate
+from hyperwarm.planner.strategies import PrefixAware, Random
+from hyperwarm.planner.traces import TraceError, open_trace, read_data_capture, read_trace, write_trace
+from hyperwarm.planner.workloads import multi_turn_chat, shared_prefix
 
 
 def _write(path, lines):
@@ -126,8 +126,8 @@ def test_data_capture_errors_name_the_field(tmp_path):
 
 
 def test_body_chunk_keys_equal_routing_keys_of_the_same_bytes():
-    from planner.strategies import body_key
-    from planner.traces import BODY_CHUNK_BYTES, body_segments
+    from hyperwarm.planner.strategies import body_key
+    from hyperwarm.planner.traces import BODY_CHUNK_BYTES, body_segments
 
     body = bytes(range(256)) * 5 + b"tail"
     segs = body_segments(body)
@@ -139,7 +139,7 @@ def test_body_chunk_keys_equal_routing_keys_of_the_same_bytes():
 def test_a_line_that_is_not_json_is_named_by_file_and_line(tmp_path):
     import pytest
 
-    from planner.traces import TraceError, read_data_capture, read_trace
+    from hyperwarm.planner.traces import TraceError, read_data_capture, read_trace
 
     path = tmp_path / "t.jsonl"
     path.write_text('\n{oops\n')  # the blank first line is skipped, the second is named

@@ -7,9 +7,9 @@ by chance alone.
 """
 import pytest
 
-from planner.scenarios import get_scenario
-from planner.tune import tune
-from planner.workloads import shared_prefix
+from hyperwarm.planner.scenarios import get_scenario
+from hyperwarm.planner.tune import tune
+from hyperwarm.planner.workloads import shared_prefix
 
 MODEL = get_scenario("aws-long-context").model
 

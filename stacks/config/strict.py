@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterable
 
 from pydantic import BaseModel, ConfigDict
+
+from hyperwarm.validation import repeated  # noqa: F401  (re-exported: one rule for app and library)
 
 
 class StrictModel(BaseModel):
     """Unknown keys and type coercions are errors; parsed configuration never changes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-def repeated(names: Iterable[str]) -> list[str]:
-    """Names that occur more than once, sorted: for "must be unique" rules."""
-    names = list(names)
-    return sorted({n for n in names if names.count(n) > 1})
 
 
 _PATTERN_WORDS: dict[str, str] = {}

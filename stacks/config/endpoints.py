@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .endpoint import (
+from hyperwarm.endpoint import (
     CONCURRENCY_THRESHOLD_RANGE,
     PREFIX_LENGTH_RANGE,
     ROUTING_STRATEGIES,
@@ -19,9 +19,9 @@ from .endpoint import (
     Routing,
     routing_problems,
 )
-from .images import cuda_ami_problem
-from .serving import sagemaker_placement, server_settings
-from .serving_config import ServingConfig
+from hyperwarm.images import cuda_ami_problem
+from hyperwarm.serving import sagemaker_placement, server_settings
+from .serving import ServingConfig
 from .strict import StrictModel, described, repeated
 
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",

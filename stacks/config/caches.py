@@ -15,10 +15,10 @@ from typing import Any, Literal, Protocol, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
-from .capacity import CacheFootprint, capacity_problems
-from .catalog import instance_spec
-from .serving import MODEL_DIR, Placement, ServerSettings, server_settings
-from .serving_config import ServingConfig
+from hyperwarm.capacity import CacheFootprint, capacity_problems
+from hyperwarm.catalog import instance_spec
+from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_settings
+from .serving import ServingConfig
 from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated
 
 _K8S_NAME = described(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",

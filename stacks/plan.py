@@ -1,4 +1,4 @@
-"""``hyperwarm plan cache --env prod``: does each instance group's cache fit, and what does it buy?
+"""``python -m stacks plan cache --env prod``: does each instance group's cache fit, and what does it buy?
 
 For every cached model: NVMe use of its group, the time until a new pod serves when its node is
 cold (image pull + S3 download at a per-node bandwidth) and when it is warm (image already on the
@@ -22,10 +22,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hyperwarm.cache_config import CachedModel
+from stacks.config.caches import CachedModel
 from hyperwarm.capacity import group_usage
 from hyperwarm.catalog import instance_spec
-from hyperwarm.config import ConfigError, EnvironmentConfig, load_context, parse_environments
+from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_BANDWIDTH_GBPS = 1.0
 DEFAULT_IMAGE_PULL_MIN = 6.0
@@ -143,10 +143,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         environments = parse_environments(load_context("cdk.json").get("environments"))
     except ConfigError as exc:
-        print(f"hyperwarm plan cache: {exc}", file=sys.stderr)
+        print(f"python -m stacks plan cache: {exc}", file=sys.stderr)
         return 2
     if args.env not in environments:
-        print(f"hyperwarm plan cache: --env {args.env!r} is not configured; environments: "
+        print(f"python -m stacks plan cache: --env {args.env!r} is not configured; environments: "
               f"{', '.join(environments)}", file=sys.stderr)
         return 2
     cold_start = ColdStart(bandwidth_gbps=args.bandwidth_gbps, image_pull_s=args.image_pull_min * 60)

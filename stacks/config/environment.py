@@ -19,19 +19,20 @@ from typing import Annotated, Any, Literal, Mapping
 from cache_refresh import naming
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from . import hyperpod_dependencies
-from .addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
-from .cache_config import CachesConfig, cache_problems
-from .catalog import CATALOG, instance_spec
-from .endpoint_config import Endpoints, endpoint_name, serving_problems
-from .hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
-from .node_capacity import (
+from hyperwarm import hyperpod_dependencies
+from hyperwarm.addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
+from .caches import CachesConfig, cache_problems
+from hyperwarm.catalog import CATALOG, instance_spec
+from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
+from hyperwarm.validation import SUPPORTED_KUBERNETES_VERSIONS
+from .endpoints import Endpoints, endpoint_name, serving_problems
+from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
+from hyperwarm.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
-from .refresh_config import RefreshConfig, refresh_problems
+from .refresh import RefreshConfig, refresh_problems
 from .strict import REGION, StrictModel, described, pattern_in_words, repeated
 
-SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
 DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
                   "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. inference-p5")
@@ -80,6 +81,15 @@ class InstanceGroupConfig(StrictModel):
         if value not in CATALOG:
             raise ValueError(f"unknown instance type; allowed: {', '.join(sorted(CATALOG))}")
         return value
+
+    def to_spec(self) -> InstanceGroupSpec:
+        """The construct library's props for this group."""
+        return InstanceGroupSpec(
+            name=self.name, instance_type=self.instance_type, instance_count=self.instance_count,
+            threads_per_core=self.threads_per_core, deep_health_checks=self.deep_health_checks,
+            labels=dict(self.labels), taints=tuple(NodeTaint(t.key, t.effect, t.value) for t in self.taints),
+            ebs_volume_gb=self.ebs_volume_gb, holds_caches=self.holds_caches,
+        )
 
     @model_validator(mode="after")
     def _rules(self) -> "InstanceGroupConfig":
