@@ -328,7 +328,7 @@ def cmd_trace(args) -> int:
 
     try:
         with _progress(args) as prog:
-            name, wl, _, model, sc = _setup(args, prog)
+            name, wl, _, _, sc = _setup(args, prog)
             task = prog.add_task(f"writing {args.out}", total=wl.n_requests)
             count = write_trace(wl, args.out, progress=lambda k: prog.advance(task, k))
     except (ValueError, OSError, _Fail) as e:

@@ -49,7 +49,7 @@ import math
 import os
 import zlib
 from datetime import datetime
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence
 
 from .workloads import BYTES_PER_TOKEN, HEADER_BYTES, Request, Workload
 
@@ -153,30 +153,15 @@ def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = 
     field, its value and why it is wrong."""
     if not isinstance(rec, dict):
         raise TraceError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    if "input_length" in rec:  # Mooncake
-        t = _num(rec, "timestamp", where, 1 / 1000.0)
-        inp = _int(rec, "input_length", where, why="a prompt has at least one token")
-        out = _int(rec, "output_length", where, DEFAULT_OUTPUT_TOKENS, why="a request generates at least one token")
-        _check_context(inp, out, where, context_tokens)
-        ids = rec.get("hash_ids") or []
-        if not isinstance(ids, list):
-            raise TraceError(f"{where}: hash_ids={ids!r} is not a list of block ids")
-        return _hash_ids_request(t, ids, 512, inp, out, where)
+    if "input_length" in rec:
+        return _mooncake_request(rec, where, context_tokens)
     t = _num(rec, "timestamp", where)
     out = _int(rec, "output_tokens", where, DEFAULT_OUTPUT_TOKENS, why="a request generates at least one token")
     inp = rec.get("input_tokens")
     if inp is not None:
         inp = _int(rec, "input_tokens", where, why="a prompt has at least one token")
     if "body" in rec or "body_b64" in rec:
-        if "body" in rec and "body_b64" in rec:
-            raise TraceError(f"{where}: give one of 'body' and 'body_b64', not both")
-        if "body" in rec:
-            if not isinstance(rec["body"], str):
-                raise TraceError(f"{where}: field 'body' must be a string, got {type(rec['body']).__name__}")
-            body = rec["body"].encode("utf-8")
-        else:
-            body = _b64(rec["body_b64"], where, "body_b64")
-        req = _body_request(t, body, inp, out)
+        req = _body_request(t, _body(rec, where), inp, out)
         _check_context(req[1], out, where, context_tokens)
         return req
     if "hash_ids" in rec:
@@ -189,29 +174,59 @@ def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = 
         _check_context(inp, out, where, context_tokens)
         return _hash_ids_request(t, ids, bt, inp, out, where)
     if "segments" in rec:
-        segs = []
-        prev = 0
-        end = 0
-        if not isinstance(rec["segments"], list):
-            raise TraceError(f"{where}: segments={rec['segments']!r} is not a list of [id, tokens]")
-        for j, s in enumerate(rec["segments"]):
-            if not (
-                isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[1], int)
-                and not isinstance(s[1], bool) and s[1] >= 1
-            ):
-                raise TraceError(f"{where}: segments[{j}]={s!r} must be [id, tokens >= 1]")
-            prev = _chain(prev, _id(s[0], where, f"segments[{j}] id"))
-            end += s[1]
-            segs.append((prev, end))
-        if not segs:
-            raise TraceError(f"{where}: field 'segments' is empty")
-        if inp is not None and inp != end:
-            raise TraceError(f"{where}: input_tokens={inp} differs from the segments' total {end}")
-        _check_context(end, out, where, context_tokens)
-        ok = rec.get("output_id")
-        out_key = _chain(prev, _id(ok, where, "output_id")) if ok is not None else None
-        return (t, end, out, tuple(segs), out_key, None)
+        return _segments_request(rec, t, inp, out, where, context_tokens)
     raise TraceError(f"{where}: needs one of 'body', 'body_b64', 'hash_ids', 'segments'")
+
+
+def _mooncake_request(rec: dict, where: str, context_tokens: Optional[int]) -> Request:
+    """A Mooncake line: ``timestamp`` in ms, ``input_length``, ``output_length``, 512-token ``hash_ids``."""
+    t = _num(rec, "timestamp", where, 1 / 1000.0)
+    inp = _int(rec, "input_length", where, why="a prompt has at least one token")
+    out = _int(rec, "output_length", where, DEFAULT_OUTPUT_TOKENS, why="a request generates at least one token")
+    _check_context(inp, out, where, context_tokens)
+    ids = rec.get("hash_ids") or []
+    if not isinstance(ids, list):
+        raise TraceError(f"{where}: hash_ids={ids!r} is not a list of block ids")
+    return _hash_ids_request(t, ids, 512, inp, out, where)
+
+
+def _body(rec: dict, where: str) -> bytes:
+    """The bytes of exactly one of ``body`` (UTF-8 text) and ``body_b64``."""
+    if "body" in rec and "body_b64" in rec:
+        raise TraceError(f"{where}: give one of 'body' and 'body_b64', not both")
+    if "body" not in rec:
+        return _b64(rec["body_b64"], where, "body_b64")
+    if not isinstance(rec["body"], str):
+        raise TraceError(f"{where}: field 'body' must be a string, got {type(rec['body']).__name__}")
+    return rec["body"].encode("utf-8")
+
+
+def _segments_request(
+    rec: dict, t: float, inp: Optional[int], out: int, where: str, context_tokens: Optional[int]
+) -> Request:
+    """A ``segments`` record: chained keys of ``[id, tokens]`` runs, and the reply's key from ``output_id``."""
+    segs = []
+    prev = 0
+    end = 0
+    if not isinstance(rec["segments"], list):
+        raise TraceError(f"{where}: segments={rec['segments']!r} is not a list of [id, tokens]")
+    for j, s in enumerate(rec["segments"]):
+        if not (
+            isinstance(s, (list, tuple)) and len(s) == 2 and isinstance(s[1], int)
+            and not isinstance(s[1], bool) and s[1] >= 1
+        ):
+            raise TraceError(f"{where}: segments[{j}]={s!r} must be [id, tokens >= 1]")
+        prev = _chain(prev, _id(s[0], where, f"segments[{j}] id"))
+        end += s[1]
+        segs.append((prev, end))
+    if not segs:
+        raise TraceError(f"{where}: field 'segments' is empty")
+    if inp is not None and inp != end:
+        raise TraceError(f"{where}: input_tokens={inp} differs from the segments' total {end}")
+    _check_context(end, out, where, context_tokens)
+    ok = rec.get("output_id")
+    out_key = _chain(prev, _id(ok, where, "output_id")) if ok is not None else None
+    return (t, end, out, tuple(segs), out_key, None)
 
 
 def _hash_ids_request(t, ids, bt, inp, out, where) -> Request:
@@ -248,13 +263,6 @@ def _load(line: bytes, where: str):
         raise TraceError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
 
 
-def _records(paths: Sequence[str]) -> Iterator[tuple]:
-    """``(where, record)`` for every JSON line; ``where`` is ``file:line`` for error messages."""
-    for _, p, no, _, line in _lines(paths):
-        where = f"{p}:{no}"
-        yield where, _load(line, where)
-
-
 def _expand(paths: Iterable[str]) -> List[str]:
     out: List[str] = []
     for p in paths:
@@ -289,6 +297,33 @@ def _scanned(
     An ordered trace is then streamed again per pass; a disordered one is
     read in sorted order by seeking to each record, so memory holds one
     ``(time, file, offset)`` entry per record, never the bodies."""
+    scan = _scan(files, to_request, progress)
+    t0 = scan.t_min if shift and scan.n else 0.0
+    if not scan.late:
+        return Workload(
+            name, lambda: _requests(_lines(files), to_request, t0), n_requests=scan.n, header_bytes=header_bytes
+        )
+    order = _time_order(files, to_request)
+    notes = [
+        f"sorted {scan.late:,} of {scan.n:,} records that were out of timestamp order (first at {scan.first_late})"
+    ]
+    return Workload(
+        name, lambda: _requests(_seek_lines(files, order), to_request, t0),
+        n_requests=scan.n, header_bytes=header_bytes, notes=notes,
+    )
+
+
+class _Scan(NamedTuple):
+    n: int  # records
+    late: int  # records earlier than one before them
+    first_late: str  # FILE:LINE of the first of those
+    t_min: float  # earliest timestamp
+
+
+def _scan(
+    files: List[str], to_request: Callable[[object, str], Request], progress: Optional[Callable[[int], None]]
+) -> _Scan:
+    """Check and count every record, reporting progress every 65,536."""
     n = 0
     late = 0
     first_late = ""
@@ -308,38 +343,37 @@ def _scanned(
             progress(65536)
     if progress is not None and n % 65536:
         progress(n % 65536)
-    t0 = t_min if shift and n else 0.0
+    return _Scan(n, late, first_late, t_min)
 
-    def stream(items: Iterable[tuple]) -> Iterator[Request]:
-        for _, p, no, _, line in items:
-            where = f"{p}:{no}"
-            req = to_request(_load(line, where), where)
-            yield (req[0] - t0,) + req[1:] if t0 else req
 
-    notes = []
-    if not late:
-        return Workload(name, lambda: stream(_lines(files)), n_requests=n, header_bytes=header_bytes)
+def _requests(items: Iterable[tuple], to_request: Callable[[object, str], Request], t0: float) -> Iterator[Request]:
+    """The request of each line of ``items`` (as :func:`_lines` yields them), timed from ``t0``."""
+    for _, p, no, _, line in items:
+        where = f"{p}:{no}"
+        req = to_request(_load(line, where), where)
+        yield (req[0] - t0,) + req[1:] if t0 else req
 
-    order = sorted(
+
+def _time_order(files: List[str], to_request: Callable[[object, str], Request]) -> List[tuple]:
+    """``(time, file index, byte offset, line number)`` of every record in
+    time order; stable, so equal times keep file order."""
+    return sorted(
         ((to_request(_load(line, f"{p}:{no}"), f"{p}:{no}")[0], fi, off, no) for fi, p, no, off, line in _lines(files)),
         key=lambda e: e[0],
-    )  # stable: equal times keep file order
-
-    def in_order() -> Iterator[tuple]:
-        handles = [open(f, "rb") for f in files]
-        try:
-            for _, fi, off, no in order:
-                h = handles[fi]
-                h.seek(off)
-                yield fi, files[fi], no, off, h.readline().strip()
-        finally:
-            for h in handles:
-                h.close()
-
-    notes.append(
-        f"sorted {late:,} of {n:,} records that were out of timestamp order (first at {first_late})"
     )
-    return Workload(name, lambda: stream(in_order()), n_requests=n, header_bytes=header_bytes, notes=notes)
+
+
+def _seek_lines(files: List[str], order: List[tuple]) -> Iterator[tuple]:
+    """The lines of ``files`` in ``order`` (see :func:`_time_order`), read by seeking, as :func:`_lines` yields them."""
+    handles = [open(f, "rb") for f in files]
+    try:
+        for _, fi, off, no in order:
+            h = handles[fi]
+            h.seek(off)
+            yield fi, files[fi], no, off, h.readline().strip()
+    finally:
+        for h in handles:
+            h.close()
 
 
 def read_trace(

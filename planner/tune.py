@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .sim import InstanceModel, StrategyResult, simulate_many
 from .strategies import (
@@ -33,6 +33,7 @@ from .strategies import (
     LeastOutstanding,
     PrefixAware,
     Random,
+    Strategy,
 )
 from .workloads import Workload
 
@@ -165,6 +166,33 @@ def tune(
     strategies share one pass over the trace (memory: one set of caches per
     strategy in the batch); ``clients`` as in :func:`planner.sim.simulate`.
     """
+    _check_args(n_instances, max_share_deviation, seeds, batch)
+    pls = _validate(prefix_lengths, "prefix_length", PREFIX_LENGTH_RANGE)
+    ths = _validate(thresholds, "concurrency_threshold", CONCURRENCY_THRESHOLD_RANGE)
+    run = _runner(workload, n_instances, model, batch, clients, on_run)
+    done = run([Random(), LeastOutstanding()] + [PrefixAware(pl, th) for pl in pls for th in ths], seed)
+    baselines, cands = done[:2], done[2:]
+    finalists, feasible = _finalists(cands, max_share_deviation)
+    # noise check on fresh seeds: the grid's winners were chosen on `seed`,
+    # so their margins there are biased upwards
+    fresh = [seed + 1 + k for k in range(seeds)]
+    check = _noise_check(run, finalists, fresh, feasible)
+    chosen, reason = _recommend(check, baselines, feasible, max_share_deviation, seeds)
+    return TuneResult(
+        best=chosen,
+        best_prefix_aware=check.best,
+        baselines=baselines,
+        candidates=cands,
+        feasible=feasible,
+        max_share_deviation=max_share_deviation,
+        reason=reason,
+        seeds=fresh,
+        comparisons=[check.pa_vs_lor, check.pa_vs_rnd, check.lor_vs_rnd],
+        prefix_aware_benefit=check.benefit,
+    )
+
+
+def _check_args(n_instances: int, max_share_deviation: float, seeds: int, batch: int) -> None:
     if batch < 1:
         raise ValueError(f"batch={batch!r} is outside the allowed range >= 1")
     if n_instances < 2:
@@ -176,14 +204,19 @@ def tune(
         raise ValueError(f"max_share_deviation={max_share_deviation!r} is outside the allowed range > 0")
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
         raise ValueError(f"seeds={seeds!r} is outside the allowed range >= 2 (noise needs two runs or more)")
-    pls = _validate(prefix_lengths, "prefix_length", PREFIX_LENGTH_RANGE)
-    ths = _validate(thresholds, "concurrency_threshold", CONCURRENCY_THRESHOLD_RANGE)
+
+
+_Run = Callable[[List[Strategy], int], List[StrategyResult]]
+
+
+def _runner(workload, n_instances: int, model: InstanceModel, batch: int, clients: Optional[int], on_run) -> _Run:
+    """``run(strategies, seed)``: one pass over the seed's workload per batch
+    of strategies, since reading and parsing a trace costs more than
+    simulating one strategy on it."""
     tick = on_run or (lambda label: None)
     for_seed = workload if callable(workload) and not isinstance(workload, Workload) else (lambda s: workload)
 
-    def run(strategies, s: int) -> List[StrategyResult]:
-        # one pass over the trace per batch of strategies: reading and parsing
-        # a trace costs more than simulating one strategy on it
+    def run(strategies: List[Strategy], s: int) -> List[StrategyResult]:
         wl = for_seed(s)
         out: List[StrategyResult] = []
         for i in range(0, len(strategies), batch):
@@ -193,70 +226,73 @@ def tune(
                 tick(st.label())
         return out
 
-    done = run([Random(), LeastOutstanding()] + [PrefixAware(pl, th) for pl in pls for th in ths], seed)
-    baselines, cands = done[:2], done[2:]
+    return run
 
+
+def _rank(r: StrategyResult):
+    # p90 first; the least imbalance and highest hit rate break near-ties
+    return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
+
+
+def _finalists(cands: List[StrategyResult], max_share_deviation: float) -> Tuple[List[StrategyResult], bool]:
+    """The :data:`FINALISTS` best grid runs within the share constraint, and
+    whether any met it (if none did, the least imbalanced run alone)."""
     ok = [r for r in cands if r.max_share_deviation <= max_share_deviation]
-    feasible = bool(ok)
+    if not ok:
+        return [min(cands, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))], False
+    return sorted(ok, key=_rank)[:FINALISTS], True
 
-    def key(r: StrategyResult):
-        # p90 first; the least imbalance and highest hit rate break near-ties
-        return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
 
-    ranked = sorted(ok, key=key) if feasible else [min(cands, key=lambda r: (r.max_share_deviation, r.ttft_ms["p90"]))]
-    finalists = ranked[:FINALISTS]
+@dataclass
+class _NoiseCheck:
+    best: StrategyResult  # the best PREFIX_AWARE finalist (grid-seed run)
+    pa_vs_lor: Comparison
+    pa_vs_rnd: Comparison
+    lor_vs_rnd: Comparison
+    benefit: bool  # best beats both baselines beyond the noise
 
-    # noise check on fresh seeds: the grid's winners were chosen on `seed`,
-    # so their margins there are biased upwards
-    fresh = [seed + 1 + k for k in range(seeds)]
-    runs: List[List[StrategyResult]] = []
-    for s in fresh:
-        runs.append(run(
-            [Random(), LeastOutstanding()]
-            + [PrefixAware(f.params["prefix_length"], f.params["concurrency_threshold"]) for f in finalists],
-            s,
-        ))
+
+def _noise_check(run: _Run, finalists: List[StrategyResult], fresh: List[int], feasible: bool) -> _NoiseCheck:
+    """Re-run the finalists with both baselines on the ``fresh`` seeds and
+    pair them seed by seed; the best is the lowest mean p90 among the
+    finalists that win (among all of them if none does)."""
+    finalist_strategies = [
+        PrefixAware(f.params["prefix_length"], f.params["concurrency_threshold"]) for f in finalists
+    ]
+    runs = [run([Random(), LeastOutstanding()] + finalist_strategies, s) for s in fresh]
     by_strategy = list(zip(*runs))  # per strategy: its run on each fresh seed
     rnd_runs, lor_runs, pa_runs = list(by_strategy[0]), list(by_strategy[1]), [list(r) for r in by_strategy[2:]]
-    lor_vs_rnd = _compare(lor_runs, rnd_runs)
     confirmed = [
         (statistics.fmean(r.ttft_ms["p90"] for r in pa), f, _compare(pa, lor_runs), _compare(pa, rnd_runs))
         for f, pa in zip(finalists, pa_runs)
     ]
     passing = [c for c in confirmed if feasible and c[2].wins(need_hit_gain=True) and c[3].wins(need_hit_gain=True)]
-    benefit = bool(passing)
     _, best, pa_vs_lor, pa_vs_rnd = min(passing or confirmed, key=lambda c: c[0])
+    return _NoiseCheck(best, pa_vs_lor, pa_vs_rnd, _compare(lor_runs, rnd_runs), bool(passing))
 
-    lor, rnd = baselines[1], baselines[0]
-    if benefit:
-        chosen = best
-        reason = (
+
+def _recommend(
+    check: _NoiseCheck, baselines: List[StrategyResult], feasible: bool, max_share_deviation: float, seeds: int
+) -> Tuple[StrategyResult, str]:
+    """The recommended run and why: PREFIX_AWARE if it passed the noise
+    check, else LEAST_OUTSTANDING_REQUESTS if it beats RANDOM, else RANDOM."""
+    rnd, lor = baselines
+    best = check.best
+    if check.benefit:
+        return best, (
             f"lowest p90 TTFT ({best.ttft_ms['p90']:.0f} ms vs {lor.ttft_ms['p90']:.0f} ms least-outstanding, "
             f"{rnd.ttft_ms['p90']:.0f} ms random) with every instance within {max_share_deviation:.0%} of its "
-            f"fair share, confirmed on {seeds} fresh seeds: {pa_vs_lor.describe()}; {pa_vs_rnd.describe()}"
+            f"fair share, confirmed on {seeds} fresh seeds: {check.pa_vs_lor.describe()}; {check.pa_vs_rnd.describe()}"
         )
+    if not feasible:
+        why = f"no PREFIX_AWARE setting kept every instance's share within {max_share_deviation:.0%} of fair"
     else:
-        if not feasible:
-            why = f"no PREFIX_AWARE setting kept every instance's share within {max_share_deviation:.0%} of fair"
-        else:
-            lost = pa_vs_lor if not pa_vs_lor.wins(need_hit_gain=True) else pa_vs_rnd
-            why = f"{best.label} does not beat the noise with a higher KV hit rate: {lost.describe()}"
-        if lor_vs_rnd.wins(need_hit_gain=False):
-            chosen = lor
-            fallback = f"LEAST_OUTSTANDING_REQUESTS beats the default RANDOM: {lor_vs_rnd.describe()}"
-        else:
-            chosen = rnd
-            fallback = f"keep the default RANDOM, nothing beats it beyond the noise: {lor_vs_rnd.describe()}"
-        reason = f"prefix-aware routing has no benefit for this traffic ({why}); {fallback}"
-    return TuneResult(
-        best=chosen,
-        best_prefix_aware=best,
-        baselines=baselines,
-        candidates=cands,
-        feasible=feasible,
-        max_share_deviation=max_share_deviation,
-        reason=reason,
-        seeds=fresh,
-        comparisons=[pa_vs_lor, pa_vs_rnd, lor_vs_rnd],
-        prefix_aware_benefit=benefit,
-    )
+        lost = check.pa_vs_lor if not check.pa_vs_lor.wins(need_hit_gain=True) else check.pa_vs_rnd
+        why = f"{best.label} does not beat the noise with a higher KV hit rate: {lost.describe()}"
+    if check.lor_vs_rnd.wins(need_hit_gain=False):
+        chosen = lor
+        fallback = f"LEAST_OUTSTANDING_REQUESTS beats the default RANDOM: {check.lor_vs_rnd.describe()}"
+    else:
+        chosen = rnd
+        fallback = f"keep the default RANDOM, nothing beats it beyond the noise: {check.lor_vs_rnd.describe()}"
+    return chosen, f"prefix-aware routing has no benefit for this traffic ({why}); {fallback}"

@@ -155,38 +155,11 @@ def shared_prefix(
     _check("hot_share", hot_share, 0.0, 1.0)
     total = n_requests if n_requests is not None else groups * prompts_per_group
     _check("n_requests", total, 1)
-
-    def gen() -> Iterator[Request]:
-        rng = np.random.default_rng(seed)
-        pkeys = [hash((_S_PREFIX, seed, g)) for g in range(groups)]
-        P = prefix_tokens
-        t = 0.0
-        i = 0
-        while i < total:
-            b = min(_CHUNK, total - i)
-            times = _arrivals(rng, rate_rps, b, t)
-            t = times[-1]
-            grp = rng.integers(0, groups, b)
-            if hot_share > 0:
-                grp[rng.random(b) < hot_share] = 0
-            if question_jitter > 0:
-                lo = max(1, int(question_tokens * (1 - question_jitter)))
-                hi = int(question_tokens * (1 + question_jitter)) + 1
-                qlen = rng.integers(lo, hi, b).tolist()
-            else:
-                qlen = [question_tokens] * b
-            for tt, g, q in zip(times, grp.tolist(), qlen):
-                inp = P + q
-                if P:
-                    segs = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp))
-                else:
-                    segs = ((hash((_S_QUESTION, seed, i)), inp),)
-                yield (tt, inp, output_tokens, segs, None, None)
-                i += 1
-
     return Workload(
         name,
-        gen,
+        lambda: _shared_prefix_requests(
+            seed, total, groups, prefix_tokens, question_tokens, question_jitter, output_tokens, rate_rps, hot_share
+        ),
         n_requests=total,
         description=(
             f"{groups} groups x {prefix_tokens}-token prefix + {question_tokens}-token "
@@ -194,6 +167,43 @@ def shared_prefix(
             + (f", {hot_share:.0%} on one hot prefix" if hot_share else "")
         ),
     )
+
+
+def _shared_prefix_requests(
+    seed: int, total: int, groups: int, prefix_tokens: int, question_tokens: int, question_jitter: float,
+    output_tokens: int, rate_rps: float, hot_share: float,
+) -> Iterator[Request]:
+    """The stream of :func:`shared_prefix`, drawn in chunks of :data:`_CHUNK`."""
+    rng = np.random.default_rng(seed)
+    pkeys = [hash((_S_PREFIX, seed, g)) for g in range(groups)]
+    P = prefix_tokens
+    t = 0.0
+    i = 0
+    while i < total:
+        b = min(_CHUNK, total - i)
+        times = _arrivals(rng, rate_rps, b, t)
+        t = times[-1]
+        grp = rng.integers(0, groups, b)
+        if hot_share > 0:
+            grp[rng.random(b) < hot_share] = 0
+        qlen = _question_lengths(rng, question_tokens, question_jitter, b)
+        for tt, g, q in zip(times, grp.tolist(), qlen):
+            inp = P + q
+            if P:
+                segs = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp))
+            else:
+                segs = ((hash((_S_QUESTION, seed, i)), inp),)
+            yield (tt, inp, output_tokens, segs, None, None)
+            i += 1
+
+
+def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: float, n: int) -> list:
+    """``n`` question lengths, uniform within +-``jitter`` of ``question_tokens``."""
+    if jitter > 0:
+        lo = max(1, int(question_tokens * (1 - jitter)))
+        hi = int(question_tokens * (1 + jitter)) + 1
+        return rng.integers(lo, hi, n).tolist()
+    return [question_tokens] * n
 
 
 def multi_turn_chat(
@@ -229,57 +239,12 @@ def multi_turn_chat(
     _check("rate_rps", rate_rps, 1e-9)
     _check("n_requests", n_requests, 1)
     _check("max_context_tokens", max_context_tokens, 64)
-
-    def gen() -> Iterator[Request]:
-        rng = np.random.default_rng(seed)
-        sys_keys = [hash((_S_SYSTEM, seed, s)) for s in range(system_prompts)]
-        next_conv = [0]
-
-        def new_conv(sys_choice: int) -> list:
-            cid = next_conv[0]
-            next_conv[0] += 1
-            r = int(rng.integers(rounds[0], rounds[1] + 1))
-            segs = [(sys_keys[sys_choice], system_tokens)] if system_tokens else []
-            # [conv id, turns done, turns total, segs, end tokens, pending reply]
-            return [cid, 0, r, segs, system_tokens, None]
-
-        pool = [new_conv(int(rng.integers(0, system_prompts))) for _ in range(active_conversations)]
-        t = 0.0
-        i = 0
-        mu_u, sg_u = math.log(user_tokens[0]), user_tokens[1]
-        mu_a, sg_a = math.log(assistant_tokens[0]), assistant_tokens[1]
-        while i < n_requests:
-            b = min(_CHUNK, n_requests - i)
-            times = _arrivals(rng, rate_rps, b, t)
-            t = times[-1]
-            slots = rng.integers(0, active_conversations, b).tolist()
-            ulen = np.maximum(1, rng.lognormal(mu_u, sg_u, b)).astype(int).tolist()
-            alen = np.maximum(1, rng.lognormal(mu_a, sg_a, b)).astype(int).tolist()
-            syss = rng.integers(0, system_prompts, b).tolist()
-            for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss):
-                conv = pool[s]
-                cid, done, _, segs, end, pending = conv
-                if pending is not None:  # previous reply joins the history
-                    end += pending[1]
-                    segs.append((pending[0], end))
-                end += u
-                if end + a > max_context_tokens and done:
-                    conv = pool[s] = new_conv(sc)
-                    cid, done, _, segs, end, pending = conv
-                    end += u
-                segs.append((hash((_S_USER, seed, cid, done)), end))
-                out_key = hash((_S_ASSIST, seed, cid, done))
-                yield (tt, end, a, tuple(segs), out_key, None)
-                i += 1
-                conv[1] = done + 1
-                conv[4] = end
-                conv[5] = (out_key, a)
-                if conv[1] >= conv[2]:
-                    pool[s] = new_conv(sc)
-
     return Workload(
         name,
-        gen,
+        lambda: _chat_requests(
+            seed, n_requests, active_conversations, rounds, system_prompts, system_tokens,
+            user_tokens, assistant_tokens, max_context_tokens, rate_rps,
+        ),
         n_requests=n_requests,
         description=(
             f"{active_conversations} concurrent conversations, {rounds[0]}-{rounds[1]} rounds, "
@@ -287,6 +252,66 @@ def multi_turn_chat(
             f"~{assistant_tokens[0]:g} tokens, {rate_rps:g} req/s"
         ),
     )
+
+
+def _conversations(rng: np.random.Generator, seed: int, rounds: Tuple[int, int], system_prompts: int,
+                   system_tokens: int) -> Callable[[int], list]:
+    """``new(system prompt index)``: a fresh conversation, numbered in order, as
+    the mutable list ``[conv id, turns done, turns total, segs, end tokens, pending reply]``."""
+    sys_keys = [hash((_S_SYSTEM, seed, s)) for s in range(system_prompts)]
+    next_conv = [0]
+
+    def new(sys_choice: int) -> list:
+        cid = next_conv[0]
+        next_conv[0] += 1
+        r = int(rng.integers(rounds[0], rounds[1] + 1))
+        segs = [(sys_keys[sys_choice], system_tokens)] if system_tokens else []
+        return [cid, 0, r, segs, system_tokens, None]
+
+    return new
+
+
+def _chat_requests(
+    seed: int, n_requests: int, active_conversations: int, rounds: Tuple[int, int], system_prompts: int,
+    system_tokens: int, user_tokens: Tuple[float, float], assistant_tokens: Tuple[float, float],
+    max_context_tokens: int, rate_rps: float,
+) -> Iterator[Request]:
+    """The stream of :func:`multi_turn_chat`, drawn in chunks of :data:`_CHUNK`."""
+    rng = np.random.default_rng(seed)
+    new_conv = _conversations(rng, seed, rounds, system_prompts, system_tokens)
+    pool = [new_conv(int(rng.integers(0, system_prompts))) for _ in range(active_conversations)]
+    t = 0.0
+    i = 0
+    mu_u, sg_u = math.log(user_tokens[0]), user_tokens[1]
+    mu_a, sg_a = math.log(assistant_tokens[0]), assistant_tokens[1]
+    while i < n_requests:
+        b = min(_CHUNK, n_requests - i)
+        times = _arrivals(rng, rate_rps, b, t)
+        t = times[-1]
+        slots = rng.integers(0, active_conversations, b).tolist()
+        ulen = np.maximum(1, rng.lognormal(mu_u, sg_u, b)).astype(int).tolist()
+        alen = np.maximum(1, rng.lognormal(mu_a, sg_a, b)).astype(int).tolist()
+        syss = rng.integers(0, system_prompts, b).tolist()
+        for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss):
+            conv = pool[s]
+            cid, done, _, segs, end, pending = conv
+            if pending is not None:  # previous reply joins the history
+                end += pending[1]
+                segs.append((pending[0], end))
+            end += u
+            if end + a > max_context_tokens and done:
+                conv = pool[s] = new_conv(sc)
+                cid, done, _, segs, end, pending = conv
+                end += u
+            segs.append((hash((_S_USER, seed, cid, done)), end))
+            out_key = hash((_S_ASSIST, seed, cid, done))
+            yield (tt, end, a, tuple(segs), out_key, None)
+            i += 1
+            conv[1] = done + 1
+            conv[4] = end
+            conv[5] = (out_key, a)
+            if conv[1] >= conv[2]:
+                pool[s] = new_conv(sc)
 
 
 def variable_chat(

@@ -71,8 +71,6 @@ PENDING_SPLIT = {
     ("constructs/hyperwarm/cluster.py", "class HyperPodEksCluster"), ("constructs/hyperwarm/cluster.py", "def __init__"),
     ("constructs/hyperwarm/endpoint.py", "class InferenceEndpoint"), ("constructs/hyperwarm/endpoint.py", "def __init__"),
     ("constructs/hyperwarm/refresh.py", "class CacheRefreshHook"),
-    ("planner/traces.py", "def parse_line"), ("planner/traces.py", "def _scanned"), ("planner/tune.py", "def tune"),
-    ("planner/workloads.py", "def shared_prefix"), ("planner/workloads.py", "def multi_turn_chat"),
 }
 
 
