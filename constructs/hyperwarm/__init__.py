@@ -22,13 +22,18 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "HyperPodEksClusterProps", "InstanceGroup",
     ),
     "client": ("PREFIX_AWARE_ID_HEADER", "canonical_json", "invoke_endpoint_args", "prefix_aware_id"),
-    "endpoint": (
-        "Autoscaling", "DataCapture", "DeploymentGuardrails", "InferenceComponentSpec", "InferenceEndpoint",
-        "InferenceEndpointProps", "ModelSpec", "ProductionVariant", "Routing", "ServerlessSpec",
-        "TrafficShift", "production_variant_api_shape",
+    "endpoint": ("InferenceEndpoint",),
+    "endpoint_base": ("IInferenceEndpoint",),
+    "endpoint_configuration": ("EndpointConfiguration", "EndpointConfigurationProps", "production_variant_api_shape"),
+    "endpoint_props": (
+        "Autoscaling", "DataCapture", "DeploymentGuardrails", "InferenceComponentSpec", "InferenceEndpointProps",
+        "ModelSpec", "ProductionVariant", "ServerlessSpec", "TrafficShift",
     ),
-    "images": ("ContainerImage",),
+    "images": ("ContainerImage", "ContainerImageConfig"),
+    "inference_component": ("InferenceComponent", "InferenceComponentProps"),
     "instance_group": ("InstanceGroupSpec", "NodeTaint"),
+    "model": ("InferenceModel", "InferenceModelProps", "grant_model_data_read"),
+    "routing": ("Routing",),
     "refresh": (
         "BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget",
         "HyperPodRefreshTarget", "RefreshedPrefix",

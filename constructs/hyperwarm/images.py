@@ -20,51 +20,15 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from constructs import IConstruct
+
+from .inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem, image_cuda  # noqa: F401 (re-exported)
 
 _ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z]{2}(-[a-z]+)+-\d)\.amazonaws\.com(\.cn)?"
     r"/(?P<repository>[a-z0-9][a-z0-9._/-]*?)(:(?P<tag>[\w][\w.-]{0,127})|@sha256:[0-9a-f]{64})?$"
 )
-
-
-INFERENCE_AMI_CUDA: dict[str, tuple[int, int]] = {
-    "al2-ami-sagemaker-inference-gpu-2": (12, 2),  # NVIDIA driver 535
-    "al2-ami-sagemaker-inference-gpu-2-1": (12, 2),  # driver 535
-    "al2-ami-sagemaker-inference-gpu-3-1": (12, 4),  # driver 550
-    "al2023-ami-sagemaker-inference-gpu-4-1": (13, 0),  # driver 580
-}
-"""Highest CUDA version each SageMaker ``InferenceAmiVersion``'s GPU driver runs (botocore 1.44.8's
-``ProductionVariant.InferenceAmiVersion`` documentation). Without one, SageMaker picks a default AMI with
-driver 470 (CUDA 11.4) or 535 (CUDA 12.2) by instance family: "Best practices to minimize interruptions
-during GPU driver upgrades", https://docs.aws.amazon.com/sagemaker/latest/dg/inference-gpu-drivers.html."""
-
-_CUDA_TAG = re.compile(r"(?:^|[-_.])cu(\d{2,3})(?=$|[-_.])")
-
-
-def image_cuda(uri: str) -> tuple[int, int] | None:
-    """The CUDA version an image's tag names (``...-cu130-...`` -> (13, 0)); None when it names none."""
-    tag = uri.rsplit("/", 1)[-1].partition(":")[2]
-    match = _CUDA_TAG.search(tag)
-    if match is None:
-        return None
-    digits = match[1]
-    return int(digits[:-1]), int(digits[-1])
-
-
-def cuda_ami_problem(uri: str, ami: str | None) -> str | None:
-    """Why a SageMaker variant running ``uri`` on host AMI ``ami`` (an ``InferenceAmiVersion``) cannot
-    start its CUDA; None when it can, or when the image names no CUDA or the AMI is unknown."""
-    cuda = image_cuda(uri)
-    if cuda is None or (ami is not None and ami not in INFERENCE_AMI_CUDA):
-        return None
-    if ami is not None and INFERENCE_AMI_CUDA[ami] >= cuda:
-        return None
-    fitting = [name for name, supported in INFERENCE_AMI_CUDA.items() if supported >= cuda]
-    wanted = f"set inference_ami_version to {' or '.join(fitting)}" if fitting \
-        else "no known InferenceAmiVersion supports it; use an image built for an older CUDA"
-    have = "SageMaker's default AMI runs CUDA <= 12.2 (driver 470 or 535)" if ami is None \
-        else f"that AMI's driver runs CUDA <= {'.'.join(map(str, INFERENCE_AMI_CUDA[ami]))}"
-    return f"the image {uri} needs CUDA {cuda[0]}.{cuda[1]} but {have}; {wanted}"
 
 
 @dataclass(frozen=True)
@@ -149,17 +113,31 @@ def _resolve(framework: str, version: str, region: str) -> str:
         raise ValueError(f"no official {framework} {version} image in {region}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class ContainerImageConfig:
+    """What a model's container definition takes from a bound image."""
+
+    image_uri: str
+    """The image as SageMaker pulls it: ``<registry>/<repository>:<tag>`` or ``@sha256:<digest>``."""
+
+
+_PULL_ACTIONS = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"]
+
+
 class ContainerImage:
     """The image of a SageMaker model container. Use the static factories."""
 
     def __init__(self, *, uri: str | None = None, repository: ecr.IRepository | None = None,
                  tag: str | None = None, framework: str | None = None, version: str | None = None) -> None:
         self._uri, self._repository, self._tag = uri, repository, tag
-        self.framework, self.version = framework, version
+        self.framework: str | None = framework
+        """The official framework (``official``), else None."""
+        self.version: str | None = version
+        """The official framework's version (``official``), else None."""
 
     @staticmethod
     def from_uri(uri: str) -> "ContainerImage":
-        """An explicit ECR image URI; the execution role may pull from exactly its repository."""
+        """An explicit ECR image URI; the model may pull from exactly its repository."""
         return ContainerImage(uri=uri)
 
     @staticmethod
@@ -181,29 +159,43 @@ class ContainerImage:
         return self._uri
 
     def describe(self) -> str:
+        """The image for messages: ``vllm 0.27.1``, the repository tag, or the URI."""
         if self.framework:
             return f"{self.framework} {self.version}"
         if self._repository is not None:
             return f"ECR repository image :{self._tag}"
         return str(self._uri)
 
-    def bind(self, scope: cdk.Stack) -> tuple[str, ecr.IRepository | None, EcrImage | None]:
-        """(image URI, repository to grant pull on or None, parsed URI or None) for ``scope``'s region."""
+    def uri_for(self, scope: IConstruct) -> str:
+        """The image URI in ``scope``'s stack (official images are resolved for its region)."""
         if self._repository is not None:
-            return self._repository.repository_uri_for_tag(self._tag), self._repository, None
+            return self._repository.repository_uri_for_tag(self._tag)
         if self.framework:
-            region = scope.region
+            region = cdk.Stack.of(scope).region
             if cdk.Token.is_unresolved(region):
                 raise ValueError(
-                    f"{scope.node.path}: the official {self.describe()} image is resolved per region at synth; "
-                    "give the stack an explicit region (env=cdk.Environment(region=...))"
+                    f"{scope.node.path}: image = {self.describe()!r} -- an official image is resolved per region at "
+                    "synth; give the stack an explicit region (env=cdk.Environment(region=...))"
                 )
-            uri = official_image_uri(self.framework, str(self.version), region)
-            return uri, None, parse_ecr_uri(uri)
-        uri = str(self._uri)
+            return official_image_uri(self.framework, str(self.version), region)
+        return str(self._uri)
+
+    def bind(self, scope: IConstruct, grantee: iam.IGrantable) -> ContainerImageConfig:
+        """The image for a model in ``scope``, with ``grantee`` (the model) allowed to pull exactly it."""
+        uri = self.uri_for(scope)
+        if self._repository is not None:
+            self._repository.grant_pull(grantee)
+            return ContainerImageConfig(uri)
         if cdk.Token.is_unresolved(uri):
             raise ValueError(
-                f"{scope.node.path}: an image URI that is a token cannot be scoped for pulling; "
+                f"{scope.node.path}: image = {uri!r} -- an image URI that is a token cannot be scoped for pulling; "
                 "use ContainerImage.from_ecr_repository(...)"
             )
-        return uri, None, parse_ecr_uri(uri)
+        try:
+            repository_arn = parse_ecr_uri(uri).repository_arn(cdk.Stack.of(scope).partition)
+        except ValueError as exc:
+            raise ValueError(f"{scope.node.path}: image = {exc}") from None
+        iam.Grant.add_to_principal(grantee=grantee, actions=_PULL_ACTIONS, resource_arns=[repository_arn])
+        # No resource-level scoping exists for the registry token.
+        iam.Grant.add_to_principal(grantee=grantee, actions=["ecr:GetAuthorizationToken"], resource_arns=["*"])
+        return ContainerImageConfig(uri)

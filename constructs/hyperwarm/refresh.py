@@ -39,8 +39,9 @@ from cache_refresh import naming
 from constructs import Construct
 
 from .cluster import HyperPodEksCluster
-from .endpoint import InferenceEndpoint
+from .endpoint_base import IInferenceEndpoint
 from .buckets import model_bucket
+from .model import grant_model_data_read
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix,
                   managed_policy, object_arn_finding)
 from .validation import repeated
@@ -89,7 +90,7 @@ class BlueGreen:
 class EndpointRefreshTarget:
     """A SageMaker endpoint whose variants read the refreshed prefix."""
 
-    endpoint: InferenceEndpoint
+    endpoint: IInferenceEndpoint
     blue_green: BlueGreen = field(default_factory=BlueGreen)
     """Traffic shifting of the refresh's UpdateEndpoint. Default: all at once after 5 minutes."""
 
@@ -356,7 +357,7 @@ class CacheRefreshHook(Construct):
             if name and not cdk.Token.is_unresolved(name) else self.bucket
         for model in props.models:
             for target in model.endpoints:
-                target.endpoint.grant_model_prefix_read(readable, model.prefix)
+                grant_model_data_read(target.endpoint, readable, model.prefix)
             for target in model.hyperpod:
                 if target.cluster.inference_operator is not None:
                     target.cluster.inference_operator.grant_model_read(readable, model.prefix)

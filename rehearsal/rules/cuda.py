@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.images import cuda_ami_problem
+from hyperwarm.inference_ami import cuda_ami_problem
 from rehearsal.core import Assembly, Finding, ref_target, rule
 
 

@@ -1,7 +1,7 @@
 """The ``endpoints`` section of an environment: SageMaker real-time endpoints and their variants.
 
 Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
-path). Routing rules come from :func:`hyperwarm.endpoint.routing_problems`, the same function the
+path). Routing rules come from :func:`hyperwarm.routing.routing_problems`, the same function the
 construct uses, so config and library users get the same messages.
 """
 
@@ -11,16 +11,17 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from hyperwarm.endpoint import (
+from hyperwarm.endpoint_props import SCALING_METRICS
+from hyperwarm.inference_ami import cuda_ami_problem
+from hyperwarm.routing import (
     CONCURRENCY_THRESHOLD_RANGE,
     PREFIX_LENGTH_RANGE,
     ROUTING_STRATEGIES,
-    SCALING_METRICS,
     Routing,
     routing_problems,
 )
-from hyperwarm.images import cuda_ami_problem
 from hyperwarm.serving import sagemaker_placement, server_settings
+
 from .serving import ServingConfig
 from .strict import StrictModel, described, repeated
 
