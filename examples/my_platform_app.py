@@ -19,4 +19,20 @@ cluster = hyperwarm.HyperPodEksCluster(stack, "Inference", hyperwarm.HyperPodEks
     availability_zones=["eu-west-1a", "eu-west-1b"],
 ))
 cdk.CfnOutput(stack, "LlmGroupNvmeGb", value=str(cluster.cache_group("llm").nvme_gb))
+
+# A SageMaker endpoint beside the cluster: an alarm on its latency, and a caller allowed to invoke it.
+chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointProps(
+    endpoint_name="my-team-chat",
+    variants=[hyperwarm.ProductionVariant(
+        name="main", instance_type="ml.g6e.12xlarge", instance_count=2,
+        routing=hyperwarm.Routing.least_outstanding_requests(),
+        model=hyperwarm.ModelSpec(
+            hyperwarm.ContainerImage.from_uri("111122223333.dkr.ecr.eu-west-1.amazonaws.com/vllm:0.10.1"),
+            model_data="s3://my-team-models/llama-3.1-8b-instruct/v1/",
+            serving=hyperwarm.Serving(framework="vllm")),  # our own image: say which server it runs
+    )],
+))
+chat.metric_model_latency("main", statistic="p90").create_alarm(
+    stack, "ChatLatencyAlarm", threshold=2_000_000, evaluation_periods=3)  # microseconds
+chat.grant_invoke(cdk.aws_iam.Role(stack, "ChatCaller", assumed_by=cdk.aws_iam.AccountRootPrincipal()))
 app.synth()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import aws_cdk as cdk
@@ -13,16 +16,21 @@ from hyperwarm import (
     ContainerImage,
     DataCapture,
     DeploymentGuardrails,
+    IInferenceEndpoint,
     InferenceComponentSpec,
     InferenceEndpoint,
     InferenceEndpointProps,
+    InferenceModel,
+    InferenceModelProps,
     ModelSpec,
     ProductionVariant,
     Routing,
     ServerlessSpec,
     Serving,
     TrafficShift,
+    grant_model_data_read,
 )
+from hyperwarm.endpoint_rules import endpoint_problems
 
 IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
 # A repository of the account's own: hyperwarm is told which convention the image follows.
@@ -417,3 +425,142 @@ def test_a_token_instance_type_needs_explicit_parallelism_and_then_synthesizes()
     InferenceEndpoint(stack, "Chat2", InferenceEndpointProps(variants=[
         variant(instance_type=instance_type, model=served(serving))]))
     assert container(Template.from_stack(stack).to_json())["Environment"]["SM_VLLM_TENSOR_PARALLEL_SIZE"] == "8"
+
+
+# -- construct library surface (issue 12) ------------------------------------------------------
+
+
+def grantee(stack: cdk.Stack) -> cdk.aws_iam.Role:
+    return cdk.aws_iam.Role(stack, "Caller", assumed_by=cdk.aws_iam.AccountRootPrincipal())
+
+
+def statements_of(stack: cdk.Stack, role: cdk.aws_iam.Role) -> list[dict[str, Any]]:
+    role_id = stack.resolve(role.node.default_child.logical_id)
+    return [s for p in Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_grant_invoke_lets_the_grantee_invoke_and_stream_on_this_endpoint_only() -> None:
+    stack, endpoint = build(variant(), endpoint_name="chat")
+    caller = grantee(stack)
+    grant = endpoint.grant_invoke(caller)
+    assert grant.success
+    (statement,) = statements_of(stack, caller)
+    (endpoint_id,) = of_type(Template.from_stack(stack).to_json(), "AWS::SageMaker::Endpoint")
+    assert statement["Action"] == ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
+    assert statement["Resource"] == {"Ref": endpoint_id}
+
+
+def test_an_imported_endpoint_grants_invoke_on_its_lower_case_arn() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test", env=cdk.Environment(region="us-east-1", account="111122223333"))
+    imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="Chat-Prod")
+    caller = grantee(stack)
+    imported.grant_invoke(caller)
+    (statement,) = statements_of(stack, caller)
+    assert stack.resolve(statement["Resource"]) == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:111122223333:endpoint/chat-prod"]]}
+    assert imported.endpoint_name == "Chat-Prod" and imported.variant_names is None
+
+
+def test_created_and_imported_endpoints_satisfy_the_protocol() -> None:
+    stack, endpoint = build(variant(), endpoint_name="chat")
+    imported = InferenceEndpoint.from_endpoint_attributes(stack, "Other", endpoint_name="other",
+                                                          variant_names=["main"])
+    assert isinstance(endpoint, IInferenceEndpoint) and isinstance(imported, IInferenceEndpoint)
+
+
+def test_an_imported_endpoint_name_is_validated_naming_path_and_rule() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test")
+    with pytest.raises(ValueError, match=r"Test/Bad: endpoint_name = 'a_b' -- allowed: letters, digits and hyphens"):
+        InferenceEndpoint.from_endpoint_attributes(stack, "Bad", endpoint_name="a_b")
+
+
+@pytest.mark.parametrize("method, metric_name, statistic", [
+    ("metric_invocations", "Invocations", "Sum"),
+    ("metric_invocation_4xx_errors", "Invocation4XXErrors", "Sum"),
+    ("metric_invocation_5xx_errors", "Invocation5XXErrors", "Sum"),
+    ("metric_model_latency", "ModelLatency", "Average"),
+    ("metric_overhead_latency", "OverheadLatency", "Average"),
+])
+def test_metric_helpers_default_to_their_statistic_over_5_minutes_per_variant(method: str, metric_name: str,
+                                                                             statistic: str) -> None:
+    stack, endpoint = build(variant(), endpoint_name="chat")
+    metric = getattr(endpoint, method)("main")
+    assert (metric.namespace, metric.metric_name, metric.statistic) == ("AWS/SageMaker", metric_name, statistic)
+    assert metric.period.to_minutes() == 5
+    assert stack.resolve(metric.dimensions) == {"EndpointName": "chat", "VariantName": "main"}
+    assert getattr(endpoint, method)("main", statistic="p99").statistic == "p99"
+
+
+def test_a_metric_of_an_unknown_variant_names_the_path_and_the_variants() -> None:
+    _, endpoint = build(variant("a"), variant("b"), endpoint_name="chat")
+    with pytest.raises(ValueError, match=r"Test/Chat: variant_name = 'c' -- allowed: a, b"):
+        endpoint.metric_model_latency("c")
+
+
+def test_each_l2_wraps_its_l1_as_default_child_under_the_old_logical_id() -> None:
+    stack, endpoint = build(variant(inference_component=InferenceComponentSpec(accelerators_per_copy=1)),
+                            endpoint_name="chat")
+    children = {"model": endpoint.models["main"], "config": endpoint.endpoint_config,
+                "component": endpoint.inference_components["main"]}
+    ids = {k: stack.resolve(c.node.default_child.logical_id) for k, c in children.items()}
+    # "Default" leaves the logical id as it was when the endpoint owned the L1s directly.
+    assert ids["model"].startswith("ChatmainModel") and ids["config"].startswith("ChatEndpointConfig")
+    assert ids["component"].startswith("ChatmainComponent")
+    assert endpoint.node.default_child.cfn_resource_type == "AWS::SageMaker::Endpoint"
+
+
+def test_attributes_of_absent_features_are_defined_and_empty() -> None:
+    _, endpoint = build(variant(instance_type="ml.p5.48xlarge"))
+    assert endpoint.encryption_key is None and endpoint.data_capture_bucket is None
+    assert endpoint.rollback_alarms == [] and endpoint.inference_components == {} and endpoint.scalable_targets == {}
+
+
+def test_a_bucket_grants_read_to_the_endpoint_as_to_any_grantee() -> None:
+    stack, endpoint = build(variant(), endpoint_name="chat")
+    bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "More", "more-models")
+    assert bucket.grant_read(endpoint, "extra/*").success
+    statements = statements_of(stack, endpoint.execution_role)
+    assert any("s3:GetObject*" in s["Action"] for s in statements)
+
+
+def test_model_data_read_grant_returns_a_grant_on_the_prefix_only() -> None:
+    stack, endpoint = build(variant(), endpoint_name="chat")
+    bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "Versions", "versions")
+    grant = grant_model_data_read(endpoint, bucket, "llama/")
+    assert grant.success
+    listing = [s for s in statements_of(stack, endpoint.execution_role)
+               if s["Action"] == "s3:ListBucket" and "versions" in json.dumps(s["Resource"])]
+    assert [s["Condition"] for s in listing] == [{"StringLike": {"s3:prefix": ["llama/*"]}}]
+
+
+def test_an_ecr_repository_image_grants_its_pull_to_the_model() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test", env=cdk.Environment(region="us-east-1", account="111122223333"))
+    repository = cdk.aws_ecr.Repository(stack, "Repo")
+    role = cdk.aws_iam.Role(stack, "Role", assumed_by=cdk.aws_iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    model = InferenceModel(stack, "Model", InferenceModelProps(
+        image=ContainerImage.from_ecr_repository(repository, "1.0"), role=role))
+    assert model.node.default_child.cfn_resource_type == "AWS::SageMaker::Model"
+    pull = [s for s in statements_of(stack, role) if "ecr:BatchGetImage" in s["Action"]]
+    assert [s["Resource"] for s in pull] == [{"Fn::GetAtt": [stack.resolve(repository.node.default_child.logical_id),
+                                                             "Arn"]}]
+
+
+def test_rule_modules_load_without_aws_cdk() -> None:
+    code = ("import sys, hyperwarm.endpoint_rules, hyperwarm.routing, hyperwarm.endpoint_props; "
+            "assert 'aws_cdk' not in sys.modules, 'aws_cdk loaded'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_endpoint_rules_report_every_problem_at_once_without_a_construct() -> None:
+    props = InferenceEndpointProps(endpoint_name="a_b", variants=[
+        variant("x", initial_weight=0), variant("x", instance_type="g5.2xlarge")])
+    problems = endpoint_problems(props)
+    assert problems[0].startswith("endpoint_name = 'a_b' -- ")
+    assert "variant 'x': initial_weight = 0 -- allowed: a number > 0" in problems
+    assert "variant 'x': name = 'x' -- variant names must be unique in the endpoint" in problems
+    assert "variant 'x': instance_type = 'g5.2xlarge' -- allowed: an ml.* SageMaker instance type" in problems

@@ -20,7 +20,7 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
                    check=True, capture_output=True)
     template = json.loads((tmp_path / "MyTeamInference.template.json").read_text())
     kinds = {r["Type"] for r in template["Resources"].values()}
-    assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster"} <= kinds
+    assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "AWS::SageMaker::Endpoint", "AWS::CloudWatch::Alarm"} <= kinds
     assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
 
 

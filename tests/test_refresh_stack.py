@@ -9,7 +9,15 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodEksCluster, HyperPodEksClusterProps, RefreshedPrefix
+from hyperwarm import (
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    HyperPodEksCluster,
+    HyperPodEksClusterProps,
+    InferenceEndpoint,
+    RefreshedPrefix,
+)
 from stacks.config import ConfigError, InstanceGroupConfig, parse_environment
 from hyperwarm.refresh import BlueGreen, HyperPodRefreshTarget, rbac_objects
 
@@ -267,11 +275,10 @@ def test_hook_default_child_is_the_refresh_function() -> None:
 
 
 def test_blue_green_traffic_is_validated() -> None:
-    from unittest.mock import MagicMock
-    endpoint = MagicMock(endpoint_name="e")
     with pytest.raises(ValueError, match="blue_green.traffic 'SOMETIMES'; allowed: ALL_AT_ONCE, CANARY, LINEAR"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[
-            EndpointRefreshTarget(endpoint, BlueGreen(traffic="SOMETIMES"))])])
+        _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
+            InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="e"),
+            BlueGreen(traffic="SOMETIMES"))])])
 
 
 @pytest.mark.parametrize("props, message", [

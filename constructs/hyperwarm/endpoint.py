@@ -60,7 +60,7 @@ class InferenceEndpoint(EndpointBase):
         self.variants: dict[str, ProductionVariant] = {v.name: v for v in props.variants}
         """The production variants by name."""
         self.variant_names: tuple[str, ...] = tuple(self.variants)
-        self.execution_role = iam.Role(
+        self.execution_role: iam.Role = iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=f"SageMaker execution role of endpoint {self._label}: model data, image pull, logs",
         )

@@ -48,7 +48,5 @@ class InferenceComponent(Construct):
                 copy_count=spec.copies),
         )
         self.node.default_child = self._resource
-        self.inference_component_name: str = self._resource.attr_inference_component_name
-        """The component's generated name."""
-        self.inference_component_arn: str = self._resource.ref
+        self.inference_component_arn: str = self._resource.attr_inference_component_arn
         """The component's ARN."""
