@@ -69,7 +69,6 @@ SIMULATOR_CORE = {("planner/sim.py", "def _core")}  # one hot loop, kept whole f
 # Still to split (issue 12); each entry leaves this set when its module is split.
 PENDING_SPLIT = {
     ("constructs/hyperwarm/cluster.py", "class HyperPodEksCluster"), ("constructs/hyperwarm/cluster.py", "def __init__"),
-    ("constructs/hyperwarm/endpoint.py", "class InferenceEndpoint"), ("constructs/hyperwarm/endpoint.py", "def __init__"),
     ("constructs/hyperwarm/refresh.py", "class CacheRefreshHook"),
 }
 
