@@ -12,7 +12,8 @@ from constructs import Construct
 from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
 from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
 from stacks.config.endpoints import endpoint_name
-from hyperwarm.images import cuda_ami_problem, official_image_uri
+from hyperwarm.images import official_image_uri
+from hyperwarm.inference_ami import cuda_ami_problem
 
 
 def variant_props(v: VariantConfig) -> ProductionVariant:

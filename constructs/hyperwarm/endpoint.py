@@ -81,17 +81,7 @@ class InferenceEndpoint(EndpointBase):
             execution_role=self.execution_role if any(v.inference_component for v in props.variants) else None,
             data_capture=self._data_capture(),
         ))
-        autoscaled = any(v.autoscaling for v in props.variants)
-        self._resource = sagemaker.CfnEndpoint(
-            self, "Resource",
-            endpoint_config_name=self.endpoint_config.endpoint_config_name,
-            endpoint_name=props.endpoint_name,
-            # Keep the instance counts autoscaling has set across updates; weights still follow the config.
-            retain_all_variant_properties=True if autoscaled else None,
-            exclude_retained_variant_properties=[
-                sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
-            ] if autoscaled else None,
-        )
+        self._resource = self._endpoint()
         self.node.default_child = self._resource
         self.endpoint_arn: str = self._resource.ref
         # The configured name where there is one: IAM policies of other stacks can then name it.
@@ -140,6 +130,19 @@ class InferenceEndpoint(EndpointBase):
         return InferenceModel(self, f"{v.name}Model", InferenceModelProps(
             image=v.model.image, role=self.execution_role, model_data=v.model.model_data,
             server_settings=variant_server_settings(v), network_isolation=self._props.network_isolation))
+
+    def _endpoint(self) -> sagemaker.CfnEndpoint:
+        autoscaled = any(v.autoscaling for v in self._props.variants)
+        return sagemaker.CfnEndpoint(
+            self, "Resource",
+            endpoint_config_name=self.endpoint_config.endpoint_config_name,
+            endpoint_name=self._props.endpoint_name,
+            # Keep the instance counts autoscaling has set across updates; weights still follow the config.
+            retain_all_variant_properties=True if autoscaled else None,
+            exclude_retained_variant_properties=[
+                sagemaker.CfnEndpoint.VariantPropertyProperty(variant_property_type="DesiredWeight")
+            ] if autoscaled else None,
+        )
 
     def _grant_logs(self) -> None:
         stack = cdk.Stack.of(self)

@@ -23,8 +23,6 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
-from .inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem, image_cuda  # noqa: F401 (re-exported)
-
 _ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z]{2}(-[a-z]+)+-\d)\.amazonaws\.com(\.cn)?"
     r"/(?P<repository>[a-z0-9][a-z0-9._/-]*?)(:(?P<tag>[\w][\w.-]{0,127})|@sha256:[0-9a-f]{64})?$"
