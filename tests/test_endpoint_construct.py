@@ -564,3 +564,12 @@ def test_endpoint_rules_report_every_problem_at_once_without_a_construct() -> No
     assert "variant 'x': initial_weight = 0 -- allowed: a number > 0" in problems
     assert "variant 'x': name = 'x' -- variant names must be unique in the endpoint" in problems
     assert "variant 'x': instance_type = 'g5.2xlarge' -- allowed: an ml.* SageMaker instance type" in problems
+
+
+def test_an_official_image_in_a_stack_without_region_names_path_image_and_fix() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Test")
+    with pytest.raises(ValueError, match=r"Test/Chat: image = 'vllm 0\.27\.1' -- an official image is resolved per "
+                                         r"region at synth; give the stack an explicit region"):
+        InferenceEndpoint(stack, "Chat", InferenceEndpointProps(variants=[
+            variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"), model_data="s3://models-bucket/v1/"))]))
