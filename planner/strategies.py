@@ -33,8 +33,8 @@ import zlib
 from bisect import bisect_right
 from typing import Callable, Dict, List, Optional
 
-PREFIX_LENGTH_RANGE = (1024, 65536)
-CONCURRENCY_THRESHOLD_RANGE = (1, 1024)
+from ..routing import CONCURRENCY_THRESHOLD_RANGE, PREFIX_LENGTH_RANGE  # SageMaker's limits, one place
+
 VNODES = 1000
 _RING_SALT = 0x5A17
 
