@@ -25,6 +25,11 @@ def state_table_name(env_name: str) -> str:
     return f"hyperwarm-{env_name}-cache-refresh-state"
 
 
+def dead_letter_queue_name(env_name: str) -> str:
+    """The refresh function's dead-letter queue of one environment (the guards write to it too)."""
+    return f"hyperwarm-{env_name}-cache-refresh-dead-letters"
+
+
 def cache_targets(env_name: str, config: EnvironmentConfig, cluster_name: str) -> list[GuardedTarget]:
     """Refreshed cached models: the version is ``caches.models[i].source.version``."""
     refreshed = {name for m in config.refresh.models for name in m.caches}
@@ -59,15 +64,16 @@ def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: HyperP
     """A guard in the caches and endpoints stacks for the refresh targets they deploy."""
     guards: dict[str, RefreshGuard] = {}
     table = state_table_name(env_name)
+    rollback = {"dead_letter_queue_name": dead_letter_queue_name(env_name), "model_bucket_name": config.refresh.bucket}
     cached = cache_targets(env_name, config, cluster.eks_cluster.cluster_name) if cluster is not None else []
     if caches is not None and cached:
         guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(state_table_name=table,
-                                                                                  targets=cached))
+                                                                                  targets=cached, **rollback))
         guards["caches"].protect(caches.manifest)
     served = endpoint_targets(env_name, config)
     if endpoints is not None and served:
         guards["endpoints"] = RefreshGuard(endpoints, "RefreshGuard", RefreshGuardProps(
-            state_table_name=table, targets=[t for ts in served.values() for t in ts]))
+            state_table_name=table, targets=[t for ts in served.values() for t in ts], **rollback))
         for name in served:  # what sets the served model: a change to any of them updates the endpoint
             endpoint = endpoints.endpoints[name]
             guards["endpoints"].protect(endpoint.node.default_child, endpoint.endpoint_config,

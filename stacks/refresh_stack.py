@@ -11,7 +11,7 @@ from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
 from manifests.inference import weights_cache_name
 
-from .refresh_guards import state_table_name
+from .refresh_guards import dead_letter_queue_name, state_table_name
 
 
 def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGreen:
@@ -46,7 +46,7 @@ class RefreshStack(cdk.Stack):
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
             models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
-            state_table_name=state_table_name(env_name)))
+            state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name)))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,

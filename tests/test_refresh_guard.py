@@ -200,19 +200,26 @@ def test_the_caches_manifest_waits_for_the_guard_of_every_refreshed_cache(synthe
     assert targets[0]["Id"]["Fn::Join"][1][-1] == "/hyperwarm-models/InferenceEndpointConfig/llama-3-1-70b"
 
 
-def test_the_guard_names_the_refresh_stacks_table_and_may_only_read_it(synthesized) -> None:
+def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_read_and_send_to_them(synthesized) -> None:
     (table,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::DynamoDB::Table").values()
+    (queue,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::SQS::Queue").values()
+    assert queue["Properties"]["QueueName"] == "hyperwarm-prod-cache-refresh-dead-letters"
     for stack in ("hyperwarm-prod-endpoints", "hyperwarm-prod-caches"):
         _, guard = _guard(synthesized, stack)
         assert guard["Properties"]["Table"] == table["Properties"]["TableName"]
+        assert guard["Properties"]["Bucket"] == "hyperwarm-models-prod"
+        url = guard["Properties"]["DeadLetterQueue"]["Fn::Join"][1]
+        assert url[0].startswith("https://sqs.") and url[-1] == "/hyperwarm-prod-cache-refresh-dead-letters"
         role = next(k for k, r in synthesized.resources(stack, "AWS::IAM::Role").items() if k.startswith("RefreshGuard"))
         statements = [s for p in synthesized.resources(stack, "AWS::IAM::Policy").values()
                       if p["Properties"]["Roles"] == [{"Ref": role}] for s in p["Properties"]["PolicyDocument"]["Statement"]]
-        read, describe = statements
+        read, describe, send = statements
         assert read["Action"] == "dynamodb:GetItem"
         assert read["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
         assert describe == {"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
                             "Resource": {"Ref": "AWS::StackId"}}  # its own stack: is it rolling back?
+        assert send["Action"] == "sqs:SendMessage"  # a rollback's moved-back letters; the metric is EMF (no IAM)
+        assert send["Resource"]["Fn::Join"][1][-1].endswith(":hyperwarm-prod-cache-refresh-dead-letters")
 
 
 def test_environments_without_refresh_have_no_guard(synthesized) -> None:

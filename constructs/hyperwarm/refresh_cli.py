@@ -12,6 +12,12 @@ Each is invoked synchronously on the refresh function (its handler takes both ev
 top-level key ``hyperwarm-replay``: the function then reports a repeated failure in its answer
 instead of writing a second letter. The letter is deleted only after the replay succeeded; after a
 failure, or when the function runs in dry run, it stays and becomes visible again at once.
+
+Letters are idempotent: the function's envelope carries ``letter_id`` (the same for the same failure
+written twice, e.g. after a crash between the letter and the state write that marks it sent, or a
+move back reported by both the deploy guard and the function); the other shapes are keyed by their
+event's EventBridge ``id``. A replay run invokes each key once: a later message with a key already
+replayed in the run is deleted without an invocation, one whose first replay failed stays.
 """
 
 from __future__ import annotations
@@ -44,6 +50,15 @@ def original_event(body: str) -> dict[str, Any]:
     if isinstance(doc, dict) and doc.get("source") in _SOURCES:  # EventBridge target DLQ: the event itself
         return doc
     raise ValueError("message holds no cache refresh event")
+
+
+def letter_key(body: str) -> str | None:
+    """What makes two messages the same letter: the envelope's ``letter_id``, else the event's ``id``."""
+    doc = json.loads(body)
+    if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("letter_id"), str):
+        return "letter:" + doc["letter_id"]
+    event_id = original_event(body).get("id")
+    return f"event:{event_id}" if isinstance(event_id, str) else None
 
 
 def _receive(sqs: Any, queue_url: str, count: int) -> list[dict[str, Any]]:
@@ -116,8 +131,29 @@ def replay(queue_url: str, function_name: str, message_id: str | None = None, *,
     lambda_client = lambda_client or boto3.client("lambda", region_name=region, config=Config(
         read_timeout=REPLAY_VISIBILITY, retries={"total_max_attempts": 1}))
     chosen, passed = _select(sqs, queue_url, message_id, max_messages)
+    results: list[dict[str, Any]] = []
+    first: dict[str, dict[str, Any]] = {}  # letter key -> result of its replay in this run
     try:
-        return [_replay_one(sqs, lambda_client, queue_url, function_name, m) for m in chosen]
+        for message in chosen:
+            try:
+                key = letter_key(message["Body"])
+            except (ValueError, KeyError):
+                key = None  # unreadable: _replay_one reports it
+            earlier = first.get(key) if key else None
+            if earlier is None:
+                result = _replay_one(sqs, lambda_client, queue_url, function_name, message)
+                if key:
+                    first[key] = result
+            elif earlier["status"] == "replayed":  # the same letter again: already done
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                result = {"message_id": message["MessageId"], "status": "replayed",
+                          "duplicate_of": earlier["message_id"]}
+            else:  # its first replay failed: it stays, like that one
+                _release(sqs, queue_url, [message])
+                result = {"message_id": message["MessageId"], "status": earlier["status"],
+                          "duplicate_of": earlier["message_id"]}
+            results.append(result)
+        return results
     finally:
         _release(sqs, queue_url, passed)
 

@@ -10,6 +10,11 @@ The guard runs whenever a protected resource changes: its properties carry a fin
 (escape-hatch overrides, ``add_property_override``, are not part of it).
 It names the state table by name (never a cross-stack reference): the stacks it protects deploy
 before the refresh stack, and a table that does not exist yet means nothing was ever refreshed.
+
+A stack rollback is never blocked (CloudFormation would leave the stack in UPDATE_ROLLBACK_FAILED),
+but it may move a refreshed target back: the guard then counts ``RefreshFailed`` (Reason
+``moved-back``, the refresh alarm's metric) and, given the refresh dead-letter queue's name, sends a
+letter that ``hyperwarm refresh replay`` turns into a roll forward.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ class RefreshGuardProps:
     """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``)."""
     targets: Sequence[GuardedTarget]
     """The targets whose version a protected resource sets (at least one)."""
+    dead_letter_queue_name: str | None = None
+    """Name of the refresh dead-letter queue (``CacheRefreshHookProps.dead_letter_queue_name``), where a
+    rollback's moved-back targets are dead-lettered. Default: none (only the metric and the log)."""
+    model_bucket_name: str | None = None
+    """The refreshed model bucket, for state items that do not name it (written before they did).
+    Default: none."""
 
 
 @jsii.implements(cdk.IResolvable)
@@ -96,6 +107,14 @@ class RefreshGuard(Construct):
         # A rollback sends the previous properties: the function lets it through (DescribeStacks on its own stack).
         role.add_to_principal_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
                                                          resources=[stack.stack_id]))
+        rollback_letters: dict[str, str] = {}
+        if props.dead_letter_queue_name:  # a rollback's moved-back letters; the metric needs no permission (EMF)
+            queue = props.dead_letter_queue_name
+            role.add_to_principal_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[
+                stack.format_arn(service="sqs", resource=queue, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME)]))
+            rollback_letters["DeadLetterQueue"] = f"https://sqs.{stack.region}.{stack.url_suffix}/{stack.account}/{queue}"
+        if props.model_bucket_name:
+            rollback_letters["Bucket"] = props.model_bucket_name
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
             handler="cache_refresh.deploy_guard.on_event", code=function_code(), role=role, memory_size=256,
@@ -115,6 +134,7 @@ class RefreshGuard(Construct):
                 "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value}
                             for t in props.targets],
                 "Fingerprint": _Fingerprint(self._protected),
+                **rollback_letters,
             })
         self.node.default_child = self.resource.node.default_child
 
@@ -131,6 +151,7 @@ class RefreshGuard(Construct):
 
 
 _TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")
+_QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,80}$")
 
 
 def _validate(path: str, props: RefreshGuardProps) -> None:
@@ -139,6 +160,9 @@ def _validate(path: str, props: RefreshGuardProps) -> None:
     name = props.state_table_name
     if not cdk.Token.is_unresolved(name) and not _TABLE_NAME.match(name):
         raise ValueError(f"{path}: state_table_name = {name!r} -- allowed: 3..255 letters, digits, '_', '-', '.'")
+    queue = props.dead_letter_queue_name
+    if queue is not None and not cdk.Token.is_unresolved(queue) and not _QUEUE_NAME.match(queue):
+        raise ValueError(f"{path}: dead_letter_queue_name = {queue!r} -- allowed: 1..80 letters, digits, '_', '-'")
     for t in props.targets:
         if "{version}" not in t.value:
             raise ValueError(f"{path}: targets[{t.target_id!r}].value = {t.value!r} -- must contain {{version}}")

@@ -15,23 +15,34 @@ Resource properties (Create and Update; Delete always succeeds)::
 
 A table or item that does not exist means the target was never refreshed: the deploy proceeds.
 While CloudFormation rolls the stack back it sends an Update with the previous properties: the
-guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED.
+guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED; but every target
+whose previous properties name a version older than the one it serves may now be moved back, so it
+is reported as a failure of the refresh (``moved-back``): the ``RefreshFailed`` metric (an embedded
+metric format log line, which the refresh alarm watches) and, with ``"DeadLetterQueue": "<queue URL>"``
+among the properties, a letter whose event is the manifest event of the served version
+(``"Bucket"`` names the model bucket where the state item does not): replaying it moves the target
+forward again, and does nothing where the rollback did not move it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.request
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
+from . import letters
 from .naming import state_pk
 from .versions import compare
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
+NAMESPACE = "Hyperwarm"
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "hyperwarm-cache-refresh")
+"""The refresh function's metric dimension: its ``RefreshFailed`` alarm counts the guard's too."""
 
 
 def is_older(version: str, than: str) -> bool:
@@ -50,12 +61,7 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
     """A message for every target this deploy would move back to an older version."""
     problems = []
     for target in targets:
-        try:
-            item = table.get_item(Key={"pk": state_pk(target["Id"])}, ConsistentRead=True).get("Item")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
-                return []  # no state table yet: nothing was ever refreshed
-            raise
+        item = _item(table, target["Id"])  # no table yet (None): nothing was ever refreshed
         rolling = ((item or {}).get("pending") or {}).get("version")
         if rolling:  # any change now would collide with the rollout (an Updating endpoint rejects updates)
             value = target["Value"].replace("{version}", rolling)
@@ -75,6 +81,74 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
                                 f"this deploy would set {target['Version']}: {fix} (or newer) and deploy again")
                 break
     return problems
+
+
+def _item(table: Any, target_id: str) -> dict[str, Any] | None:
+    """The target's state item; None when it or the table does not exist (never refreshed)."""
+    try:
+        return table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True).get("Item")
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+            return None
+        raise
+
+
+def moved_back(table: Any, properties: dict[str, Any], request_id: str) -> list[dict[str, Any]]:
+    """A ``moved-back`` letter for every target whose rolled-back properties name a version older than
+    (or not comparable with) the one it serves."""
+    found = []
+    for target in properties.get("Targets", []):
+        item = _item(table, target["Id"]) or {}
+        served = item.get("current_version")
+        if not served:
+            continue
+        try:
+            older = is_older(target["Version"], served)
+        except ValueError:
+            older = True
+        if not older:
+            continue
+        value = target["Value"].replace("{version}", served)
+        message = (f"{target['Id']} serves {served} (moved there by the cache refresh function) and this stack's "
+                   f"rollback restores {target['Field']} to {target['Version']}: if the rollback moved the target "
+                   f"back, replaying this letter moves it to {served} again (a no-op if it did not move); deploy "
+                   f"with {target['Field']} set to {value!r}")
+        letter = letters.moved_back(target["Id"], item, properties.get("Bucket"), message, request_id)
+        found.append(letter or {"targets": [target["Id"]], "reason": letters.MOVED_BACK, "message": message})
+    return found
+
+
+def _metric(target_id: str) -> None:
+    """``RefreshFailed`` (Reason ``moved-back``) in the embedded metric format: Lambda's log line becomes
+    the metric, with no CloudWatch permission (the dimensions the refresh function's alarm watches)."""
+    print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
+        "Namespace": NAMESPACE, "Dimensions": [["service"], ["service", "Reason"]],
+        "Metrics": [{"Name": "RefreshFailed", "Unit": "Count"}]}]},
+        "service": SERVICE, "Reason": letters.MOVED_BACK, "RefreshFailed": 1, "target": target_id}))
+
+
+def report_moved_back(event: dict[str, Any]) -> str:
+    """During a rollback: count and dead-letter every target it may move back; never raises."""
+    properties = {**event.get("OldResourceProperties", {}), **event.get("ResourceProperties", {})}
+    try:
+        found = moved_back(boto3.resource("dynamodb").Table(properties["Table"]), properties,
+                           event.get("RequestId", ""))
+    except Exception as exc:  # noqa: BLE001 - a rollback must go on; the log says what was not checked
+        return f"; could not check for targets moved back: {type(exc).__name__}: {exc}"
+    queue = properties.get("DeadLetterQueue")
+    sent = []
+    for letter in found:
+        _metric(letter["targets"][0])
+        try:
+            if queue and "letter_id" in letter:
+                letters.send(boto3.client("sqs"), queue, letter)
+                sent.append(letter["letter_id"])
+        except Exception as exc:  # noqa: BLE001
+            print(json.dumps({"letter": letter, "error": f"{type(exc).__name__}: {exc}"}))
+    if not found:
+        return ""
+    return (f"; may be moved back (RefreshFailed moved-back, {len(sent)} dead letter(s) to replay): "
+            + "; ".join(letter["message"] for letter in found))
 
 
 def rolling_back(stack_id: str) -> bool:
@@ -105,7 +179,8 @@ def on_event(event: dict[str, Any], context: Any) -> None:
     status, reason = "SUCCESS", "no refresh target would move to an older version"
     try:
         if event["RequestType"] == "Update" and rolling_back(event["StackId"]):
-            reason = "stack rollback: CloudFormation restores the previous properties, not checked"
+            reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
+                      + report_moved_back(event))
         elif event["RequestType"] in ("Create", "Update"):
             problems = check(event["ResourceProperties"])
             if problems:

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
-from . import decide
+from . import decide, letters
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
-from .errors import PermanentError, Skip, TransientError
+from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
                      parse_manifest_created, valid_version)
 from .state import Busy, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
-from .versions import UnorderableVersion, parse
+from .versions import UnorderableVersion, compare, parse
 
-DLQ_FORMAT = "hyperwarm.refresh-dlq/v1"
+DLQ_FORMAT = letters.FORMAT
 REPLAY_KEY = "hyperwarm-replay"
 """Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
 DRAIN_DEPTH = 3
@@ -60,9 +60,10 @@ def _owner(ports: Ports) -> str:
     return f"{ports.request_id}:{uuid.uuid4().hex[:8]}"
 
 
-def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str]) -> dict[str, Any]:
-    return {"format": DLQ_FORMAT, "event": event, "reason": reason, "message": message, "targets": targets,
-            "request_id": ports.request_id, "failed_at": int(ports.state.clock())}
+def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str], *,
+            version: str, sequencer: str) -> dict[str, Any]:
+    return letters.envelope(event, reason, message, targets, version=version, sequencer=sequencer,
+                            request_id=ports.request_id, failed_at=ports.state.clock())
 
 
 def _prefix_of(settings: Settings, target: Target) -> str:
@@ -115,11 +116,10 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
                     "message": str(exc), "decisions": {}}
         return _conclude(ports, event, created,
                          [Outcome(i, "failed", "unorderable-version", str(exc)) for i in ids], replay)
-    # Cheap first look at the records (no lock, no target read): which targets might move at all?
+    # First look without the lock: which targets might move at all? (Saves verifying a duplicate.)
     due, outcomes = [], []
     for target in targets:
-        first = decide.manifest(created.version, ports.state.get(target.id), decide.Live(None),
-                                sequencer=created.sequencer, replay=replay)
+        first = _first_look(ports, target, created, replay)
         if first.action == "skip":
             outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
         else:
@@ -135,6 +135,22 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
     for target in due:
         outcomes.append(_target(ports, target, created, event, replay=replay))
     return _conclude(ports, event, created, outcomes, replay)
+
+
+def _first_look(ports: Ports, target: Target, created: ManifestCreated, replay: bool) -> decide.Decision:
+    """The record's decision; a record that says the target already serves this version or a newer one
+    is checked against the target itself (a stack rollback may have moved it back since). Any error
+    here only means "look again under the lock", where it is read again and classified."""
+    try:
+        item = ports.state.get(target.id)
+        first = decide.manifest(created.version, item, decide.Live(None), sequencer=created.sequencer, replay=replay)
+        if first.action == "skip" and first.reason in ("duplicate", "older-version"):
+            first = decide.manifest(created.version, item, ports.live(target, created.prefix),
+                                    sequencer=created.sequencer, replay=replay)
+    except Exception as exc:  # noqa: BLE001 - decided again, under the lock
+        ports.log("first look failed; deciding under the lock", target=target.id, error=repr(exc))
+        return decide.Decision("start")
+    return first
 
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
@@ -182,7 +198,8 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             # The target serves this version or a newer one: record what it serves when the record is
             # behind (a commit or rollout record lost after the target moved), so deploy guards see it.
             state.observe(target.id, owner, version=live.version, location=f"{created.prefix}/{live.version}",
-                          sequencer=created.sequencer if live.version == created.version else "")
+                          sequencer=created.sequencer if live.version == created.version else "",
+                          bucket=created.bucket)
             outcome = Outcome(target.id, "skipped", d.reason, d.message)
         elif d.action != "start":
             state.release(target.id, owner)
@@ -191,7 +208,7 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             ports.metric("RefreshStarted", target=target.id)
             changed = ports.apply_hyperpod(target, created)
             state.commit(target.id, owner, version=created.version, sequencer=created.sequencer,
-                         location=created.location)
+                         location=created.location, bucket=created.bucket)
             ports.metric("RefreshSucceeded", target=target.id)
             ports.metric("TimeToRefresh", value=_since(created.time, ports.state.clock()), unit="Seconds")
             ports.log("hyperpod target repointed", target=target.id, version=created.version, changed=changed)
@@ -211,8 +228,10 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             return Outcome(target.id, "retry", exc.reason, exc.message)
         ports.log("unexpected error", target=target.id, error=repr(exc))
         return Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")
-    _drain(ports, target, depth)  # the target is free: a version that waited behind the lock goes now
-    return outcome
+    # The target is free: a version that waited behind the lock goes now. If it must be retried, so
+    # must this event (its retry drains it again); its other outcomes are concluded with its own event.
+    retry = next((o for o in _drain(ports, target, depth) if o.status == "retry"), None)
+    return retry or outcome
 
 
 def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
@@ -224,8 +243,11 @@ def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event:
         return Outcome(target.id, "failed", d.reason, d.message)
     try:
         ports.state.enqueue(target.id, created.version, created.sequencer, event)
-    except TransientError as exc:
-        return Outcome(target.id, "retry", exc.reason, exc.message)
+    except PermanentError as exc:
+        return Outcome(target.id, "failed", exc.reason, exc.message)
+    except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry
+        reason = exc.reason if isinstance(exc, TransientError) else "state-unavailable"
+        return Outcome(target.id, "retry", reason, f"{target.id}: {exc}")
     if held_by_rollout(item):
         return Outcome(target.id, "queued", d.reason, d.message)
     # Another invocation holds it: it rolls the queued version when it releases; if it died instead,
@@ -269,28 +291,35 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
         return {**item, "settled": ("refreshed", "", deleted)}
     message = f"{target.id}: rollout of {pending['version']} ended {live.status} on {live.config}"
     ports.metric("RefreshFailed", reason=reason, target=target.id)
-    ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id]))
+    ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id],
+                              version=pending["version"], sequencer=pending["sequencer"]))
     ports.log("endpoint refresh failed; previous config and models kept", target=target.id, reason=reason)
     item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True)
     return {**item, "settled": ("rollout-failed", reason, [])}  # dead-lettered: this event itself is done
 
 
 def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
-    """Roll the version that waited behind the lock just released (bounded)."""
-    item = ports.state.get(target.id)
-    queued = item.get("queued")
-    if not queued or depth >= DRAIN_DEPTH or lock_held(item, ports.state.clock()):
-        return []
-    event = json.loads(queued["event"])
-    created = parse_manifest_created(event)
+    """Roll the version that waited behind the lock just released (bounded). Never raises: the drained
+    event's failures are recorded with that event, and a retry comes back as an outcome."""
+    try:
+        item = ports.state.get(target.id)
+        queued = item.get("queued")
+        if not queued or depth >= DRAIN_DEPTH or lock_held(item, ports.state.clock()):
+            return []
+        event = json.loads(queued["event"])
+        created = parse_manifest_created(event)
+    except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry
+        ports.log("could not read the queued version", target=target.id, error=repr(exc))
+        reason = exc.reason if isinstance(exc, RefreshError) else "state-unavailable"
+        return [Outcome(target.id, "retry", reason, f"{target.id}: queued version not read: {exc}")]
     outcome = _target(ports, target, created, event, replay=False, depth=depth + 1)
-    _conclude(ports, event, created, [outcome], replay=False)
+    _record(ports, event, created, [outcome], replay=False)
     return [outcome]
 
 
-def _conclude(ports: Ports, event: dict[str, Any], created: ManifestCreated, outcomes: list[Outcome],
-              replay: bool) -> dict[str, Any]:
-    """Count and dead-letter permanent failures, then raise a transient one for Lambda to retry."""
+def _record(ports: Ports, event: dict[str, Any], created: ManifestCreated, outcomes: list[Outcome],
+            replay: bool) -> None:
+    """Count every outcome and dead-letter the permanent failures (one letter, with the event)."""
     for o in outcomes:
         if o.status in ("skipped", "queued"):
             ports.metric("RefreshSkipped" if o.status == "skipped" else "RefreshQueued", reason=o.reason or None,
@@ -300,9 +329,20 @@ def _conclude(ports: Ports, event: dict[str, Any], created: ManifestCreated, out
         ports.metric("RefreshFailed", reason=o.reason, target=o.target)
     if failed and not replay:  # a replay keeps its own letter until it succeeds: no second one
         message = "; ".join(f"{o.target}: {o.message}" for o in failed)
-        ports.dead_letter(_letter(ports, event, failed[0].reason, message, [o.target for o in failed]))
+        ports.dead_letter(_letter(ports, event, failed[0].reason, message, [o.target for o in failed],
+                                  version=created.version, sequencer=created.sequencer))
         for o in failed:  # after the letter is safe: a retry of this event skips them, a replay does not
-            ports.state.mark_failed(o.target, created.version, created.sequencer, o.reason)
+            try:
+                ports.state.mark_failed(o.target, created.version, created.sequencer, o.reason)
+            except Exception as exc:  # noqa: BLE001 - the letter is safe; a retry's second one has its id
+                ports.log("could not mark the failure", target=o.target, error=repr(exc))
+
+
+def _conclude(ports: Ports, event: dict[str, Any], created: ManifestCreated, outcomes: list[Outcome],
+              replay: bool) -> dict[str, Any]:
+    """Record every outcome (:func:`_record`), then raise a transient one for Lambda to retry."""
+    _record(ports, event, created, outcomes, replay)
+    failed = [o for o in outcomes if o.status == "failed"]
     retry = [o for o in outcomes if o.status == "retry"]
     if retry:
         ports.metric("RefreshRetried")
@@ -328,7 +368,7 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
         raise Skip("unknown-endpoint", f"{change.endpoint} is not a refresh target")
     item = ports.state.get(target.id)
     if not item.get("pending") and not item.get("queued"):
-        raise Skip("no-rollout", f"{target.id}: no rollout in progress and no version waiting")
+        return _moved_back(ports, target, item, change)
     if ports.settings.dry_run:  # a rollout a live run started ends while dry run is on: keep the event
         raise TransientError("dry-run", f"{target.id}: dry run changes nothing; replay this state change "
                              "after turning dry run off")
@@ -354,5 +394,44 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
         raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
     status, reason, deleted = item.get("settled", ("settled", "", []))
     outcomes = _drain(ports, target, 0)
+    retry = [o for o in outcomes if o.status == "retry"]
+    if retry:  # the version waiting is still waiting: this state change's retry rolls it
+        raise TransientError(retry[0].reason, retry[0].message)
     return {"status": status, "target": target.id, "version": item.get("current_version"), "deleted": deleted,
             **({"reason": reason} if reason else {}), "next": [o.status for o in outcomes]}
+
+
+def _moved_back(ports: Ports, target: EndpointTarget, item: dict[str, Any], change: EndpointStateChange) -> dict[str, Any]:
+    """No rollout of ours: is the endpoint back on a version older than the one this function made
+    serve (a stack rollback or someone's update restored an older EndpointConfig)? Then it is a
+    failure like any other: ``RefreshFailed`` (``moved-back``) and a letter whose event is the manifest
+    event of the recorded version, so its replay moves the endpoint forward again."""
+    current = item.get("current_version")
+    if change.status != "InService" or not current:
+        raise Skip("no-rollout", f"{target.id}: no rollout in progress and no version waiting")
+    try:
+        live = ports.live(target, _prefix_of(ports.settings, target))
+        behind = live.status == "InService" and live.version is not None and compare(live.version, current) < 0
+    except (UnorderableVersion, PermanentError):
+        behind = False  # nothing this function can order or read: a deploy's business, not a move back
+    except TransientError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+    if not behind:
+        raise Skip("no-rollout", f"{target.id}: no rollout in progress, serves {live.version}")
+    message = (f"{target.id} serves {live.version} ({live.config}), older than {current}, which the cache refresh "
+               f"function made serve (a stack rollback or another update moved it back): replay this letter to "
+               f"move it to {current} again, or deploy with the configuration at {current}")
+    if ports.settings.dry_run:  # keep the event: the on-failure destination holds it for a replay
+        raise TransientError("dry-run", f"{message}; dry run writes no letter")
+    buckets = sorted(ports.settings.allowed_buckets)
+    letter = letters.moved_back(target.id, item, buckets[0] if len(buckets) == 1 else None, message,
+                                ports.request_id, ports.state.clock())
+    ports.metric("RefreshFailed", reason=letters.MOVED_BACK, target=target.id)
+    if letter is None:  # a record written before it named the bucket: the on-failure record keeps this event
+        raise TransientError(letters.MOVED_BACK, f"{message}; the record names no bucket to replay from")
+    ports.dead_letter(letter)
+    ports.log("endpoint moved back", target=target.id, serves=live.version, recorded=current)
+    return {"status": "dead-lettered", "reason": letters.MOVED_BACK, "target": target.id, "version": live.version,
+            "recorded": current}

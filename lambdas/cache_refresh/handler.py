@@ -26,7 +26,7 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from . import config, flow, manifest
+from . import config, flow, letters, manifest
 from .errors import Skip, TransientError
 from .events import event_source, parse_manifest_created
 from .state import DynamoStore, StateTable
@@ -76,8 +76,7 @@ def _dead_letter(letter: dict[str, Any]) -> None:
     url = settings().dlq_url
     if not url:
         raise RuntimeError(f"permanent failure and no HYPERWARM_DLQ_URL: {json.dumps(letter)}")
-    client("sqs").send_message(QueueUrl=url, MessageBody=json.dumps(letter), MessageAttributes={
-        "reason": {"DataType": "String", "StringValue": letter["reason"]}})
+    letters.send(client("sqs"), url, letter)
 
 
 def _verify(created: Any) -> None:

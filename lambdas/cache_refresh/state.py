@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import naming
 from .decide import ROLLOUT, dead_lettered
-from .errors import TransientError
+from .errors import PermanentError, TransientError
 from .versions import UnorderableVersion, newer
 
 _ATTEMPTS = 5
@@ -156,13 +156,15 @@ class StateTable:
         """Drop our lock."""
         return self._owned(target_id, owner, self._unlocked)
 
-    def commit(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str) -> dict[str, Any]:
+    def commit(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str,
+               bucket: str) -> dict[str, Any]:
         """Record the version as served and release the lock."""
         return self._owned(target_id, owner, lambda item: {
             **self._unlocked(item), "current_version": version, "current_sequencer": sequencer,
-            "current_location": location})
+            "current_location": location, "current_bucket": bucket})
 
-    def observe(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str) -> dict[str, Any]:
+    def observe(self, target_id: str, owner: str, *, version: str, sequencer: str, location: str,
+                bucket: str) -> dict[str, Any]:
         """Release the lock, recording ``version`` as served when it is newer than the recorded one
         (what the target was read to serve: a commit or rollout record that was lost)."""
         def seen(item: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +176,8 @@ class StateTable:
                 ahead = False
             if not ahead:
                 return item
-            return {**item, "current_version": version, "current_sequencer": sequencer, "current_location": location}
+            return {**item, "current_version": version, "current_sequencer": sequencer, "current_location": location,
+                    "current_bucket": bucket}
         return self._owned(target_id, owner, seen)
 
     def start_rollout(self, target_id: str, owner: str, pending: dict[str, Any], seconds: int) -> dict[str, Any]:
@@ -196,7 +199,8 @@ class StateTable:
             rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != "pending"}
             if succeeded:
                 return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
-                        "current_location": pending["location"], "owned_config": pending["config"],
+                        "current_location": pending["location"], "current_bucket": pending["bucket"],
+                        "owned_config": pending["config"],
                         "owned_models": pending["created_models"]}
             return {**rest, "failed": {"version": pending["version"], "sequencer": pending["sequencer"], "reason": reason},
                     "last_failed": pending}
@@ -212,8 +216,11 @@ class StateTable:
         def put(item: dict[str, Any]) -> dict[str, Any] | None:
             nonlocal queued_now
             waiting = item.get("queued")
-            if waiting and not newer(version, waiting["version"]):
-                return None
+            try:
+                if waiting and not newer(version, waiting["version"]):
+                    return None
+            except UnorderableVersion as exc:
+                raise PermanentError("unorderable-version", f"{target_id}: {exc}") from None
             queued_now = True
             if (item.get("failed") or {}).get("version") == version:
                 item = {k: v for k, v in item.items() if k != "failed"}

@@ -12,8 +12,9 @@ ordered; versions of different families are not comparable:
   ``YYYYMMDDTHHMMSS[Z]`` (UTC); compared as instants, a date being its midnight.
 
 Anything else (``latest``, ``v2-hotfix``, semver tags outside the list such as ``1.0.0-foo``, a real
-date that does not exist) is unorderable. Distinct spellings of one rank (``v2`` and ``2.0``) are
-equal: neither is newer than the other.
+date that does not exist) is unorderable. So are two distinct spellings of one rank (``v2`` and
+``2.0``, ``2026-11-01`` and ``2026-11-01T00-00-00Z``): they name different folders, and nothing says
+which one is newer.
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ class Version:
     key: tuple
 
     def compare(self, other: "Version") -> int:
-        """-1, 0 or 1; raises :class:`UnorderableVersion` across families."""
+        """-1, 0 (the same text) or 1; raises :class:`UnorderableVersion` across families and for two
+        spellings of one rank."""
         if self.family != other.family:
             raise UnorderableVersion(f"{self.text!r} ({self.family}) cannot be ordered against "
                                      f"{other.text!r} ({other.family})")
+        if self.key == other.key and self.text != other.text:
+            raise UnorderableVersion(f"{self.text!r} and {other.text!r} spell one rank in different folders: "
+                                     "neither is newer")
         return (self.key > other.key) - (self.key < other.key)
 
 

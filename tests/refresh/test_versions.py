@@ -31,8 +31,13 @@ def test_versions_sort_in_the_documented_order(chain):
 
 
 @pytest.mark.parametrize("a, b", [("v2", "2"), ("1.2", "1.2.0"), ("2026-02-01", "2026-02-01T00-00-00Z")])
-def test_spellings_of_one_rank_are_equal_and_neither_is_newer(a, b):
-    assert compare(a, b) == 0 and not newer(a, b) and not newer(b, a)
+def test_two_spellings_of_one_rank_are_different_folders_and_cannot_be_ordered(a, b):
+    for x, y in ((a, b), (b, a)):
+        with pytest.raises(UnorderableVersion, match="spell one rank in different folders"):
+            compare(x, y)
+        with pytest.raises(UnorderableVersion):
+            newer(x, y)
+    assert compare(a, a) == 0 and not newer(a, a)  # the very same folder
 
 
 @pytest.mark.parametrize("version", ["latest", "v2-hotfix", "1.0.0-foo", "2026-02-30", "v", "1..2", "release-3"])

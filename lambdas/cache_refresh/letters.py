@@ -1,0 +1,67 @@
+"""Dead letters the refresh function and the deploy guard write: one envelope, one deterministic id.
+
+A letter is ``{"format": "hyperwarm.refresh-dlq/v1", "letter_id", "event", "reason", "message",
+"targets", "request_id", "failed_at"}``. ``letter_id`` depends only on the targets, the version, the
+S3 sequencer and the reason, so the same failure written twice (a crash between the letter and the
+state write that marks it sent, then Lambda's retry; or a move back seen by both the deploy guard
+and the refresh function) carries one id, and ``hyperwarm refresh replay`` replays it once.
+
+Standard library only: the deploy guard imports it too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+FORMAT = "hyperwarm.refresh-dlq/v1"
+MOVED_BACK = "moved-back"
+"""Reason of a target found serving an older version than the one the function made serve."""
+
+
+def letter_id(targets: list[str], version: str, sequencer: str, reason: str) -> str:
+    """The same for the same failure, whoever writes it and however often."""
+    text = json.dumps([sorted(targets), version, sequencer, reason])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, version: str,
+             sequencer: str, request_id: str, failed_at: float | None = None) -> dict[str, Any]:
+    return {"format": FORMAT, "letter_id": letter_id(targets, version, sequencer, reason), "event": event,
+            "reason": reason, "message": message, "targets": targets, "request_id": request_id,
+            "failed_at": int(time.time() if failed_at is None else failed_at)}
+
+
+def manifest_event(bucket: str, location: str, sequencer: str, event_id: str) -> dict[str, Any]:
+    """An S3 "Object Created" event for ``s3://bucket/<location>/manifest.json`` (what replays a version)."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"version": "0", "id": event_id, "detail-type": "Object Created", "source": "aws.s3", "time": now,
+            "resources": [f"arn:aws:s3:::{bucket}"],
+            "detail": {"version": "0", "bucket": {"name": bucket}, "reason": "hyperwarm-moved-back",
+                       "object": {"key": f"{location}/manifest.json", "sequencer": sequencer or "0"}}}
+
+
+def moved_back(target: str, item: dict[str, Any], bucket: str | None, message: str, request_id: str,
+               failed_at: float | None = None) -> dict[str, Any] | None:
+    """The letter for ``target`` serving less than the record's ``current_version``: its event is the
+    manifest event of that version, so a replay moves the target forward again. None when the record
+    lacks the version's location or bucket (a record older than these fields)."""
+    version, location = item.get("current_version"), item.get("current_location")
+    bucket = item.get("current_bucket") or bucket
+    if not (version and location and bucket):
+        return None
+    sequencer = str(item.get("current_sequencer") or "0")
+    ident = letter_id([target], version, sequencer, MOVED_BACK)
+    return envelope(manifest_event(bucket, location, sequencer, f"hyperwarm-moved-back-{ident}"), MOVED_BACK,
+                    message, [target], version=version, sequencer=sequencer, request_id=request_id,
+                    failed_at=failed_at)
+
+
+def send(sqs: Any, queue_url: str, letter: dict[str, Any]) -> None:
+    """Send one letter with its reason and id as message attributes."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(letter), MessageAttributes={
+        "reason": {"DataType": "String", "StringValue": letter["reason"]},
+        "letter-id": {"DataType": "String", "StringValue": letter["letter_id"]}})
