@@ -167,6 +167,66 @@ def test_a_stack_rollback_is_never_blocked(state, responses) -> None:
     assert responses[-1]["Status"] == "SUCCESS" and responses[-1]["Reason"].startswith("stack rollback")
 
 
+def _rolling_back(state: State) -> None:
+    from moto.cloudformation.models import cloudformation_backends
+    cloudformation_backends["123456789012"]["us-west-2"].stacks[state.stack_id].status = "UPDATE_ROLLBACK_IN_PROGRESS"
+
+
+def _emf(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_a_stack_rollback_dead_letters_and_counts_every_target_it_may_move_back(state, responses, capsys) -> None:
+    """The rollback restores v1 while the refresh function made v3 serve: not blocked, but not silent
+    either: the refresh alarm's metric and a letter whose replay moves the target to v3 again."""
+    sqs = boto3.client("sqs", region_name="us-west-2")
+    url = sqs.create_queue(QueueName="hyperwarm-test-cache-refresh-dead-letters")["QueueUrl"]
+    refreshed(state, "v3", current_bucket="models", current_sequencer="5F01")
+    _rolling_back(state)
+    event = cfn_event(state.stack_id, version="v1")
+    event["ResourceProperties"]["DeadLetterQueue"] = url
+    capsys.readouterr()
+    deploy_guard.on_event(event, None)
+    assert responses[-1]["Status"] == "SUCCESS"
+    assert "may be moved back (RefreshFailed moved-back, 1 dead letter(s) to replay)" in responses[-1]["Reason"]
+    (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
+                                     MessageAttributeNames=["All"])["Messages"]
+    letter = json.loads(message["Body"])
+    assert (letter["format"], letter["reason"], letter["targets"]) == ("hyperwarm.refresh-dlq/v1", "moved-back", [TARGET])
+    assert message["MessageAttributes"]["letter-id"]["StringValue"] == letter["letter_id"]
+    assert f"{TARGET} serves v3" in letter["message"] and f"restores {FIELD} to v1" in letter["message"]
+    from cache_refresh.events import parse_manifest_created
+    created = parse_manifest_created(letter["event"])  # what the refresh function replays
+    assert (created.bucket, created.key, created.sequencer) == ("models", "llama/v3/manifest.json", "5F01")
+    (metric,) = _emf(capsys.readouterr().out)
+    assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Hyperwarm"
+    assert ["service"] in metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"]  # what the alarm watches
+    assert (metric["service"], metric["Reason"], metric["RefreshFailed"]) == ("hyperwarm-cache-refresh", "moved-back", 1)
+
+
+def test_a_rollback_to_the_served_version_reports_nothing(state, responses, capsys) -> None:
+    refreshed(state, "v3", current_bucket="models")
+    _rolling_back(state)
+    capsys.readouterr()
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
+    assert responses[-1]["Status"] == "SUCCESS" and "moved back" not in responses[-1]["Reason"]
+    assert _emf(capsys.readouterr().out) == []
+
+
+def test_a_rollback_still_succeeds_and_counts_when_the_letter_cannot_be_sent(state, responses, capsys) -> None:
+    refreshed(state, "v3")  # a record without the bucket; the queue named by the failed update does not exist
+    _rolling_back(state)
+    event = cfn_event(state.stack_id, version="v1")
+    event["OldResourceProperties"] = {"DeadLetterQueue": "https://sqs.us-west-2.amazonaws.com/123456789012/gone",
+                                      "Bucket": "models"}
+    capsys.readouterr()
+    deploy_guard.on_event(event, None)
+    assert responses[-1]["Status"] == "SUCCESS"
+    assert "0 dead letter(s)" in responses[-1]["Reason"]
+    out = capsys.readouterr().out
+    assert len(_emf(out)) == 1 and "NonExistentQueue" in out  # counted, and the lost letter is in the log
+
+
 # -- the synthesized app ---------------------------------------------------------------------------
 
 def _guard(synthesized, stack: str) -> tuple[str, dict[str, Any]]:

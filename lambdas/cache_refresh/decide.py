@@ -66,11 +66,17 @@ def dead_lettered(item: dict[str, Any], version: str, sequencer: str) -> bool:
 
 def manifest(version: str, item: dict[str, Any], live: Live, *, sequencer: str = "", replay: bool = False) -> Decision:
     """Under the target's lock, with any ended rollout already settled: skip, start, queue or fail."""
-    served = live.version if live.version is not None else item.get("current_version")
+    recorded = item.get("current_version")
+    served = live.version if live.version is not None else recorded
     pending = item.get("pending")
     try:
         skip = (_not_ahead(version, served, "served version")
                 or _not_ahead(version, (pending or {}).get("version"), "version rolling out"))
+        if not skip and recorded and served != recorded and compare(version, recorded) < 0:
+            # Moved back (a stack rollback...) from the recorded version: its moved-back letter rolls that
+            # one again; an older one would only make the record forget it.
+            skip = _skip("older-version", f"{version} is older than {recorded}, which served before the target "
+                                          f"was moved back to {served}")
     except UnorderableVersion as exc:
         return Decision("fail", "unorderable-version", str(exc))
     if skip:
@@ -83,14 +89,18 @@ def manifest(version: str, item: dict[str, Any], live: Live, *, sequencer: str =
 
 
 def busy(version: str, item: dict[str, Any], *, sequencer: str = "", replay: bool = False) -> Decision:
-    """Another invocation or a rollout holds the lock: skip what it already covers, else queue.
+    """Another invocation or a rollout holds the lock: skip what it already covers, else queue. Without
+    a target read, a version equal to the recorded one is not skipped (the target may have been moved
+    back since: the holder, or this event's retry, reads it).
 
     Only a rollout is sure to roll the queued version (its end is an event); an invocation holding the
     lock may have died, so an event equal to the queued one is not skipped then: its retry keeps it alive.
     """
     waiting = (item.get("queued") or {}).get("version") if str(item.get("lock_owner", "")).startswith(ROLLOUT) else None
     try:
-        skip = (_not_ahead(version, item.get("current_version"), "served version")
+        recorded = item.get("current_version")  # equal: not skipped, the target may have been moved back
+        skip = ((recorded and compare(version, recorded) < 0
+                 and _skip("older-version", f"{version} is older than the recorded version {recorded}"))
                 or _not_ahead(version, (item.get("pending") or {}).get("version"), "version rolling out")
                 or _not_ahead(version, waiting, "waiting version"))
     except UnorderableVersion as exc:

@@ -31,6 +31,8 @@ HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches
 ENDPOINT = EndpointTarget(endpoint="llama-prod", blue_green=BlueGreen(max_execution_seconds=3600))
 SETTINGS = Settings(targets={PREFIX: (HYPERPOD, ENDPOINT)}, state_table="t", allowed_buckets=frozenset({BUCKET}),
                     dlq_url="q", lock_seconds=900)
+VARIANTS = (("main", "cfn-model"), ("second", "cfn-model-b"))
+"""Both variants serve the refreshed prefix: each must move, and only forward."""
 _SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real request shapes, offline
 
 
@@ -49,8 +51,8 @@ def _not_found(what: str) -> ClientError:
 class Faults:
     """Per call site: maybe raise a transient or permanent error, crash, or run another invocation first."""
 
-    def __init__(self, rng: random.Random, rate: float) -> None:
-        self.rng, self.rate, self.on = rng, rate, True
+    def __init__(self, rng: random.Random, rate: float, interleave_share: float = 0.3) -> None:
+        self.rng, self.rate, self.on, self.share = rng, rate, True, interleave_share
         self.interleave: Callable[[], None] | None = None
         self.nesting = 0
         self.permanent_sites = {"live", "apply", "start"}
@@ -59,17 +61,19 @@ class Faults:
         if not self.on or self.rng.random() >= self.rate:
             return
         roll = self.rng.random()
-        if roll < 0.3 and self.interleave and self.nesting == 0:
+        if roll < self.share and self.interleave and self.nesting == 0:
             self.nesting += 1
             try:
                 self.interleave()
             finally:
                 self.nesting -= 1
-        elif roll < 0.65:
+            return
+        roll = self.rng.random()  # the other faults, in fixed proportions
+        if roll < 0.5:
             raise TransientError("injected", f"injected transient failure at {site}")
-        elif roll < 0.8 and site in self.permanent_sites:
+        elif roll < 0.7 and site in self.permanent_sites:
             raise PermanentError("injected", f"injected permanent failure at {site}")
-        elif roll < 0.9:
+        elif roll < 0.85:
             raise Crash(site)
 
 
@@ -125,6 +129,13 @@ class FakeKube:
     def location(self, kind: str = "InferenceEndpointConfig", name: str = "llama") -> str:
         return self.objects[(kind, name)]["spec"]["modelSourceConfig"]["modelLocation"]
 
+    def restore(self, version: str) -> None:
+        """A stack rollback re-applies the caches manifest of an older version to every object."""
+        for obj in self.objects.values():
+            obj["spec"]["modelSourceConfig"]["modelLocation"] = f"{PREFIX}/{version}"
+            obj["spec"]["modelVersion"] = version
+            obj["metadata"]["resourceVersion"] = str(next(self.rv))
+
 
 class FakeSageMaker:
     """The SageMaker calls the endpoint target makes; blue/green updates end when :meth:`settle` says.
@@ -136,13 +147,13 @@ class FakeSageMaker:
 
     def __init__(self, faults: Faults, version: str) -> None:
         self.faults = faults
-        self.models = {"cfn-model": {"ModelName": "cfn-model", "ExecutionRoleArn": "arn:aws:iam::1:role/r",
-                                     "PrimaryContainer": {"Image": "img", "ModelDataSource": {"S3DataSource": {
-                                         "S3Uri": f"s3://{BUCKET}/{PREFIX}/{version}/", "S3DataType": "S3Prefix",
-                                         "CompressionType": "None"}}}}}
+        self.models = {name: {"ModelName": name, "ExecutionRoleArn": "arn:aws:iam::1:role/r",
+                              "PrimaryContainer": {"Image": "img", "ModelDataSource": {"S3DataSource": {
+                                  "S3Uri": f"s3://{BUCKET}/{PREFIX}/{version}/", "S3DataType": "S3Prefix",
+                                  "CompressionType": "None"}}}} for name in ("cfn-model", "cfn-model-b")}
         self.configs = {"cfn-config": {"EndpointConfigName": "cfn-config", "ProductionVariants": [
-            {"VariantName": "main", "ModelName": "cfn-model", "InstanceType": "ml.g5.xlarge",
-             "InitialInstanceCount": 1}]}}
+            {"VariantName": variant, "ModelName": model, "InstanceType": "ml.g5.xlarge", "InitialInstanceCount": 1}
+            for variant, model in VARIANTS]}}
         self.status, self.config, self.updating_to = "InService", "cfn-config", None
         self.emitted: list[dict[str, Any]] = []
         self.violations: list[str] = []
@@ -208,17 +219,22 @@ class FakeSageMaker:
             raise _not_found(ModelName)
 
     def deploy(self, number: int) -> None:
-        """A CloudFormation update of the endpoint (same model version, new config): someone else's update."""
-        served = self.served()
-        self.models[f"cfn-model-{number}"] = {**self.models["cfn-model"], "ModelName": f"cfn-model-{number}",
-                                              "PrimaryContainer": {"Image": "img", "ModelDataSource": {
-                                                  "S3DataSource": {"S3Uri": served, "S3DataType": "S3Prefix",
-                                                                   "CompressionType": "None"}}}}
+        """A CloudFormation update of the endpoint (same model versions, new config): someone else's update."""
+        variants = []
+        for variant in self.configs[self.config]["ProductionVariants"]:
+            name = f"cfn-{variant['VariantName']}-{number}"
+            self.models[name] = {**self.models[variant["ModelName"]], "ModelName": name}
+            variants.append({**variant, "ModelName": name})
         self.configs[f"cfn-config-{number}"] = {**self.configs["cfn-config"], "EndpointConfigName": f"cfn-config-{number}",
-                                                "ProductionVariants": [{**self.configs["cfn-config"]["ProductionVariants"][0],
-                                                                        "ModelName": f"cfn-model-{number}"}]}
+                                                "ProductionVariants": variants}
         self.status, self.updating_to = "Updating", f"cfn-config-{number}"
         self._event()
+
+    def restore(self, config: str = "cfn-config") -> None:
+        """A stack rollback (or someone's update) puts an older EndpointConfig back: it serves at once."""
+        self.status, self.updating_to = "Updating", config
+        self._event()
+        self.settle(True)
 
     def settle(self, succeed: bool) -> None:
         """The blue/green update ends: the new config serves, or the endpoint rolls back to the old one."""
@@ -227,9 +243,14 @@ class FakeSageMaker:
         self.status, self.updating_to = "InService", None
         self._event()
 
-    def served(self) -> str:
-        variant = self.configs[self.config]["ProductionVariants"][0]
-        return self.models[variant["ModelName"]]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    def served(self, variant: int = 0) -> str:
+        chosen = self.configs[self.config]["ProductionVariants"][variant]
+        return self.models[chosen["ModelName"]]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
+
+    def served_variants(self) -> dict[str, str]:
+        """Variant name -> the version folder its model reads."""
+        return {v["VariantName"]: self.models[v["ModelName"]]["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]
+                ["S3Uri"].rstrip("/").rsplit("/", 1)[-1] for v in self.configs[self.config]["ProductionVariants"]}
 
 
 class FakeSqs:
@@ -279,6 +300,8 @@ class World:
 
     rng: random.Random
     fault_rate: float = 0.0
+    interleave_share: float = 0.3
+    """Of the faults, the share that runs another invocation in the middle of one."""
     initial: str = "v1"
     faults: Faults = field(init=False)
     clock: Clock = field(default_factory=Clock)
@@ -287,7 +310,7 @@ class World:
     """(name, reason, target, invocation number) of every metric the function emitted."""
 
     def __post_init__(self) -> None:
-        self.faults = Faults(self.rng, self.fault_rate)
+        self.faults = Faults(self.rng, self.fault_rate, self.interleave_share)
         self.store = MemStore(self.faults)
         self.kube = FakeKube(self.faults, self.initial)
         self.sm = FakeSageMaker(self.faults, self.initial)
@@ -295,6 +318,8 @@ class World:
         self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
         self._request = itertools.count(1)
         self.running: list[int] = [0]  # invocation numbers, innermost last (one may run inside another)
+        self.changing: dict[str, int] = {}  # target id -> the invocation inside a change of it
+        self.violations: list[str] = []
 
     def verify(self, created: Any) -> None:
         self.faults.at("verify")
@@ -313,14 +338,29 @@ class World:
         return flow.Ports(
             settings=replace(SETTINGS, dry_run=self.dry_run), state=StateTable(self.store, self.clock),
             verify=self.verify, live=self.live,
-            apply_hyperpod=lambda target, created: hyperpod.apply(target, created, "us-west-2", kube=self.kube),
-            start_endpoint=lambda target, created: endpoint_target.start(self.sm, target, created),
-            delete_superseded=lambda cfg, models, serving: endpoint_target.delete_superseded(self.sm, cfg, models,
-                                                                                            serving),
+            apply_hyperpod=lambda target, created: self._alone(target.id, lambda: hyperpod.apply(
+                target, created, "us-west-2", kube=self.kube)),
+            start_endpoint=lambda target, created: self._alone(target.id, lambda: endpoint_target.start(
+                self.sm, target, created)),
+            delete_superseded=lambda cfg, models, serving: self._alone(ENDPOINT.id, lambda: (
+                endpoint_target.delete_superseded(self.sm, cfg, models, serving))),
             dead_letter=lambda body: self.sqs.send(body, self.running[-1]),
             metric=lambda name, reason=None, target=None, **_: self.metrics.append(
                 (name, reason, target, self.running[-1])),
             request_id=f"req-{self.running[-1]}")
+
+    def _alone(self, target_id: str, change: Callable[[], Any]) -> Any:
+        """I0: a change of a target while another running invocation is changing it is a violation
+        (what the per-target lock prevents: the outer invocation is interleaved mid-change)."""
+        other = self.changing.get(target_id)
+        if other is not None and other in self.running:
+            self.violations.append(f"I0: invocations {other} and {self.running[-1]} change {target_id} at once")
+        self.changing[target_id] = self.running[-1]
+        try:
+            return change()
+        finally:
+            if self.changing.get(target_id) == self.running[-1]:
+                del self.changing[target_id]
 
     def invoke(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """One invocation of the function: (its number, its answer); raises what the handler raises."""
@@ -335,6 +375,32 @@ class World:
         """Target -> the version it serves right now, read from the fakes."""
         return {HYPERPOD.id: self.kube.location().rsplit("/", 1)[-1],
                 ENDPOINT.id: self.sm.served().rstrip("/").rsplit("/", 1)[-1]}
+
+    def served_objects(self) -> dict[str, str]:
+        """Every HyperPod object and every endpoint variant -> the version it serves (I2 and I3 hold for each)."""
+        objects = {f"{HYPERPOD.id}#{kind}/{name}": self.kube.location(kind, name).rsplit("/", 1)[-1]
+                   for kind, name in self.kube.objects}
+        return {**objects, **{f"{ENDPOINT.id}#{v}": version for v, version in self.sm.served_variants().items()}}
+
+    def replay(self, **options: Any) -> list[dict[str, Any]]:
+        """``hyperwarm refresh replay`` of the dead-letter queue against this world's function."""
+        from hyperwarm import refresh_cli
+        world = self
+
+        class Lambda:
+            @staticmethod
+            def invoke(FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+                try:
+                    _, result = world.invoke(json.loads(Payload))
+                except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
+                    return {"FunctionError": "Unhandled", "Payload": _Body(json.dumps({"error": repr(exc)}))}
+                return {"Payload": _Body(json.dumps(result))}
+        return refresh_cli.replay("q", "fn", sqs=self.sqs, lambda_client=Lambda, **{"max_messages": 100, **options})
+
+    def deliver_state_changes(self) -> list[dict[str, Any]]:
+        """SageMaker's pending state-change events, each delivered once; their answers."""
+        events, self.sm.emitted = list(self.sm.emitted), []
+        return [self.invoke(event)[1] for event in events]
 
     def snapshot(self) -> str:
         return json.dumps([self.store.items, sorted(self.kube.objects.items()), self.sm.models, self.sm.configs, self.sm.status,
@@ -355,3 +421,11 @@ def on_failure_record(event: dict[str, Any], error: str) -> dict[str, Any]:
             "requestPayload": event, "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
                                                           "functionError": "Unhandled"},
             "responsePayload": {"errorMessage": error, "errorType": "TransientError"}}
+
+
+class _Body:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def read(self) -> bytes:
+        return self.text.encode()

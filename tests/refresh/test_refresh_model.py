@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from typing import Any
 
 import pytest
 
 import model_world as mw
-from cache_refresh import versions
+from cache_refresh import deploy_guard, versions
 from cache_refresh.state import StateTable
 from hyperwarm import refresh_cli
 
@@ -44,12 +45,13 @@ class History:
     def __init__(self, seed: int) -> None:
         self.rng = rng = random.Random(seed)
         initial = rng.choice(["v1", "v1", "v1", "v5"])
-        self.world = mw.World(rng, fault_rate=rng.choice([0.0, 0.0, 0.05, 0.15, 0.3]), initial=initial)
+        self.world = mw.World(rng, fault_rate=rng.choice([0.0, 0.0, 0.05, 0.15, 0.3]), initial=initial,
+                              interleave_share=rng.choice([0.3, 0.3, 0.8]))
         self.world.faults.interleave = self._deliver_one
         self.inflight: list[tuple[dict[str, Any], int]] = []  # (event, attempts so far)
         self.delivered_live: set[str | None] = set()
         """Versions whose event a live invocation answered, or that went to the dead-letter queue."""
-        self.history = {t: [v] for t, v in self.world.served().items()}
+        self.history = {t: [v] for t, v in self.world.served_objects().items()}
         self.sequencer = 0x100
         self.trace: list[str] = []
 
@@ -147,22 +149,42 @@ class History:
         if self.inflight:
             self.inflight.append(self.rng.choice(self.inflight))
 
+    def move_back(self) -> None:
+        """Either a deploy failed after the guard passed (CloudFormation restores the version first deployed
+        on every target, and the guard, called in the rollback, reports each target it may move back), or
+        someone updates the endpoint by hand to its first config (no guard runs: only its state change)."""
+        w = self.world
+        record = mw.json.loads(w.store.items.get(StateTable.key(mw.ENDPOINT.id), "{}"))
+        if w.sm.status != "InService" or record.get("pending"):
+            return  # the guard stops a deploy while a refresh rolls out; an Updating endpoint rejects it
+        if self.rng.random() < 0.5:
+            self.stack_rollback()
+        else:
+            w.sm.restore("cfn-config")
+            self.trace.append("endpoint moved back by hand")
+        for obj, version in w.served_objects().items():  # not the function's move: I2 starts again from here
+            self.history[obj].append(version)
+
+    def stack_rollback(self) -> None:
+        w, initial = self.world, self.world.initial
+        props = {"Targets": [{"Id": t, "Version": initial, "Field": "f", "Value": "{version}"}
+                             for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)]}
+        for letter in deploy_guard.moved_back(_Table(w.store), props, "cfn-rollback"):
+            w.metrics.append(("RefreshFailed", "moved-back", letter["targets"][0], 0))
+            w.sqs.messages[f"guard-{len(w.sqs.messages)}"] = {
+                "MessageId": f"guard-{len(w.sqs.messages)}", "ReceiptHandle": f"guard-{len(w.sqs.messages)}",
+                "Body": mw.json.dumps(letter), "visible": True}
+        w.kube.restore(initial)
+        w.sm.restore("cfn-config")
+        self.trace.append("stack rollback")
+
     def replay(self) -> bool:
         w = self.world
-
-        class Lambda:
-            @staticmethod
-            def invoke(FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:
-                try:
-                    _, result = w.invoke(mw.json.loads(Payload))
-                except (Exception, mw.Crash) as exc:  # noqa: BLE001
-                    return {"FunctionError": "Unhandled", "Payload": _Body(mw.json.dumps({"error": repr(exc)}))}
-                return {"Payload": _Body(mw.json.dumps(result))}
         if not w.dry_run:
             self.delivered_live |= {refresh_cli.original_event(m["Body"]).get("detail", {}).get("object", {})
                                     .get("key", "//").split("/")[-2] for m in w.sqs.messages.values()}
         self.trace.append("replay")
-        results = refresh_cli.replay("q", "fn", sqs=w.sqs, lambda_client=Lambda, max_messages=100)
+        results = w.replay()
         for result in results:
             self.trace.append(f"  replayed {result['message_id']}: {result['status']} {result.get('result')}")
         return all(r["status"] == "failed-again" for r in results)
@@ -208,11 +230,16 @@ class History:
     def check(self) -> None:
         w = self.world
         assert not w.sm.violations, w.sm.violations  # I5
-        for target, now in w.served().items():
-            previous = self.history[target][-1]
-            assert versions.compare(now, previous) >= 0, f"I2: {target} moved back {previous} -> {now}"  # I2
-            assert now == self.history[target][0] or w.files.get(now) == "complete", f"I3: {target} serves {now}"
-            self.history[target].append(now)
+        assert not w.violations, w.violations  # I0: one change of a target at a time
+        for obj, now in w.served_objects().items():  # every HyperPod object, every endpoint variant
+            previous = self.history[obj][-1]
+            try:
+                order = versions.compare(now, previous)
+            except versions.UnorderableVersion:
+                order = -1  # moved to a version the order cannot place after the previous one
+            assert order >= 0, f"I2: {obj} moved back {previous} -> {now}"  # I2
+            assert now == self.history[obj][0] or w.files.get(now) == "complete", f"I3: {obj} serves {now}"
+            self.history[obj].append(now)
         for message in w.sqs.messages.values():  # I4: every letter can be replayed
             assert refresh_cli.original_event(message["Body"])["source"] in ("aws.s3", "aws.sagemaker")
 
@@ -220,7 +247,7 @@ class History:
 
     def run(self, steps: int) -> None:
         actions = [self.upload] * 3 + [self._deliver_one] * 5 + [self.settle] * 2 + [
-            self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy]
+            self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy, self.move_back]
         for _ in range(steps):
             self.rng.choice(actions)()
             self.flush_state_changes()
@@ -238,6 +265,16 @@ class History:
         w = self.world
         w.faults.on, w.dry_run = False, False
         self.trace.append("quiesce")
+        self._settle_all()
+        if self.rng.random() < 0.3:  # once all is done, a move back is only undone by its letters
+            self.move_back()
+            self.flush_state_changes()
+            self._settle_all()
+        self.check_newest_serves()
+        assert w.sm.status == "InService"
+
+    def _settle_all(self) -> None:
+        w = self.world
         for _ in range(40):
             w.clock.now += 20_000  # locks of crashed invocations and lost rollouts expire
             while self.inflight:
@@ -255,8 +292,11 @@ class History:
             self.check()
             if settled and not self.inflight and set(w.sqs.messages) == letters:  # only letters that fail however often they are replayed
                 break
+
+    def check_newest_serves(self) -> None:
+        w = self.world
         expected_versions = [v for v in self.delivered_live if w.files.get(v) == "complete"]
-        for target, now in w.served().items():
+        for target, now in w.served_objects().items():
             start = self.history[target][0]
             newest = start
             for version in expected_versions:
@@ -270,12 +310,14 @@ class History:
         assert w.sm.status == "InService"
 
 
-class _Body:
-    def __init__(self, text: str) -> None:
-        self.text = text
+class _Table:
+    """The state items as the deploy guard reads them (boto3's Table.get_item)."""
 
-    def read(self) -> bytes:
-        return self.text.encode()
+    def __init__(self, store: mw.MemStore) -> None:
+        self.store = store
+
+    def get_item(self, Key: dict[str, str], ConsistentRead: bool) -> dict[str, Any]:  # noqa: N803
+        return {"Item": mw.json.loads(self.store.items.get(Key["pk"], "{}")) or None}
 
 
 def _run(seed: int) -> None:
@@ -300,3 +342,49 @@ def test_the_model_catches_a_flow_that_moves_a_target_back(monkeypatch):
     with pytest.raises(AssertionError, match=r"seed \d+: I2: .* moved back"):
         for seed in range(500):
             _run(seed)
+
+
+def _first_failure(seeds: int) -> str:
+    for seed in range(seeds):
+        try:
+            _run(seed)
+        except AssertionError as exc:
+            return str(exc).splitlines()[0]
+    return "no invariant violation found"
+
+
+def test_the_model_catches_a_flow_without_its_per_target_lock(monkeypatch):
+    """The lock is the Busy answer of ``acquire`` and the owner check of every later write: without
+    both, an invocation run in the middle of another changes the same target (I0)."""
+    from cache_refresh import state
+
+    def take_always(self, target_id, owner, seconds, *, over_rollout=False):
+        now = self.clock()
+        return self._change(target_id, lambda item: {**item, "lock_owner": owner, "lock_expires": int(now) + seconds})
+    monkeypatch.setattr(state.StateTable, "acquire", take_always)
+    monkeypatch.setattr(state.StateTable, "_owned", lambda self, target_id, owner, change: self._change(target_id, change))
+    assert re.match(r"seed \d+: \['I0: invocations \d+ and \d+ change .* at once'\]", _first_failure(3000))
+
+
+def test_the_model_catches_a_move_back_nobody_reports(monkeypatch):
+    """Without the state-change handler's moved-back letter, an endpoint a stack rollback or a manual
+    update moved back stays there (I1)."""
+    from cache_refresh import flow
+    from cache_refresh.errors import Skip
+
+    def ignore(ports, target, item, change):
+        raise Skip("no-rollout", "moved-back detection removed")
+    monkeypatch.setattr(flow, "_moved_back", ignore)
+    assert re.match(r"seed \d+: I1: endpoint:llama-prod#\w+ serves", _first_failure(1000))
+
+
+def test_the_model_catches_decisions_taken_from_the_record_alone(monkeypatch):
+    """With the first look deciding from the state record only (a record of v3 skips a replayed v3 as a
+    duplicate), a target moved back is never moved forward again (I1)."""
+    from cache_refresh import decide, flow
+
+    def record_only(ports, target, created, replay):
+        return decide.manifest(created.version, ports.state.get(target.id), decide.Live(None),
+                               sequencer=created.sequencer, replay=replay)
+    monkeypatch.setattr(flow, "_first_look", record_only)
+    assert re.match(r"seed \d+: I1: ", _first_failure(1000))
