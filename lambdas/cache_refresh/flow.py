@@ -117,11 +117,13 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
         return _conclude(ports, event, created,
                          [Outcome(i, "failed", "unorderable-version", str(exc)) for i in ids], replay)
     # First look without the lock: which targets might move at all? (Saves verifying a duplicate.)
-    due, outcomes = [], []
+    due, outcomes, waiting = [], [], []
     for target in targets:
-        first = _first_look(ports, target, created, replay)
+        first, item = _first_look(ports, target, created, replay)
         if first.action == "skip":
             outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
+            if item.get("queued"):
+                waiting.append(target)
         else:
             due.append(target)
     if s.dry_run:
@@ -133,14 +135,18 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
             outcomes += [Outcome(t.id, "failed", exc.reason, exc.message) for t in due]
             return _conclude(ports, event, created, outcomes, replay)
     for target in due:
-        outcomes.append(_target(ports, target, created, event, replay=replay))
+        outcomes += _target(ports, target, created, event, replay=replay)
+    for target in waiting:  # skipped here, but a version waits for it: roll it if the target is free
+        outcomes += [o for o in _drain(ports, target, 0) if o.status == "retry"]
     return _conclude(ports, event, created, outcomes, replay)
 
 
-def _first_look(ports: Ports, target: Target, created: ManifestCreated, replay: bool) -> decide.Decision:
-    """The record's decision; a record that says the target already serves this version or a newer one
-    is checked against the target itself (a stack rollback may have moved it back since). Any error
-    here only means "look again under the lock", where it is read again and classified."""
+def _first_look(ports: Ports, target: Target, created: ManifestCreated,
+                replay: bool) -> tuple[decide.Decision, dict[str, Any]]:
+    """The record's decision (and the record); a record that says the target already serves this version
+    or a newer one is checked against the target itself (a stack rollback may have moved it back since).
+    Any error here only means "look again under the lock", where it is read again and classified."""
+    item: dict[str, Any] = {}
     try:
         item = ports.state.get(target.id)
         first = decide.manifest(created.version, item, decide.Live(None), sequencer=created.sequencer, replay=replay)
@@ -149,8 +155,8 @@ def _first_look(ports: Ports, target: Target, created: ManifestCreated, replay: 
                                     sequencer=created.sequencer, replay=replay)
     except Exception as exc:  # noqa: BLE001 - decided again, under the lock
         ports.log("first look failed; deciding under the lock", target=target.id, error=repr(exc))
-        return decide.Decision("start")
-    return first
+        return decide.Decision("start"), item
+    return first, item
 
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
@@ -171,18 +177,21 @@ def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes
 
 
 def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any], *,
-            replay: bool, depth: int = 0) -> Outcome:
-    """One target under its lock; failures become outcomes (a crash of the runtime passes through)."""
+            replay: bool, depth: int = 0) -> list[Outcome]:
+    """One target under its lock; failures become outcomes (a crash of the runtime passes through).
+
+    The first outcome is this event's; a version that waited behind the lock and must be retried adds
+    its retry (so this event is retried too, and its retry rolls it)."""
     s, state, owner = ports.settings, ports.state, _owner(ports)
     try:
         item = state.acquire(target.id, owner, s.lock_seconds)
     except Busy as busy:
-        return _queue_behind(ports, target, created, event, busy.item, replay)
+        return [_queue_behind(ports, target, created, event, busy.item, replay)]
     except TransientError as exc:
-        return Outcome(target.id, "retry", exc.reason, exc.message)
+        return [Outcome(target.id, "retry", exc.reason, exc.message)]
     except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
         ports.log("could not take lock", target=target.id, error=repr(exc))
-        return Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")
+        return [Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")]
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)
@@ -191,9 +200,9 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             state.enqueue(target.id, created.version, created.sequencer, event)
             if item.get("pending"):  # our rollout still runs: it rolls the queued version when it ends
                 state.keep_rollout(target.id, owner, _rollout_seconds(target))
-                return Outcome(target.id, "queued", d.reason, d.message)
+                return [Outcome(target.id, "queued", d.reason, d.message)]
             state.release(target.id, owner)  # someone else's update: retry, and the state change rolls it
-            return Outcome(target.id, "retry", "endpoint-busy", f"{target.id}: {d.message}")
+            return [Outcome(target.id, "retry", "endpoint-busy", f"{target.id}: {d.message}")]
         if d.action == "skip" and live.version is not None:
             # The target serves this version or a newer one: record what it serves when the record is
             # behind (a commit or rollout record lost after the target moved), so deploy guards see it.
@@ -219,19 +228,17 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             pending.update(bucket=created.bucket, event=json.dumps(event))
             state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
             ports.log("endpoint update started", target=target.id, config=pending["config"])
-            return Outcome(target.id, "started")
+            return [Outcome(target.id, "started")]
     except Exception as exc:  # noqa: BLE001 - every failure is classified; an unknown one is retried
         _release_quietly(ports, target, owner)
         if isinstance(exc, PermanentError):
-            return Outcome(target.id, "failed", exc.reason, exc.message)
+            return [Outcome(target.id, "failed", exc.reason, exc.message)]
         if isinstance(exc, TransientError):
-            return Outcome(target.id, "retry", exc.reason, exc.message)
+            return [Outcome(target.id, "retry", exc.reason, exc.message)]
         ports.log("unexpected error", target=target.id, error=repr(exc))
-        return Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")
-    # The target is free: a version that waited behind the lock goes now. If it must be retried, so
-    # must this event (its retry drains it again); its other outcomes are concluded with its own event.
-    retry = next((o for o in _drain(ports, target, depth) if o.status == "retry"), None)
-    return retry or outcome
+        return [Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")]
+    # The target is free: a version that waited behind the lock goes now (concluded with its own event).
+    return [outcome, *(o for o in _drain(ports, target, depth) if o.status == "retry")]
 
 
 def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
@@ -312,9 +319,9 @@ def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
         ports.log("could not read the queued version", target=target.id, error=repr(exc))
         reason = exc.reason if isinstance(exc, RefreshError) else "state-unavailable"
         return [Outcome(target.id, "retry", reason, f"{target.id}: queued version not read: {exc}")]
-    outcome = _target(ports, target, created, event, replay=False, depth=depth + 1)
-    _record(ports, event, created, [outcome], replay=False)
-    return [outcome]
+    outcomes = _target(ports, target, created, event, replay=False, depth=depth + 1)
+    _record(ports, event, created, outcomes[:1], replay=False)
+    return outcomes
 
 
 def _record(ports: Ports, event: dict[str, Any], created: ManifestCreated, outcomes: list[Outcome],

@@ -384,7 +384,8 @@ def test_the_model_catches_decisions_taken_from_the_record_alone(monkeypatch):
     from cache_refresh import decide, flow
 
     def record_only(ports, target, created, replay):
-        return decide.manifest(created.version, ports.state.get(target.id), decide.Live(None),
-                               sequencer=created.sequencer, replay=replay)
+        item = ports.state.get(target.id)
+        return decide.manifest(created.version, item, decide.Live(None), sequencer=created.sequencer,
+                               replay=replay), item
     monkeypatch.setattr(flow, "_first_look", record_only)
     assert re.match(r"seed \d+: I1: ", _first_failure(1000))

@@ -204,3 +204,27 @@ def test_an_equal_rank_in_another_folder_is_unorderable_dead_lettered_and_counte
         mw.HYPERPOD.id, mw.ENDPOINT.id}
     world.files["v2"] = "complete"
     assert world.invoke(mw.manifest_event("v2", 0x102))[1]["reason"] == "duplicate"  # the very same folder
+
+
+def test_a_failure_next_to_a_drained_version_that_must_be_retried_is_still_dead_lettered():
+    """2.0 fails (unorderable next to v2) on both targets; freeing the HyperPod target drains a waiting
+    v3 whose patch fails transiently: 2.0's letter is written, v3 still waits, and the event is raised."""
+    world = mw.World(random.Random(1), initial="v2")
+    world.files.update({"v3": "complete", "2.0": "complete"})
+    state_mod.StateTable(world.store, world.clock).enqueue(mw.HYPERPOD.id, "v3", "102", mw.manifest_event("v3", 0x102))
+    patch = world.kube.merge_patch
+
+    def flaky(kind, namespace, name, body):
+        if body["spec"].get("modelVersion") == "v3":
+            raise TransientError("target-unavailable", "API server 503")
+        return patch(kind, namespace, name, body)
+    world.kube.merge_patch = flaky
+    with pytest.raises(TransientError) as raised:
+        world.invoke(mw.manifest_event("2.0", 0x103))
+    assert raised.value.reason == "target-unavailable"
+    ((_, letter),) = world.sqs.sent
+    assert letter["reason"] == "unorderable-version" and sorted(letter["targets"]) == sorted([mw.HYPERPOD.id, mw.ENDPOINT.id])
+    assert _record(world, mw.HYPERPOD.id)["queued"]["version"] == "v3"
+    world.kube.merge_patch = patch
+    world.invoke(mw.manifest_event("2.0", 0x103))  # Lambda's retry: 2.0 is marked failed, the release drains v3
+    assert world.served()[mw.HYPERPOD.id] == "v3"
