@@ -6,7 +6,8 @@ Entry points (one code asset, two EventBridge rules):
   (it also takes a "SageMaker Endpoint State Change", so one function name replays any dead letter).
 - ``cache_refresh.handler.on_endpoint_state_change``: "SageMaker Endpoint State Change"; finishes
   endpoint rollouts (deletes superseded resources once the new config serves, dead-letters a
-  rollback or failure) and rolls a version that waited behind the rollout.
+  rollback or failure), rolls a version that waited behind the rollout, and dead-letters an endpoint
+  found back on a version older than the one it made serve (``moved-back``).
 
 Each is parse -> :mod:`.flow` (decisions in :mod:`.decide`, pure) -> act through :class:`.flow.Ports`,
 whose AWS implementation is built here once per container. Outcomes: skipped (``RefreshSkipped`` with

@@ -197,3 +197,30 @@ def test_replay_waits_for_a_long_refresh_instead_of_invoking_it_again(monkeypatc
     config = made["lambda"]["config"]
     assert made["lambda"]["region_name"] == "eu-west-1"
     assert config.read_timeout >= 900 and config.retries == {"total_max_attempts": 1}
+
+
+def test_a_stack_rollback_of_a_refreshed_endpoint_is_dead_lettered_and_replay_moves_it_forward(world, context):
+    """End to end on moto: CloudFormation's rollback puts its own v1 config back; the state change is a
+    moved-back letter (with its id as a message attribute); replaying it starts v2 again."""
+    import moto_ext
+    from refresh_world import BUCKET, ENDPOINT
+
+    handler.lambda_handler(world.upload("v2"), context)
+    moto_ext.settle(moto_ext.backend(), ENDPOINT)
+    handler.on_endpoint_state_change(moto_ext.state_change_event(world.sm, ENDPOINT), context)
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v2/"
+    world.sm.update_endpoint(EndpointName=ENDPOINT, EndpointConfigName="llama-prod-cfn")  # the stack rollback
+    moto_ext.settle(moto_ext.backend(), ENDPOINT)
+    result = handler.on_endpoint_state_change(moto_ext.state_change_event(world.sm, ENDPOINT), context)
+    assert (result["status"], result["reason"]) == ("dead-lettered", "moved-back")
+    (message,) = world.sqs.receive_message(QueueUrl=world.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0,
+                                           MessageAttributeNames=["All"])["Messages"]
+    letter = json.loads(message["Body"])
+    assert message["MessageAttributes"]["letter-id"]["StringValue"] == letter["letter_id"]
+    assert letter["event"]["detail"]["object"]["key"] == f"{PREFIX}/v2/manifest.json"
+    [replayed] = refresh_cli.replay(world.dlq_url, "fn", sqs=world.sqs, lambda_client=InvokeHandler(context))
+    assert replayed["status"] == "replayed"
+    assert replayed["result"]["targets"][f"endpoint:{ENDPOINT}"] == {"status": "started"}
+    moto_ext.settle(moto_ext.backend(), ENDPOINT)
+    handler.on_endpoint_state_change(moto_ext.state_change_event(world.sm, ENDPOINT), context)
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v2/"
