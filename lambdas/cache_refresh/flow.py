@@ -214,21 +214,9 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
             state.release(target.id, owner)
             outcome = Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
         elif isinstance(target, HyperPodTarget):
-            ports.metric("RefreshStarted", target=target.id)
-            changed = ports.apply_hyperpod(target, created)
-            state.commit(target.id, owner, version=created.version, sequencer=created.sequencer,
-                         location=created.location, bucket=created.bucket)
-            ports.metric("RefreshSucceeded", target=target.id)
-            ports.metric("TimeToRefresh", value=_since(created.time, ports.state.clock()), unit="Seconds")
-            ports.log("hyperpod target repointed", target=target.id, version=created.version, changed=changed)
-            outcome = Outcome(target.id, "refreshed")
+            outcome = _repoint(ports, target, created, owner)
         else:
-            ports.metric("RefreshStarted", target=target.id)
-            pending = ports.start_endpoint(target, created)
-            pending.update(bucket=created.bucket, event=json.dumps(event))
-            state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
-            ports.log("endpoint update started", target=target.id, config=pending["config"])
-            return [Outcome(target.id, "started")]
+            return [_start_rollout(ports, target, created, event, owner)]
     except Exception as exc:  # noqa: BLE001 - every failure is classified; an unknown one is retried
         _release_quietly(ports, target, owner)
         if isinstance(exc, PermanentError):
@@ -239,6 +227,29 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         return [Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")]
     # The target is free: a version that waited behind the lock goes now (concluded with its own event).
     return [outcome, *(o for o in _drain(ports, target, depth) if o.status == "retry")]
+
+
+def _repoint(ports: Ports, target: HyperPodTarget, created: ManifestCreated, owner: str) -> Outcome:
+    """Patch the HyperPod objects, then record the version and free the target."""
+    ports.metric("RefreshStarted", target=target.id)
+    changed = ports.apply_hyperpod(target, created)
+    ports.state.commit(target.id, owner, version=created.version, sequencer=created.sequencer,
+                       location=created.location, bucket=created.bucket)
+    ports.metric("RefreshSucceeded", target=target.id)
+    ports.metric("TimeToRefresh", value=_since(created.time, ports.state.clock()), unit="Seconds")
+    ports.log("hyperpod target repointed", target=target.id, version=created.version, changed=changed)
+    return Outcome(target.id, "refreshed")
+
+
+def _start_rollout(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
+                   owner: str) -> Outcome:
+    """Start the endpoint update and hand the lock to the rollout (its end is a state change)."""
+    ports.metric("RefreshStarted", target=target.id)
+    pending = ports.start_endpoint(target, created)
+    pending.update(bucket=created.bucket, event=json.dumps(event))
+    ports.state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
+    ports.log("endpoint update started", target=target.id, config=pending["config"])
+    return Outcome(target.id, "started")
 
 
 def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
