@@ -202,6 +202,8 @@ def test_a_stack_rollback_dead_letters_and_counts_every_target_it_may_move_back(
     assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Hyperwarm"
     assert ["service"] in metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"]  # what the alarm watches
     assert (metric["service"], metric["Reason"], metric["RefreshFailed"]) == ("hyperwarm-cache-refresh", "moved-back", 1)
+    from hyperwarm.refresh import METRICS_NAMESPACE, SERVICE
+    assert (metric["service"], metric["_aws"]["CloudWatchMetrics"][0]["Namespace"]) == (SERVICE, METRICS_NAMESPACE)
 
 
 def test_a_rollback_to_the_served_version_reports_nothing(state, responses, capsys) -> None:
