@@ -310,8 +310,21 @@ def test_the_guard_runs_again_whenever_a_protected_resource_changes() -> None:
     ({"targets": []}, r"targets = \[\] -- a guard needs at least one guarded target"),
     ({"state_table_name": "no spaces"}, r"state_table_name = 'no spaces' -- allowed: 3..255 letters"),
     ({"targets": [GuardedTarget(TARGET, "v1", FIELD, value="s3://m/v1/")]}, r"value = 's3://m/v1/' -- must contain"),
+    ({"dead_letter_queue_name": "dlq.fifo"}, r"dead_letter_queue_name = 'dlq.fifo' -- allowed: 1..80 letters"),
 ])
 def test_guard_props_are_validated(props: dict[str, Any], message: str) -> None:
     arguments = {"state_table_name": TABLE, "targets": [GuardedTarget(TARGET, "v1", FIELD, VALUE)], **props}
     with pytest.raises(ValueError, match=message):
         RefreshGuard(cdk.Stack(cdk.App(), "T"), "Guard", RefreshGuardProps(**arguments))
+
+
+def test_a_guard_without_a_queue_name_may_not_send_and_names_none() -> None:
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2", account="123456789012"))
+    RefreshGuard(stack, "Guard", RefreshGuardProps(state_table_name=TABLE, targets=[
+        GuardedTarget(target_id=TARGET, version="v1", field=FIELD, value=VALUE)]))
+    template = Template.from_stack(stack)
+    (resource,) = template.find_resources("Custom::RefreshGuard").values()
+    assert "DeadLetterQueue" not in resource["Properties"] and "Bucket" not in resource["Properties"]
+    actions = [s["Action"] for p in template.find_resources("AWS::IAM::Policy").values()
+               for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert actions == ["dynamodb:GetItem", "cloudformation:DescribeStacks"]
