@@ -7,13 +7,12 @@ from .inference import (
     inference_endpoint_config,
     model_image_cache,
     model_weights_cache_config,
-    parent_reference,
 )
 from .prepull import PRIORITY_CLASS, daemonset_name, prepull_daemonset, priority_class
 
 __all__ = [
     "CachesChart", "PRIORITY_CLASS", "build_chart", "cache_objects", "cache_ready_preferences",
     "daemonset_name", "image_cache_name", "inference_endpoint_config", "model_image_cache",
-    "model_weights_cache_config", "parent_reference", "prepull_daemonset", "priority_class",
+    "model_weights_cache_config", "prepull_daemonset", "priority_class",
     "write_manifests",
 ]

@@ -129,21 +129,14 @@ def image_cache_name(group: str, image: str) -> str:
     return f"img-{group[:40]}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
 
 
-def parent_reference(kind: str, name: str, namespace: str, uid: str) -> dict[str, str]:
-    """A ``parentReferences`` entry; ``uid`` is the live object's, so only a controller can fill it."""
-    return {"kind": kind, "name": name, "namespace": namespace, "uid": uid}
-
-
-def model_image_cache(image: str, group: str, *, namespace: str, labels: dict[str, str], parents: Sequence[str],
-                      parent_references: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+def model_image_cache(image: str, group: str, *, namespace: str, labels: dict[str, str],
+                      parents: Sequence[str]) -> dict[str, Any]:
     """Stand-alone pre-pull of ``image`` on the group's nodes, shared by the deployments in ``parents``.
 
-    ``parentReferences`` need the parents' UIDs: given when known, otherwise the deployments served
-    are listed in the ``hyperwarm.io/parents`` annotation for the controller that fills them in.
+    ``spec.parentReferences`` would need the parents' live UIDs, which no manifest knows: the
+    deployments served are listed, for people and ``kubectl``, in the ``hyperwarm.io/parents`` annotation.
     """
     spec: dict[str, Any] = {"image": image, "nodeSelector": {INSTANCE_GROUP_LABEL: group}}
-    if parent_references:
-        spec["parentReferences"] = list(parent_references)
     return {
         "apiVersion": API_VERSION, "kind": "ModelImageCache",
         "metadata": metadata(image_cache_name(group, image), namespace, labels,

@@ -12,14 +12,14 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import HyperPodEksCluster
+from hyperwarm import IHyperPodCluster
 from stacks.config import EnvironmentConfig
 from manifests import build_chart
 
 
 class CachesStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster: HyperPodEksCluster, **kwargs) -> None:
+                 cluster: IHyperPodCluster, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         operator = cluster.inference_operator
         if operator is None:

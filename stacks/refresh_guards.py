@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cache_refresh import naming
 
-from hyperwarm import HyperPodEksCluster
+from hyperwarm import IHyperPodCluster
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import endpoint_name
 from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
@@ -59,7 +59,7 @@ def endpoint_targets(env_name: str, config: EnvironmentConfig) -> dict[str, list
     return targets
 
 
-def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: HyperPodEksCluster | None,
+def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyperPodCluster | None,
                        caches: CachesStack | None, endpoints: EndpointsStack | None) -> dict[str, RefreshGuard]:
     """A guard in the caches and endpoints stacks for the refresh targets they deploy."""
     guards: dict[str, RefreshGuard] = {}

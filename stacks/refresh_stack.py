@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodEksCluster, HyperPodRefreshTarget, InferenceEndpoint, RefreshedPrefix
+from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget, IHyperPodCluster, InferenceEndpoint, RefreshedPrefix
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
 from manifests.inference import weights_cache_name
@@ -26,7 +26,7 @@ def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGr
 
 class RefreshStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster: HyperPodEksCluster | None,
+                 cluster: IHyperPodCluster | None,
                  endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         refresh = config.refresh

@@ -13,7 +13,7 @@ import yaml
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.environment import parse_environment, parse_environments
-from manifests import build_chart, cache_ready_preferences, model_image_cache, parent_reference, write_manifests
+from manifests import build_chart, cache_ready_preferences, write_manifests
 from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
 from manifests.prepull import PRIORITY_CLASS
 
@@ -98,13 +98,6 @@ def test_every_kind_is_emitted_and_validates(crd_schemas) -> None:
             assert crd_errors(obj, crd_schemas) == []
         else:
             kubernetes_validate.validate(obj, "1.33", strict=True)
-
-
-def test_parent_references_validate_when_uids_are_known(crd_schemas) -> None:
-    cache = model_image_cache(IMAGE, "inference", namespace="ns", labels={}, parents=["a"],
-                              parent_references=[parent_reference("InferenceEndpointConfig", "a", "ns", "0b1c-uid")])
-    assert crd_errors(cache, crd_schemas) == []
-    assert cache["spec"]["parentReferences"][0]["uid"] == "0b1c-uid"
 
 
 def test_endpoint_caches_weights_on_the_group_nvme_and_the_image() -> None:

@@ -70,15 +70,15 @@ def test_environment_without_caches_has_no_caches_stack(project_context) -> None
 def test_caches_need_the_inference_operator() -> None:
     import aws_cdk as cdk
 
-    from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
     from stacks.config.environment import parse_environment
     from stacks.caches_stack import CachesStack
+    from stand_ins import imported_cluster
     from test_caches_config import environment, model
 
     config = parse_environment("dev", environment(model()))
     app = cdk.App()
     env = cdk.Environment(region="us-west-2")
-    cluster = HyperPodEksCluster(cdk.Stack(app, "Cluster", env=env), "HyperPod", HyperPodEksClusterProps(
-        instance_groups=[g.to_spec() for g in config.instance_groups], install_inference_operator=False))
+    cluster = imported_cluster(cdk.Stack(app, "Cluster", env=env), [g.to_spec() for g in config.instance_groups],
+                               operator=False)
     with pytest.raises(ValueError, match="Caches: model caches need the HyperPod inference operator"):
         CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)

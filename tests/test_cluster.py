@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
-from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupSpec
+from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupSpec, NodeTaint
 from stacks.config.environment import parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -164,9 +168,9 @@ def test_lifecycle_bucket_is_encrypted_private_and_ssl_only(synthesized) -> None
 
 # -- construct rules, on small stacks of their own --------------------------------------
 
-def _cluster(groups, region: str | None = "us-west-2", **props):
-    app = cdk.App()
-    stack = cdk.Stack(app, "T", env=cdk.Environment(region=region) if region else None)
+def _cluster(groups, region: str | None = "us-west-2", stack: cdk.Stack | None = None, **props):
+    if stack is None:
+        stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region=region) if region else None)
     return HyperPodEksCluster(stack, "HyperPod", HyperPodEksClusterProps(instance_groups=groups, **props))
 
 
@@ -181,6 +185,7 @@ def test_instance_groups_expose_nvme_and_node_labels() -> None:
     assert group.node_labels == {"sagemaker.amazonaws.com/instance-group-name": "gpu",
                                  "node.kubernetes.io/instance-type": "ml.g6e.12xlarge"}
     assert cluster.node.default_child.cfn_resource_type == "AWS::SageMaker::Cluster"
+    assert cluster.inference_operator is None
 
 
 def test_cache_group_without_nvme_fails_naming_group_and_type() -> None:
@@ -196,17 +201,17 @@ def test_unknown_group_lists_existing_groups() -> None:
 
 
 def test_no_instance_groups_is_rejected() -> None:
-    with pytest.raises(ValueError, match="instance_groups needs at least one"):
+    with pytest.raises(ValueError, match=r"T/HyperPod: .*\n  instance_groups = \[\] -- at least one instance group"):
         _cluster([])
 
 
 def test_unsupported_kubernetes_version_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"kubernetes_version '1.29' is not supported; allowed: 1.30"):
+    with pytest.raises(ValueError, match=r"kubernetes_version = '1.29' -- allowed: 1.30, 1.31"):
         _cluster([SYSTEM], kubernetes_version="1.29")
 
 
 def test_bad_node_recovery_is_rejected() -> None:
-    with pytest.raises(ValueError, match="node_recovery 'Sometimes'; allowed: Automatic, None"):
+    with pytest.raises(ValueError, match="node_recovery = 'Sometimes' -- allowed: Automatic, None"):
         _cluster([SYSTEM], node_recovery="Sometimes")
 
 
@@ -216,8 +221,99 @@ def test_region_agnostic_stack_is_rejected_with_reason() -> None:
 
 
 def test_duplicate_group_names_are_rejected_by_the_construct() -> None:
-    with pytest.raises(ValueError, match="instance_groups names must be unique; repeated: system"):
+    with pytest.raises(ValueError, match="instance_groups names = system -- names must be unique"):
         _cluster([SYSTEM, SYSTEM])
+
+
+def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_allowed() -> None:
+    # The spec is a plain dataclass now (no pydantic model validated it before): the construct checks it.
+    bad = InstanceGroupSpec(name="-bad", instance_type="ml.z9.huge", instance_count=1001, threads_per_core=3,
+                            deep_health_checks=("InstanceStres",), taints=(NodeTaint(key="k", effect="Never"),),
+                            ebs_volume_gb=0)
+    with pytest.raises(ValueError) as error:
+        _cluster([SYSTEM, bad])
+    message = str(error.value)
+    assert message.startswith("T/HyperPod: invalid HyperPod nodes props:")
+    for expected in ("instance_groups[1].name = '-bad' -- allowed: 1..63 letters",
+                     "instance_groups[1].instance_type = 'ml.z9.huge' -- unknown instance type; allowed: ml.c5",
+                     "instance_groups[1].instance_count = 1001 -- allowed: an integer 0..1000",
+                     "instance_groups[1].ebs_volume_gb = 0 -- allowed: an integer 1..16384",
+                     "instance_groups[1].threads_per_core = 3 -- allowed: 1, 2",
+                     "instance_groups[1].deep_health_checks = 'InstanceStres' -- allowed: InstanceStress, "
+                     "InstanceConnectivity",
+                     "instance_groups[1].taints[0].effect = 'Never' -- allowed: NoSchedule, PreferNoSchedule, NoExecute",
+                     "instance_groups[1].taints -- instance group '-bad': custom taints are not allowed while deep "
+                     "health checks are on"):
+        assert expected in message
+
+
+def test_cache_group_type_without_nvme_is_rejected_by_the_construct() -> None:
+    with pytest.raises(ValueError, match=r"instance_groups\[0\].holds_caches = True -- instance group 'c' holds "
+                                         r"caches but ml.m5.xlarge has no local NVMe"):
+        _cluster([InstanceGroupSpec(name="c", instance_type="ml.m5.xlarge", holds_caches=True)])
+
+
+def test_unresolved_tokens_are_not_judged() -> None:
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2"))
+    count = cdk.CfnParameter(stack, "Count", type="Number").value_as_number
+    _cluster([InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", instance_count=count)], stack=stack,
+             install_inference_operator=False)
+    (cluster,) = Template.from_stack(stack).find_resources("AWS::SageMaker::Cluster").values()
+    assert cluster["Properties"]["InstanceGroups"][0]["InstanceCount"] == {"Ref": "Count"}
+
+
+def test_admin_principals_get_access_entries_instead_of_a_new_role() -> None:
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2"))
+    admin = iam.Role.from_role_arn(stack, "Ops", "arn:aws:iam::123456789012:role/ops")
+    cluster = _cluster([SYSTEM], stack=stack, install_inference_operator=False, admin_principals=[admin])
+    assert cluster.control_plane.admin_role is None
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::EKS::AccessEntry", {"PrincipalArn": "arn:aws:iam::123456789012:role/ops"})
+    assert not [r for r in template.find_resources("AWS::IAM::Role") if r.startswith("HyperPodAdminRole")]
+
+
+def test_admin_principal_without_an_arn_for_access_entries_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"admin_principals\[0\] = .* -- allowed: an iam.IRole or iam.IUser"):
+        _cluster([SYSTEM], admin_principals=[iam.ServicePrincipal("ec2.amazonaws.com")])
+
+
+def test_imported_cluster_offers_what_other_stacks_use() -> None:
+    stack = cdk.Stack(cdk.App(), "Other", env=cdk.Environment(region="us-west-2"))
+    vpc = ec2.Vpc.from_vpc_attributes(stack, "Vpc", vpc_id="vpc-0123456789abcdef0", availability_zones=["us-west-2a"],
+                                      private_subnet_ids=["subnet-0123456789abcdef0"])
+    eks_cluster = eks.Cluster.from_cluster_attributes(stack, "Eks", cluster_name="inference", vpc=vpc)
+    group = ec2.SecurityGroup.from_security_group_id(stack, "Group", "sg-0123456789abcdef0")
+    cluster = HyperPodEksCluster.from_cluster_attributes(
+        stack, "HyperPod", cluster_arn="arn:aws:sagemaker:us-west-2:123456789012:cluster/abc123",
+        eks_cluster=eks_cluster, security_group=group, instance_groups=[SYSTEM, GPU])
+    assert cluster.cache_group("gpu").nvme_gb == 3800
+    assert cluster.vpc.vpc_id == "vpc-0123456789abcdef0" and cluster.inference_operator is None
+    assert cluster.security_group.security_group_id == "sg-0123456789abcdef0"
+    with pytest.raises(ValueError, match="Other/HyperPod: instance group 'system' .* has no local NVMe"):
+        cluster.cache_group("system")
+    reader = iam.Role(stack, "Reader", assumed_by=iam.AccountRootPrincipal())
+    cluster.grant_describe(reader)
+    Template.from_stack(stack).has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [{
+        "Action": ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"], "Effect": "Allow",
+        "Resource": "arn:aws:sagemaker:us-west-2:123456789012:cluster/abc123"}]}})
+
+
+def test_custom_bootstrap_qualifier_leaves_no_unacknowledged_cdk_nag_finding(tmp_path) -> None:
+    # The bucket-deployment handler reads the assets bucket, named by the synthesizer's qualifier: the
+    # acknowledgment once named the default qualifier's bucket (cdk-hnb659fds-assets-...) only.
+    from cdk_nag import AwsSolutionsChecks
+
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Custom", env=cdk.Environment(region="us-west-2"),
+                      synthesizer=cdk.DefaultStackSynthesizer(qualifier="team42"))
+    _cluster([SYSTEM, GPU], stack=stack)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged finding
+    assets = json.dumps(Template.from_stack(stack).to_json())
+    assert "cdk-team42-assets-" in assets and "hnb659fds" not in assets
+    reports = json.loads((tmp_path / "validation-report.json").read_text())["pluginReports"]
+    assert [r["pluginName"] for r in reports if r["conclusion"] != "success"] == []
+    assert "AwsSolutions" in [r["pluginName"] for r in reports]
 
 
 # -- deploy semantics (issue 9) ----------------------------------------------------------------

@@ -13,13 +13,13 @@ from hyperwarm import (
     CacheRefreshHook,
     CacheRefreshHookProps,
     EndpointRefreshTarget,
-    HyperPodEksCluster,
-    HyperPodEksClusterProps,
     InferenceEndpoint,
+    InstanceGroupSpec,
     RefreshedPrefix,
 )
-from stacks.config import ConfigError, InstanceGroupConfig, parse_environment
+from stacks.config import ConfigError, parse_environment
 from hyperwarm.refresh import BlueGreen, HyperPodRefreshTarget, rbac_objects
+from stand_ins import imported_cluster
 
 PROD = "hyperwarm-prod-refresh"
 
@@ -243,8 +243,7 @@ def test_duplicate_refresh_prefixes_are_rejected(project_context) -> None:
 def _hook(models, **props):
     app = cdk.App()
     stack = cdk.Stack(app, "T", env=cdk.Environment(region="us-west-2"))
-    cluster = HyperPodEksCluster(stack, "HyperPod", HyperPodEksClusterProps(instance_groups=[
-        InstanceGroupConfig(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)]))
+    cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
     return CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(models=models(cluster), **props))
 
 

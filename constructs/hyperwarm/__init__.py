@@ -1,7 +1,8 @@
 """hyperwarm: CDK constructs for warm-starting, cache-aware LLM inference on AWS.
 
-Public names are imported on first use: the pure-Python modules (``catalog``, ``node_capacity``, ``serving``,
-``hyperpod_dependencies``) load without aws-cdk, so the deploy rehearsal can read them.
+Public names are imported on first use: the pure-Python modules (``catalog``, ``cluster_rules``,
+``instance_group``, ``node_capacity``, ``serving``, ``hyperpod_dependencies``) load without aws-cdk, so
+the deploy rehearsal can read them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from ._node import use_bundled_node
 use_bundled_node()  # before anything imports aws_cdk
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "addons": ("IInferenceOperator", "InferenceOperator"),
     "buckets": ("declare_existing_buckets", "model_bucket"),
     "capacity": ("CacheFootprint", "GroupUsage", "group_usage"),
     "catalog": ("CATALOG", "InstanceSpec", "instance_spec"),
-    "cluster": (
-        "HEALTH_TAINT_KEY", "INSTANCE_GROUP_LABEL", "NVME_PATH", "HyperPodEksCluster",
-        "HyperPodEksClusterProps", "InstanceGroup",
-    ),
+    "cluster": ("HyperPodEksCluster", "HyperPodEksClusterProps", "IHyperPodCluster"),
+    "cluster_rules": ("SUPPORTED_KUBERNETES_VERSIONS",),
+    "control_plane": ("EksControlPlane", "EksControlPlaneProps"),
+    "instance_group": ("HEALTH_TAINT_KEY", "NVME_PATH", "InstanceGroup", "InstanceGroupSpec", "NodeTaint"),
+    "network": ("HyperPodNetwork", "HyperPodNetworkProps"),
+    "node_capacity": ("INSTANCE_GROUP_LABEL",),
+    "nodes": ("HyperPodNodes", "HyperPodNodesProps"),
     "client": ("PREFIX_AWARE_ID_HEADER", "canonical_json", "invoke_endpoint_args", "prefix_aware_id"),
     "endpoint": ("InferenceEndpoint",),
     "endpoint_base": ("IInferenceEndpoint",),
@@ -31,7 +36,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "images": ("ContainerImage", "ContainerImageConfig"),
     "inference_component": ("InferenceComponent", "InferenceComponentProps"),
-    "instance_group": ("InstanceGroupSpec", "NodeTaint"),
     "model": ("InferenceModel", "InferenceModelProps", "grant_model_data_read"),
     "routing": ("Routing",),
     "refresh": (

@@ -12,15 +12,16 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct, IConstruct
+from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
 from . import hyperpod_dependencies
+from .cluster_rules import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
                   managed_policy, object_arn_finding, stack_singletons)
 
@@ -29,11 +30,6 @@ CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 
 LOAD_BALANCER_CONTROLLER_POLICY = Path(__file__).parent / "policies" / "aws-load-balancer-controller-v2.13.2.json"
 """The controller's published ``iam_policy.json`` for the version the operator installs (see policies/README.md)."""
-
-INFERENCE_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
-MIN_OPERATOR_FOR_CACHING = (3, 3)
-"""Operator 3.3 (chart 2.3.0, aws/sagemaker-hyperpod-cli) is the first whose CRDs have
-``modelCacheConfig``, ``ModelWeightsCacheConfig`` and ``ModelImageCache``; chart 2.2.2 (operator 3.2) has none."""
 
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
 OPERATOR_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
@@ -84,18 +80,6 @@ def _wildcard_findings(scope: IConstruct, statements: Sequence[iam.PolicyStateme
     return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+', arn_prefix(scope), r)}]" for r in resources]
 
 
-def operator_version_problem(version: str | None) -> str | None:
-    """Why a pinned inference operator add-on ``version`` cannot hold model caches, or None."""
-    match = re.match(r"^v?(\d+)\.(\d+)", version or "")
-    if version is None or cdk.Token.is_unresolved(version) or match is None:
-        return None
-    if (int(match[1]), int(match[2])) < MIN_OPERATOR_FOR_CACHING:
-        low = ".".join(map(str, MIN_OPERATOR_FOR_CACHING))
-        return (f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}] = {version!r} -- model caches need operator "
-                f"v{low} or later (the first with ModelWeightsCacheConfig and ModelImageCache)")
-    return None
-
-
 class HyperPodDependencies(Construct):
     """HyperPod's in-cluster dependencies; must exist before ``AWS::SageMaker::Cluster``.
 
@@ -110,6 +94,27 @@ class HyperPodDependencies(Construct):
         self.manifest = eks.KubernetesManifest(self, "Manifest", cluster=cluster, manifest=self.objects)
         for dependency in after:
             self.manifest.node.add_dependency(dependency)
+
+
+class IInferenceOperator(Protocol):
+    """What other stacks use of an installed HyperPod inference operator."""
+
+    @property
+    def node(self) -> Node: ...
+
+    @property
+    def namespace(self) -> str:
+        """The operator's own namespace."""
+        ...
+
+    @property
+    def addon(self) -> IDependable:
+        """Depend on this for the operator's custom resource definitions to exist."""
+        ...
+
+    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
+        """Let the operator mount models under ``prefix`` of ``bucket`` (Mountpoint for S3, read-only)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,10 @@ class InferenceOperator(Construct):
     def __init__(self, scope: Construct, id: str, *, cluster: eks.Cluster, hyperpod_cluster_arn: str,
                  versions: Mapping[str, str], after: Sequence[IConstruct] = ()) -> None:
         super().__init__(scope, id)
+        self.namespace = OPERATOR_NAMESPACE
+        problem = operator_version_problem(versions.get(INFERENCE_OPERATOR_ADDON))
+        if problem:
+            raise ValueError(f"{self.node.path}: {problem}")
         provider = eks.OidcProviderNative(self, "OidcProvider", url=cluster.cluster_open_id_connect_issuer_url)
         self.tls_bucket = s3.Bucket(
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
@@ -143,6 +152,7 @@ class InferenceOperator(Construct):
         acknowledge(self.tls_bucket, no_access_logs, "S1")
         acknowledge_checkov(self.tls_bucket, no_access_logs, "CKV_AWS_18")
         self.roles = self._roles(provider)
+        self.load_balancer_policy = self._load_balancer_policy(self.roles.load_balancer)
         for provider_singleton in stack_singletons(self, "AWSCDKCfnUtilsProvider"):  # behind the roles' CfnJson
             acknowledge_deploy_time_handlers(provider_singleton)
         self.roles.execution.add_to_policy(iam.PolicyStatement(
@@ -173,17 +183,16 @@ class InferenceOperator(Construct):
         )
         self.node.default_child = self.addon
 
+    @staticmethod
+    def from_operator_attributes(scope: Construct, id: str, *, execution_role: iam.IRole, s3_csi_role: iam.IRole,
+                                 namespace: str = OPERATOR_NAMESPACE) -> IInferenceOperator:
+        """An operator installed elsewhere (another app or stack), from its execution role and the
+        Mountpoint for S3 CSI driver's role; nothing waits for it (it is installed already)."""
+        return _ImportedInferenceOperator(scope, id, roles=(execution_role, s3_csi_role), namespace=namespace)
+
     def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
         """Let the operator mount models under ``prefix`` of ``bucket`` (Mountpoint for S3, read-only)."""
-        prefix = prefix.strip("/")
-        for role in (self.roles.s3_csi, self.roles.execution):
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
-            acknowledge(role, "reads every object of one model prefix: a model version is many files",
-                        f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
+        _grant_model_read((self.roles.s3_csi, self.roles.execution), bucket, prefix)
 
     def _roles(self, provider: eks.OidcProviderNative) -> InferenceOperatorRoles:
         execution = irsa_role(
@@ -198,14 +207,6 @@ class InferenceOperator(Construct):
         load_balancer = irsa_role(self, "LoadBalancerRole", provider,
                                   f"{OPERATOR_NAMESPACE}:aws-load-balancer-controller",
                                   "Load balancer controller of the HyperPod inference operator")
-        statements = load_balancer_controller_policy(cdk.Stack.of(self).partition)
-        self.load_balancer_policy = iam.Policy(self, "LoadBalancerControllerPolicy", statements=statements)
-        load_balancer.attach_inline_policy(self.load_balancer_policy)
-        published = ("the AWS Load Balancer Controller's published iam_policy.json, unchanged: it creates load "
-                     "balancers, target groups and security groups per inference endpoint, whose names are not "
-                     "known at synth, and its describe actions have no resource scope")
-        acknowledge(self.load_balancer_policy, published, *_wildcard_findings(self, statements))
-        acknowledge_checkov(self.load_balancer_policy, published, "CKV_AWS_111")
         keda = irsa_role(self, "KedaRole", provider, f"{OPERATOR_NAMESPACE}:keda-operator",
                          "KEDA autoscaler of the HyperPod inference operator: read metrics")
         keda.add_to_policy(iam.PolicyStatement(
@@ -217,3 +218,42 @@ class InferenceOperator(Construct):
         acknowledge(keda, "CloudWatch and Prometheus metric reads have no resource-level permissions",
                     "IAM5[Resource::*]")
         return InferenceOperatorRoles(execution, s3_csi, load_balancer, keda)
+
+    def _load_balancer_policy(self, role: iam.Role) -> iam.Policy:
+        statements = load_balancer_controller_policy(cdk.Stack.of(self).partition)
+        policy = iam.Policy(self, "LoadBalancerControllerPolicy", statements=statements)
+        role.attach_inline_policy(policy)
+        published = ("the AWS Load Balancer Controller's published iam_policy.json, unchanged: it creates load "
+                     "balancers, target groups and security groups per inference endpoint, whose names are not "
+                     "known at synth, and its describe actions have no resource scope")
+        acknowledge(policy, published, *_wildcard_findings(self, statements))
+        acknowledge_checkov(policy, published, "CKV_AWS_111")
+        return policy
+
+
+class _ImportedInferenceOperator(Construct):
+    """An inference operator installed elsewhere: see :meth:`InferenceOperator.from_operator_attributes`."""
+
+    def __init__(self, scope: Construct, id: str, *, roles: Sequence[iam.IRole], namespace: str) -> None:
+        super().__init__(scope, id)
+        self.namespace = namespace
+        self.addon: IDependable = DependencyGroup()
+        self._roles = tuple(roles)
+
+    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
+        _grant_model_read(self._roles, bucket, prefix)
+
+
+def _grant_model_read(roles: Sequence[iam.IRole], bucket: s3.IBucket, prefix: str) -> None:
+    """Read-only access to every object under ``prefix`` (a model version is many files), and its listing."""
+    prefix = prefix.strip("/")
+    for role in roles:
+        statements = [
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]),
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                                conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}})]
+        if not all(role.add_to_principal_policy(s).statement_added for s in statements):
+            raise ValueError(f"{role.node.path}: the role takes no policy (imported with mutable=False); "
+                             f"grant it s3:GetObject on {prefix}/* of the model bucket yourself")
+        acknowledge(role, "reads every object of one model prefix: a model version is many files",
+                    f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")

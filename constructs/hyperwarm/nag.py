@@ -8,6 +8,9 @@ CloudFormation resource, and ``checkov.io/skip*`` annotations on each Kubernetes
 
 from __future__ import annotations
 
+import json
+import re
+
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
@@ -15,7 +18,7 @@ from constructs import IConstruct
 from .acknowledgments import check_reason, checkov_annotations
 
 __all__ = ["acknowledge", "acknowledge_checkov", "acknowledge_deploy_time_handlers", "checkov_annotations",
-           "logical_id", "managed_policy", "object_arn_finding", "stack_singletons"]
+           "finding_text", "logical_id", "managed_policy", "object_arn_finding", "stack_singletons"]
 
 
 def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
@@ -36,6 +39,20 @@ def arn_prefix(scope: IConstruct) -> str:
     partition is known at synth (``@aws-cdk/core:enablePartitionLiterals`` and a region), else
     ``arn:<AWS::Partition>``."""
     return f"arn:{pseudo(cdk.Stack.of(scope).partition, 'AWS::Partition')}"
+
+
+def finding_text(scope: IConstruct, value: str) -> str:
+    """How cdk-nag prints ``value`` (a string that may hold tokens) in a finding id: an ``Fn::Sub``'s
+    ``${AWS::AccountId}`` as ``<AWS::AccountId>``, a ``Ref`` as ``<Name>``. Bootstrap resources (the
+    assets bucket) are named so, with the qualifier of the stack's synthesizer."""
+    resolved = cdk.Stack.of(scope).resolve(value)
+    if isinstance(resolved, str):
+        return resolved
+    if isinstance(resolved.get("Fn::Sub"), str):
+        return re.sub(r"\$\{([^}]+)\}", r"<\1>", resolved["Fn::Sub"])
+    if "Ref" in resolved:
+        return f"<{resolved['Ref']}>"
+    return json.dumps(resolved, separators=(",", ":"))
 
 
 def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str | None = None) -> None:

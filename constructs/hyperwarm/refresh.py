@@ -38,7 +38,7 @@ from aws_cdk import aws_sqs as sqs
 from cache_refresh import naming
 from constructs import Construct
 
-from .cluster import HyperPodEksCluster
+from .cluster import IHyperPodCluster
 from .endpoint_base import IInferenceEndpoint
 from .buckets import model_bucket
 from .model import grant_model_data_read
@@ -59,7 +59,7 @@ _VENDORED = ("aws_lambda_powertools", "jmespath", "typing_extensions")
 class HyperPodRefreshTarget:
     """An operator deployment on a HyperPod cluster, and its stand-alone pre-warm weight caches."""
 
-    cluster: HyperPodEksCluster
+    cluster: IHyperPodCluster
     namespace: str
     name: str
     resource: str = "InferenceEndpointConfig"

@@ -1,11 +1,10 @@
-"""Rules shared by the constructs and the apps that configure them; imports no constructs."""
+"""Rules shared by the constructs and the apps that configure them; imports no constructs.
+
+The HyperPod cluster's own rules are in :mod:`hyperwarm.cluster_rules`."""
 
 from __future__ import annotations
 
 from typing import Iterable
-
-SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
-"""EKS versions the HyperPod constructs are tested with (one kubectl layer per version, pyproject.toml)."""
 
 
 def repeated(names: Iterable[str]) -> list[str]:

@@ -20,11 +20,12 @@ from cache_refresh import naming
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm import hyperpod_dependencies
-from hyperwarm.addons import INFERENCE_OPERATOR_ADDON, operator_version_problem
+from hyperwarm.cluster_rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERSION, GROUP_NAME_PATTERN,
+                                     GROUP_NAME_WORDS, INFERENCE_OPERATOR_ADDON, SUPPORTED_KUBERNETES_VERSIONS,
+                                     TAINT_EFFECTS, THREADS_PER_CORE, instance_type_problem, nvme_problem,
+                                     operator_version_problem, taints_problem)
 from .caches import CachesConfig, cache_problems
-from hyperwarm.catalog import CATALOG, instance_spec
 from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
-from hyperwarm.validation import SUPPORTED_KUBERNETES_VERSIONS
 from .endpoints import Endpoints, endpoint_name, serving_problems
 from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.node_capacity import (
@@ -33,9 +34,7 @@ from hyperwarm.node_capacity import (
 from .refresh import RefreshConfig, refresh_problems
 from .strict import REGION, StrictModel, described, pattern_in_words, repeated
 
-DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
-_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
-                  "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. inference-p5")
+_NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
 _VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
                     "a VPC id, e.g. vpc-0123456789abcdef0")
 _SUBNET_ID = described(r"^subnet-[0-9a-f]{8,17}$",
@@ -55,7 +54,7 @@ class ConfigError(ValueError):
 class Taint(StrictModel):
     key: str = Field(min_length=1, max_length=253)
     value: str = Field(default="", max_length=63)
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    effect: Literal[TAINT_EFFECTS]  # the tuple's values: one list of what is allowed, in cluster_rules
 
 
 class InstanceGroupConfig(StrictModel):
@@ -64,8 +63,8 @@ class InstanceGroupConfig(StrictModel):
     name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
     instance_type: str = Field(description="an ml.* type from hyperwarm's instance catalog")
     instance_count: int = Field(default=1, ge=0, le=1000)
-    threads_per_core: Literal[1, 2] = 1
-    deep_health_checks: tuple[Literal["InstanceStress", "InstanceConnectivity"], ...] = ()
+    threads_per_core: Literal[THREADS_PER_CORE] = 1
+    deep_health_checks: tuple[Literal[DEEP_HEALTH_CHECKS], ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] | None = Field(
@@ -78,8 +77,9 @@ class InstanceGroupConfig(StrictModel):
     @field_validator("instance_type")
     @classmethod
     def _known_type(cls, value: str) -> str:
-        if value not in CATALOG:
-            raise ValueError(f"unknown instance type; allowed: {', '.join(sorted(CATALOG))}")
+        problem = instance_type_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     def to_spec(self) -> InstanceGroupSpec:
@@ -93,16 +93,10 @@ class InstanceGroupConfig(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> "InstanceGroupConfig":
-        if self.holds_caches and not instance_spec(self.instance_type).has_nvme:
-            with_nvme = sorted(t for t, s in CATALOG.items() if s.has_nvme)
-            raise ValueError(
-                f"instance group {self.name!r} holds caches but {self.instance_type} has no local NVMe; "
-                f"use a type with NVMe ({', '.join(with_nvme)}) or set holds_caches false"
-            )
-        if self.taints and self.deep_health_checks:
-            raise ValueError(
-                f"instance group {self.name!r}: custom taints are not allowed while deep health checks are on"
-            )
+        problem = (nvme_problem(self.name, self.instance_type, self.holds_caches)
+                   or taints_problem(self.name, bool(self.taints), bool(self.deep_health_checks)))
+        if problem:
+            raise ValueError(problem)
         return self
 
 
@@ -168,7 +162,7 @@ class EnvironmentConfig(StrictModel):
     account: str | None = Field(default=None, pattern=_ACCOUNT, description="none: environment-agnostic")
     region: str = Field(default="us-west-2", pattern=REGION)
     vpc: VpcConfig = Field(default_factory=VpcConfig)
-    kubernetes_version: Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"] = "1.33"
+    kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     endpoint_public_access: bool = Field(
         default=False, description="expose the EKS API publicly (private-only by default)"
     )

@@ -1,0 +1,41 @@
+"""A HyperPod cluster for tests that only reference one: imported, as another stack would (no MagicMock,
+no synthesized VPC and EKS cluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+
+from hyperwarm import HyperPodEksCluster, IHyperPodCluster, InferenceOperator, InstanceGroupSpec
+
+ACCOUNT = "123456789012"
+
+
+def imported_cluster(scope: cdk.Stack, groups: Sequence[InstanceGroupSpec], *, operator: bool = True,
+                     id: str = "HyperPod") -> IHyperPodCluster:
+    """A deployed cluster with ``groups``, its kubectl provider and (with ``operator``) its inference operator."""
+    def arn(service: str, resource: str) -> str:
+        return f"arn:aws:{service}:{scope.region}:{ACCOUNT}:{resource}"
+
+    vpc = ec2.Vpc.from_vpc_attributes(scope, f"{id}Vpc", vpc_id="vpc-0123456789abcdef0",
+                                      availability_zones=[f"{scope.region}a", f"{scope.region}b"],
+                                      private_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"])
+    kubectl = eks.KubectlProvider.from_kubectl_provider_attributes(
+        scope, f"{id}Kubectl", service_token=arn("lambda", "function:kubectl-provider"),
+        role=iam.Role.from_role_arn(scope, f"{id}KubectlRole", f"arn:aws:iam::{ACCOUNT}:role/kubectl"))
+    eks_cluster = eks.Cluster.from_cluster_attributes(scope, f"{id}Eks", cluster_name="hyperpod-eks", vpc=vpc,
+                                                      kubectl_provider=kubectl)
+    inference_operator = None
+    if operator:
+        inference_operator = InferenceOperator.from_operator_attributes(
+            scope, f"{id}Operator",
+            execution_role=iam.Role.from_role_arn(scope, f"{id}OperatorRole", f"arn:aws:iam::{ACCOUNT}:role/operator"),
+            s3_csi_role=iam.Role.from_role_arn(scope, f"{id}CsiRole", f"arn:aws:iam::{ACCOUNT}:role/s3-csi"))
+    return HyperPodEksCluster.from_cluster_attributes(
+        scope, id, cluster_arn=arn("sagemaker", "cluster/abc123"), eks_cluster=eks_cluster,
+        security_group=ec2.SecurityGroup.from_security_group_id(scope, f"{id}Group", "sg-0123456789abcdef0"),
+        instance_groups=groups, inference_operator=inference_operator)
