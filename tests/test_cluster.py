@@ -298,6 +298,23 @@ def test_imported_cluster_offers_what_other_stacks_use() -> None:
         "Resource": "arn:aws:sagemaker:us-west-2:123456789012:cluster/abc123"}]}})
 
 
+def test_imported_operator_grants_model_reads_to_its_roles() -> None:
+    from hyperwarm import InferenceOperator
+
+    stack = cdk.Stack(cdk.App(), "Other", env=cdk.Environment(region="us-west-2"))
+    bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "Models", "my-models")
+    operator = InferenceOperator.from_operator_attributes(
+        stack, "Operator", execution_role=iam.Role.from_role_arn(stack, "Exec", "arn:aws:iam::123456789012:role/op"),
+        s3_csi_role=iam.Role.from_role_arn(stack, "Csi", "arn:aws:iam::123456789012:role/csi"))
+    operator.grant_model_read(bucket, "llama/")
+    assert operator.namespace == "hyperpod-inference-system"
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    reads = [(p["Properties"]["Roles"], s) for p in policies.values()
+             for s in p["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
+    assert sorted(r for r, _ in reads) == [["csi"], ["op"]]
+    assert all(":s3:::my-models/llama/*" in json.dumps(s["Resource"]) for _, s in reads)
+
+
 def test_custom_bootstrap_qualifier_leaves_no_unacknowledged_cdk_nag_finding(tmp_path) -> None:
     # The bucket-deployment handler reads the assets bucket, named by the synthesizer's qualifier: the
     # acknowledgment once named the default qualifier's bucket (cdk-hnb659fds-assets-...) only.

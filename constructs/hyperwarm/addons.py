@@ -187,7 +187,8 @@ class InferenceOperator(Construct):
     def from_operator_attributes(scope: Construct, id: str, *, execution_role: iam.IRole, s3_csi_role: iam.IRole,
                                  namespace: str = OPERATOR_NAMESPACE) -> IInferenceOperator:
         """An operator installed elsewhere (another app or stack), from its execution role and the
-        Mountpoint for S3 CSI driver's role; nothing waits for it (it is installed already)."""
+        Mountpoint for S3 CSI driver's role; nothing waits for it (it is installed already).
+        ``grant_model_read`` adds a policy to each role (none to a role imported with ``mutable=False``)."""
         return _ImportedInferenceOperator(scope, id, roles=(execution_role, s3_csi_role), namespace=namespace)
 
     def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
@@ -248,12 +249,10 @@ def _grant_model_read(roles: Sequence[iam.IRole], bucket: s3.IBucket, prefix: st
     """Read-only access to every object under ``prefix`` (a model version is many files), and its listing."""
     prefix = prefix.strip("/")
     for role in roles:
-        statements = [
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]),
-            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                                conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}})]
-        if not all(role.add_to_principal_policy(s).statement_added for s in statements):
-            raise ValueError(f"{role.node.path}: the role takes no policy (imported with mutable=False); "
-                             f"grant it s3:GetObject on {prefix}/* of the model bucket yourself")
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
         acknowledge(role, "reads every object of one model prefix: a model version is many files",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
