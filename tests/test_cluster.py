@@ -233,7 +233,7 @@ def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_a
     with pytest.raises(ValueError) as error:
         _cluster([SYSTEM, bad])
     message = str(error.value)
-    assert message.startswith("T/HyperPod: invalid HyperPod nodes props:")
+    assert message.startswith("T/HyperPod: invalid HyperPodEksClusterProps:")
     for expected in ("instance_groups[1].name = '-bad' -- allowed: 1..63 letters",
                      "instance_groups[1].instance_type = 'ml.z9.huge' -- unknown instance type; allowed: ml.c5",
                      "instance_groups[1].instance_count = 1001 -- allowed: an integer 0..1000",
@@ -245,6 +245,19 @@ def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_a
                      "instance_groups[1].taints -- instance group '-bad': custom taints are not allowed while deep "
                      "health checks are on"):
         assert expected in message
+
+
+def test_problems_of_every_part_are_reported_together_before_anything_is_built() -> None:
+    stack = cdk.Stack(cdk.App(), "T")  # region-agnostic
+    with pytest.raises(ValueError) as error:
+        _cluster([], stack=stack, kubernetes_version="1.29", node_recovery="Sometimes", nat_gateways=0,
+                 addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2.0-eksbuild.1"})
+    lines = str(error.value).splitlines()
+    assert lines[0] == "T/HyperPod: invalid HyperPodEksClusterProps:"
+    assert [line.split(" ")[2] for line in lines[1:]] == [
+        "nat_gateways", "stack", "kubernetes_version", "instance_groups", "node_recovery",
+        "addon_versions['amazon-sagemaker-hyperpod-inference']"]
+    assert stack.node.find_child("HyperPod").node.children == []
 
 
 def test_cache_group_type_without_nvme_is_rejected_by_the_construct() -> None:

@@ -22,11 +22,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, Node
 
 from .addons import IInferenceOperator, InferenceOperator
-from .cluster_rules import DEFAULT_KUBERNETES_VERSION
-from .control_plane import EksControlPlane, EksControlPlaneProps
+from .cluster_rules import DEFAULT_KUBERNETES_VERSION, INFERENCE_OPERATOR_ADDON, operator_version_problem
+from .control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from .instance_group import InstanceGroup, InstanceGroupSpec, find_group
-from .network import HyperPodNetwork, HyperPodNetworkProps
-from .nodes import HyperPodNodes, HyperPodNodesProps
+from .network import HyperPodNetwork, HyperPodNetworkProps, network_problems
+from .nodes import HyperPodNodes, HyperPodNodesProps, nodes_problems
+from .validation import raise_problems
 
 
 @dataclass(frozen=True)
@@ -133,9 +134,17 @@ class HyperPodEksCluster(_HyperPodClusterBase):
 
     def __init__(self, scope: Construct, id: str, props: HyperPodEksClusterProps) -> None:
         super().__init__(scope, id)
-        self.network = HyperPodNetwork(self, HyperPodNetworkProps(
-            vpc=props.vpc, availability_zones=props.availability_zones, vpc_cidr=props.vpc_cidr,
-            max_azs=props.max_azs, nat_gateways=props.nat_gateways))
+        network = HyperPodNetworkProps(vpc=props.vpc, availability_zones=props.availability_zones,
+                                       vpc_cidr=props.vpc_cidr, max_azs=props.max_azs, nat_gateways=props.nat_gateways)
+        operator = operator_version_problem(props.addon_versions.get(INFERENCE_OPERATOR_ADDON)) \
+            if props.install_inference_operator else None
+        raise_problems(self.node.path, "HyperPodEksClusterProps", [  # every part's problems at once
+            *network_problems(network),
+            *control_plane_problems(self, props.kubernetes_version, props.admin_principals),
+            *nodes_problems(props.instance_groups, props.node_recovery),
+            *([operator] if operator else []),
+        ])
+        self.network = HyperPodNetwork(self, network)
         self.control_plane = EksControlPlane(self, EksControlPlaneProps(
             vpc=self.network.vpc, security_group=self.network.security_group, subnets=self.network.private_subnets,
             kubernetes_version=props.kubernetes_version, endpoint_public_access=props.endpoint_public_access,

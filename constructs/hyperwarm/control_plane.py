@@ -16,6 +16,7 @@ from constructs import Construct
 from .addons import CORE_ADDONS, HyperPodDependencies, addon
 from .cluster_rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from .nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
+from .validation import raise_problems
 
 _ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
@@ -60,7 +61,8 @@ class EksControlPlane:
     """
 
     def __init__(self, scope: Construct, props: EksControlPlaneProps) -> None:
-        _validate(scope, props)
+        raise_problems(scope.node.path, "EksControlPlaneProps",
+                       control_plane_problems(scope, props.kubernetes_version, props.admin_principals))
         self.cluster = eks.Cluster(
             scope, "Eks",
             version=eks.KubernetesVersion.of(props.kubernetes_version),
@@ -145,19 +147,20 @@ def _kubectl_layer(scope: Construct, kubernetes_version: str) -> lambda_.ILayerV
     return KubectlV34Layer(scope, "KubectlLayer")
 
 
-def _validate(scope: Construct, props: EksControlPlaneProps) -> None:
+def control_plane_problems(scope: Construct, kubernetes_version: str,
+                           admin_principals: Sequence[iam.IRole | iam.IUser]) -> list[str]:
+    """``field = value -- rule`` for each problem; the stack of ``scope`` needs a concrete region."""
     errors = []
     if cdk.Token.is_unresolved(cdk.Stack.of(scope).region):
         errors.append("stack region -- a token: a HyperPod EKS cluster needs a stack with a concrete region "
                       "(HyperPod's health monitoring agent image is published per region)")
-    version = props.kubernetes_version
-    if cdk.Token.is_unresolved(version):
+    if cdk.Token.is_unresolved(kubernetes_version):
         errors.append("kubernetes_version -- a token: the kubectl layer is chosen by the version at synth")
-    elif version not in SUPPORTED_KUBERNETES_VERSIONS:
-        errors.append(f"kubernetes_version = {version!r} -- allowed: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
-    for index, principal in enumerate(props.admin_principals):
+    elif kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+        errors.append(f"kubernetes_version = {kubernetes_version!r} -- allowed: "
+                      f"{', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+    for index, principal in enumerate(admin_principals):
         if _principal_arn(principal) is None:
             errors.append(f"admin_principals[{index}] = {principal!r} -- allowed: an iam.IRole or iam.IUser "
                           "(EKS access entries name roles and users)")
-    if errors:
-        raise ValueError(f"{scope.node.path}: invalid EKS control plane props:\n  " + "\n  ".join(errors))
+    return errors

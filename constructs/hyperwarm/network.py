@@ -11,6 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from .nag import acknowledge_checkov, acknowledge_deploy_time_handlers, stack_singletons
+from .validation import raise_problems
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class HyperPodNetwork:
 
     def __init__(self, scope: Construct, props: HyperPodNetworkProps | None = None) -> None:
         props = props or HyperPodNetworkProps()
-        _validate(scope, props)
+        raise_problems(scope.node.path, "HyperPodNetworkProps", network_problems(props))
         self.flow_logs: logs.LogGroup | None = None
         """The new VPC's flow-log group; None with an existing VPC."""
         self.vpc: ec2.IVpc = props.vpc or self._new_vpc(scope, props)
@@ -84,12 +85,12 @@ class HyperPodNetwork:
         return vpc
 
 
-def _validate(scope: Construct, props: HyperPodNetworkProps) -> None:
+def network_problems(props: HyperPodNetworkProps) -> list[str]:
+    """``field = value -- rule`` for each problem of ``props``; unresolved tokens are not judged."""
     errors = []
     if props.vpc is None:
         if not cdk.Token.is_unresolved(props.max_azs) and not props.availability_zones and props.max_azs < 1:
             errors.append(f"max_azs = {props.max_azs!r} -- allowed: >= 1")
         if not cdk.Token.is_unresolved(props.nat_gateways) and props.nat_gateways < 1:
             errors.append(f"nat_gateways = {props.nat_gateways!r} -- allowed: >= 1 (the private subnets' egress)")
-    if errors:
-        raise ValueError(f"{scope.node.path}: invalid HyperPod network props:\n  " + "\n  ".join(errors))
+    return errors

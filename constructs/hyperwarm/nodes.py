@@ -22,7 +22,7 @@ from . import cluster_rules as rules
 from .instance_group import InstanceGroup, InstanceGroupSpec, NodeTaint
 from .nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, finding_text, \
     logical_id, managed_policy
-from .validation import repeated
+from .validation import raise_problems, repeated
 
 _HYPERPOD_VPC_ACTIONS = (
     "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission",
@@ -62,7 +62,8 @@ class HyperPodNodes:
     """
 
     def __init__(self, scope: Construct, props: HyperPodNodesProps) -> None:
-        _validate(scope, props)
+        raise_problems(scope.node.path, "HyperPodNodesProps", nodes_problems(props.instance_groups,
+                                                                             props.node_recovery))
         self._scope = scope
         self.lifecycle_bucket, self.lifecycle_upload = self._lifecycle_scripts()
         self.execution_role = self._execution_role(props.eks_cluster)
@@ -203,17 +204,17 @@ def _acknowledge_bucket_deployment(deployment: s3deploy.BucketDeployment, bucket
     acknowledge_deploy_time_handlers(handler)
 
 
-def _validate(scope: Construct, props: HyperPodNodesProps) -> None:
-    errors = [] if props.instance_groups else ["instance_groups = [] -- at least one instance group"]
-    for index, group in enumerate(props.instance_groups):
+def nodes_problems(instance_groups: Sequence[InstanceGroupSpec], node_recovery: str) -> list[str]:
+    """``field = value -- rule`` for each problem of the groups and node recovery."""
+    errors = [] if instance_groups else ["instance_groups = [] -- at least one instance group"]
+    for index, group in enumerate(instance_groups):
         errors += [f"instance_groups[{index}].{p}" for p in _group_problems(group)]
-    dupes = repeated(g.name for g in props.instance_groups if not cdk.Token.is_unresolved(g.name))
+    dupes = repeated(g.name for g in instance_groups if not cdk.Token.is_unresolved(g.name))
     if dupes:
         errors.append(f"instance_groups names = {', '.join(dupes)} -- names must be unique")
-    if props.node_recovery not in rules.NODE_RECOVERY:
-        errors.append(f"node_recovery = {props.node_recovery!r} -- allowed: {', '.join(rules.NODE_RECOVERY)}")
-    if errors:
-        raise ValueError(f"{scope.node.path}: invalid HyperPod nodes props:\n  " + "\n  ".join(errors))
+    if node_recovery not in rules.NODE_RECOVERY:
+        errors.append(f"node_recovery = {node_recovery!r} -- allowed: {', '.join(rules.NODE_RECOVERY)}")
+    return errors
 
 
 def _group_problems(group: InstanceGroupSpec) -> list[str]:
