@@ -11,7 +11,7 @@ memory, less the EKS AMI's kube-reserved and eviction reserve
 1 % of the second, 0.5 % of the next two, 0.25 % of the rest; memory 255 MiB + 11 MiB per pod,
 plus 100 MiB eviction threshold).
 
-The same check runs at synth on the configuration (:mod:`hyperwarm.config`) and in the deploy
+The same check runs at synth on the configuration (the app's :mod:`stacks.config`) and in the deploy
 rehearsal on the synthesized templates (``rehearsal.rules.capacity``); :func:`workloads_from_objects`
 reads Kubernetes objects for both. Nothing here imports aws-cdk.
 """
