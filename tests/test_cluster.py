@@ -241,7 +241,8 @@ def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_a
                      "instance_groups[1].threads_per_core = 3 -- allowed: 1, 2",
                      "instance_groups[1].deep_health_checks = 'InstanceStres' -- allowed: InstanceStress, "
                      "InstanceConnectivity",
-                     "instance_groups[1].taints[0].effect = 'Never' -- allowed: NoSchedule, PreferNoSchedule, NoExecute",
+                     "instance_groups[1].taints[0].effect = 'Never' -- allowed: NoSchedule, PreferNoSchedule, "
+                     "NoExecute",
                      "instance_groups[1].taints -- instance group '-bad': custom taints are not allowed while deep "
                      "health checks are on"):
         assert expected in message
