@@ -408,3 +408,13 @@ def test_pinned_operator_without_model_caching_is_rejected() -> None:
                                          r"'v3.2.0-eksbuild.1' -- model caches need operator v3.3 or later"):
         _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2.0-eksbuild.1"})
     _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.3.0-eksbuild.1"})
+
+
+def test_instance_group_props_and_cluster_rules_load_without_aws_cdk() -> None:
+    # Apps build and check the props (and manifests read NVME_PATH) without starting jsii.
+    import subprocess
+    import sys
+
+    code = ("import sys, hyperwarm.cluster_rules, hyperwarm.instance_group; from hyperwarm import NVME_PATH; "
+            "print(sorted(m for m in ('aws_cdk', 'jsii', 'pydantic') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout == "[]\n"
