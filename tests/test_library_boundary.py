@@ -46,6 +46,12 @@ def test_runtime_client_helper_loads_neither_aws_cdk_nor_jsii() -> None:
     assert not loaded & {"aws_cdk", "jsii", "constructs", "pydantic"}, sorted(loaded & {"aws_cdk", "jsii"})
 
 
+def test_parsing_the_app_configuration_loads_no_aws_cdk() -> None:
+    """A bad cdk.json fails fast: the config models use the library's pure rules, never its constructs."""
+    loaded = _loaded_after("import stacks.config")
+    assert not loaded & {"aws_cdk", "jsii", "constructs"}, sorted(loaded & {"aws_cdk", "jsii", "constructs"})
+
+
 def test_library_root_exports_no_app_configuration() -> None:
     import hyperwarm
     from stacks import config
