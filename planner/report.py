@@ -30,6 +30,9 @@ def results_to_dict(scenario: str, results: List[StrategyResult], **extra) -> Di
         strategies[key] = {
             "kv_hit_rate": _num(r.kv_hit_rate),
             "ttft_ms": {k: _num(v, 2) for k, v in r.ttft_ms.items()},
+            **{k: _num(v, 2) for k, v in r.ttft_percentiles().items()},
+            "hit_rate_scale_out": _num(r.hit_rate_scale_out),
+            "cold_share": _num(r.cold_share),
             "ttft_mean_ms": _num(r.ttft_mean_ms, 2),
             "throughput_rps": _num(r.throughput_rps, 3),
             "instance_share": [_num(s) for s in r.instance_share],
@@ -56,10 +59,12 @@ def render_table(results: List[StrategyResult], title: str = ""):
 
     base = results[0] if results else None
     t = Table(title=title or None, show_lines=False)
-    t.add_column("strategy", style="bold")
-    t.add_column("KV hit", justify="right")
+    t.add_column("strategy", style="bold", no_wrap=True)
+    t.add_column("kv_hit_rate", justify="right")
     for q in ("p50", "p90", "p95", "p99"):
-        t.add_column(f"TTFT {q} ms", justify="right")
+        t.add_column(f"ttft_{q}_ms", justify="right")
+    t.add_column("hit_rate_scale_out", justify="right")
+    t.add_column("cold_share", justify="right")
     t.add_column("req/s", justify="right")
     t.add_column("share min..max", justify="right")
     t.add_column("spill", justify="right")
@@ -72,7 +77,7 @@ def render_table(results: List[StrategyResult], title: str = ""):
             if base is not None and r is not base and base.ttft_ms[q] > 0:
                 cell += f" ({v / base.ttft_ms[q] - 1:+.0%})"
             cells.append(cell)
-        cells.append(f"{r.throughput_rps:,.2f}")
+        cells += [f"{r.hit_rate_scale_out:.1%}", f"{r.cold_share:.1%}", f"{r.throughput_rps:,.2f}"]
         cells.append(f"{min(r.instance_share):.1%}..{max(r.instance_share):.1%}")
         cells.append(f"{r.spill_rate:.1%}")
         cells.append(
@@ -80,7 +85,8 @@ def render_table(results: List[StrategyResult], title: str = ""):
         )
         t.add_row(*cells)
     if base is not None:
-        t.caption = f"changes in brackets are against {base.label}"
+        t.caption = (f"changes in brackets are against {base.label}; hit_rate_scale_out and cold_share: "
+                     "estimated start of a scale-out by one instance (its KV cache empty)")
     return t
 
 

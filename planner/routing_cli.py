@@ -194,7 +194,7 @@ def _console(stderr: bool = False):
 
     c = Console(stderr=stderr)
     if not c.is_terminal and not stderr:
-        c = Console(width=170)  # pipes and logs: keep the table unwrapped
+        c = Console(width=210)  # pipes and logs: keep the table unwrapped
     return c
 
 
@@ -314,6 +314,7 @@ def cmd_tune(args) -> int:
     con.print(
         f"\nRecommended: [bold]{r.label}[/bold]: {res.reason}.\n"
         f"KV hit {r.kv_hit_rate:.1%}, TTFT p50 {r.ttft_ms['p50']:.0f} ms, p90 {r.ttft_ms['p90']:.0f} ms, "
+        f"p95 {r.ttft_ms['p95']:.0f} ms, p99 {r.ttft_ms['p99']:.0f} ms, "
         f"instance share {min(r.instance_share):.1%}..{max(r.instance_share):.1%}.\n"
         "Add to the variant's entry under environments.<env>.endpoints[].variants[] in cdk.json:",
         highlight=False,

@@ -145,6 +145,25 @@ class StrategyResult:
         fair = 1.0 / n
         return max(abs(s - fair) for s in self.instance_share) / fair
 
+    @property
+    def cold_share(self) -> float:
+        """Estimated share of requests sent to a newly added instance, whose KV cache is empty, at
+        the start of a scale-out from n to n+1 instances: the routing keys the ring moves to it
+        for PREFIX_AWARE, its fair share 1/(n+1) for the other strategies."""
+        if self.remap is not None:
+            return self.remap["scale_out"]
+        return 1.0 / (len(self.instance_share) + 1)
+
+    @property
+    def hit_rate_scale_out(self) -> float:
+        """Estimated KV hit rate at the start of that scale-out window: the steady hit rate on the
+        requests that stay on warm instances, none on the new one (an estimate, not simulated)."""
+        return self.kv_hit_rate * (1.0 - self.cold_share)
+
+    def ttft_percentiles(self) -> Dict[str, float]:
+        """``ttft_p50_ms`` .. ``ttft_p99_ms``: the names the dashboard and ``plan cache`` use."""
+        return {f"ttft_{q}_ms": v for q, v in self.ttft_ms.items()}
+
     def to_dict(self) -> Dict[str, object]:
         d = asdict(self)
         d.pop("strategy")

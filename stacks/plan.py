@@ -8,6 +8,11 @@ nodes (each new pod on its own node, the usual case for GPU-bound serving pods).
 Defaults follow AWS's published HyperPod figures: a multi-GB serving image takes 5..7 min to pull
 (6 min), 145 GB of weights take more than 20 min from S3 (an effective ~1 Gbit/s per node, well
 below the ~5 Gbit/s ceiling of one S3 connection), local NVMe reads ~7 GB/s.
+
+``--scenario`` adds the events the dashboard watches (``hyperwarm.cache_events``): a scale-out of K
+pods onto W warm nodes, a rolling deployment (``--version-changed`` for a new model version), a warm
+node replaced, a spot interruption of K pods; each with the dashboard's names (``cold_share``,
+``hit_rate_scale_out``, ``cold_pods``, ``cold_pod_share``, ``cache_fill_s``, ``time_to_serve_all_s``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from stacks.config.caches import CachedModel
+from hyperwarm import cache_events
+from hyperwarm.cache_events import EVENTS, EventForecast
 from hyperwarm.capacity import group_usage
 from hyperwarm.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
@@ -46,6 +53,10 @@ class ColdStart:
         """A new pod on a node without caches: pull the image, download the weights."""
         return self.image_pull_s + model.size_gb * 8 / self.bandwidth_gbps
 
+    def fill_s(self, model: CachedModel) -> float:
+        """One node's weights cache fills at the S3 rate; nothing fills when weights are not cached."""
+        return model.size_gb * 8 / self.bandwidth_gbps if model.weights_cache else 0.0
+
     def warm_s(self, model: CachedModel) -> float:
         """A new pod on a prepared node: what is cached costs (almost) nothing, the rest stays cold."""
         image = 0.0 if model.image_cache else self.image_pull_s
@@ -66,6 +77,8 @@ class ModelPlan:
     all_serving_s: float
     cold_share: float
     """Share of the K new pods that land on unprepared nodes."""
+    events: tuple[EventForecast, ...] = ()
+    """The ``--scenario`` events, in the order of :data:`hyperwarm.cache_events.EVENTS`."""
 
 
 @dataclass(frozen=True)
@@ -79,22 +92,38 @@ class GroupPlan:
     models: tuple[ModelPlan, ...]
 
 
+@dataclass(frozen=True)
+class Scenarios:
+    """Which events to forecast and how."""
+
+    events: tuple[str, ...] = EVENTS
+    version_changed: bool = False
+    """The rolling deployment brings a new model version (a new cache location)."""
+
+
 def plan_model(model: CachedModel, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int,
-               prewarmed: int | None) -> ModelPlan:
-    cold, warm = cold_start.cold_s(model), cold_start.warm_s(model)
+               prewarmed: int | None, scenarios: Scenarios = Scenarios()) -> ModelPlan:
+    cold, warm, fill = cold_start.cold_s(model), cold_start.warm_s(model), cold_start.fill_s(model)
     if prewarmed is None:
         # The operator warms every node of the group; nodes already serving this model take no new pod.
         group = config.instance_group(model.instance_group)
         prewarmed = max(0, group.instance_count - model.replicas) if model.weights_cache or model.image_cache else 0
-    warm_pods = min(scale_out, prewarmed)
-    cold_pods = scale_out - warm_pods
-    all_serving = cold if cold_pods else (warm if scale_out else 0.0)
+    growth = cache_events.scale_out(scale_out, prewarmed, model.replicas, cold, warm, fill)
+    forecasts = {
+        cache_events.SCALE_OUT: lambda: growth,
+        cache_events.ROLLING_DEPLOYMENT: lambda: cache_events.rolling_deployment(
+            model.replicas, cold, warm, fill, version_changed=scenarios.version_changed,
+            prefilled=model.prewarm and model.weights_cache),
+        cache_events.NODE_REPLACED: lambda: cache_events.node_replaced(1, model.replicas, cold, fill),
+        cache_events.SPOT_INTERRUPTION: lambda: cache_events.spot_interruption(scale_out, model.replicas, cold, fill),
+    }
     return ModelPlan(model.instance_group, model.name, model.size_gb, cold, warm, cold / warm if warm else math.inf,
-                     scale_out, prewarmed, all_serving, cold_pods / scale_out if scale_out else 0.0)
+                     scale_out, prewarmed, growth.time_to_serve_all_s, growth.cold_share,
+                     tuple(forecasts[event]() for event in scenarios.events))
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int = DEFAULT_SCALE_OUT,
-         prewarmed: int | None = None) -> list[GroupPlan]:
+         prewarmed: int | None = None, scenarios: Scenarios = Scenarios()) -> list[GroupPlan]:
     """The plan of every instance group holding at least one cached model."""
     groups = []
     for group in config.instance_groups:
@@ -104,12 +133,18 @@ def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_o
         nvme = instance_spec(group.instance_type).nvme_gb
         usage = group_usage(group.name, nvme, [m.footprint() for m in models], config.caches.nvme_headroom_percent)
         groups.append(GroupPlan(group.name, group.instance_type, nvme, usage.have_gb, usage.need_gb, usage.fits,
-                                tuple(plan_model(m, config, cold_start, scale_out, prewarmed) for m in models)))
+                                tuple(plan_model(m, config, cold_start, scale_out, prewarmed, scenarios)
+                                      for m in models)))
     return groups
 
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _seconds(seconds: float) -> str:
+    """Seconds, as the ``*_s`` names say, with minutes beside them for reading."""
+    return f"{seconds:,.0f} ({_minutes(seconds)})" if seconds >= 60 else f"{seconds:,.0f}"
 
 
 def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, console: Console) -> None:
@@ -132,8 +167,31 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
     console.print(table)
 
 
+_EVENT_COLUMNS = ("pods_started", "cold_share", "hit_rate_scale_out", "cold_pods", "cold_pod_share",
+                  "time_to_serve_all_s", "cache_fill_s")
+
+
+def render_events(env_name: str, groups: list[GroupPlan], console: Console) -> None:
+    """One row per model and event; the columns carry the names the dashboard uses."""
+    table = Table(title=f"events of {env_name}: new pods on cold nodes and time until all serve", title_justify="left")
+    for column in ("model", "event", *_EVENT_COLUMNS):
+        table.add_column(column, justify="left" if column in ("model", "event") else "right", no_wrap=True)
+    for group in groups:
+        for m in group.models:
+            for index, e in enumerate(m.events):
+                table.add_row(m.model if index == 0 else "", e.event, str(e.pods_started), f"{e.cold_share:.0%}",
+                              f"{e.hit_rate_scale_out:.0%}", str(e.cold_pods), f"{e.cold_pod_share:.0%}",
+                              _seconds(e.time_to_serve_all_s), _seconds(e.cache_fill_s))
+    console.print(table)
+
+
 def as_json(env_name: str, groups: list[GroupPlan], cold_start: ColdStart) -> dict[str, Any]:
-    return {"environment": env_name, "assumptions": asdict(cold_start), "groups": [asdict(g) for g in groups]}
+    out = []
+    for group in groups:
+        data = asdict(group)
+        data["models"] = [{**asdict(m), "events": [e.as_dict() for e in m.events]} for m in group.models]
+        out.append(data)
+    return {"environment": env_name, "assumptions": asdict(cold_start), "groups": out}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -150,13 +208,16 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(environments)}", file=sys.stderr)
         return 2
     cold_start = ColdStart(bandwidth_gbps=args.bandwidth_gbps, image_pull_s=args.image_pull_min * 60)
-    groups = plan(environments[args.env], cold_start, args.scale_out, args.prewarmed)
+    events = EVENTS if args.scenario == "all" else (args.scenario,)
+    groups = plan(environments[args.env], cold_start, args.scale_out, args.prewarmed,
+                  Scenarios(events, version_changed=args.version_changed))
     if args.json:
         print(json.dumps(as_json(args.env, groups, cold_start), indent=2))
     elif not groups:
         console.print(f"environment {args.env} caches no models")
     else:
         render(args.env, groups, cold_start, console)
+        render_events(args.env, groups, console)
     return 0
 
 
@@ -191,9 +252,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     cache.add_argument("--image-pull-min", type=_positive(float), default=DEFAULT_IMAGE_PULL_MIN,
                        help=f"cold image pull, minutes (default {DEFAULT_IMAGE_PULL_MIN:g}; AWS: 5..7)")
     cache.add_argument("--scale-out", type=_non_negative_int, default=DEFAULT_SCALE_OUT, metavar="K",
-                       help=f"new pods in the scale-out scenario (default {DEFAULT_SCALE_OUT})")
+                       help=f"new pods in a scale-out, pods losing their nodes in a spot interruption "
+                            f"(default {DEFAULT_SCALE_OUT})")
     cache.add_argument("--prewarmed", type=_non_negative_int, default=None, metavar="W",
                        help="pre-warmed nodes free for new pods (default: the group's nodes not yet serving the model)")
+    cache.add_argument("--scenario", choices=("all", *EVENTS), default="all",
+                       help="events to forecast (default all): new pods on cold nodes, time until all serve")
+    cache.add_argument("--version-changed", action="store_true",
+                       help="the rolling deployment brings a new model version (its cache starts empty)")
     cache.set_defaults(func=run)
     return plan_parser
 

@@ -11,7 +11,7 @@ from stacks.config.caches import CachedModel
 from hyperwarm import cli
 from stacks.config.environment import parse_environment
 from stacks.__main__ import COMMANDS
-from stacks.plan import ColdStart, plan, plan_model
+from stacks.plan import ColdStart, Scenarios, plan, plan_model
 
 from test_caches_config import environment, model
 
@@ -48,8 +48,8 @@ def test_uncached_weights_are_downloaded_even_on_a_warm_node() -> None:
     assert AWS.warm_s(llama_70b(weights_cache=False)) == pytest.approx(145 * 8)
 
 
-def p5_config(replicas: int = 1):
-    raw = environment(model(name="llama-70b", size_gb=145, replicas=replicas))
+def p5_config(replicas: int = 1, **overrides: Any):
+    raw = environment(model(name="llama-70b", size_gb=145, replicas=replicas, **overrides))
     raw["instance_groups"] = [{"name": "inference", "instance_type": "ml.p5.48xlarge", "instance_count": 4,
                                "holds_caches": True}]
     return parse_environment("dev", raw)
@@ -109,3 +109,53 @@ def test_cli_names_the_problem_when_cdk_json_has_no_context(monkeypatch, tmp_pat
     monkeypatch.chdir(tmp_path)
     assert main(["plan", "cache", "--env", "prod"]) == 2
     assert 'cdk.json: needs a "context" object holding "environments"' in capsys.readouterr().err
+
+
+def test_every_event_is_planned_per_model_with_the_model_s_replicas_and_times() -> None:
+    config = p5_config(replicas=4)
+    llama = config.caches.models[0]
+    result = plan_model(llama, config, AWS, scale_out=5, prewarmed=2)
+    events = {e.event: e for e in result.events}
+    assert list(events) == ["scale-out", "rolling-deployment", "node-replaced", "spot-interruption"]
+    cold, warm, fill = AWS.cold_s(llama), AWS.warm_s(llama), 145 * 8 / 1.0
+    assert (events["scale-out"].cold_share, events["scale-out"].time_to_serve_all_s) == (pytest.approx(3 / 5), cold)
+    assert events["rolling-deployment"].time_to_serve_all_s == pytest.approx(4 * warm)
+    assert (events["node-replaced"].cold_pod_share, events["node-replaced"].cache_fill_s) == (1 / 4, fill)
+    assert (events["spot-interruption"].cold_pods, events["spot-interruption"].time_to_serve_all_s) == (4, cold)
+
+
+def test_a_new_version_rolls_cold_unless_stand_alone_caches_fill_first() -> None:
+    config = p5_config(replicas=2)
+    changed = Scenarios(("rolling-deployment",), version_changed=True)
+    (cold_roll,) = plan_model(config.caches.models[0], config, AWS, 1, None, changed).events
+    assert (cold_roll.cold_share, cold_roll.time_to_serve_all_s) == (1.0, pytest.approx(2 * AWS.cold_s(
+        config.caches.models[0])))
+    prewarmed = p5_config(replicas=2, prewarm=True)
+    (warm_roll,) = plan_model(prewarmed.caches.models[0], prewarmed, AWS, 1, None, changed).events
+    assert (warm_roll.cold_share, warm_roll.time_to_serve_all_s) == (0.0, pytest.approx(145 * 8 + 2 * 145 / 7))
+
+
+def test_cli_prints_the_events_with_the_dashboard_names(in_project, capsys) -> None:
+    assert main(["plan", "cache", "--env", "prod", "--scale-out", "6", "--prewarmed", "2"]) == 0
+    out = capsys.readouterr().out
+    for name in ("scale-out", "rolling-deployment", "node-replaced", "spot-interruption", "cold_share",
+                 "hit_rate_scale_out", "cold_pod_share", "time_to_serve_all_s"):
+        assert name in out
+    assert "67%" in out  # (6 - 2) / 6 of the scale-out start cold
+
+
+def test_cli_json_carries_one_scenario_with_its_names(in_project, capsys) -> None:
+    assert main(["plan", "cache", "--env", "prod", "--json", "--scenario", "scale-out", "--scale-out", "5",
+                 "--prewarmed", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    llama = next(m for g in report["groups"] for m in g["models"] if m["model"] == "llama-3-1-70b")
+    (event,) = llama["events"]
+    assert event["event"] == "scale-out"
+    assert (event["cold_share"], event["hit_rate_scale_out"]) == (pytest.approx(3 / 5), pytest.approx(2 / 5))
+    assert event["time_to_serve_all_s"] == pytest.approx(llama["cold_s"])
+
+
+def test_cli_rejects_an_unknown_scenario(in_project, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["plan", "cache", "--env", "prod", "--scenario", "meteor"])
+    assert "invalid choice: 'meteor'" in capsys.readouterr().err

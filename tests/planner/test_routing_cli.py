@@ -30,6 +30,10 @@ def test_simulate_json_is_one_object_on_stdout(capsys, tmp_path):
     assert set(out["strategies"]) == {"RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE", "ORACLE"}
     r = out["strategies"]["RANDOM"]
     assert set(r["ttft_ms"]) == {"p50", "p90", "p95", "p99"}
+    # the dashboard's names, flat
+    assert (r["ttft_p95_ms"], r["ttft_p99_ms"]) == (r["ttft_ms"]["p95"], r["ttft_ms"]["p99"])
+    assert r["cold_share"] == pytest.approx(1 / 8, abs=1e-4)
+    assert r["hit_rate_scale_out"] == pytest.approx(r["kv_hit_rate"] * 7 / 8, abs=1e-3)
     assert len(r["instance_share"]) == 7 and 0 <= r["kv_hit_rate"] <= 1
     assert out["strategies"]["PREFIX_AWARE"]["remap_share"]["scale_out"] <= 0.2
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -41,7 +45,7 @@ def test_simulate_prints_table_and_writes_chart(capsys, tmp_path, monkeypatch):
                "--strategies", "RANDOM,PREFIX_AWARE", "--no-progress"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "PREFIX_AWARE(1024,12)" in out and "KV hit" in out
+    assert "PREFIX_AWARE(1024,12)" in out and "kv_hit_rate" in out and "ttft_p99_ms" in out and "cold_share" in out
     assert (tmp_path / "routing-aws-short-context.png").stat().st_size > 1000
 
 

@@ -228,3 +228,16 @@ def test_decode_is_slowed_by_prefill_on_the_same_instance():
     chunked = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=8192))
     # the second request decodes while the GPU still spends time on prefill
     assert chunked.throughput_rps < plain.throughput_rps
+
+
+def test_scale_out_window_estimate_sends_the_new_instance_its_fair_share_or_the_ring_s_moved_keys():
+    w = shared_prefix(groups=40, prefix_tokens=2000, question_tokens=200, output_tokens=16, rate_rps=4.0,
+                      n_requests=600, seed=3)
+    rnd, pa = simulate_many(w, [Random(), PrefixAware(prefix_length=4096, concurrency_threshold=8)], 4, SIMPLE)
+    # RANDOM: the fifth instance takes 1/5 of the requests and hits nothing at first
+    assert rnd.cold_share == pytest.approx(1 / 5)
+    assert rnd.hit_rate_scale_out == pytest.approx(rnd.kv_hit_rate * 4 / 5)
+    # PREFIX_AWARE: the prefixes the ring hands to the new instance lose their cache
+    assert pa.cold_share == pa.remap["scale_out"] and 0 < pa.cold_share < 0.5
+    assert pa.hit_rate_scale_out == pytest.approx(pa.kv_hit_rate * (1 - pa.remap["scale_out"]))
+    assert pa.ttft_percentiles() == {f"ttft_{q}_ms": v for q, v in pa.ttft_ms.items()}
