@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from hyperwarm import cache_events
@@ -68,3 +71,11 @@ def test_json_names_are_the_dashboard_names() -> None:
     assert {"cold_share", "hit_rate_scale_out", "cold_pods", "cold_pod_share", "cache_fill_s",
             "time_to_serve_all_s"} <= names
     assert cache_events.EVENTS == ("scale-out", "rolling-deployment", "node-replaced", "spot-interruption")
+
+
+def test_the_forecasts_load_without_aws_cdk() -> None:
+    """The planner and synth-time warnings share them; neither should pay for aws-cdk to do arithmetic."""
+    code = "import sys, hyperwarm.cache_events; print(' '.join(sorted(sys.modules)))"
+    loaded = {n.split(".")[0] for n in subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                                      text=True).stdout.split()}
+    assert not loaded & {"aws_cdk", "jsii", "pydantic"}
