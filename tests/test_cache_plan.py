@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -159,3 +160,25 @@ def test_cli_rejects_an_unknown_scenario(in_project, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["plan", "cache", "--env", "prod", "--scenario", "meteor"])
     assert "invalid choice: 'meteor'" in capsys.readouterr().err
+
+
+def test_readme_prod_predictions_are_what_the_planner_says(project_context) -> None:
+    """The README's "Predicted for prod" table must move with cdk.json and the planner's defaults."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("**Predicted for `prod`**"):]
+    section = section[:section.index("\n\n", section.index("| event | predicted"))]
+    config = parse_environment("prod", project_context["environments"]["prod"])
+    llama = next(m for m in config.caches.models if m.name == "llama-3-1-70b")
+    events = {e.event: e for e in plan_model(llama, config, AWS, 5, None).events}
+    changed = {e.event: e for e in plan_model(llama, config, AWS, 5, None, Scenarios(version_changed=True)).events}
+    expected = [
+        f"`cold_pod_share` {events['scale-out'].cold_pod_share:.0%}".replace("%", " %"),
+        f"`cache_fill_s` {events['scale-out'].cache_fill_s:,.0f}",
+        f"`time_to_serve_all_s` {events['scale-out'].time_to_serve_all_s:,.0f}",
+        f"`time_to_serve_all_s` {events['rolling-deployment'].time_to_serve_all_s:,.0f}",
+        f"`time_to_serve_all_s` {changed['rolling-deployment'].time_to_serve_all_s:,.0f}",
+        f"`cold_pods` {events['spot-interruption'].cold_pods}, `cold_pod_share` 100 %",
+        f"`cold_pod_share` {events['node-replaced'].cold_pod_share:.0%}".replace("%", " %"),
+        f"`cold_share` {plan_model(llama, config, AWS, 5, 2).cold_share:.0%}".replace("%", " %"),
+    ]
+    assert [text for text in expected if text not in section] == []
