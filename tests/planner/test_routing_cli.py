@@ -1,6 +1,7 @@
 """``routing simulate`` / ``routing tune`` through the argparse front end."""
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +196,17 @@ def test_context_length_flag_checks_trace_requests(capsys, tmp_path):
     rc = main(["routing", "simulate", "--trace", str(trace), "--context-length", "4096", "--no-chart", "--no-progress"])
     assert rc == 2
     assert capsys.readouterr().err.startswith(f"error: {trace}:1: input 5,000 + output 10 tokens")
+
+
+def test_readme_prod_ttft_predictions_are_what_the_simulator_says(capsys):
+    """The README's "Predicted for prod" TTFT row moves with the simulator (seed 0 is deterministic)."""
+    rc = main(["routing", "simulate", "--scenario", "aws-long-context", "--instances", "4",
+               "--strategies", "RANDOM,PREFIX_AWARE", "--json", "--no-chart", "--no-progress"])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)["strategies"]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rnd, pa = s["RANDOM"], s["PREFIX_AWARE"]
+    row = (f"`ttft_p95_ms` {rnd['ttft_p95_ms']:,.0f} vs {pa['ttft_p95_ms']:,.0f}, "
+           f"`ttft_p99_ms` {rnd['ttft_p99_ms']:,.0f} vs {pa['ttft_p99_ms']:,.0f}; `kv_hit_rate` {pa['kv_hit_rate']:.0%}")
+    scale = f"`hit_rate_scale_out` {pa['hit_rate_scale_out']:.1%}, `cold_share` {pa['cold_share']:.0%}"
+    assert row.replace("%", " %") in readme and scale.replace("%", " %") in readme
