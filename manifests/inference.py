@@ -15,6 +15,8 @@ from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.caches import CachedModel
 from hyperwarm.serving import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
 
+from .options import options
+
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
 IMAGE_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/image-cache-ready."
@@ -99,6 +101,9 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
     }
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
+    option_spec, option_worker = options(model)
+    spec.update(option_spec)
+    worker.update(option_worker)
     annotations = {SERVING_ANNOTATION: json.dumps(serving_metadata(settings), sort_keys=True)}
     return {"apiVersion": API_VERSION, "kind": "InferenceEndpointConfig",
             "metadata": metadata(model.name, namespace, labels, annotations), "spec": spec}

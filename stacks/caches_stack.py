@@ -14,7 +14,30 @@ from constructs import Construct
 
 from hyperwarm import IHyperPodCluster
 from stacks.config import EnvironmentConfig
+from stacks.config.caches import CachedModel
+from stacks.plan import ColdStart, plan_model
 from manifests import build_chart
+
+
+def cold_scale_out_warning(model: CachedModel, config: EnvironmentConfig) -> str | None:
+    """The planner's cold share of a scale-out to ``max_replicas``, when some new pods would start cold.
+
+    The planner counts one new pod per node: the group's nodes not yet serving the model are the
+    warm ones (W), the K = max_replicas - replicas new pods beyond them start cold, (K-W)/K of them.
+    """
+    if model.autoscaling is None or model.max_replicas <= model.replicas:
+        return None
+    cold_start = ColdStart()
+    plan = plan_model(model, config, cold_start, model.max_replicas - model.replicas, None)
+    if not plan.cold_share:
+        return None
+    group = config.instance_group(model.instance_group)
+    return (f"model {model.name!r}: autoscaling max_replicas {model.max_replicas} exceeds the "
+            f"{group.instance_count} node(s) of instance group {group.name!r} that hold its caches: a scale-out from "
+            f"{model.replicas} to {model.max_replicas} pods is {plan.cold_share:.0%} cold (planner: cold share "
+            f"(K-W)/K with K={plan.scale_out} new pods, W={plan.prewarmed_nodes} warm nodes; cold start "
+            f"{plan.cold_s / 60:.1f} min, warm {plan.warm_s:.0f} s). Add nodes to the group or lower "
+            "max_replicas if every pod must start warm.")
 
 
 class CachesStack(cdk.Stack):
@@ -27,6 +50,9 @@ class CachesStack(cdk.Stack):
                              "the cluster was built with install_inference_operator false")
         for model in config.caches.models:
             cluster.cache_group(model.instance_group)  # the cluster has it, with NVMe: else a construct error
+            warning = cold_scale_out_warning(model, config)
+            if warning:
+                cdk.Annotations.of(self).add_warning_v2(f"hyperwarm:cold-scale-out:{model.name}", warning)
         self.chart = build_chart(env_name, config)
         self.objects = self.chart.to_json()
         self.manifest = eks.KubernetesManifest(

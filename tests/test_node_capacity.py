@@ -128,3 +128,13 @@ def test_workloads_are_read_from_the_objects_the_stacks_apply() -> None:
     served = workloads["model qwen"]
     assert (served.daemonset, served.groups, served.requests) == (
         False, frozenset({"inference"}), pod("2", "12Gi", 1))
+
+
+def test_an_autoscaled_deployment_counts_its_maximum_replicas() -> None:
+    """The deploy rehearsal reads rendered objects: an autoscaled model may grow to maxReplicaCount pods."""
+    config = {"apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
+              "metadata": {"name": "qwen"},
+              "spec": {"replicas": 1, "autoScalingSpec": {"minReplicaCount": 1, "maxReplicaCount": 3},
+                       "worker": {"resources": {"requests": {"cpu": "2", "memory": "12Gi", "nvidia.com/gpu": 1}}}}}
+    (served,) = workloads_from_objects([config])
+    assert served.replicas == 3

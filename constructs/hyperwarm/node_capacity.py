@@ -318,6 +318,8 @@ def workloads_from_objects(objects: Iterable[Mapping[str, Any]]) -> list[Workloa
             groups, types = _placement({}, required)
             if "instanceType" in spec:
                 types = frozenset({spec["instanceType"]})
+            # An autoscaled deployment may grow to its maximum: the nodes must hold that many.
+            replicas = max(int(spec.get("replicas", 1)), int(spec.get("autoScalingSpec", {}).get("maxReplicaCount", 0)))
             workloads.append(Workload(f"model {name}", _container_requests([worker]),
-                                      replicas=int(spec.get("replicas", 1)), groups=groups, instance_types=types))
+                                      replicas=replicas, groups=groups, instance_types=types))
     return workloads

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from hyperwarm.capacity import CacheFootprint, capacity_problems
 from hyperwarm.catalog import instance_spec
 from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_settings
+from .deployment_options import AutoScaling, KvCache, LoadBalancer, Metrics, Probes, RequestLimits, Tls
 from .serving import ServingConfig
 from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated
 
@@ -107,6 +108,14 @@ class CachedModel(StrictModel):
     routing: RoutingStrategy | None = Field(default=None, description="intelligent routing; none by default")
     serving: ServingConfig = Field(default_factory=ServingConfig,
                                    description="what the model server is told beyond the derived settings")
+    autoscaling: AutoScaling | None = Field(default=None, description="KEDA autoscaling; fixed replicas by default")
+    probes: Probes | None = Field(default=None, description="startup/liveness/readiness probes; the operator's "
+                                                            "by default")
+    metrics: Metrics | None = Field(default=None, description="the operator's metrics scrape; its defaults if unset")
+    kv_cache: KvCache | None = Field(default=None, description="tiered KV cache; the operator's default if unset")
+    load_balancer: LoadBalancer | None = Field(default=None, description="ALB settings; the operator's if unset")
+    tls: Tls | None = Field(default=None, description="certificate; the operator generates one if unset")
+    request_limits: RequestLimits | None = Field(default=None, description="per-pod proxy limits; none if unset")
 
     _pinned = field_validator("image")(_pinned_image)
 
@@ -137,6 +146,11 @@ class CachedModel(StrictModel):
         gpus = self.resources.gpus
         placement = Placement("hyperpod", gpus, f"resources.gpus is {gpus}", model_dir=MODEL_DIR, port=self.port)
         return server_settings(self.serving.to_serving(), placement, image=self.image, image_uri=self.image)
+
+    @property
+    def max_replicas(self) -> int:
+        """The most pods the deployment runs: its autoscaling maximum, else its replicas."""
+        return self.autoscaling.max_replicas if self.autoscaling else self.replicas
 
     def footprint(self) -> CacheFootprint:
         """What this model puts on each node of its group (for the capacity guard)."""
@@ -200,6 +214,13 @@ def cache_problems(caches: CachesConfig, instance_groups: Sequence[InstanceGroup
             problems.append(f"{path}.resources.gpus: {model.resources.gpus} -- {group.instance_type} "
                             f"has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
         problems += [p.at(path) for p in model.server_settings().problems]
+        scaling = model.autoscaling
+        if scaling and not scaling.min_replicas <= model.replicas <= scaling.max_replicas:
+            problems.append(f"{path}.replicas: {model.replicas} -- the starting count must lie within autoscaling "
+                            f"min_replicas..max_replicas; allowed: {scaling.min_replicas}..{scaling.max_replicas}")
+        if model.metrics and model.metrics.port is None and model.port < 1024:
+            problems.append(f"{path}.metrics.port: None -- the operator scrapes ports 1024..65535 and the model's "
+                            f"port is {model.port}; allowed: a port 1024..65535")
     if problems:
         return problems
     placed = {name: [m.footprint() for m in caches.models if m.instance_group == name] for name in groups}

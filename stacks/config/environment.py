@@ -247,8 +247,8 @@ class EnvironmentConfig(StrictModel):
         for model in self.caches.models:
             prepull.setdefault(model.instance_group, set()).update(model.daemonset_images)
             workloads.append(Workload(
-                f"model {model.name}", pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
-                replicas=model.replicas, groups=frozenset({model.instance_group})))
+                f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""), pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
+                replicas=model.max_replicas, groups=frozenset({model.instance_group})))
         for group, images in prepull.items():
             if images:  # one keep-alive container per image (manifests.prepull): 1m CPU, 8Mi each
                 workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),

@@ -1,0 +1,164 @@
+"""What a cached model's HyperPod deployment may set beyond its model: scaling and serving options.
+
+Each model maps onto one field of the operator's ``InferenceEndpointConfig`` (CRD in
+``manifests/crds/``, rendered by :mod:`manifests.options`). Everything is opt-in: a model without
+these keys gets exactly the object it had before, and the operator's defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .strict import StrictModel, described, pattern_in_words
+
+_AMP_WORKSPACE = described(
+    r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$",
+    "an Amazon Managed Service for Prometheus workspace URL, "
+    "e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567")
+_HTTP_PATH = described(r"^/[a-zA-Z0-9\-_./]*$", "an HTTP path starting with /, e.g. /ping")
+_ACM_ARN = described(r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$",
+                     "an ACM certificate ARN, e.g. arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-...")
+_DOMAIN = described(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$",
+                    "a lower-case domain name without wildcard, e.g. chat.example.com")
+_S3_URI = described(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+                    "an S3 URI, e.g. s3://my-bucket/certificates/")
+_REDIS_URL = described(r"^rediss?://[^\s]+$", "a redis:// or rediss:// URL, e.g. rediss://kv.example.internal:6379")
+
+MetricType = Literal["Average", "Value"]
+
+
+class CloudWatchTrigger(StrictModel):
+    """Scale on a CloudWatch metric (KEDA's aws-cloudwatch scaler)."""
+
+    namespace: str = Field(min_length=1, max_length=255, description="e.g. AWS/SageMaker")
+    metric_name: str = Field(min_length=1, max_length=255)
+    dimensions: dict[str, str] = Field(default_factory=dict, description="dimension name -> value")
+    statistic: str = Field(default="Average", pattern=described(
+        r"^(Average|Sum|Minimum|Maximum|SampleCount|p\d{1,2}(\.\d+)?)$",
+        "a CloudWatch statistic: Average, Sum, Minimum, Maximum, SampleCount or a percentile such as p99"))
+    target_value: float = Field(gt=0, description="the value per replica (metric_type Average) KEDA keeps")
+    activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
+    metric_type: MetricType = "Average"
+    period_s: int = Field(default=300, ge=60, le=86400, description="the CloudWatch query period; default 300")
+    min_value: float = Field(default=0, description="the value assumed when CloudWatch returns no data")
+
+
+class PrometheusTrigger(StrictModel):
+    """Scale on a PromQL query against an Amazon Managed Service for Prometheus workspace."""
+
+    server_address: str = Field(pattern=_AMP_WORKSPACE)
+    query: str = Field(min_length=1, max_length=4096)
+    target_value: float = Field(gt=0)
+    activation_target_value: float = Field(default=0, ge=0)
+    metric_type: MetricType = "Average"
+
+
+class Trigger(StrictModel):
+    """Exactly one of ``cloudwatch`` and ``prometheus``."""
+
+    cloudwatch: CloudWatchTrigger | None = None
+    prometheus: PrometheusTrigger | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Trigger":
+        if (self.cloudwatch is None) == (self.prometheus is None):
+            raise ValueError("give exactly one of cloudwatch and prometheus")
+        return self
+
+
+class AutoScaling(StrictModel):
+    """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger."""
+
+    min_replicas: int = Field(default=1, ge=0, le=1000, description="0 scales to zero; default 1")
+    max_replicas: int = Field(ge=1, le=1000)
+    trigger: Trigger
+    polling_interval_s: int = Field(default=30, ge=1, le=3600, description="how often KEDA reads the metric")
+    cooldown_s: int = Field(default=300, ge=0, le=86400, description="wait before scaling to zero (min 0)")
+    initial_cooldown_s: int = Field(default=300, ge=0, le=86400, description="no scaling this long after creation")
+    scale_up_stabilization_s: int = Field(default=0, ge=0, le=3600)
+    scale_down_stabilization_s: int = Field(default=300, ge=0, le=3600,
+                                            description="the highest recommendation of this window wins")
+
+    @model_validator(mode="after")
+    def _range(self) -> "AutoScaling":
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
+        return self
+
+
+class Probes(StrictModel):
+    """HTTP probes of the serving container; the startup probe's budget is the planner's cold start.
+
+    The startup probe holds the liveness probe off until the server first answers, for as long as a
+    pod on a cold node needs to pull the image and download the weights (``python -m stacks plan
+    cache``), so a cold start is never killed as a hung server.
+    """
+
+    path: str = Field(default="/ping", pattern=_HTTP_PATH, description="the server's health path")
+    period_s: int = Field(default=10, ge=1, le=300)
+    timeout_s: int = Field(default=5, ge=1, le=300)
+    liveness_failures: int = Field(default=3, ge=1, le=100, description="failed checks before a restart")
+    readiness: bool = Field(default=True, description="also take the pod out of service while it fails")
+
+
+class Metrics(StrictModel):
+    """The operator's metrics scrape of the serving container."""
+
+    enabled: bool = True
+    scrape_interval_s: int = Field(default=15, ge=5, le=300)
+    path: str = Field(default="/metrics", pattern=_HTTP_PATH)
+    port: int | None = Field(default=None, ge=1024, le=65535, description="default: the model's port")
+
+
+class KvCache(StrictModel):
+    """Tiered KV cache: L1 in the pod's CPU memory, L2 in redis or the operator's tiered storage."""
+
+    l1: bool = Field(default=True, description="offload KV blocks to the pod's CPU memory")
+    l2: Literal["redis", "tieredstorage"] | None = None
+    l2_url: str | None = Field(default=None, description="redis: the rediss:// URL; tieredstorage: optional")
+
+    @model_validator(mode="after")
+    def _l2(self) -> "KvCache":
+        if self.l2 == "redis" and not self.l2_url:
+            raise ValueError("l2 redis needs l2_url, e.g. rediss://kv.example.internal:6379")
+        if self.l2 == "redis" and not re.match(_REDIS_URL, self.l2_url or ""):
+            raise ValueError(f"l2_url {self.l2_url!r} -- {pattern_in_words(_REDIS_URL)}")
+        if self.l2_url and not self.l2:
+            raise ValueError("l2_url needs l2 (redis or tieredstorage)")
+        return self
+
+
+class LoadBalancer(StrictModel):
+    """The Application Load Balancer the operator puts in front of the deployment."""
+
+    health_check_path: str = Field(default="/ping", pattern=_HTTP_PATH)
+    idle_timeout_s: int = Field(default=60, ge=1, le=4000, description="long generations need more than 60")
+    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
+
+
+class Tls(StrictModel):
+    """Your ACM certificate, or where the operator writes its self-signed one."""
+
+    certificate_arn: str | None = Field(default=None, pattern=_ACM_ARN)
+    domain_name: str | None = Field(default=None, pattern=_DOMAIN, max_length=253)
+    certificate_output_s3_uri: str | None = Field(
+        default=None, pattern=_S3_URI, description="where the operator stores a generated certificate")
+
+    @model_validator(mode="after")
+    def _pair(self) -> "Tls":
+        if (self.certificate_arn is None) != (self.domain_name is None):
+            raise ValueError("certificate_arn and domain_name go together (the domain must be on the certificate)")
+        if not (self.certificate_arn or self.certificate_output_s3_uri):
+            raise ValueError("give certificate_arn with domain_name, or certificate_output_s3_uri")
+        return self
+
+
+class RequestLimits(StrictModel):
+    """Fail fast at the pod's proxy instead of queueing without bound."""
+
+    max_concurrent_requests: int = Field(ge=1, le=100_000)
+    max_queue_size: int = Field(default=0, ge=0, le=100_000, description="0: reject at the limit")
+    overflow_status_code: int = Field(default=429, ge=400, le=599)
