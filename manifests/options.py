@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from stacks.config.caches import CachedModel
-from stacks.config.deployment_options import AutoScaling
+from stacks.config.deployment_options import AutoScaling, Probes
 from stacks.plan import ColdStart
 
 STARTUP_MARGIN = 1.5
@@ -51,10 +51,8 @@ def startup_budget_s(model: CachedModel, cold_start: ColdStart = ColdStart()) ->
     return math.ceil(cold_start.cold_s(model) * STARTUP_MARGIN)
 
 
-def probes(model: CachedModel) -> dict[str, Any]:
+def probes(model: CachedModel, p: Probes) -> dict[str, Any]:
     """``worker.probes``: a startup probe sized for a cold node, then liveness (and readiness)."""
-    assert model.probes is not None
-    p = model.probes
 
     def http(failures: int) -> dict[str, Any]:
         return {"httpGet": {"path": p.path, "port": model.port}, "periodSeconds": p.period_s,
@@ -74,7 +72,7 @@ def options(model: CachedModel) -> tuple[dict[str, Any], dict[str, Any]]:
     if model.autoscaling:
         spec["autoScalingSpec"] = autoscaling_spec(model.autoscaling)
     if model.probes:
-        worker["probes"] = probes(model)
+        worker["probes"] = probes(model, model.probes)
         # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.
         spec["maxDeployTimeInSeconds"] = max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model))
     if model.metrics:

@@ -46,10 +46,11 @@ OPTIONS: dict[str, tuple[dict[str, Any], str, Any]] = {
     # option key: (cdk.json value, rendered path, expected rendered value)
     "autoscaling-cloudwatch": (
         {"autoscaling": autoscaling(min_replicas=1, max_replicas=1, polling_interval_s=15, cooldown_s=600,
+                                    initial_cooldown_s=120, scale_up_stabilization_s=30,
                                     scale_down_stabilization_s=900)},
         "spec.autoScalingSpec",
         {"minReplicaCount": 1, "maxReplicaCount": 1, "pollingInterval": 15, "cooldownPeriod": 600,
-         "initialCooldownPeriod": 300, "scaleUpStabilizationTime": 0, "scaleDownStabilizationTime": 900,
+         "initialCooldownPeriod": 120, "scaleUpStabilizationTime": 30, "scaleDownStabilizationTime": 900,
          "cloudWatchTrigger": {"namespace": "AWS/SageMaker", "metricName": "ConcurrentRequestsPerModel",
                                "dimensions": [{"name": "EndpointName", "value": "qwen"}], "metricStat": "Average",
                                "metricType": "Average", "targetValue": 4.0, "activationTargetValue": 0.0,
