@@ -246,3 +246,25 @@ def test_caches_stack_carries_the_cold_scale_out_warning() -> None:
     cluster = imported_cluster(cdk.Stack(app, "Cluster", env=env), [g.to_spec() for g in config.instance_groups])
     stack = CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
     Annotations.from_stack(stack).has_warning("*", Match.string_like_regexp("cold share .K-W./K"))
+
+
+def test_kv_cache_l1_lives_in_the_pod_memory_checked_against_the_catalog() -> None:
+    """The CRD has no L1 size: the L1 cache is the pod's memory request, held against the node's memory."""
+    raw = environment(model(kv_cache={}, resources={"gpus": 1, "cpu": "2", "memory": "64Gi"}))
+    assert "memory per node: need" in problems(raw) and "ml.g5.xlarge" in problems(raw)  # 16 GiB per node
+
+
+def test_prods_large_model_is_not_killed_during_its_cold_start(project_context) -> None:
+    from stacks.config.environment import parse_environments
+
+    prod = parse_environments(project_context["environments"])["prod"]
+    large = next(m for m in prod.caches.models if m.name == "llama-3-1-70b")
+    startup = endpoint_config_of(prod, large.name)["spec"]["worker"]["probes"]["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= ColdStart().cold_s(large) > 20 * 60
+
+
+def endpoint_config_of(config, name: str) -> dict[str, Any]:
+    from manifests import build_chart
+
+    return next(o for o in build_chart("prod", config).to_json()
+                if o["kind"] == "InferenceEndpointConfig" and o["metadata"]["name"] == name)
