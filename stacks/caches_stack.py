@@ -12,7 +12,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import IHyperPodCluster
+from hyperwarm import IHyperPodCluster, grant_mounted_model_read
 from stacks.config import EnvironmentConfig
 from stacks.config.caches import CachedModel
 from stacks.plan import ColdStart, plan_model
@@ -69,4 +69,5 @@ class CachesStack(cdk.Stack):
             if bucket is None:
                 bucket = buckets[model.source.bucket] = s3.Bucket.from_bucket_name(
                     self, f"ModelBucket-{model.source.bucket}", model.source.bucket)
-            operator.grant_model_read(bucket, model.source.location)
+            for reader in operator.model_readers:
+                grant_mounted_model_read(reader, bucket, model.source.location)

@@ -9,7 +9,7 @@ state table is named, not referenced.
 
 from __future__ import annotations
 
-from cache_refresh import naming
+from hyperwarm.functions.cache_refresh import contract
 
 from hyperwarm import IHyperPodCluster
 from stacks.config import EnvironmentConfig
@@ -34,7 +34,7 @@ def cache_targets(env_name: str, config: EnvironmentConfig, cluster_name: str) -
     """Refreshed cached models: the version is ``caches.models[i].source.version``."""
     refreshed = {name for m in config.refresh.models for name in m.caches}
     return [GuardedTarget(
-        target_id=naming.hyperpod_target_id(cluster_name, config.caches.namespace, "InferenceEndpointConfig", m.name),
+        target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, "InferenceEndpointConfig", m.name),
         version=m.source.version, field=f"environments.{env_name}.caches.models[{i}].source.version")
         for i, m in enumerate(config.caches.models) if m.name in refreshed]
 
@@ -53,7 +53,7 @@ def endpoint_targets(env_name: str, config: EnvironmentConfig) -> dict[str, list
                     continue
                 version, _, rest = data[len(root):].partition("/")
                 targets.setdefault(endpoint.name, []).append(GuardedTarget(
-                    target_id=naming.endpoint_target_id(endpoint_name(env_name, endpoint)), version=version,
+                    target_id=contract.endpoint_target_id(endpoint_name(env_name, endpoint)), version=version,
                     field=f"environments.{env_name}.endpoints[{i}].variants[{j}].model_data",
                     value=f"{root}{{version}}/{rest}"))
     return targets

@@ -314,13 +314,15 @@ def test_imported_cluster_offers_what_other_stacks_use() -> None:
 
 def test_imported_operator_grants_model_reads_to_its_roles() -> None:
     from hyperwarm import InferenceOperator
+    from hyperwarm.addons import grant_mounted_model_read
 
     stack = cdk.Stack(cdk.App(), "Other", env=cdk.Environment(region="us-west-2"))
     bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "Models", "my-models")
     operator = InferenceOperator.from_operator_attributes(
         stack, "Operator", execution_role=iam.Role.from_role_arn(stack, "Exec", "arn:aws:iam::123456789012:role/op"),
         s3_csi_role=iam.Role.from_role_arn(stack, "Csi", "arn:aws:iam::123456789012:role/csi"))
-    operator.grant_model_read(bucket, "llama/")
+    grants = [grant_mounted_model_read(reader, bucket, "llama/") for reader in operator.model_readers]
+    assert all(g.success for g in grants)
     assert operator.namespace == "hyperpod-inference-system"
     policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
     reads = [(p["Properties"]["Roles"], s) for p in policies.values()

@@ -18,11 +18,11 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 from moto import mock_aws
 
-from cache_refresh import deploy_guard, naming
+from hyperwarm.functions.cache_refresh import contract, deploy_guard
 from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 TABLE = "hyperwarm-test-cache-refresh-state"
-TARGET = naming.endpoint_target_id("hyperwarm-test-chat")
+TARGET = contract.endpoint_target_id("hyperwarm-test-chat")
 FIELD = "environments.test.endpoints[0].variants[0].model_data"
 VALUE = "s3://models/llama/{version}/"
 
@@ -86,7 +86,7 @@ def state():
 
 def refreshed(state: State, version: str, target: str = TARGET, **item: Any) -> None:
     """The state item of a target the refresh function moved to ``version`` (its README, "State table")."""
-    state.table.put_item(Item={"pk": naming.state_pk(target), "current_version": version,
+    state.table.put_item(Item={"pk": contract.state_pk(target), "current_version": version,
                                "current_location": f"llama/{version}", **item})
 
 
@@ -130,7 +130,7 @@ def test_a_deploy_of_the_served_or_a_newer_version_proceeds(state, responses, de
 
 
 def test_a_target_never_refreshed_proceeds(state, responses) -> None:
-    refreshed(state, "v9", target=naming.endpoint_target_id("another-endpoint"))
+    refreshed(state, "v9", target=contract.endpoint_target_id("another-endpoint"))
     deploy_guard.on_event(cfn_event(state.stack_id, request="Create"), None)
     assert responses[-1]["Status"] == "SUCCESS"
 
@@ -195,14 +195,14 @@ def test_a_stack_rollback_dead_letters_and_counts_every_target_it_may_move_back(
     assert (letter["format"], letter["reason"], letter["targets"]) == ("hyperwarm.refresh-dlq/v1", "moved-back", [TARGET])
     assert message["MessageAttributes"]["letter-id"]["StringValue"] == letter["letter_id"]
     assert f"{TARGET} serves v3" in letter["message"] and f"restores {FIELD} to v1" in letter["message"]
-    from cache_refresh.events import parse_manifest_created
+    from hyperwarm.functions.cache_refresh.events import parse_manifest_created
     created = parse_manifest_created(letter["event"])  # what the refresh function replays
     assert (created.bucket, created.key, created.sequencer) == ("models", "llama/v3/manifest.json", "5F01")
     (metric,) = _emf(capsys.readouterr().out)
     assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Hyperwarm"
     assert ["service"] in metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"]  # what the alarm watches
     assert (metric["service"], metric["Reason"], metric["RefreshFailed"]) == ("hyperwarm-cache-refresh", "moved-back", 1)
-    from hyperwarm.refresh import METRICS_NAMESPACE, SERVICE
+    from hyperwarm.functions.cache_refresh.contract import METRICS_NAMESPACE, SERVICE
     assert (metric["service"], metric["_aws"]["CloudWatchMetrics"][0]["Namespace"]) == (SERVICE, METRICS_NAMESPACE)
 
 

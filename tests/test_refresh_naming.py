@@ -20,10 +20,10 @@ import pytest
 from aws_cdk.assertions import Template
 from moto import mock_aws
 
-from cache_refresh import naming
-from cache_refresh.config import EndpointTarget
-from cache_refresh.events import parse_manifest_created
-from cache_refresh.targets import endpoint as endpoint_target
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.cache_refresh.config import EndpointTarget
+from hyperwarm.functions.cache_refresh.events import parse_manifest_created
+from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target
 from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, ContainerImage, EndpointRefreshTarget, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, RefreshedPrefix, Serving
 from stacks.config import ConfigError, parse_environment
 
@@ -84,8 +84,8 @@ def created_names(endpoint_name: str) -> list[str]:
             "detail": {"bucket": {"name": BUCKET},
                        "object": {"key": f"{PREFIX}/2026-11-29T12-00-00Z/manifest.json", "sequencer": "0A1B"}}})
         rollout = endpoint_target.start(sm, EndpointTarget(endpoint=endpoint_name), event)
-    return [f"endpoint-config/{naming.arn_name(rollout['config'])}",
-            *(f"model/{naming.arn_name(m)}" for m in rollout["created_models"])]
+    return [f"endpoint-config/{contract.arn_name(rollout['config'])}",
+            *(f"model/{contract.arn_name(m)}" for m in rollout["created_models"])]
 
 
 @pytest.mark.parametrize("endpoint_name", [NAME_39, NAME_63, MIXED_CASE])
@@ -95,17 +95,17 @@ def test_grants_match_exactly_the_names_the_function_creates(endpoint_name: str)
     created = created_names(endpoint_name)
     assert len(created) == 2
     for name in created:
-        assert len(name.split("/", 1)[1]) <= naming.NAME_MAX
+        assert len(name.split("/", 1)[1]) <= contract.NAME_MAX
         assert [p for p in patterns if fnmatch.fnmatchcase(name, p)], f"{name} is not granted by {patterns}"
 
 
 def test_generated_names_are_valid_and_stable_on_a_retry() -> None:
     for endpoint in (NAME_39, NAME_63, "a--b", "x"):
-        for name in (naming.model_name(endpoint, "variant-name-long", "1.10.0-rc.1+build.5", "s"),
-                     naming.endpoint_config_name(endpoint, "v12", "s")):
-            assert naming.NAME_PATTERN.match(name) and len(name) <= naming.NAME_MAX, name
-    assert naming.endpoint_config_name(NAME_63, "v2", "a") == naming.endpoint_config_name(NAME_63, "v2", "a")
-    assert naming.endpoint_config_name(NAME_63, "v2", "a") != naming.endpoint_config_name(NAME_63, "v2", "b")
+        for name in (contract.model_name(endpoint, "variant-name-long", "1.10.0-rc.1+build.5", "s"),
+                     contract.endpoint_config_name(endpoint, "v12", "s")):
+            assert contract.NAME_PATTERN.match(name) and len(name) <= contract.NAME_MAX, name
+    assert contract.endpoint_config_name(NAME_63, "v2", "a") == contract.endpoint_config_name(NAME_63, "v2", "a")
+    assert contract.endpoint_config_name(NAME_63, "v2", "a") != contract.endpoint_config_name(NAME_63, "v2", "b")
 
 
 # -- SageMaker's 63-character endpoint-name limit at synth ----------------------------------------

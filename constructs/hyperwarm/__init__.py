@@ -15,7 +15,7 @@ from ._node import use_bundled_node
 use_bundled_node()  # before anything imports aws_cdk
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "addons": ("IInferenceOperator", "InferenceOperator"),
+    "addons": ("IInferenceOperator", "InferenceOperator", "grant_mounted_model_read"),
     "buckets": ("declare_existing_buckets", "model_bucket"),
     "capacity": ("CacheFootprint", "GroupUsage", "group_usage"),
     "catalog": ("CATALOG", "InstanceSpec", "instance_spec"),

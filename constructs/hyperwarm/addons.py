@@ -112,8 +112,10 @@ class IInferenceOperator(Protocol):
         """Depend on this for the operator's custom resource definitions to exist."""
         ...
 
-    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
-        """Let the operator mount models under ``prefix`` of ``bucket`` (Mountpoint for S3, read-only)."""
+    @property
+    def model_readers(self) -> Sequence[iam.IGrantable]:
+        """What reads the models the operator mounts (the Mountpoint for S3 driver, the operator):
+        grant each with :func:`grant_mounted_model_read`."""
         ...
 
 
@@ -188,12 +190,13 @@ class InferenceOperator(Construct):
                                  namespace: str = OPERATOR_NAMESPACE) -> IInferenceOperator:
         """An operator installed elsewhere (another app or stack), from its execution role and the
         Mountpoint for S3 CSI driver's role; nothing waits for it (it is installed already).
-        ``grant_model_read`` adds a policy to each role (none to a role imported with ``mutable=False``)."""
+        Both roles are its ``model_readers`` (a grant adds nothing to a role imported with ``mutable=False``)."""
         return _ImportedInferenceOperator(scope, id, roles=(execution_role, s3_csi_role), namespace=namespace)
 
-    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
-        """Let the operator mount models under ``prefix`` of ``bucket`` (Mountpoint for S3, read-only)."""
-        _grant_model_read((self.roles.s3_csi, self.roles.execution), bucket, prefix)
+    @property
+    def model_readers(self) -> Sequence[iam.IGrantable]:
+        """The Mountpoint for S3 driver's role and the operator's execution role."""
+        return (self.roles.s3_csi, self.roles.execution)
 
     def _roles(self, provider: eks.OidcProviderNative) -> InferenceOperatorRoles:
         execution = irsa_role(
@@ -239,20 +242,19 @@ class _ImportedInferenceOperator(Construct):
         super().__init__(scope, id)
         self.namespace = namespace
         self.addon: IDependable = DependencyGroup()
-        self._roles = tuple(roles)
-
-    def grant_model_read(self, bucket: s3.IBucket, prefix: str) -> None:
-        _grant_model_read(self._roles, bucket, prefix)
+        self.model_readers: tuple[iam.IGrantable, ...] = tuple(roles)
 
 
-def _grant_model_read(roles: Sequence[iam.IRole], bucket: s3.IBucket, prefix: str) -> None:
-    """Read-only access to every object under ``prefix`` (a model version is many files), and its listing."""
+def grant_mounted_model_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix: str) -> iam.Grant:
+    """Let ``grantee`` (one of an operator's ``model_readers``) read every object under ``prefix`` of
+    ``bucket`` (a model version is many files) and list that prefix: what mounting it read-only needs."""
     prefix = prefix.strip("/")
-    for role in roles:
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
-        acknowledge(role, "reads every object of one model prefix: a model version is many files",
+    grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
+                                       resource_arns=[bucket.arn_for_objects(f"{prefix}/*")])
+    grant = grant.combine(iam.Grant.add_to_principal(
+        grantee=grantee, actions=["s3:ListBucket"], resource_arns=[bucket.bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
+    if isinstance(grantee.grant_principal, Construct):
+        acknowledge(grantee.grant_principal, "reads every object of one model prefix: a model version is many files",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
+    return grant

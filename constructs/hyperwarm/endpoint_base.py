@@ -10,7 +10,7 @@ import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from cache_refresh import naming
+from hyperwarm.functions.cache_refresh import contract
 from constructs import Construct, Node
 
 _NAMESPACE = "AWS/SageMaker"
@@ -119,12 +119,12 @@ class ImportedInferenceEndpoint(EndpointBase):
                  encryption_key: kms.IKey | None = None) -> None:
         super().__init__(scope, id)
         if not cdk.Token.is_unresolved(endpoint_name):
-            problem = naming.endpoint_name_problem(endpoint_name)
+            problem = contract.endpoint_name_problem(endpoint_name)
             if problem:
                 raise ValueError(f"{self.node.path}: endpoint_name = {endpoint_name!r} -- {problem}")
         self.endpoint_name: str = endpoint_name
         # SageMaker ARNs carry the name in lower case.
-        arn_name = endpoint_name if cdk.Token.is_unresolved(endpoint_name) else naming.arn_name(endpoint_name)
+        arn_name = endpoint_name if cdk.Token.is_unresolved(endpoint_name) else contract.arn_name(endpoint_name)
         self.endpoint_arn: str = cdk.Stack.of(self).format_arn(
             service="sagemaker", resource="endpoint", resource_name=arn_name)
         self.variant_names: tuple[str, ...] | None = tuple(variant_names) if variant_names is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Sequence
 
-from cache_refresh import naming
+from hyperwarm.functions.cache_refresh import contract
 
 from ._tokens import resolved, unresolved
 from .catalog import CATALOG
@@ -69,7 +69,7 @@ def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
     errors: list[str] = []
     if not props.variants:
         errors.append("variants = [] -- an endpoint needs at least one production variant")
-    name_problem = naming.endpoint_name_problem(props.endpoint_name) if resolved(props.endpoint_name) else None
+    name_problem = contract.endpoint_name_problem(props.endpoint_name) if resolved(props.endpoint_name) else None
     if name_problem:
         errors.append(f"endpoint_name = {props.endpoint_name!r} -- {name_problem}")
     seen: set[str] = set()

@@ -6,53 +6,39 @@ never starts a rollout, and invokes the refresh Lambda (``lambdas/cache_refresh`
 and an encrypted dead-letter queue. A second rule passes SageMaker endpoint state changes to the
 same code, which finishes endpoint rollouts. Whatever fails reaches that queue: events EventBridge
 cannot deliver, permanent failures the function records, and (the functions' on-failure
-destination) every invocation that still raises after Lambda's retries. The Lambda's IAM names the
-bucket prefixes, the state table, the endpoints and the models and configs it creates (named by
-:mod:`cache_refresh.naming`, the function's own naming), and the HyperPod cluster; inside the
-cluster it may only get and patch the operator's objects in the targets' namespaces.
+destination) every invocation that still raises after Lambda's retries.
+
+The parts: :mod:`.refresh_functions` (functions, role, logs, failure destination),
+:mod:`.refresh_access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
+:mod:`.refresh_events` (rules), :mod:`.refresh_asset` (the code). What the construct writes and the
+function reads (environment, targets, names, metrics) is the function's own
+:mod:`~hyperwarm.functions.cache_refresh.contract`.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from cache_refresh import naming
 from constructs import Construct
 
+from .buckets import model_bucket
 from .cluster import IHyperPodCluster
 from .endpoint_base import IInferenceEndpoint
-from .buckets import model_bucket
-from .model import grant_model_data_read
-from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix,
-                  managed_policy, object_arn_finding)
-from .validation import repeated
+from .functions.cache_refresh import contract
+from .nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from .refresh_access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
+from .refresh_events import RefreshEvents, manifest_event_pattern
+from .refresh_functions import RefreshFunctions
+from .validation import raise_problems, repeated
 
-HYPERPOD_RESOURCES = ("InferenceEndpointConfig", "JumpStartModel")
-TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")
-RBAC_GROUP = "hyperwarm:cache-refresh"
-METRICS_NAMESPACE = "Hyperwarm"
-SERVICE = "hyperwarm-cache-refresh"
-_PACKAGE = "cache_refresh"
-_VENDORED = ("aws_lambda_powertools", "jmespath", "typing_extensions")
+__all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
+           "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
 
 
 @dataclass(frozen=True)
@@ -62,20 +48,26 @@ class HyperPodRefreshTarget:
     cluster: IHyperPodCluster
     namespace: str
     name: str
-    resource: str = "InferenceEndpointConfig"
-    """``InferenceEndpointConfig`` or ``JumpStartModel``. Default: InferenceEndpointConfig."""
+    resource: str = contract.HyperPodTarget.resource
+    """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
+    InferenceEndpointConfig."""
     weights_caches: Sequence[str] = ()
     """``ModelWeightsCacheConfig`` names repointed too. Default: none."""
+
+    def to_contract(self) -> contract.HyperPodTarget:
+        """The target as the function reads it."""
+        return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
+                                       name=self.name, resource=self.resource, caches=tuple(self.weights_caches))
 
 
 @dataclass(frozen=True)
 class BlueGreen:
     """How a refreshed endpoint shifts traffic (``DeploymentConfig.BlueGreenUpdatePolicy``)."""
 
-    traffic: str = "ALL_AT_ONCE"
-    """ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
-    step_percent: int = 10
-    """Canary size or linear step, 1..100. Default: 10."""
+    traffic: str = contract.BlueGreen.traffic
+    """One of ``contract.TRAFFIC_TYPES``: ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
+    step_percent: int = contract.BlueGreen.step_percent
+    """Canary size or linear step, in ``contract.STEP_PERCENT_RANGE`` (1..100). Default: 10."""
     wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
     """Bake time between steps. Default: 5 minutes."""
     termination_wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
@@ -85,14 +77,25 @@ class BlueGreen:
     rollback_alarms: Sequence[str] = ()
     """CloudWatch alarm names that roll the update back. Default: none."""
 
+    def to_contract(self) -> contract.BlueGreen:
+        return contract.BlueGreen(
+            traffic=self.traffic, step_percent=self.step_percent, wait_seconds=int(self.wait.to_seconds()),
+            termination_wait_seconds=int(self.termination_wait.to_seconds()),
+            max_execution_seconds=int(self.max_execution.to_seconds()), rollback_alarms=tuple(self.rollback_alarms))
+
 
 @dataclass(frozen=True)
 class EndpointRefreshTarget:
     """A SageMaker endpoint whose variants read the refreshed prefix."""
 
     endpoint: IInferenceEndpoint
+    """The endpoint, with a resolved ``endpoint_name`` and a known ``execution_role`` (what UpdateEndpoint passes)."""
     blue_green: BlueGreen = field(default_factory=BlueGreen)
     """Traffic shifting of the refresh's UpdateEndpoint. Default: all at once after 5 minutes."""
+
+    def to_contract(self) -> contract.EndpointTarget:
+        """The target as the function reads it."""
+        return contract.EndpointTarget(endpoint=self.endpoint.endpoint_name, blue_green=self.blue_green.to_contract())
 
 
 @dataclass(frozen=True)
@@ -140,17 +143,82 @@ class CacheRefreshHookProps:
 class CacheRefreshHook(Construct):
     """New model versions in S3 move HyperPod deployments and SageMaker endpoints to them.
 
-    ``node.default_child`` is the refresh function's ``AWS::Lambda::Function``.
+    Whatever serves a refreshed prefix is granted to read every version of it (an endpoint's execution
+    role, the inference operator's ``model_readers``), through the public grant functions; those
+    policies land in the grantees' stacks. ``node.default_child`` is the refresh function's
+    ``AWS::Lambda::Function``.
     """
 
     def __init__(self, scope: Construct, id: str, props: CacheRefreshHookProps) -> None:
         super().__init__(scope, id)
-        _validate(self, props)
-        self._props = props
-        self.bucket = props.bucket or self._new_bucket()
+        raise_problems(self.node.path, "CacheRefreshHookProps", props_problems(props))
+        self.bucket: s3.IBucket = props.bucket or model_bucket(self, "Models", props.bucket_name)
         self.bucket.enable_event_bridge_notification()
         _acknowledge_notifications_handler(cdk.Stack.of(self))
-        self.state_table = dynamodb.Table(
+        self.state_table = self._state_table(props)
+        self.dead_letter_queue = self._dead_letter_queue(props)
+        self.cluster: IHyperPodCluster | None = next((t.cluster for m in props.models for t in m.hyperpod), None)
+        endpoints = [t.endpoint for m in props.models for t in m.endpoints]
+        functions = RefreshFunctions(
+            self, cluster=self.cluster, environment=self._environment(props), dead_letter_queue=self.dead_letter_queue,
+            function_name=props.function_name, lock=props.lock, retry_attempts=props.function_retry_attempts,
+            max_event_age=props.max_event_age)
+        self.security_group = functions.security_group
+        self.role = functions.role
+        self.function = functions.function
+        self.state_handler = functions.state_handler
+        self.node.default_child = self.function.node.default_child
+        access = RefreshAccess(
+            self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
+            state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
+            namespaces=sorted({t.namespace for m in props.models for t in m.hyperpod}), endpoints=endpoints)
+        self.access_entry = access.access_entry
+        self.rbac = access.rbac
+        self.rbac_objects = access.rbac_objects
+        self._grant_serving_read(props)
+        rules = RefreshEvents(
+            self, bucket_name=self.bucket.bucket_name, prefixes=[m.prefix for m in props.models],
+            endpoint_names=[e.endpoint_name for e in endpoints], function=self.function,
+            state_handler=self.state_handler, dead_letter_queue=self.dead_letter_queue,
+            retry_attempts=props.retry_attempts, max_event_age=props.max_event_age)
+        self.manifest_rule = rules.manifest_rule
+        self.endpoint_rule = rules.endpoint_rule
+        self.alarms = self._alarms()
+
+    # -- metrics users alarm on ------------------------------------------------------------------
+
+    def metric_refresh_failed(self, **options: Any) -> cloudwatch.Metric:
+        """Refreshes that failed or were rolled back (the previous version still serves), including
+        targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
+        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
+                                 dimensions_map={"service": contract.SERVICE},
+                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+
+    def metric_dead_letters(self, **options: Any) -> cloudwatch.Metric:
+        """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
+        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+            **{"period": cdk.Duration.minutes(5), "statistic": "Maximum", **options})
+
+    def metric_errors(self, **options: Any) -> cloudwatch.MathExpression:
+        """Invocations of either function that raised. Default: Sum over 5 minutes."""
+        return self._both(self.function.metric_errors(), self.state_handler.metric_errors(), options)
+
+    def metric_undelivered_failures(self, **options: Any) -> cloudwatch.MathExpression:
+        """Failed invocations that could not be sent to the dead-letter queue (lost). Default: Sum over 5 minutes."""
+        return self._both(*(fn.metric("DestinationDeliveryFailures", statistic="Sum")
+                            for fn in (self.function, self.state_handler)), options)
+
+    @staticmethod
+    def _both(a: cloudwatch.IMetric, b: cloudwatch.IMetric, options: dict[str, Any]) -> cloudwatch.MathExpression:
+        # Either function alone may fail while the other has no data point: missing counts as 0, else
+        # the sum is missing too and the alarm never sees the failure.
+        return cloudwatch.MathExpression(expression="FILL(a, 0) + FILL(b, 0)", using_metrics={"a": a, "b": b},
+                                         **{"period": cdk.Duration.minutes(5), **options})
+
+    # -- parts -----------------------------------------------------------------------------------
+
+    def _state_table(self, props: CacheRefreshHookProps) -> dynamodb.Table:
+        table = dynamodb.Table(
             self, "State", table_name=props.state_table_name,
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
@@ -160,269 +228,62 @@ class CacheRefreshHook(Construct):
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        acknowledge_checkov(self.state_table, "holds model prefixes, version ids, target names and refresh "
-                            "status, no secrets; encrypted at rest with the AWS-managed DynamoDB key", "CKV_AWS_119")
-        self.dead_letter_queue = sqs.Queue(
-            self, "DeadLetters", queue_name=props.dead_letter_queue_name,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-        )
-        acknowledge(self.dead_letter_queue, "this queue is itself the dead-letter queue of the refresh events "
-                    "and of the refresh functions' failed invocations", "SQS3")
-        acknowledge_checkov(self.dead_letter_queue, "encrypted with SQS-managed keys (SqsManagedSseEnabled); a KMS "
-                            "key would have to be a customer key whose policy admits EventBridge, which cannot "
-                            "use the AWS-managed alias/aws/sqs key", "CKV_AWS_27")
-        clusters = {t.cluster.node.path: t.cluster for m in props.models for t in m.hyperpod}
-        self.cluster = next(iter(clusters.values()), None)
-        self._code = function_code()  # one bundle for both functions
-        self.function = self._function(props)
-        self.node.default_child = self.function.node.default_child
-        self.state_handler = self._state_handler()
-        for function in (self.function, self.state_handler):
-            self._dead_letter_failures(function, props)
-        self._grant(props)
-        self.manifest_rule = self._manifest_rule(props)
-        self.endpoint_rule = self._endpoint_rule(props)
-        self.alarms = self._alarms()
+        acknowledge_checkov(table, "holds model prefixes, version ids, target names and refresh status, no "
+                            "secrets; encrypted at rest with the AWS-managed DynamoDB key", "CKV_AWS_119")
+        return table
 
-    # -- building blocks -------------------------------------------------------------------
-
-    def _new_bucket(self) -> s3.Bucket:
-        return model_bucket(self, "Models", self._props.bucket_name)
+    def _dead_letter_queue(self, props: CacheRefreshHookProps) -> sqs.Queue:
+        queue = sqs.Queue(self, "DeadLetters", queue_name=props.dead_letter_queue_name,
+                          encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+                          retention_period=cdk.Duration.days(14))
+        acknowledge(queue, "this queue is itself the dead-letter queue of the refresh events and of the refresh "
+                    "functions' failed invocations", "SQS3")
+        acknowledge_checkov(queue, "encrypted with SQS-managed keys (SqsManagedSseEnabled); a KMS key would have "
+                            "to be a customer key whose policy admits EventBridge, which cannot use the "
+                            "AWS-managed alias/aws/sqs key", "CKV_AWS_27")
+        return queue
 
     def _environment(self, props: CacheRefreshHookProps) -> dict[str, str]:
+        """The function's environment (README.md of ``lambdas/cache_refresh``, "Environment")."""
+        targets = {m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
+                   for m in props.models}
         return {
-            "HYPERWARM_REFRESH_TARGETS": cdk.Stack.of(self).to_json_string(
-                {m.prefix: [*map(_hyperpod_target, m.hyperpod), *map(_endpoint_target, m.endpoints)]
-                 for m in props.models}),
-            "HYPERWARM_STATE_TABLE": self.state_table.table_name,
-            "HYPERWARM_ALLOWED_BUCKETS": self.bucket.bucket_name,
-            "HYPERWARM_DLQ_URL": self.dead_letter_queue.queue_url,
-            "HYPERWARM_DRY_RUN": "true" if props.dry_run else "false",
-            "HYPERWARM_LOCK_SECONDS": str(int(props.lock.to_seconds())),
-            "POWERTOOLS_SERVICE_NAME": SERVICE,
-            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            contract.REFRESH_TARGETS: cdk.Stack.of(self).to_json_string(contract.targets_json(targets)),
+            contract.STATE_TABLE: self.state_table.table_name,
+            contract.ALLOWED_BUCKETS: self.bucket.bucket_name,
+            contract.DLQ_URL: self.dead_letter_queue.queue_url,
+            contract.DRY_RUN: "true" if props.dry_run else "false",
+            contract.LOCK_SECONDS: str(int(props.lock.to_seconds())),
+            contract.SERVICE_VARIABLE: contract.SERVICE,
+            contract.METRICS_NAMESPACE_VARIABLE: contract.METRICS_NAMESPACE,
         }
 
-    def _function(self, props: CacheRefreshHookProps) -> lambda_.Function:
-        network: dict[str, Any] = {}
-        if self.cluster is not None:
-            # The EKS API endpoint is private: the function runs in the cluster's private subnets.
-            self.security_group = ec2.SecurityGroup(
-                self, "SecurityGroup", vpc=self.cluster.vpc, allow_all_outbound=True,
-                description="cache refresh function: HTTPS to the EKS API and AWS APIs")
-            # The rule lives here, not in the cluster's stack: that stack must not depend on this one.
-            ec2.CfnSecurityGroupIngress(
-                self, "KubernetesApiIngress", group_id=self.cluster.security_group.security_group_id,
-                source_security_group_id=self.security_group.security_group_id, ip_protocol="tcp",
-                from_port=443, to_port=443, description="cache refresh function to the Kubernetes API")
-            network = {"vpc": self.cluster.vpc, "security_groups": [self.security_group],
-                       "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)}
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="cache refresh function")
-        self.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
-            "service-role/AWSLambdaVPCAccessExecutionRole" if network else "service-role/AWSLambdaBasicExecutionRole"))
-        acknowledge(self.role, "the AWS-managed Lambda execution policy only writes the function's logs and, "
-                    "in a VPC, manages its network interfaces",
-                    managed_policy("service-role/AWSLambdaBasicExecutionRole"),
-                    managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
-        function = lambda_.Function(
-            self, "Function",
-            function_name=props.function_name,
-            runtime=lambda_.Runtime.PYTHON_3_13,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=f"{_PACKAGE}.handler.lambda_handler",
-            code=self._code,
-            role=self.role,
-            memory_size=512,
-            timeout=props.lock,
-            environment=self._environment(props),
-            log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
-            tracing=lambda_.Tracing.ACTIVE,
-            description="hyperwarm: a complete new model version refreshes caches and endpoints",
-            **network,
-        )
-        _acknowledge_function_checkov(function)
-        acknowledge(function, "Python 3.13 is the runtime this function and its bundled dependencies are "
-                    "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")
-        acknowledge(self.role, "X-Ray trace segment writes have no resource-level permissions", "IAM5[Resource::*]")
-        return function
-
-    def _state_handler(self) -> lambda_.Function:
-        """The same code and role, finishing endpoint rollouts on SageMaker state changes."""
-        function = lambda_.Function(
-            self, "EndpointStateFunction",
-            runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=f"{_PACKAGE}.handler.on_endpoint_state_change", code=self._code, role=self.role,
-            memory_size=256, timeout=cdk.Duration.minutes(2), environment=self._environment(self._props),
-            log_group=logs.LogGroup(self, "EndpointStateLogs", retention=logs.RetentionDays.THREE_MONTHS),
-            tracing=lambda_.Tracing.ACTIVE,
-            description="hyperwarm: finish a refreshed endpoint's rollout on its state change",
-            **({"vpc": self.cluster.vpc, "security_groups": [self.security_group],
-                "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)}
-               if self.cluster is not None else {}),
-        )
-        acknowledge(function, "Python 3.13 is the runtime this function and its bundled dependencies are "
-                    "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")
-        _acknowledge_function_checkov(function)
-        return function
-
-    def _dead_letter_failures(self, function: lambda_.Function, props: CacheRefreshHookProps) -> None:
-        """An invocation that still fails after Lambda's retries (raised, timed out, too old) is sent
-        to the dead-letter queue as Lambda's invocation record, whose ``requestPayload`` is the event.
-
-        The rule's dead-letter queue only receives events EventBridge could not deliver; without this
-        Lambda would drop them (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
-        """
-        function.configure_async_invoke(on_failure=destinations.SqsDestination(self.dead_letter_queue),
-                                        retry_attempts=props.function_retry_attempts,
-                                        max_event_age=props.max_event_age)
-        acknowledge_checkov(function, "failed invocations go to the dead-letter queue through the on-failure "
-                            "destination (EventInvokeConfig), whose records the replay command reads; checkov "
-                            "only recognises the older DeadLetterConfig", "CKV_AWS_116")
-
-    def _manifest_rule(self, props: CacheRefreshHookProps) -> events.Rule:
-        rule = events.Rule(self, "ManifestRule", description="a model version is complete: its manifest landed",
-                           event_pattern=manifest_event_pattern(self.bucket.bucket_name,
-                                                                [m.prefix for m in props.models]))
-        rule.add_target(targets.LambdaFunction(
-            self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=props.retry_attempts,
-            max_event_age=props.max_event_age))
-        return rule
-
-    def _endpoint_rule(self, props: CacheRefreshHookProps) -> events.Rule | None:
-        names = [t.endpoint.endpoint_name for m in props.models for t in m.endpoints]
-        if not names:
-            return None
-        rule = events.Rule(self, "EndpointStateRule", description="a refreshed endpoint changed state",
-                           event_pattern=events.EventPattern(
-                               source=["aws.sagemaker"], detail_type=["SageMaker Endpoint State Change"],
-                               detail={"EndpointName": names}))
-        rule.add_target(targets.LambdaFunction(
-            self.state_handler, dead_letter_queue=self.dead_letter_queue, retry_attempts=props.retry_attempts,
-            max_event_age=props.max_event_age))
-        return rule
+    def _grant_serving_read(self, props: CacheRefreshHookProps) -> None:
+        """Whatever serves a refreshed prefix reads every version of it, not only the one first deployed.
+        By bucket name where the name is known, so the grantees' stacks never depend on this one."""
+        name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
+        readable = s3.Bucket.from_bucket_name(self, "ModelsByName", name) \
+            if name and not cdk.Token.is_unresolved(name) else self.bucket
+        for model in props.models:
+            grant_serving_read(readable, model.prefix, [t.endpoint for t in model.endpoints],
+                               [t.cluster for t in model.hyperpod])
 
     def _alarms(self) -> dict[str, cloudwatch.Alarm]:
-        # Either function alone may fail while the other has no data point: missing counts as 0, else
-        # the sum is missing too and the alarm never sees the failure.
-        both = "FILL(a, 0) + FILL(b, 0)"
-
         def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
             return cloudwatch.Alarm(self, name, metric=metric, threshold=1, evaluation_periods=1,
                                     comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                                     treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                                     alarm_description=description)
         return {
-            "dead_letters": alarm("DeadLettersAlarm",
-                                  self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                                      period=cdk.Duration.minutes(5), statistic="Maximum"),
+            "dead_letters": alarm("DeadLettersAlarm", self.metric_dead_letters(),
                                   "refresh events wait in the dead-letter queue: see `hyperwarm refresh replay`"),
-            "errors": alarm("ErrorsAlarm", cloudwatch.MathExpression(
-                expression=both, period=cdk.Duration.minutes(5),
-                using_metrics={"a": self.function.metric_errors(), "b": self.state_handler.metric_errors()}),
-                "the cache refresh functions failed"),
-            "undelivered": alarm("UndeliveredFailuresAlarm", cloudwatch.MathExpression(
-                expression=both, period=cdk.Duration.minutes(5),
-                using_metrics={f: fn.metric("DestinationDeliveryFailures", statistic="Sum")
-                               for f, fn in (("a", self.function), ("b", self.state_handler))}),
-                "a failed refresh invocation could not be sent to the dead-letter queue: it is lost; "
-                "check the queue's policy and the functions' role"),
-            "refresh_failed": alarm("RefreshFailedAlarm", cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE, metric_name="RefreshFailed", dimensions_map={"service": SERVICE},
-                statistic="Sum", period=cdk.Duration.minutes(5)),
-                "a refresh failed or was rolled back; the previous version still serves"),
+            "errors": alarm("ErrorsAlarm", self.metric_errors(), "the cache refresh functions failed"),
+            "undelivered": alarm("UndeliveredFailuresAlarm", self.metric_undelivered_failures(),
+                                 "a failed refresh invocation could not be sent to the dead-letter queue: it is "
+                                 "lost; check the queue's policy and the functions' role"),
+            "refresh_failed": alarm("RefreshFailedAlarm", self.metric_refresh_failed(),
+                                    "a refresh failed or was rolled back; the previous version still serves"),
         }
-
-    # -- least privilege -------------------------------------------------------------------
-
-    def _grant(self, props: CacheRefreshHookProps) -> None:
-        role = self.role
-        for model in props.models:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                sid=None, actions=["s3:GetObject", "s3:GetObjectVersion"],
-                resources=[self.bucket.arn_for_objects(f"{model.prefix}/*")]))
-            acknowledge(role, "the function reads the manifest and checks every file of a model version "
-                        "under its configured prefix", f"IAM5[Resource::{object_arn_finding(self.bucket, model.prefix + '/*')}]")
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
-            resources=[self.state_table.table_arn]))
-        self.dead_letter_queue.grant_send_messages(role)
-        if self.cluster is not None:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["eks:DescribeCluster"], resources=[self.cluster.eks_cluster.cluster_arn]))
-            self._kubernetes_access(props)
-        endpoint_targets = [t for m in props.models for t in m.endpoints]
-        if endpoint_targets:
-            self._grant_endpoints(props, endpoint_targets)
-        # Whatever serves a refreshed prefix reads every version of it, not only the one first deployed.
-        # By name where the name is known, so the grantees' stacks never depend on this one.
-        name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
-        readable = s3.Bucket.from_bucket_name(self, "ModelsByName", name) \
-            if name and not cdk.Token.is_unresolved(name) else self.bucket
-        for model in props.models:
-            for target in model.endpoints:
-                grant_model_data_read(target.endpoint, readable, model.prefix)
-            for target in model.hyperpod:
-                if target.cluster.inference_operator is not None:
-                    target.cluster.inference_operator.grant_model_read(readable, model.prefix)
-
-    def _kubernetes_access(self, props: CacheRefreshHookProps) -> None:
-        """An access entry in a group that a namespace-scoped Role lets get and patch the operator's objects."""
-        assert self.cluster is not None
-        eks_cluster = self.cluster.eks_cluster
-        self.access_entry = eks.CfnAccessEntry(
-            self, "AccessEntry", cluster_name=eks_cluster.cluster_name, principal_arn=self.role.role_arn,
-            kubernetes_groups=[RBAC_GROUP], type="STANDARD")
-        namespaces = sorted({t.namespace for m in props.models for t in m.hyperpod})
-        self.rbac_objects = rbac_objects(namespaces)
-        self.rbac = eks.KubernetesManifest(self, "Rbac", cluster=eks_cluster, manifest=self.rbac_objects,
-                                           overwrite=True)
-        operator = self.cluster.inference_operator
-        if operator is not None:
-            self.rbac.node.add_dependency(operator.addon)  # the operator's CRDs exist first
-
-    def _grant_endpoints(self, props: CacheRefreshHookProps, endpoint_targets: list[EndpointRefreshTarget]) -> None:
-        stack = cdk.Stack.of(self)
-
-        def arn(resource: str, name: str) -> str:
-            return stack.format_arn(service="sagemaker", resource=resource, resource_name=name)
-
-        names = [t.endpoint.endpoint_name for t in endpoint_targets]
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpoint"],
-            resources=[arn("endpoint", naming.arn_name(n)) for n in names]))
-        created = refreshed_resource_names(names)
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            sid="CreateAndRetireRefreshedVersions",
-            actions=["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig",
-                     "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
-            resources=[arn(kind, n) for kind, n in created]))
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
-            resources=[arn("model", "*"), arn("endpoint-config", "*")]))
-        acknowledge(self.role, "refreshed models and configs get generated names under each endpoint's name; "
-                    "the live ones CloudFormation created have generated names too, and are only described",
-                    *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
-                      for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
-        for target in endpoint_targets:
-            endpoint = target.endpoint
-            self.role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["iam:PassRole"], resources=[endpoint.execution_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
-            if endpoint.encryption_key is not None:
-                endpoint.encryption_key.grant(self.role, "kms:CreateGrant", "kms:DescribeKey")
-
-
-def _acknowledge_function_checkov(function: lambda_.Function) -> None:
-    """checkov findings on a refresh function and its log group."""
-    acknowledge_checkov(function, "reserved concurrency is carved out of the account's pool (a deploy fails when "
-                        "fewer than 10 unreserved remain, as in new accounts); the state table's lock already "
-                        "keeps refreshes of one target from running at once", "CKV_AWS_115")
-    acknowledge_checkov(function, "the environment holds resource names, the queue URL and refresh targets, no "
-                        "secrets; Lambda encrypts it at rest with an AWS-managed key", "CKV_AWS_173")
-    acknowledge_checkov(function.log_group, "function logs hold model prefixes, versions and target names, no "
-                        "secrets; CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")
 
 
 def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
@@ -435,118 +296,42 @@ def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
             acknowledge_deploy_time_handlers(handler)
 
 
-def refreshed_resource_names(endpoint_names: Sequence[str]) -> list[tuple[str, str]]:
-    """(ARN resource type, IAM name pattern) of every Model and EndpointConfig a refresh of these
-    endpoints creates: the function's own naming (:mod:`cache_refresh.naming`), truncation included."""
-    return sorted({(kind, naming.arn_name(f"{stem(n)}-*")) for n in endpoint_names
-                   for kind, stem in (("model", naming.model_stem), ("endpoint-config", naming.endpoint_config_stem))})
-
-
-def manifest_event_pattern(bucket_name: str, prefixes: Sequence[str]) -> events.EventPattern:
-    """S3 "Object Created" for ``<prefix>/<version>/manifest.json`` only: a version is complete."""
-    return events.EventPattern(
-        source=["aws.s3"], detail_type=["Object Created"],
-        detail={"bucket": {"name": [bucket_name]},
-                "object": {"key": [{"wildcard": f"{p}/*/manifest.json"} for p in prefixes]}})
-
-
-def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
-    """A Role and RoleBinding per namespace: get and patch the operator's model objects, nothing else."""
-    name = "hyperwarm-cache-refresh"
-    objects: list[dict[str, Any]] = []
-    for namespace in namespaces:
-        meta = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "hyperwarm"}}
-        objects += [
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-             "rules": [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
-                        "resources": ["inferenceendpointconfigs", "jumpstartmodels", "modelweightscacheconfigs"],
-                        "verbs": ["get", "patch"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]},
-        ]
-    return objects
-
-
-def _hyperpod_target(target: HyperPodRefreshTarget) -> dict[str, Any]:
-    return {"kind": "hyperpod", "cluster": target.cluster.eks_cluster.cluster_name, "namespace": target.namespace,
-            "resource": target.resource, "name": target.name, "caches": list(target.weights_caches)}
-
-
-def _endpoint_target(target: EndpointRefreshTarget) -> dict[str, Any]:
-    bg = target.blue_green
-    return {"kind": "endpoint", "endpoint": target.endpoint.endpoint_name, "blue_green": {
-        "traffic": bg.traffic, "step_percent": bg.step_percent, "wait_seconds": int(bg.wait.to_seconds()),
-        "termination_wait_seconds": int(bg.termination_wait.to_seconds()),
-        "max_execution_seconds": int(bg.max_execution.to_seconds()), "rollback_alarms": list(bg.rollback_alarms)}}
-
-
-@jsii.implements(cdk.ILocalBundling)
-class _Bundle:
-    """Copies the function's package and its pure-Python dependencies from this environment: offline, no Docker."""
-
-    def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
-        out = Path(output_dir)
-        for name in (_PACKAGE, *_VENDORED):
-            spec = importlib.util.find_spec(name)
-            if spec is None or spec.origin is None:
-                raise RuntimeError(f"cannot bundle the cache refresh function: {name} is not installed")
-            source = Path(spec.origin)
-            if source.name == "__init__.py":
-                shutil.copytree(source.parent, out / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            else:
-                shutil.copy2(source, out / source.name)
-        return True
-
-
-def function_code() -> lambda_.Code:
-    """The ``cache_refresh`` package and its dependencies, bundled offline: the code of every
-    hyperwarm function (the refresh functions and the deploy guard share one asset)."""
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"the cache refresh function's package {_PACKAGE!r} is not installed")
-    return lambda_.Code.from_asset(
-        str(Path(spec.origin).parent),
-        asset_hash_type=cdk.AssetHashType.OUTPUT,
-        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused-local-bundling"), local=_Bundle()),
-    )
-
-
-def _validate(scope: Construct, props: CacheRefreshHookProps) -> None:
-    path = scope.node.path
+def props_problems(props: CacheRefreshHookProps) -> list[str]:
+    """Every problem of the props, ``field = value -- rule``; the targets' own rules are the contract's."""
     if not props.models:
-        raise ValueError(f"{path}: models needs at least one refreshed prefix")
-    dupes = repeated(m.prefix for m in props.models)
-    if dupes:
-        raise ValueError(f"{path}: models prefixes must be unique; repeated: {', '.join(dupes)}")
-    for model in props.models:
-        where = f"{path}: prefix {model.prefix!r}"
-        if model.prefix.startswith("/") or model.prefix.endswith("/") or not model.prefix:
-            raise ValueError(f"{where}: a prefix has no leading or trailing slash (e.g. models/llama)")
-        if not model.hyperpod and not model.endpoints:
-            raise ValueError(f"{where}: names no hyperpod or endpoint targets")
-        for target in model.hyperpod:
-            if target.resource not in HYPERPOD_RESOURCES:
-                raise ValueError(f"{where}: resource {target.resource!r}; allowed: {', '.join(HYPERPOD_RESOURCES)}")
-        for target in model.endpoints:
-            bg = target.blue_green
-            if bg.traffic not in TRAFFIC_TYPES:
-                raise ValueError(f"{where}: blue_green.traffic {bg.traffic!r}; allowed: {', '.join(TRAFFIC_TYPES)}")
-            if not 1 <= bg.step_percent <= 100:
-                raise ValueError(f"{where}: blue_green.step_percent {bg.step_percent}; allowed: 1..100")
-            if cdk.Token.is_unresolved(target.endpoint.endpoint_name):
-                raise ValueError(f"{where}: endpoint {target.endpoint.node.path} needs an explicit endpoint_name "
-                                 "so the refresh function's IAM and event rule can name it")
-            problem = naming.endpoint_name_problem(target.endpoint.endpoint_name)
-            if problem:
-                raise ValueError(f"{where}: endpoint_name {target.endpoint.endpoint_name!r}: {problem}")
+        return ["models = [] -- needs at least one refreshed prefix"]
+    problems = [f"models[].prefix = {p!r} -- prefixes must be unique" for p in repeated(m.prefix for m in props.models)]
+    for i, model in enumerate(props.models):
+        problems += _prefix_problems(f"models[{i}]", model)
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
-        raise ValueError(f"{path}: hyperpod targets span {len(clusters)} clusters; one hook serves one cluster")
-    if not 0 <= props.retry_attempts <= 185:
-        raise ValueError(f"{path}: retry_attempts {props.retry_attempts}; allowed: 0..185")
-    if not 0 <= props.function_retry_attempts <= 2:
-        raise ValueError(f"{path}: function_retry_attempts {props.function_retry_attempts}; allowed: 0..2")
+        problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
+    for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
+                                   ("function_retry_attempts", props.function_retry_attempts, 0, 2)):
+        if not low <= value <= high:
+            problems.append(f"{name} = {value} -- allowed: {low}..{high}")
     age = props.max_event_age.to_seconds()
     if not 60 <= age <= 6 * 3600:
-        raise ValueError(f"{path}: max_event_age {int(age)} seconds; allowed: 60..21600 (1 minute..6 hours)")
+        problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
+    return problems
+
+
+def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
+    problem = contract.prefix_problem(model.prefix)
+    problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
+    if not model.hyperpod and not model.endpoints:
+        problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
+    for j, target in enumerate(model.hyperpod):
+        problems += [f"{where}.hyperpod[{j}].{p}" for p in
+                     contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+    for j, target in enumerate(model.endpoints):
+        endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
+        if cdk.Token.is_unresolved(endpoint.endpoint_name):
+            problems.append(f"{at}.endpoint = {endpoint.node.path} -- needs an explicit endpoint_name so the "
+                            "refresh function's IAM and event rule can name it")
+            continue
+        if endpoint.execution_role is None:
+            problems.append(f"{at}.endpoint = {endpoint.node.path} -- its execution_role is unknown; import it "
+                            "with execution_role (the refresh passes it to the models it creates)")
+        problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+    return problems

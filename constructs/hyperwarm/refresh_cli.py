@@ -29,8 +29,8 @@ import re
 import sys
 from typing import Any
 
-FORMAT = "hyperwarm.refresh-dlq/v1"
-REPLAY_KEY = "hyperwarm-replay"
+from .functions.cache_refresh.contract import LETTER_FORMAT as FORMAT
+from .functions.cache_refresh.contract import REPLAY_KEY
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
 REPLAY_VISIBILITY = 960

@@ -33,7 +33,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IConstruct
 
 from .nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
-from .refresh import function_code
+from .functions.cache_refresh import contract
+from .refresh_asset import function_code
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class GuardedTarget:
     """One refresh target and the model version this deploy sets on it."""
 
     target_id: str
-    """The refresh function's id of the target (:mod:`cache_refresh.naming`)."""
+    """The refresh function's id of the target (``contract.endpoint_target_id`` / ``contract.hyperpod_target_id`` of
+    :mod:`hyperwarm.functions.cache_refresh.contract`)."""
     version: str
     """The version this deploy sets."""
     field: str
@@ -117,7 +119,7 @@ class RefreshGuard(Construct):
             rollback_letters["Bucket"] = props.model_bucket_name
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler="cache_refresh.deploy_guard.on_event", code=function_code(), role=role, memory_size=256,
+            handler=contract.DEPLOY_GUARD_HANDLER, code=function_code(), role=role, memory_size=256,
             timeout=cdk.Duration.minutes(1),
             log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
             description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")

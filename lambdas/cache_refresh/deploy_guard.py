@@ -35,13 +35,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from . import letters
-from .naming import state_pk
+from . import contract, letters
+from .contract import state_pk
 from .versions import compare
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
-NAMESPACE = "Hyperwarm"
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "hyperwarm-cache-refresh")
+NAMESPACE = contract.METRICS_NAMESPACE
+SERVICE = contract.service_name()
 """The refresh function's metric dimension: its ``RefreshFailed`` alarm counts the guard's too."""
 
 

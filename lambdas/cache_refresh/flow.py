@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
-from . import decide, letters
+from . import contract, decide, letters
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
@@ -26,7 +26,7 @@ from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse
 
 DLQ_FORMAT = letters.FORMAT
-REPLAY_KEY = "hyperwarm-replay"
+REPLAY_KEY = contract.REPLAY_KEY
 """Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
 DRAIN_DEPTH = 3
 

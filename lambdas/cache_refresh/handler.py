@@ -27,15 +27,15 @@ import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from . import config, flow, letters, manifest
+from . import config, contract, flow, letters, manifest
 from .errors import Skip, TransientError
 from .events import event_source, parse_manifest_created
 from .state import DynamoStore, StateTable
 from .targets import endpoint as endpoint_target
 from .targets import hyperpod
 
-NAMESPACE = "Hyperwarm"
-SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "hyperwarm-cache-refresh")
+NAMESPACE = contract.METRICS_NAMESPACE
+SERVICE = contract.service_name()
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 _settings: config.Settings | None = None

@@ -17,7 +17,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-FORMAT = "hyperwarm.refresh-dlq/v1"
+from . import contract
+
+FORMAT = contract.LETTER_FORMAT
 MOVED_BACK = "moved-back"
 """Reason of a target found serving an older version than the one the function made serve."""
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from cache_refresh import naming
+from hyperwarm.functions.cache_refresh import contract
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm import hyperpod_dependencies
@@ -362,9 +362,9 @@ def _endpoint_name_problems(env: str, config: EnvironmentConfig) -> list[str]:
     problems = []
     for i, endpoint in enumerate(config.endpoints):
         full = endpoint_name(env, endpoint)
-        problem = naming.endpoint_name_problem(full)
+        problem = contract.endpoint_name_problem(full)
         if problem:
-            room = naming.NAME_MAX - (len(full) - len(endpoint.name))
+            room = contract.NAME_MAX - (len(full) - len(endpoint.name))
             problems.append(f"environments.{env}.endpoints[{i}].name: {endpoint.name!r} -- SageMaker endpoint name "
                             f"{full!r}: {problem}; in environment {env!r} a name may have at most "
                             f"{room} characters")

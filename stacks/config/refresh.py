@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cache_refresh import versions
+from hyperwarm.functions.cache_refresh import versions
 from pydantic import Field, model_validator
 
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated

@@ -19,12 +19,12 @@ from typing import Any, Callable
 import boto3
 from botocore.exceptions import ClientError
 
-from cache_refresh import flow
-from cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
-from cache_refresh.errors import PermanentError, TransientError
-from cache_refresh.state import StateTable
-from cache_refresh.targets import endpoint as endpoint_target
-from cache_refresh.targets import hyperpod
+from hyperwarm.functions.cache_refresh import flow
+from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
+from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
+from hyperwarm.functions.cache_refresh.state import StateTable
+from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target
+from hyperwarm.functions.cache_refresh.targets import hyperpod
 
 BUCKET, PREFIX, NAMESPACE = "models-bucket", "models/llama", "models"
 HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches=("llama-weights",))

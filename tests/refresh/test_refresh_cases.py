@@ -9,8 +9,8 @@ import moto_ext
 import pytest
 from refresh_world import BUCKET, ENDPOINT, NAMESPACE, PREFIX, TABLE, s3_event
 
-from cache_refresh import handler
-from cache_refresh.errors import TransientError
+from hyperwarm.functions.cache_refresh import handler
+from hyperwarm.functions.cache_refresh.errors import TransientError
 
 HYPERPOD_ID = "hyperpod:hyperwarm-test/hyperwarm-models/InferenceEndpointConfig/llama"
 ENDPOINT_ID = f"endpoint:{ENDPOINT}"

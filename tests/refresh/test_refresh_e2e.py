@@ -27,7 +27,7 @@ RESULT = "HYPERWARM-E2E-RESULT "
 # A Lambda runtime in miniature: the event on stdin, the handler named in argv, the result on stdout.
 CHILD = f"""
 import json, sys, types
-from cache_refresh import handler
+from hyperwarm.functions.cache_refresh import handler
 context = types.SimpleNamespace(**json.loads(sys.argv[2]), get_remaining_time_in_millis=lambda: 300_000)
 result = getattr(handler, sys.argv[1])(json.load(sys.stdin), context)
 print({RESULT!r} + json.dumps(result))

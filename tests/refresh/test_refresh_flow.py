@@ -5,7 +5,7 @@ from __future__ import annotations
 import moto_ext
 from refresh_world import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
 
-from cache_refresh import handler
+from hyperwarm.functions.cache_refresh import handler
 
 HYPERPOD_ID = "hyperpod:hyperwarm-test/hyperwarm-models/InferenceEndpointConfig/llama"
 

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 import model_world as mw
-from cache_refresh import deploy_guard, versions
-from cache_refresh.state import StateTable
+from hyperwarm.functions.cache_refresh import deploy_guard, versions
+from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm import refresh_cli
 
 SEQUENCES = int(os.environ.get("HYPERWARM_MODEL_SEQUENCES", "10000"))
@@ -337,7 +337,7 @@ def test_invariants_hold_over_random_event_histories():
 
 def test_the_model_catches_a_flow_that_moves_a_target_back(monkeypatch):
     """The harness is not blind: with every version taken as newer (the old guessing order), it finds I2."""
-    from cache_refresh import decide
+    from hyperwarm.functions.cache_refresh import decide
     monkeypatch.setattr(decide, "compare", lambda a, b: 0 if a == b else 1)
     with pytest.raises(AssertionError, match=r"seed \d+: I2: .* moved back"):
         for seed in range(500):
@@ -356,7 +356,7 @@ def _first_failure(seeds: int) -> str:
 def test_the_model_catches_a_flow_without_its_per_target_lock(monkeypatch):
     """The lock is the Busy answer of ``acquire`` and the owner check of every later write: without
     both, an invocation run in the middle of another changes the same target (I0)."""
-    from cache_refresh import state
+    from hyperwarm.functions.cache_refresh import state
 
     def take_always(self, target_id, owner, seconds, *, over_rollout=False):
         now = self.clock()
@@ -369,8 +369,8 @@ def test_the_model_catches_a_flow_without_its_per_target_lock(monkeypatch):
 def test_the_model_catches_a_move_back_nobody_reports(monkeypatch):
     """Without the state-change handler's moved-back letter, an endpoint a stack rollback or a manual
     update moved back stays there (I1)."""
-    from cache_refresh import flow
-    from cache_refresh.errors import Skip
+    from hyperwarm.functions.cache_refresh import flow
+    from hyperwarm.functions.cache_refresh.errors import Skip
 
     def ignore(ports, target, item, change):
         raise Skip("no-rollout", "moved-back detection removed")
@@ -381,7 +381,7 @@ def test_the_model_catches_a_move_back_nobody_reports(monkeypatch):
 def test_the_model_catches_decisions_taken_from_the_record_alone(monkeypatch):
     """With the first look deciding from the state record only (a record of v3 skips a replayed v3 as a
     duplicate), a target moved back is never moved forward again (I1)."""
-    from cache_refresh import decide, flow
+    from hyperwarm.functions.cache_refresh import decide, flow
 
     def record_only(ports, target, created, replay):
         item = ports.state.get(target.id)

@@ -10,9 +10,9 @@ import random
 import pytest
 
 import model_world as mw
-from cache_refresh import deploy_guard, letters
-from cache_refresh import state as state_mod
-from cache_refresh.errors import TransientError
+from hyperwarm.functions.cache_refresh import deploy_guard, letters
+from hyperwarm.functions.cache_refresh import state as state_mod
+from hyperwarm.functions.cache_refresh.errors import TransientError
 
 
 class _Table:

@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 import model_world as mw
-from cache_refresh import deploy_guard, state as state_mod
-from cache_refresh.errors import TransientError
+from hyperwarm.functions.cache_refresh import deploy_guard, state as state_mod
+from hyperwarm.functions.cache_refresh.errors import TransientError
 
 
 def _record(world, target_id):

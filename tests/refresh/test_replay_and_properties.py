@@ -13,8 +13,8 @@ from moto import mock_aws
 import pytest
 
 from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
-from cache_refresh import handler
-from cache_refresh.versions import compare
+from hyperwarm.functions.cache_refresh import handler
+from hyperwarm.functions.cache_refresh.versions import compare
 from hyperwarm import refresh_cli
 
 
@@ -153,7 +153,7 @@ def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, 
 
 
 def test_the_replay_cli_and_the_function_agree_on_the_letter_format_and_the_replay_key():
-    from cache_refresh import flow
+    from hyperwarm.functions.cache_refresh import flow
     assert (refresh_cli.FORMAT, refresh_cli.REPLAY_KEY) == (flow.DLQ_FORMAT, flow.REPLAY_KEY)
 
 

@@ -7,10 +7,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 import refresh_world  # noqa: F401  (puts lambdas/ on sys.path)
-from cache_refresh import manifest
-from cache_refresh.errors import PermanentError, TransientError
-from cache_refresh.targets import endpoint
-from cache_refresh.versions import UnorderableVersion, compare, newer
+from hyperwarm.functions.cache_refresh import manifest
+from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
+from hyperwarm.functions.cache_refresh.targets import endpoint
+from hyperwarm.functions.cache_refresh.versions import UnorderableVersion, compare, newer
 
 ASCENDING = [
     ["v9", "v10", "v11"],                                   # natural numbers, not text

@@ -1,0 +1,97 @@
+"""The refresh functions' code asset: the ``cache_refresh`` package and its pinned dependencies.
+
+The asset's root holds the package folder ``cache_refresh/``, so handlers are
+``cache_refresh.handler.lambda_handler`` (:mod:`hyperwarm.functions.cache_refresh.contract`) whatever
+name the package is installed under here. Dependencies come from the function's own
+``requirements.txt``: bundling copies them from this environment (offline, no Docker) only when the
+installed versions are exactly the pinned ones, so the function never ships whatever the synth
+environment happened to have.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+
+from .functions import cache_refresh
+from .functions.cache_refresh import contract
+
+SOURCE = Path(cache_refresh.__file__).resolve().parent
+"""The function's package folder (``lambdas/cache_refresh`` in the project)."""
+REQUIREMENTS = SOURCE / "requirements.txt"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+class BundlingError(RuntimeError):
+    """The synth environment cannot produce the function's pinned bundle."""
+
+
+def pinned_requirements(path: Path | None = None) -> dict[str, str]:
+    """``name==version`` lines of a requirements file (default: the function's), by distribution name."""
+    path = path or REQUIREMENTS
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, version = line.partition("==")
+        if not sep or not version.strip():
+            raise BundlingError(f"{path}: {line!r} -- allowed: exact pins name==version only")
+        pins[name.strip()] = version.strip()
+    return pins
+
+
+def _installed(name: str, pinned: str) -> importlib.metadata.Distribution:
+    """The installed distribution ``name`` at exactly ``pinned``, or a :class:`BundlingError` saying what to do."""
+    fix = f"install the function's pinned dependencies: pip install -r {REQUIREMENTS} (or hyperwarm[refresh])"
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise BundlingError(f"cannot bundle the cache refresh function: {name}=={pinned} is pinned in "
+                            f"{REQUIREMENTS.name} but not installed; {fix}") from None
+    if dist.version != pinned:
+        raise BundlingError(f"cannot bundle the cache refresh function: {name} is pinned to {pinned} in "
+                            f"{REQUIREMENTS.name} but {dist.version} is installed; {fix}")
+    return dist
+
+
+def _top_level(dist: importlib.metadata.Distribution) -> list[Path]:
+    """The importable packages and modules a distribution installed (no scripts, metadata or caches)."""
+    tops = {f.parts[0] for f in dist.files or () if f.parts[0] not in ("..", "__pycache__")
+            and not f.parts[0].endswith((".dist-info", ".data", ".pth"))}
+    return [Path(str(dist.locate_file(top))) for top in sorted(tops)]
+
+
+@jsii.implements(cdk.ILocalBundling)
+class _Bundle:
+    """Copies the function's package and its pinned dependencies from this environment."""
+
+    def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
+        out = Path(output_dir)
+        shutil.copytree(SOURCE, out / contract.PACKAGE, ignore=_IGNORED)
+        for name, pinned in pinned_requirements().items():
+            for source in _top_level(_installed(name, pinned)):
+                if source.is_dir():
+                    shutil.copytree(source, out / source.name, ignore=_IGNORED)
+                else:
+                    shutil.copy2(source, out / source.name)
+        return True
+
+
+def function_code() -> lambda_.Code:
+    """The code of every hyperwarm function (the refresh functions and the deploy guard share one asset).
+
+    The pins are checked here, at construction, so a mismatch fails synth with this module's message."""
+    for name, pinned in pinned_requirements().items():
+        _installed(name, pinned)
+    return lambda_.Code.from_asset(
+        str(SOURCE),
+        asset_hash_type=cdk.AssetHashType.OUTPUT,
+        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused-local-bundling"), local=_Bundle()),
+    )

@@ -1,0 +1,116 @@
+"""The cache refresh hook's two functions, their role and logs, and where their failures go.
+
+A plain helper, not a construct: it adds its resources to the hook itself, so their logical ids are
+the ones the hook always had.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from .cluster import IHyperPodCluster
+from .functions.cache_refresh import contract
+from .nag import acknowledge, acknowledge_checkov, managed_policy
+from .refresh_asset import function_code
+
+_RUNTIME_REASON = ("Python 3.13 is the runtime this function and its bundled dependencies are tested on; "
+                   "moving to a newer one is a deliberate, tested upgrade")
+
+
+class RefreshFunctions:
+    """The refresh function (manifest events) and the state handler (endpoint state changes): one
+    code asset, one role, in the cluster's private subnets when there is a cluster (its EKS API
+    endpoint is private). Every invocation that still fails after Lambda's retries goes to
+    ``dead_letter_queue`` (the on-failure destination)."""
+
+    def __init__(self, scope: Construct, *, cluster: IHyperPodCluster | None, environment: Mapping[str, str],
+                 dead_letter_queue: sqs.IQueue, function_name: str | None, lock: cdk.Duration,
+                 retry_attempts: int, max_event_age: cdk.Duration) -> None:
+        self.security_group: ec2.SecurityGroup | None = None
+        network: dict[str, Any] = {}
+        if cluster is not None:
+            self.security_group = _kubernetes_api_access(scope, cluster)
+            network = {"vpc": cluster.vpc, "security_groups": [self.security_group],
+                       "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)}
+        self.role = _role(scope, in_vpc=bool(network))
+        code = function_code()  # one bundle for both functions
+        self.function = lambda_.Function(
+            scope, "Function", function_name=function_name, runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64, handler=contract.REFRESH_HANDLER, code=code, role=self.role,
+            memory_size=512, timeout=lock, environment=dict(environment),
+            log_group=logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
+            tracing=lambda_.Tracing.ACTIVE,
+            description="hyperwarm: a complete new model version refreshes caches and endpoints", **network)
+        _acknowledge_function_checkov(self.function)
+        acknowledge(self.function, _RUNTIME_REASON, "L1")
+        acknowledge(self.role, "X-Ray trace segment writes have no resource-level permissions", "IAM5[Resource::*]")
+        self.state_handler = lambda_.Function(
+            scope, "EndpointStateFunction", runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64, handler=contract.STATE_HANDLER, code=code, role=self.role,
+            memory_size=256, timeout=cdk.Duration.minutes(2), environment=dict(environment),
+            log_group=logs.LogGroup(scope, "EndpointStateLogs", retention=logs.RetentionDays.THREE_MONTHS),
+            tracing=lambda_.Tracing.ACTIVE,
+            description="hyperwarm: finish a refreshed endpoint's rollout on its state change", **network)
+        acknowledge(self.state_handler, _RUNTIME_REASON, "L1")
+        _acknowledge_function_checkov(self.state_handler)
+        for function in (self.function, self.state_handler):
+            _dead_letter_failures(function, dead_letter_queue, retry_attempts, max_event_age)
+
+
+def _kubernetes_api_access(scope: Construct, cluster: IHyperPodCluster) -> ec2.SecurityGroup:
+    """The functions' security group, and HTTPS from it to the cluster's (private) Kubernetes API."""
+    group = ec2.SecurityGroup(scope, "SecurityGroup", vpc=cluster.vpc, allow_all_outbound=True,
+                              description="cache refresh function: HTTPS to the EKS API and AWS APIs")
+    # The rule lives here, not in the cluster's stack: that stack must not depend on this one.
+    ec2.CfnSecurityGroupIngress(
+        scope, "KubernetesApiIngress", group_id=cluster.security_group.security_group_id,
+        source_security_group_id=group.security_group_id, ip_protocol="tcp",
+        from_port=443, to_port=443, description="cache refresh function to the Kubernetes API")
+    return group
+
+
+def _role(scope: Construct, *, in_vpc: bool) -> iam.Role:
+    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                    description="cache refresh function")
+    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
+        "service-role/AWSLambdaVPCAccessExecutionRole" if in_vpc else "service-role/AWSLambdaBasicExecutionRole"))
+    acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs and, "
+                "in a VPC, manages its network interfaces",
+                managed_policy("service-role/AWSLambdaBasicExecutionRole"),
+                managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
+    return role
+
+
+def _dead_letter_failures(function: lambda_.Function, queue: sqs.IQueue, retry_attempts: int,
+                          max_event_age: cdk.Duration) -> None:
+    """An invocation that still fails after Lambda's retries (raised, timed out, too old) is sent
+    to the dead-letter queue as Lambda's invocation record, whose ``requestPayload`` is the event.
+
+    The rule's dead-letter queue only receives events EventBridge could not deliver; without this
+    Lambda would drop them (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+    """
+    function.configure_async_invoke(on_failure=destinations.SqsDestination(queue),
+                                    retry_attempts=retry_attempts, max_event_age=max_event_age)
+    acknowledge_checkov(function, "failed invocations go to the dead-letter queue through the on-failure "
+                        "destination (EventInvokeConfig), whose records the replay command reads; checkov "
+                        "only recognises the older DeadLetterConfig", "CKV_AWS_116")
+
+
+def _acknowledge_function_checkov(function: lambda_.Function) -> None:
+    """checkov findings on a refresh function and its log group."""
+    acknowledge_checkov(function, "reserved concurrency is carved out of the account's pool (a deploy fails when "
+                        "fewer than 10 unreserved remain, as in new accounts); the state table's lock already "
+                        "keeps refreshes of one target from running at once", "CKV_AWS_115")
+    acknowledge_checkov(function, "the environment holds resource names, the queue URL and refresh targets, no "
+                        "secrets; Lambda encrypts it at rest with an AWS-managed key", "CKV_AWS_173")
+    acknowledge_checkov(function.log_group, "function logs hold model prefixes, versions and target names, no "
+                        "secrets; CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")

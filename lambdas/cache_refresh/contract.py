@@ -1,0 +1,238 @@
+"""The refresh function's wire contract: what the construct writes and the function reads, defined once.
+
+Environment variable names, the targets JSON (:class:`HyperPodTarget`, :class:`EndpointTarget` with
+``to_json`` and :func:`parse_targets`), the generated names (:mod:`.naming`, re-exported here), the
+metrics namespace and service, the handler entry points, and the checks both sides run: the
+construct turns a problem into a synth-time ``ValueError``, the function into a cold-start
+:class:`ConfigError`. Standard library only: the function imports it without aws_cdk, the
+construct without Powertools. README.md ("Environment") documents the same contract for people.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, NamedTuple
+
+from .naming import (NAME_MAX, NAME_PATTERN, arn_name, endpoint_config_name, endpoint_config_stem,
+                     endpoint_name_problem, endpoint_target_id, hyperpod_target_id, model_name, model_stem,
+                     state_pk)
+
+__all__ = [
+    "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
+    "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS", "METRICS_NAMESPACE",
+    "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN", "PACKAGE", "Problem", "REFRESH_HANDLER",
+    "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "STATE_HANDLER", "STATE_TABLE", "STEP_PERCENT_RANGE",
+    "TRAFFIC_TYPES", "Target", "arn_name", "service_name", "endpoint_config_name", "endpoint_config_stem",
+    "endpoint_name_problem", "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name",
+    "model_stem", "parse_targets", "prefix_problem", "state_pk", "target_problems", "targets_json",
+]
+
+# -- environment (README.md, "Environment") ------------------------------------------------------
+REFRESH_TARGETS = "HYPERWARM_REFRESH_TARGETS"
+STATE_TABLE = "HYPERWARM_STATE_TABLE"
+ALLOWED_BUCKETS = "HYPERWARM_ALLOWED_BUCKETS"
+DLQ_URL = "HYPERWARM_DLQ_URL"
+DRY_RUN = "HYPERWARM_DRY_RUN"
+LOCK_SECONDS = "HYPERWARM_LOCK_SECONDS"
+DEFAULT_LOCK_SECONDS = 900
+SERVICE_VARIABLE = "POWERTOOLS_SERVICE_NAME"
+METRICS_NAMESPACE_VARIABLE = "POWERTOOLS_METRICS_NAMESPACE"
+
+# -- metrics: the function publishes, the construct's alarms watch ------------------------------
+METRICS_NAMESPACE = "Hyperwarm"
+SERVICE = "hyperwarm-cache-refresh"
+"""The metrics' ``service`` dimension (and the log's service), unless ``POWERTOOLS_SERVICE_NAME`` says otherwise."""
+
+
+def service_name(env: Mapping[str, str] | None = None) -> str:
+    """The ``service`` dimension the function and the deploy guard publish under (the alarms watch it)."""
+    return (os.environ if env is None else env).get(SERVICE_VARIABLE) or SERVICE
+
+# -- entry points: the asset's root holds the package folder ``cache_refresh/`` ------------------
+PACKAGE = "cache_refresh"
+REFRESH_HANDLER = f"{PACKAGE}.handler.lambda_handler"
+STATE_HANDLER = f"{PACKAGE}.handler.on_endpoint_state_change"
+DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"
+
+# -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
+LETTER_FORMAT = "hyperwarm.refresh-dlq/v1"
+"""The ``format`` of the function's own dead letters (``hyperwarm refresh replay`` reads them)."""
+REPLAY_KEY = "hyperwarm-replay"
+"""The top-level event key ``hyperwarm refresh replay`` adds: the event is a replay."""
+
+# -- what targets may say -------------------------------------------------------------------------
+HYPERPOD_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
+TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")
+STEP_PERCENT_RANGE = (1, 100)
+_PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+class ConfigError(ValueError):
+    """The environment is wrong: a deployment bug, reported at cold start."""
+
+
+class Problem(NamedTuple):
+    """One broken rule: the target's ``field`` (JSON path), its ``value`` and the ``rule`` it breaks."""
+
+    field: str
+    value: Any
+    rule: str
+
+    def __str__(self) -> str:
+        return f"{self.field} = {self.value!r} -- {self.rule}"
+
+
+@dataclass(frozen=True)
+class HyperPodTarget:
+    """An operator deployment (and its stand-alone weight caches) on a HyperPod EKS cluster."""
+
+    cluster: str
+    namespace: str
+    name: str
+    resource: str = "InferenceEndpointConfig"
+    caches: tuple[str, ...] = ()
+    kind: str = "hyperpod"
+
+    @property
+    def id(self) -> str:
+        return hyperpod_target_id(self.cluster, self.namespace, self.resource, self.name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "cluster": self.cluster, "namespace": self.namespace, "resource": self.resource,
+                "name": self.name, "caches": list(self.caches)}
+
+
+@dataclass(frozen=True)
+class BlueGreen:
+    """``DeploymentConfig.BlueGreenUpdatePolicy`` of UpdateEndpoint; defaults: all at once after 5 min."""
+
+    traffic: str = "ALL_AT_ONCE"
+    step_percent: int = 10
+    wait_seconds: int = 300
+    termination_wait_seconds: int = 300
+    max_execution_seconds: int = 3600
+    rollback_alarms: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"traffic": self.traffic, "step_percent": self.step_percent, "wait_seconds": self.wait_seconds,
+                "termination_wait_seconds": self.termination_wait_seconds,
+                "max_execution_seconds": self.max_execution_seconds, "rollback_alarms": list(self.rollback_alarms)}
+
+
+@dataclass(frozen=True)
+class EndpointTarget:
+    """A SageMaker real-time endpoint whose variants serve the model from S3."""
+
+    endpoint: str
+    blue_green: BlueGreen = field(default_factory=BlueGreen)
+    kind: str = "endpoint"
+
+    @property
+    def id(self) -> str:
+        return endpoint_target_id(self.endpoint)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "endpoint": self.endpoint, "blue_green": self.blue_green.to_json()}
+
+
+Target = HyperPodTarget | EndpointTarget
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why ``prefix`` is not a model prefix (``models/name``: no leading or trailing slash), or None."""
+    if _PREFIX.match(prefix):
+        return None
+    return "allowed: an S3 key prefix like models/llama (letters, digits, _ . = -; no leading or trailing slash)"
+
+
+def k8s_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a Kubernetes object name (RFC 1123 subdomain), or None."""
+    if _K8S_NAME.match(name):
+        return None
+    return "allowed: a Kubernetes object name (lower-case letters, digits, '-' and '.', at most 253)"
+
+
+def target_problems(target: Target, is_token: Any = lambda value: False) -> list[Problem]:
+    """Every broken rule of one target. ``is_token(value)`` marks values that resolve only at deploy
+    time (the construct passes ``cdk.Token.is_unresolved``): they are not checked."""
+    problems = [Problem(f, v, p) for f, v in _named_values(target) if not is_token(v)
+                for p in [_name_problem(f, v)] if p]
+    if isinstance(target, HyperPodTarget) and target.resource not in HYPERPOD_KINDS:
+        problems.append(Problem("resource", target.resource, f"allowed: {', '.join(HYPERPOD_KINDS)}"))
+    if isinstance(target, EndpointTarget):
+        bg = target.blue_green
+        if bg.traffic not in TRAFFIC_TYPES:
+            problems.append(Problem("blue_green.traffic", bg.traffic, f"allowed: {', '.join(TRAFFIC_TYPES)}"))
+        low, high = STEP_PERCENT_RANGE
+        if not (isinstance(bg.step_percent, int) and low <= bg.step_percent <= high):
+            problems.append(Problem("blue_green.step_percent", bg.step_percent, f"allowed: {low}..{high}"))
+    return problems
+
+
+def _name_problem(field: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "allowed: a string"
+    return (endpoint_name_problem if field == "endpoint" else k8s_name_problem)(value)
+
+
+def _named_values(target: Target) -> list[tuple[str, Any]]:
+    """The names a target carries, by field: checked as Kubernetes or SageMaker names."""
+    if isinstance(target, EndpointTarget):
+        return [("endpoint", target.endpoint)]
+    return [("namespace", target.namespace), ("name", target.name),
+            *((f"caches[{i}]", c) for i, c in enumerate(target.caches))]
+
+
+def targets_json(targets: Mapping[str, list[Target]]) -> dict[str, list[dict[str, Any]]]:
+    """The value of ``HYPERWARM_REFRESH_TARGETS`` (before JSON encoding): prefix -> targets."""
+    return {prefix: [t.to_json() for t in ts] for prefix, ts in targets.items()}
+
+
+def parse_targets(text: str) -> dict[str, tuple[Target, ...]]:
+    """``HYPERWARM_REFRESH_TARGETS`` parsed and checked; raises :class:`ConfigError` naming the field."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{REFRESH_TARGETS} is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{REFRESH_TARGETS} must be a JSON object of prefix -> [targets]")
+    targets: dict[str, tuple[Target, ...]] = {}
+    for prefix, items in raw.items():
+        if prefix_problem(prefix):
+            raise ConfigError(f"{REFRESH_TARGETS}: prefix {prefix!r} must look like models/name "
+                              "(no leading or trailing slash)")
+        if not isinstance(items, list) or not items:
+            raise ConfigError(f"{REFRESH_TARGETS}[{prefix!r}] must be a non-empty list of targets")
+        targets[prefix] = tuple(_parse_target(f"{REFRESH_TARGETS}[{prefix!r}][{i}]", item)
+                                for i, item in enumerate(items))
+    return targets
+
+
+def _parse_target(where: str, raw: Any) -> Target:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected an object, got {raw!r}")
+    kind = raw.get("kind")
+    target: Target
+    try:
+        if kind == "hyperpod":
+            target = HyperPodTarget(cluster=raw["cluster"], namespace=raw["namespace"], name=raw["name"],
+                                    resource=raw.get("resource", "InferenceEndpointConfig"),
+                                    caches=tuple(raw.get("caches", ())))
+        elif kind == "endpoint":
+            bg = BlueGreen(**{k: tuple(v) if k == "rollback_alarms" else v
+                              for k, v in raw.get("blue_green", {}).items()})
+            target = EndpointTarget(endpoint=raw["endpoint"], blue_green=bg)
+        else:
+            raise ConfigError(f"{where}.kind: {kind!r} is not one of hyperpod, endpoint")
+    except KeyError as exc:
+        raise ConfigError(f"{where}: missing field {exc.args[0]!r}") from None
+    except TypeError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    problems = target_problems(target)
+    if problems:
+        raise ConfigError("; ".join(f"{where}.{p}" for p in problems))
+    return target
