@@ -33,9 +33,24 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "hyperwarm/__init__.py" in names and "hyperwarm/lifecycle/on_create.sh" in names
     assert "hyperwarm/policies/aws-load-balancer-controller-v2.13.2.json" in names  # the controller's role reads it
-    # The refresh function's source ships with the constructs that bundle it; the planner is an extra.
-    assert "cache_refresh/handler.py" in names and "hyperwarm/planner/sim.py" in names
+    # The refresh function's source (with its pinned requirements) ships inside hyperwarm, with the
+    # constructs that bundle it; the planner too.
+    function = "hyperwarm/functions/cache_refresh"
+    assert {f"{function}/handler.py", f"{function}/contract.py", f"{function}/targets/endpoint.py",
+            f"{function}/requirements.txt", "hyperwarm/planner/sim.py"} <= set(names)
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert top_level == {"hyperwarm", "cache_refresh"}
+    assert top_level == {"hyperwarm"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hyperwarm = hyperwarm.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_the_refresh_extra_installs_exactly_the_functions_pinned_requirements() -> None:
+    """Synth bundles the function's dependencies only at its pins: the extra that installs them must agree."""
+    import tomllib
+
+    from hyperwarm.refresh_asset import pinned_requirements
+
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["refresh"]
+    assert dict(r.split("==") for r in extra) == pinned_requirements()
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert not [d for d in dependencies if d.startswith("aws-lambda-powertools")]  # a construct user needs none

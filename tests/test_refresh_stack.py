@@ -248,17 +248,17 @@ def _hook(models, **props):
 
 
 def test_hook_needs_a_prefix() -> None:
-    with pytest.raises(ValueError, match="models needs at least one refreshed prefix"):
+    with pytest.raises(ValueError, match=r"models = \[\] -- needs at least one refreshed prefix"):
         _hook(lambda c: [])
 
 
 def test_hook_prefix_without_targets_is_rejected() -> None:
-    with pytest.raises(ValueError, match="prefix 'models/a': names no hyperpod or endpoint targets"):
+    with pytest.raises(ValueError, match=r"models\[0\] = 'models/a' -- names no hyperpod or endpoint targets"):
         _hook(lambda c: [RefreshedPrefix(prefix="models/a")])
 
 
 def test_hook_rejects_an_unknown_resource_kind() -> None:
-    with pytest.raises(ValueError, match="resource 'Deployment'; allowed: InferenceEndpointConfig, JumpStartModel"):
+    with pytest.raises(ValueError, match=r"models\[0\]\.hyperpod\[0\]\.resource = 'Deployment' -- allowed: InferenceEndpointConfig, JumpStartModel"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m", "Deployment")])])
 
 
@@ -274,15 +274,15 @@ def test_hook_default_child_is_the_refresh_function() -> None:
 
 
 def test_blue_green_traffic_is_validated() -> None:
-    with pytest.raises(ValueError, match="blue_green.traffic 'SOMETIMES'; allowed: ALL_AT_ONCE, CANARY, LINEAR"):
+    with pytest.raises(ValueError, match=r"models\[0\]\.endpoints\[0\]\.blue_green\.traffic = 'SOMETIMES' -- allowed: ALL_AT_ONCE, CANARY, LINEAR"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
             InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="e"),
             BlueGreen(traffic="SOMETIMES"))])])
 
 
 @pytest.mark.parametrize("props, message", [
-    ({"function_retry_attempts": 3}, "function_retry_attempts 3; allowed: 0..2"),
-    ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age 25200 seconds; allowed: 60..21600"),
+    ({"function_retry_attempts": 3}, "function_retry_attempts = 3 -- allowed: 0..2"),
+    ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age = 25200 seconds -- allowed: 60..21600"),
 ])
 def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
     with pytest.raises(ValueError, match=message):
@@ -290,5 +290,5 @@ def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -
 
 
 def test_hook_rejects_duplicate_prefixes() -> None:
-    with pytest.raises(ValueError, match="models prefixes must be unique; repeated: m"):
+    with pytest.raises(ValueError, match=r"models\[\]\.prefix = 'm' -- prefixes must be unique"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])] * 2)

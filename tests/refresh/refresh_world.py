@@ -18,8 +18,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+# The folder holding the package folder ``cache_refresh/``, as the function's asset does: what a child
+# process puts on PYTHONPATH to run the handlers under their Lambda name. In this process the package is
+# only ever ``hyperwarm.functions.cache_refresh``.
 LAMBDAS = Path(__file__).resolve().parents[2] / "lambdas"
-sys.path.insert(0, str(LAMBDAS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fake_kube  # noqa: E402

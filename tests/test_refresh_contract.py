@@ -1,0 +1,209 @@
+"""The refresh function's wire contract (lambdas/cache_refresh/contract.py) is defined once, and the
+construct and the function agree on it: what the construct writes the function parses; a target one
+side rejects the other rejects too; the bundle runs under the Lambda name with its pinned dependencies."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import boto3
+import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Template
+
+from hyperwarm import (BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget,
+                       InferenceEndpoint, InstanceGroupSpec, RefreshedPrefix)
+from hyperwarm import refresh_asset
+from hyperwarm.functions.cache_refresh import config, contract
+from stand_ins import imported_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+ROLE = "arn:aws:iam::123456789012:role/sagemaker-exec"
+
+
+def _stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "T", env=cdk.Environment(account="123456789012", region="us-west-2"))
+
+
+def _endpoint(stack: cdk.Stack, name: str, role: bool = True) -> InferenceEndpoint:
+    return InferenceEndpoint.from_endpoint_attributes(
+        stack, f"E-{name}", endpoint_name=name,
+        execution_role=iam.Role.from_role_arn(stack, f"R-{name}", ROLE) if role else None)
+
+
+def _hook(stack: cdk.Stack, *, hyperpod=(), endpoints=()) -> CacheRefreshHook:
+    return CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(models=[RefreshedPrefix(
+        prefix="models/llama", hyperpod=list(hyperpod), endpoints=list(endpoints))]))
+
+
+def test_what_the_construct_writes_the_function_parses_back() -> None:
+    stack = _stack()
+    cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
+    _hook(stack, hyperpod=[HyperPodRefreshTarget(cluster, "models", "llama", "JumpStartModel", ["llama-weights"])],
+          endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(
+              traffic="LINEAR", step_percent=25, wait=cdk.Duration.minutes(3), rollback_alarms=["chat-5xx"]))])
+    (function,) = [f["Properties"] for f in Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+                   if f["Properties"].get("Handler") == contract.REFRESH_HANDLER]
+    variables = function["Environment"]["Variables"]  # the table, bucket and queue are references
+    settings = config.load({k: v if isinstance(v, str) else "deploy-time" for k, v in variables.items()})
+    assert settings.targets == {"models/llama": (
+        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="llama", resource="JumpStartModel",
+                                caches=("llama-weights",)),
+        contract.EndpointTarget(endpoint="chat", blue_green=contract.BlueGreen(
+            traffic="LINEAR", step_percent=25, wait_seconds=180, rollback_alarms=("chat-5xx",))))}
+    assert variables[contract.SERVICE_VARIABLE] == contract.SERVICE
+
+
+@pytest.mark.parametrize("hyperpod, blue_green, endpoint, field, value, construct_field", [
+    ({"resource": "Deployment"}, {}, "chat", "resource", "Deployment", "resource"),
+    ({"namespace": "Models_NS"}, {}, "chat", "namespace", "Models_NS", "namespace"),
+    ({"caches": ("-weights",)}, {}, "chat", "caches[0]", "-weights", "caches[0]"),
+    ({}, {"traffic": "SOMETIMES"}, "chat", "blue_green.traffic", "SOMETIMES", "blue_green.traffic"),
+    ({}, {"step_percent": 0}, "chat", "blue_green.step_percent", 0, "blue_green.step_percent"),
+    ({}, {"step_percent": 101}, "chat", "blue_green.step_percent", 101, "blue_green.step_percent"),
+    # The endpoint itself (created or imported) already checks its name with the contract's rule.
+    ({}, {}, "chat_api", "endpoint", "chat_api", "endpoint_name"),
+])
+def test_a_target_the_function_rejects_fails_synth_naming_the_same_field(hyperpod, blue_green, endpoint, field,
+                                                                          value, construct_field) -> None:
+    wire = {"kind": "hyperpod", "cluster": "c", "namespace": "models", "name": "llama", **hyperpod} if hyperpod else \
+        {"kind": "endpoint", "endpoint": endpoint, "blue_green": blue_green}
+    with pytest.raises(contract.ConfigError, match=rf"\]\.{_re(field)} = {_re(repr(value))} -- "):
+        contract.parse_targets(json.dumps({"models/llama": [wire]}))
+    stack = _stack()
+    with pytest.raises(ValueError, match=rf"\b{_re(construct_field)} = {_re(repr(value))} -- "):
+        _hook_with(stack, hyperpod, blue_green, endpoint)
+
+
+def _hook_with(stack: cdk.Stack, hyperpod: dict, blue_green: dict, endpoint: str) -> CacheRefreshHook:
+    if hyperpod:
+        cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge")])
+        target = {"cluster": cluster, "namespace": "models", "name": "llama", **hyperpod}
+        if "caches" in target:
+            target["weights_caches"] = target.pop("caches")
+        build = {"hyperpod": [HyperPodRefreshTarget(**target)]}
+    else:
+        build = {"endpoints": [EndpointRefreshTarget(_endpoint(stack, endpoint), BlueGreen(**blue_green))]}
+    return _hook(stack, **build)
+
+
+def _re(text: str) -> str:
+    import re
+    return re.escape(text)
+
+
+def test_an_imported_endpoint_without_its_execution_role_is_rejected_at_synth() -> None:
+    """The refresh passes the endpoint's role to the models it creates: without it the hook used to
+    crash with an AttributeError deep in its grants."""
+    stack = _stack()
+    with pytest.raises(ValueError, match=r"models\[0\]\.endpoints\[0\]\.endpoint = T/E-chat -- its execution_role "
+                                         r"is unknown; import it with execution_role"):
+        _hook(stack, endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat", role=False))])
+
+
+def test_the_hook_metrics_are_the_ones_the_function_publishes() -> None:
+    stack = _stack()
+    hook = _hook(stack, endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"))])
+    failed = hook.metric_refresh_failed()
+    assert (failed.namespace, failed.metric_name, failed.dimensions) == (
+        contract.METRICS_NAMESPACE, "RefreshFailed", {"service": contract.SERVICE})
+    assert hook.metric_refresh_failed(statistic="Maximum").statistic == "Maximum"
+    assert hook.metric_dead_letters().metric_name == "ApproximateNumberOfMessagesVisible"
+    assert hook.alarms["refresh_failed"].metric is not None and hook.security_group is None and hook.rbac is None
+
+
+# -- defined once ---------------------------------------------------------------------------------
+
+_SOURCES = [p for root in ("constructs", "stacks", "lambdas", "manifests", "rehearsal", "tests", "examples")
+            for p in (REPO / root).rglob("*.py")]
+
+
+def _string_constants(path: Path) -> set[str]:
+    """String literals of a module, docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings}
+
+
+def test_the_contract_values_are_written_nowhere_else_in_the_code() -> None:
+    """Names and formats both sides must spell alike. (The traffic types and HyperPod kinds are also
+    SageMaker's and the operator's own enumerations, used by code that implements each of them.)"""
+    values = {contract.REFRESH_TARGETS, contract.STATE_TABLE, contract.ALLOWED_BUCKETS, contract.DLQ_URL,
+              contract.DRY_RUN, contract.LOCK_SECONDS, contract.METRICS_NAMESPACE, contract.LETTER_FORMAT,
+              contract.REPLAY_KEY, contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.DEPLOY_GUARD_HANDLER}
+    library = [p for p in _SOURCES if not p.is_relative_to(REPO / "tests") and p.name != "contract.py"]
+    written = {f"{p.relative_to(REPO)}: {v}" for p in library for v in _string_constants(p) & values}
+    assert not written
+
+
+def test_nothing_imports_the_function_package_by_its_lambda_name() -> None:
+    """Inside the project it is ``hyperwarm.functions.cache_refresh`` only; ``cache_refresh`` is its name in Lambda."""
+    found = []
+    for path in _SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] == "cache_refresh"]
+    assert not found
+
+
+# -- the bundle -----------------------------------------------------------------------------------
+
+_LAMBDA_RUNTIME = """
+import importlib.machinery, sys
+asset, site = sys.argv[1], sys.argv[2]
+sys.path.insert(0, asset)
+class Runtime:  # what the Lambda Python runtime brings: boto3 and its own dependencies, nothing else
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six"}:
+            return importlib.machinery.PathFinder.find_spec(name, [site])
+sys.meta_path.append(Runtime())
+import importlib
+for handler in sys.argv[3:]:
+    module, function = handler.rsplit(".", 1)
+    assert callable(getattr(importlib.import_module(module), function)), handler
+import aws_lambda_powertools, cache_refresh
+assert aws_lambda_powertools.__file__.startswith(asset) and cache_refresh.__file__.startswith(asset)
+assert not {"aws_cdk", "jsii", "constructs", "hyperwarm"} & set(sys.modules), sorted(sys.modules)
+"""
+
+
+def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_path) -> None:
+    """The asset's root holds ``cache_refresh/`` and the pinned dependencies: each function's Handler
+    resolves with only that folder (and the runtime's boto3) importable, as in Lambda."""
+    functions = [f["Properties"] for stack in synthesized.stack_names()
+                 for f in synthesized.resources(stack, "AWS::Lambda::Function").values()
+                 if str(f["Properties"].get("Handler", "")).startswith(f"{contract.PACKAGE}.")]
+    handlers = {f["Handler"] for f in functions}
+    assert handlers == {contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.DEPLOY_GUARD_HANDLER}
+    (asset,) = {f["Code"]["S3Key"].removesuffix(".zip") for f in functions}  # one bundle for all three
+    copy = tmp_path / "asset"
+    shutil.copytree(synthesized.outdir / f"asset.{asset}", copy)
+    site = str(Path(boto3.__file__).resolve().parent.parent)
+    subprocess.run([sys.executable, "-S", "-c", _LAMBDA_RUNTIME, str(copy), site, *sorted(handlers)], check=True,
+                   env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
+
+
+def test_synth_stops_when_the_environment_does_not_hold_the_pinned_dependencies(tmp_path, monkeypatch) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("# pins\naws-lambda-powertools==3.0.0\n")
+    monkeypatch.setattr(refresh_asset, "REQUIREMENTS", requirements)
+    with pytest.raises(refresh_asset.BundlingError, match=r"aws-lambda-powertools is pinned to 3\.0\.0 in "
+                                                          r"requirements\.txt but 3\.37\.0 is installed; install"):
+        refresh_asset.function_code()
+    requirements.write_text("no-such-distribution-hyperwarm==1.0\n")
+    with pytest.raises(refresh_asset.BundlingError, match=r"no-such-distribution-hyperwarm==1\.0 is pinned in "
+                                                          r"requirements\.txt but not installed"):
+        refresh_asset.function_code()
+    requirements.write_text("aws-lambda-powertools>=3\n")
+    with pytest.raises(refresh_asset.BundlingError, match=r"exact pins name==version only"):
+        refresh_asset.function_code()
