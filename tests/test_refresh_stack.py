@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import zipfile
-from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
