@@ -25,9 +25,10 @@ RANDOM = {"RoutingStrategy": "RANDOM"}
 CHILD_TIMEOUT = 45
 RESULT = "HYPERWARM-E2E-RESULT "
 # A Lambda runtime in miniature: the event on stdin, the handler named in argv, the result on stdout.
+# The package is imported by its Lambda name, ``cache_refresh``, from a folder laid out as the asset is.
 CHILD = f"""
 import json, sys, types
-from hyperwarm.functions.cache_refresh import handler
+from cache_refresh import handler
 context = types.SimpleNamespace(**json.loads(sys.argv[2]), get_remaining_time_in_millis=lambda: 300_000)
 result = getattr(handler, sys.argv[1])(json.load(sys.stdin), context)
 print({RESULT!r} + json.dumps(result))
