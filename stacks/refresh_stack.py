@@ -17,7 +17,7 @@ from .refresh_guards import dead_letter_queue_name, state_table_name
 def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGreen:
     """A refresh shifts traffic the way the endpoint's own deployments do, with the same rollback alarms."""
     g = endpoint.guardrails
-    alarms = [a.alarm_name for a in construct.rollback_alarms]
+    alarms = construct.rollback_alarms
     if g is None:
         return BlueGreen(rollback_alarms=alarms)
     return BlueGreen(traffic=g.traffic, step_percent=g.percent or 10, wait=cdk.Duration.seconds(g.wait_seconds),

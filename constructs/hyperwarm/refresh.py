@@ -74,14 +74,14 @@ class BlueGreen:
     """How long the old fleet stays after the switch. Default: 5 minutes."""
     max_execution: cdk.Duration = field(default_factory=lambda: cdk.Duration.hours(1))
     """Give up (and roll back) after this. Default: 1 hour."""
-    rollback_alarms: Sequence[str] = ()
-    """CloudWatch alarm names that roll the update back. Default: none."""
+    rollback_alarms: Sequence[cloudwatch.IAlarm] = ()
+    """CloudWatch alarms that roll the update back (e.g. the endpoint's own ``rollback_alarms``). Default: none."""
 
     def to_contract(self) -> contract.BlueGreen:
         return contract.BlueGreen(
             traffic=self.traffic, step_percent=self.step_percent, wait_seconds=int(self.wait.to_seconds()),
             termination_wait_seconds=int(self.termination_wait.to_seconds()),
-            max_execution_seconds=int(self.max_execution.to_seconds()), rollback_alarms=tuple(self.rollback_alarms))
+            max_execution_seconds=int(self.max_execution.to_seconds()), rollback_alarms=tuple(a.alarm_name for a in self.rollback_alarms))
 
 
 @dataclass(frozen=True)

@@ -155,8 +155,3 @@ def s3_uri_version(uri: str, buckets: frozenset[str], prefix: str) -> str | None
         return None
     bucket, _, key = uri[5:].partition("/")
     return location_version(key, prefix) if bucket in buckets else None
-
-
-def sequencer_key(sequencer: str) -> str:
-    """S3 sequencers compare as hex strings after right-padding the shorter one with zeros."""
-    return sequencer.upper().ljust(64, "0")
