@@ -34,7 +34,8 @@ def cache_targets(env_name: str, config: EnvironmentConfig, cluster_name: str) -
     """Refreshed cached models: the version is ``caches.models[i].source.version``."""
     refreshed = {name for m in config.refresh.models for name in m.caches}
     return [GuardedTarget(
-        target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, "InferenceEndpointConfig", m.name),
+        target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, contract.HyperPodTarget.resource,
+                                              m.name),
         version=m.source.version, field=f"environments.{env_name}.caches.models[{i}].source.version")
         for i, m in enumerate(config.caches.models) if m.name in refreshed]
 

@@ -47,7 +47,8 @@ def test_what_the_construct_writes_the_function_parses_back() -> None:
     cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
     _hook(stack, hyperpod=[HyperPodRefreshTarget(cluster, "models", "llama", "JumpStartModel", ["llama-weights"])],
           endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(
-              traffic="LINEAR", step_percent=25, wait=cdk.Duration.minutes(3), rollback_alarms=[cdk.aws_cloudwatch.Alarm.from_alarm_name(stack, "A", "chat-5xx")]))])
+              traffic="LINEAR", step_percent=25, wait=cdk.Duration.minutes(3),
+              rollback_alarms=[cdk.aws_cloudwatch.Alarm.from_alarm_name(stack, "A", "chat-5xx")]))])
     (function,) = [f["Properties"] for f in Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
                    if f["Properties"].get("Handler") == contract.REFRESH_HANDLER]
     variables = function["Environment"]["Variables"]  # the table, bucket and queue are references

@@ -81,7 +81,8 @@ class BlueGreen:
         return contract.BlueGreen(
             traffic=self.traffic, step_percent=self.step_percent, wait_seconds=int(self.wait.to_seconds()),
             termination_wait_seconds=int(self.termination_wait.to_seconds()),
-            max_execution_seconds=int(self.max_execution.to_seconds()), rollback_alarms=tuple(a.alarm_name for a in self.rollback_alarms))
+            max_execution_seconds=int(self.max_execution.to_seconds()),
+            rollback_alarms=tuple(a.alarm_name for a in self.rollback_alarms))
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,8 @@ def refreshed_resource_names(endpoint_names: Sequence[str]) -> list[tuple[str, s
     """(ARN resource type, IAM name pattern) of every Model and EndpointConfig a refresh of these
     endpoints creates: the function's own naming (:mod:`~hyperwarm.functions.cache_refresh.contract`),
     truncation included."""
-    return sorted({(kind, contract.arn_name(f"{stem(n)}-*")) for n in endpoint_names
-                   for kind, stem in (("model", contract.model_stem), ("endpoint-config", contract.endpoint_config_stem))})
+    stems = (("model", contract.model_stem), ("endpoint-config", contract.endpoint_config_stem))
+    return sorted({(kind, contract.arn_name(f"{stem(n)}-*")) for n in endpoint_names for kind, stem in stems})
 
 
 def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:

@@ -22,12 +22,12 @@ from .naming import (NAME_MAX, NAME_PATTERN, arn_name, endpoint_config_name, end
 
 __all__ = [
     "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
-    "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS", "METRICS_NAMESPACE",
-    "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN", "PACKAGE", "Problem", "REFRESH_HANDLER",
-    "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "STATE_HANDLER", "STATE_TABLE", "STEP_PERCENT_RANGE",
-    "TRAFFIC_TYPES", "Target", "arn_name", "service_name", "endpoint_config_name", "endpoint_config_stem",
+    "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS",
+    "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN", "PACKAGE", "Problem",
+    "REFRESH_HANDLER", "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "STATE_HANDLER", "STATE_TABLE",
+    "STEP_PERCENT_RANGE", "TRAFFIC_TYPES", "Target", "arn_name", "endpoint_config_name", "endpoint_config_stem",
     "endpoint_name_problem", "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name",
-    "model_stem", "parse_targets", "prefix_problem", "state_pk", "target_problems", "targets_json",
+    "model_stem", "parse_targets", "prefix_problem", "service_name", "state_pk", "target_problems", "targets_json",
 ]
 
 # -- environment (README.md, "Environment") ------------------------------------------------------
