@@ -18,6 +18,7 @@ from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
+from .observability_stack import ObservabilityStack
 from .refresh_guards import add_refresh_guards
 from .refresh_stack import RefreshStack
 
@@ -70,6 +71,14 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
                 stacks["refresh"].add_stack_dependency(stacks[part])
         add_refresh_guards(env_name, config, cluster, stacks.get("caches"),  # type: ignore[arg-type]
                            stacks.get("endpoints"))  # type: ignore[arg-type]
+    if config.observability.enabled and ("endpoints" in stacks or "caches" in stacks):  # something to observe
+        stacks["observability"] = ObservabilityStack(
+            app, stack_name(env_name, "observability"), env_name=env_name, config=config,
+            cluster=cluster if "caches" in stacks else None,
+            endpoints=stacks["endpoints"].endpoints if "endpoints" in stacks else {}, env=env, tags=tags,
+            description=f"hyperwarm {env_name}: dashboard, alarms and the cache metrics exporter")
+        if "caches" in stacks:  # the models' deployments exist before their metrics are read
+            stacks["observability"].add_stack_dependency(stacks["caches"])
     # Models are read from buckets by name: those hyperwarm creates come first, the others must exist.
     declared = {b.name: b.create for b in config.model_buckets}
     for stack in stacks.values():

@@ -38,6 +38,7 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     function = "hyperwarm/functions/cache_refresh"
     assert {f"{function}/handler.py", f"{function}/contract.py", f"{function}/targets/endpoint.py",
             f"{function}/requirements.txt", "hyperwarm/planner/sim.py"} <= set(names)
+    assert "hyperwarm/functions/cache_exporter/handler.py" in names  # the cache metrics exporter, the same way
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"hyperwarm"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

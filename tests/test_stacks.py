@@ -43,7 +43,7 @@ def test_created_model_buckets_deploy_before_every_other_stack_of_the_environmen
     buckets = app.node.find_child("hyperwarm-staging-buckets")
     others = [s for s in app.node.children if hasattr(s, "stack_name") and s is not buckets]
     assert {s.stack_name for s in others} == {f"hyperwarm-staging-{p}" for p in ("cluster", "caches", "endpoints",
-                                                                                  "refresh")}
+                                                                                  "refresh", "observability")}
     assert all(buckets in s.dependencies for s in others)
 
 
@@ -72,4 +72,4 @@ def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> 
     for variant in edge["endpoints"][0]["variants"]:
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
     app = build_app(context={**project_context, "environments": {"edge": edge}}, nag=False)
-    assert names(app) == ["hyperwarm-edge-endpoints"]
+    assert names(app) == ["hyperwarm-edge-endpoints", "hyperwarm-edge-observability"]

@@ -17,6 +17,7 @@ use_bundled_node()  # before anything imports aws_cdk
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "addons": ("IInferenceOperator", "InferenceOperator", "grant_mounted_model_read"),
     "buckets": ("declare_existing_buckets", "model_bucket"),
+    "cache_exporter": ("CacheMetricsExporter", "CacheMetricsExporterProps"),
     "capacity": ("CacheFootprint", "GroupUsage", "group_usage"),
     "catalog": ("CATALOG", "InstanceSpec", "instance_spec"),
     "cluster": ("HyperPodEksCluster", "HyperPodEksClusterProps", "IHyperPodCluster"),
@@ -36,7 +37,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "images": ("ContainerImage", "ContainerImageConfig"),
     "inference_component": ("InferenceComponent", "InferenceComponentProps"),
+    "metric_catalog": ("PUBLISHED_METRICS", "PublishedMetric"),
     "model": ("InferenceModel", "InferenceModelProps", "grant_model_data_read"),
+    "observability": ("HyperPodModels", "InferenceObservability", "InferenceObservabilityProps"),
     "routing": ("Routing",),
     "refresh": (
         "BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget",

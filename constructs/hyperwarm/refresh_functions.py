@@ -18,6 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .cluster import IHyperPodCluster
+from .kube_access import private_api_network
 from .functions.cache_refresh import contract
 from .nag import acknowledge, acknowledge_checkov, managed_policy
 from .refresh_asset import function_code
@@ -38,9 +39,7 @@ class RefreshFunctions:
         self.security_group: ec2.SecurityGroup | None = None
         network: dict[str, Any] = {}
         if cluster is not None:
-            self.security_group = _kubernetes_api_access(scope, cluster)
-            network = {"vpc": cluster.vpc, "security_groups": [self.security_group],
-                       "vpc_subnets": ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)}
+            self.security_group, network = private_api_network(scope, cluster, "cache refresh function")
         self.role = _role(scope, in_vpc=bool(network))
         code = function_code()  # one bundle for both functions
         self.function = lambda_.Function(
@@ -64,18 +63,6 @@ class RefreshFunctions:
         _acknowledge_function_checkov(self.state_handler)
         for function in (self.function, self.state_handler):
             _dead_letter_failures(function, dead_letter_queue, retry_attempts, max_event_age)
-
-
-def _kubernetes_api_access(scope: Construct, cluster: IHyperPodCluster) -> ec2.SecurityGroup:
-    """The functions' security group, and HTTPS from it to the cluster's (private) Kubernetes API."""
-    group = ec2.SecurityGroup(scope, "SecurityGroup", vpc=cluster.vpc, allow_all_outbound=True,
-                              description="cache refresh function: HTTPS to the EKS API and AWS APIs")
-    # The rule lives here, not in the cluster's stack: that stack must not depend on this one.
-    ec2.CfnSecurityGroupIngress(
-        scope, "KubernetesApiIngress", group_id=cluster.security_group.security_group_id,
-        source_security_group_id=group.security_group_id, ip_protocol="tcp",
-        from_port=443, to_port=443, description="cache refresh function to the Kubernetes API")
-    return group
 
 
 def _role(scope: Construct, *, in_vpc: bool) -> iam.Role:

@@ -15,6 +15,8 @@ def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[Any, str]]:
     for logical_id, resource in resources.items():
         kind, props = resource.get("Type"), resource.get("Properties", {})
         references: list[Any] = []
+        if kind == "AWS::Events::Rule" and "ScheduleExpression" in props and "EventPattern" not in props:
+            continue  # a schedule's event carries nothing to keep: the next run supersedes a failed one
         if kind == "AWS::Events::Rule":
             references = [t.get("Arn") for t in props.get("Targets", [])]
         elif kind == "AWS::S3::Bucket":
@@ -55,6 +57,7 @@ def async_failure_destination(assembly: Assembly) -> Iterator[Finding]:
     events EventBridge could not deliver. An error the function raises is retried twice by Lambda
     and then discarded, unless the function itself names where failed invocations go
     (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+    Schedule-only rules are exempt: their events hold no data to replay (watch the function's Errors).
     """
     reported: set[tuple[str, str]] = set()
     for stack, template in assembly.templates.items():

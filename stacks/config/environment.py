@@ -31,6 +31,7 @@ from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
+from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .strict import REGION, StrictModel, described, pattern_in_words, repeated
 
@@ -174,6 +175,9 @@ class EnvironmentConfig(StrictModel):
     endpoints: Endpoints = Field(default=(), description="SageMaker real-time endpoints; none by default")
     refresh: RefreshConfig = Field(default_factory=RefreshConfig,
                                    description="new model versions in S3 refresh caches and endpoints; off by default")
+    observability: ObservabilityConfig = Field(
+        default_factory=ObservabilityConfig,
+        description="dashboard, alarms and the cache metrics exporter (hyperwarm-<env>-observability); on by default")
     model_buckets: tuple[ModelBucketConfig, ...] = Field(
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(

@@ -2,7 +2,8 @@
 
 HTTPS on 127.0.0.1 with its own CA (the client must verify it, as with a real EKS endpoint).
 Follows the API server's rules the refresh Lambda relies on: bearer token required (an EKS
-``k8s-aws-v1.`` token presigned for the right cluster), 404 for a missing object, 415 for a PATCH
+``k8s-aws-v1.`` token presigned for the right cluster), 404 for a missing object, lists (GET of a
+collection: the operator's objects and pods in a namespace, nodes cluster-wide), 415 for a PATCH
 that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.resourceVersion`` is not
 the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write.
 """
@@ -28,6 +29,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _PATH = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/api/v1)"
+                   r"(?:/namespaces/([^/]+))?/([a-z]+)$")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -117,7 +120,7 @@ class FakeKube:
         meta = obj["metadata"]
         stored = copy.deepcopy(obj)
         stored["metadata"]["resourceVersion"] = self._next_rv()
-        self.objects[(plural, meta["namespace"], meta["name"])] = stored
+        self.objects[(plural, meta.get("namespace", ""), meta["name"])] = stored
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         return self.objects[(kind.lower() + "s", namespace, name)]
@@ -157,6 +160,17 @@ class FakeKube:
                 return plural, ns, name
 
             def do_GET(self) -> None:
+                listed = _LIST.match(self.path)
+                if listed:
+                    if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
+                        self._status(401, "Unauthorized", "Unauthorized")
+                        return
+                    ns, plural = listed.groups()
+                    with kube._lock:
+                        items = [o for (p, n, _), o in sorted(kube.objects.items())
+                                 if p == plural and (ns is None or n == ns)]
+                        self._send(200, {"kind": "List", "apiVersion": "v1", "items": items})
+                    return
                 key = self._route()
                 if key:
                     with kube._lock:

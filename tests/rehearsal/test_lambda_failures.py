@@ -74,3 +74,13 @@ def test_a_function_invoked_from_another_stack_through_an_export_is_checked() ->
     assert (finding.stack, finding.resource) == ("functions", "Fn") and "by events/Rule" in finding.message
     exporter["Resources"]["Config"] = invoke_config()
     assert async_failure_destination(Assembly.from_templates(templates)) == []
+
+
+def test_a_schedule_only_rule_needs_no_failure_destination() -> None:
+    schedule = {"Type": "AWS::Events::Rule", "Properties": {"ScheduleExpression": "rate(1 minute)",
+                                                            "Targets": [{"Id": "t", "Arn": ARN}]}}
+    assert findings(Invoker=schedule) == []
+    patterned = {"Type": "AWS::Events::Rule", "Properties": {
+        "ScheduleExpression": "rate(1 minute)", "EventPattern": {"source": ["aws.s3"]},
+        "Targets": [{"Id": "t", "Arn": ARN}]}}
+    assert len(findings(Invoker=patterned)) == 1  # events that carry data must still be kept

@@ -1,0 +1,1 @@
+"""The cache metrics exporter: how warm each cached model's pods are, published to CloudWatch every minute."""

@@ -1,0 +1,139 @@
+"""Pure logic of the exporter: from the cluster's objects to each model's warm/cold figures.
+
+A pod of a model is WARM when its node carries the operator's ``weights-cache-ready.<uid>`` label of
+one of the model's weights caches (the node holds the weights on NVMe), else COLD (it downloads).
+A model's weights caches are the ``ModelWeightsCacheConfig`` objects labelled
+``hyperwarm.io/model=<model>`` (hyperwarm's pre-warm caches) or owned by the model's
+``InferenceEndpointConfig`` (the operator's per-deployment cache). Its pods are those matching the
+deployment's ``status.selector`` (the scale subresource's label selector).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+NAMESPACE = "Hyperwarm/Caches"
+MODEL_LABEL = "hyperwarm.io/model"
+PARENTS_ANNOTATION = "hyperwarm.io/parents"
+WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """What the exporter publishes for one model (names are the metric names)."""
+
+    model: str
+    pods: int
+    warm_nodes: int
+    cold_pods: int
+    fill_seconds: tuple[float, ...]
+    failed_caches: int
+
+    @property
+    def cold_pod_share(self) -> float | None:
+        """Percent of pods on unprepared nodes; None without pods (a share of nothing is undefined)."""
+        return 100.0 * self.cold_pods / self.pods if self.pods else None
+
+    def metrics(self) -> list[tuple[str, float, str]]:
+        """(metric name, value, CloudWatch unit) for PutMetricData."""
+        out = [("Pods", self.pods, "Count"), ("WarmNodes", self.warm_nodes, "Count"),
+               ("ColdPods", self.cold_pods, "Count"), ("FailedCaches", self.failed_caches, "Count")]
+        if self.cold_pod_share is not None:
+            out.append(("ColdPodShare", self.cold_pod_share, "Percent"))
+        out += [("CacheFillSeconds", s, "Seconds") for s in self.fill_seconds]
+        return out
+
+
+def parse_time(value: str | None) -> datetime.datetime | None:
+    """A Kubernetes RFC 3339 timestamp (``2026-11-29T16:00:00Z``)."""
+    if not value:
+        return None
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def selector_matches(selector: str | None, labels: Mapping[str, str]) -> bool:
+    """Equality-based label selector (``a=b,c==d,e!=f``) as the scale subresource reports it.
+
+    An empty or missing selector matches nothing: counting every pod in the namespace would be wrong.
+    """
+    if not selector:
+        return False
+    for term in selector.split(","):
+        term = term.strip()
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif labels.get(term) is None:  # bare key: "exists"
+            return False
+    return True
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def weights_caches_of(deployment: Obj, caches: Iterable[Obj]) -> list[Obj]:
+    meta = _meta(deployment)
+    model, uid = meta.get("name"), meta.get("uid")
+    return [c for c in caches
+            if (_meta(c).get("labels") or {}).get(MODEL_LABEL) == model
+            or any(ref.get("uid") == uid for ref in _meta(c).get("ownerReferences") or [])]
+
+
+def image_caches_of(model: str, image_caches: Iterable[Obj]) -> list[Obj]:
+    return [c for c in image_caches
+            if model in ((_meta(c).get("annotations") or {}).get(PARENTS_ANNOTATION) or "").split(",")]
+
+
+def _ready_at(cache: Obj) -> datetime.datetime | None:
+    """When a Ready cache became Ready: its Ready condition, else ``status.lastTransitionTime``."""
+    status = cache.get("status") or {}
+    if status.get("state") != "Ready":
+        return None
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "True":
+            return parse_time(condition.get("lastTransitionTime"))
+    return parse_time(status.get("lastTransitionTime"))
+
+
+def fill_seconds(caches: Iterable[Obj], now: datetime.datetime, window: datetime.timedelta) -> tuple[float, ...]:
+    """Fill time of each cache that became Ready in ``(now - window, now]``: each fill is reported once."""
+    out = []
+    for cache in caches:
+        ready, created = _ready_at(cache), parse_time(_meta(cache).get("creationTimestamp"))
+        if ready and created and now - window < ready <= now:
+            out.append(max((ready - created).total_seconds(), 0.0))
+    return tuple(out)
+
+
+def _placed(pod: Obj) -> bool:
+    """Scheduled, not terminating, not finished."""
+    status = (pod.get("status") or {}).get("phase")
+    return bool((pod.get("spec") or {}).get("nodeName")) and not _meta(pod).get("deletionTimestamp") \
+        and status in ("Pending", "Running")
+
+
+def model_figures(deployment: Obj, weights_caches: Iterable[Obj], image_caches: Iterable[Obj],
+                  pods: Iterable[Obj], nodes: Iterable[Obj], now: datetime.datetime,
+                  window: datetime.timedelta) -> ModelFigures:
+    """The figures of the model served by ``deployment`` (an ``InferenceEndpointConfig``)."""
+    model = _meta(deployment)["name"]
+    own = weights_caches_of(deployment, weights_caches)
+    ready_labels = {WEIGHTS_READY_LABEL_PREFIX + _meta(c)["uid"] for c in own if _meta(c).get("uid")}
+    warm = {_meta(n)["name"] for n in nodes if ready_labels & set(_meta(n).get("labels") or {})}
+    selector = (deployment.get("status") or {}).get("selector")
+    placed = [p for p in pods if _placed(p) and selector_matches(selector, _meta(p).get("labels") or {})]
+    cold = sum(1 for p in placed if p["spec"]["nodeName"] not in warm)
+    images = image_caches_of(model, image_caches)
+    failed = sum(1 for c in [*own, *images] if (c.get("status") or {}).get("state") == "Failed")
+    return ModelFigures(model=model, pods=len(placed), warm_nodes=len(warm), cold_pods=cold,
+                        fill_seconds=fill_seconds([*own, *images], now, window), failed_caches=failed)

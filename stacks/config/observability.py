@@ -1,0 +1,43 @@
+"""The ``observability`` section: alarm thresholds and the alarm topic of the environment's dashboard.
+
+The app turns it into :class:`hyperwarm.observability.InferenceObservabilityProps`
+(:meth:`ObservabilityConfig.to_props`); the stack adds the endpoints, cached models and topic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from .strict import StrictModel, described
+
+_TOPIC_ARN = described(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$",
+                       "an SNS topic ARN, e.g. arn:aws:sns:us-west-2:123456789012:oncall")
+
+
+class ObservabilityConfig(StrictModel):
+    """Dashboard and alarms of one environment (``hyperwarm-<env>-observability``)."""
+
+    enabled: bool = Field(default=True, description="create the dashboard, alarms and cache metrics exporter")
+    model_latency_p99_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="alarm when a variant's p99 ModelLatency stays above this")
+    cold_pod_share_percent: float = Field(
+        default=50.0, ge=0, le=100, description="alarm when a cached model's ColdPodShare stays above this")
+    cold_pod_share_minutes: int = Field(
+        default=15, ge=1, le=1440, description="...for this many minutes (a scale-out is briefly cold by design)")
+    alarm_topic_arn: str | None = Field(
+        default=None, pattern=_TOPIC_ARN, description="existing SNS topic for alarms; none: a new encrypted topic")
+
+    def to_props(self, **parts: Any) -> Any:
+        """:class:`~hyperwarm.observability.InferenceObservabilityProps` with these thresholds; ``parts``
+        are the props this section does not know (endpoints, hyperpod, topic, dashboard_name).
+        (aws-cdk loads here, not when cdk.json is parsed.)"""
+        import aws_cdk as cdk
+
+        from hyperwarm.observability import InferenceObservabilityProps
+
+        return InferenceObservabilityProps(
+            model_latency_p99=cdk.Duration.millis(round(self.model_latency_p99_seconds * 1000)),
+            cold_pod_share_percent=self.cold_pod_share_percent,
+            cold_pod_share_minutes=self.cold_pod_share_minutes, **parts)

@@ -1,0 +1,221 @@
+"""The observability stacks: every widget and alarm reads a catalogued metric; the exporter is
+read-only in the cluster and least-privilege in IAM; thresholds come from cdk.json."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE, NOT_PUBLISHED, find
+
+ENVIRONMENTS = ("dev", "staging", "prod")
+CATALOGUED = {(m.namespace, m.name): set(m.dimensions) for m in PUBLISHED_METRICS}
+
+
+def _stack(synthesized, env: str) -> dict[str, Any]:
+    return synthesized.template(f"hyperwarm-{env}-observability")
+
+
+def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def dashboard_widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dashboard body's widgets; tokens (endpoint and cluster names) become the text TOKEN."""
+    (dashboard,) = _of_type(template, "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    return json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts))["widgets"]
+
+
+def widget_metrics(widget: dict[str, Any]) -> list[tuple[str, str, set[str]]]:
+    """(namespace, name, dimension names) of each metric line; '.' repeats the line above's field."""
+    out, previous = [], []
+    for line in widget.get("properties", {}).get("metrics", []):
+        fields = [f for f in line if not isinstance(f, dict)]
+        if not fields:  # a math expression line: its inputs are metric lines of their own
+            continue
+        fields = [previous[i] if f == "." else f for i, f in enumerate(fields)]
+        previous = fields
+        out.append((fields[0], fields[1], set(fields[2::2])))
+    return out
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_widget_metric_is_catalogued(synthesized, env):
+    widgets = dashboard_widgets(_stack(synthesized, env))
+    charted = [m for w in widgets for m in widget_metrics(w)]
+    assert charted
+    for namespace, name, dimensions in charted:
+        assert (namespace, name) in CATALOGUED, (namespace, name)
+        assert dimensions == CATALOGUED[namespace, name], (namespace, name, dimensions)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_alarm_metric_is_catalogued(synthesized, env):
+    alarms = _of_type(_stack(synthesized, env), "AWS::CloudWatch::Alarm")
+    assert alarms
+    for alarm in alarms.values():
+        props = alarm["Properties"]
+        # a single metric; a math or labelled alarm carries each metric in Metrics[].MetricStat.Metric
+        metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
+        for metric in metrics:
+            key = (metric["Namespace"], metric["MetricName"])
+            assert key in CATALOGUED, key
+            assert {d["Name"] for d in metric["Dimensions"]} == CATALOGUED[key]
+        assert props["AlarmActions"], "every alarm notifies the topic"
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_widget_titles_name_their_source(synthesized, env):
+    for widget in dashboard_widgets(_stack(synthesized, env)):
+        if widget["type"] != "metric":
+            continue
+        namespaces = {ns for ns, _, _ in widget_metrics(widget)}
+        assert all(ns in widget["properties"]["title"] for ns in namespaces), widget["properties"]["title"]
+
+
+def test_what_is_not_published_is_said_on_the_dashboard(synthesized):
+    text = [w for w in dashboard_widgets(_stack(synthesized, "prod")) if w["type"] == "text"]
+    assert len(text) == 1
+    assert all(what in text[0]["properties"]["markdown"] for what in NOT_PUBLISHED)
+
+
+def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
+    alarms = [a["Properties"] for a in _of_type(_stack(synthesized, "prod"), "AWS::CloudWatch::Alarm").values()]
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for alarm in alarms:
+        by_metric.setdefault(alarm["MetricName"], []).append(alarm)
+    latency = by_metric["ModelLatency"]
+    assert len(latency) == 2  # the two variants of prod's chat endpoint
+    assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 60_000_000 for a in latency)  # cdk.json: 60 s
+    cold = by_metric["ColdPodShare"]
+    assert {next(d["Value"] for d in a["Dimensions"] if d["Name"] == "Model") for a in cold} == {
+        "llama-3-1-70b", "llama-3-1-8b"}
+    assert all(a["Threshold"] == 25 and a["EvaluationPeriods"] == 10 and a["Period"] == 60 for a in cold)
+    assert len(by_metric["FailedCaches"]) == 2
+    assert len(by_metric["Errors"]) == 1  # the exporter itself
+
+
+def test_default_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
+    template = _stack(synthesized, "prod")
+    (topic,) = _of_type(template, "AWS::SNS::Topic").values()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    (key,) = _of_type(template, "AWS::KMS::Key").values()
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    assert any(s["Principal"].get("Service") == "cloudwatch.amazonaws.com"
+               and "kms:GenerateDataKey*" in s["Action"] for s in statements)
+
+
+def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
+    template = _stack(synthesized, "prod")
+    (rule,) = _of_type(template, "AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    (function,) = _of_type(template, "AWS::Lambda::Function").values()
+    assert function["Properties"]["Handler"] == "cache_exporter.handler.lambda_handler"
+    assert function["Properties"]["VpcConfig"]["SubnetIds"]
+    assert function["Properties"]["Environment"]["Variables"]["HYPERWARM_NAMESPACES"] == "hyperwarm-models"
+
+
+def test_exporter_iam_is_least_privilege(synthesized):
+    template = _stack(synthesized, "prod")
+    statements = [s for p in _of_type(template, "AWS::IAM::Policy").values()
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    actions = sorted(a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))
+    assert actions == ["cloudwatch:PutMetricData", "eks:DescribeCluster"]
+    (put,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
+    assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": EXPORTER_NAMESPACE}}
+    (describe,) = [s for s in statements if s["Action"] == "eks:DescribeCluster"]
+    assert describe["Resource"] != "*"
+
+
+def test_exporter_kubernetes_access_is_read_only():
+    from hyperwarm.cache_exporter import rbac_objects
+
+    objects = rbac_objects(["hyperwarm-models"])
+    rules = [r for o in objects if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
+    assert {v for r in rules for v in r["verbs"]} == {"get", "list", "watch"}
+    assert sorted((g, res) for r in rules for g in r["apiGroups"] for res in r["resources"]) == [
+        ("", "nodes"), ("", "pods"),
+        ("inference.sagemaker.aws.amazon.com", "inferenceendpointconfigs"),
+        ("inference.sagemaker.aws.amazon.com", "modelimagecaches"),
+        ("inference.sagemaker.aws.amazon.com", "modelweightscacheconfigs")]
+    cluster_wide = [o for o in objects if o["kind"] == "ClusterRole"]
+    assert [r["resources"] for o in cluster_wide for r in o["rules"]] == [["nodes"]]
+
+
+def test_catalog_lookup_names_what_exists():
+    assert find(EXPORTER_NAMESPACE, "ColdPodShare").unit == "Percent"
+    with pytest.raises(KeyError, match="catalogued there: .*ColdPods"):
+        find(EXPORTER_NAMESPACE, "TimeToFirstToken")
+    assert not any(m.name in ("TimeToFirstToken", "TTFT") for m in PUBLISHED_METRICS)  # nobody publishes it there
+
+
+def _app(context, env: str):
+    from stacks.app import build_app
+
+    return build_app(context={**context, "env": env}, nag=False)
+
+
+def test_thresholds_come_from_cdk_json(project_context):
+    import aws_cdk.assertions as assertions
+
+    project_context["environments"]["prod"]["observability"] = {
+        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99_seconds": 2.5}
+    app = _app(project_context, "prod")
+    stack = app.node.find_child("hyperwarm-prod-observability")
+    template = assertions.Template.from_stack(stack)
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "ColdPodShare", "Threshold": 20, "EvaluationPeriods": 5})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "ModelLatency", "Threshold": 2_500_000})
+
+
+def test_an_existing_topic_is_used_and_none_created(project_context):
+    import aws_cdk.assertions as assertions
+
+    arn = "arn:aws:sns:us-east-1:123456789012:oncall"
+    project_context["environments"]["prod"]["observability"] = {"alarm_topic_arn": arn}
+    stack = _app(project_context, "prod").node.find_child("hyperwarm-prod-observability")
+    template = assertions.Template.from_stack(stack)
+    template.resource_count_is("AWS::SNS::Topic", 0)
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmActions": [arn]})
+
+
+def test_disabled_observability_adds_no_stack(project_context):
+    project_context["environments"]["prod"]["observability"] = {"enabled": False}
+    app = _app(project_context, "prod")
+    assert "hyperwarm-prod-observability" not in [c.node.id for c in app.node.children]
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"cold_pod_share_percent": 150}, "environments.prod.observability.cold_pod_share_percent: 150"),
+    ({"alarm_topic_arn": "oncall"}, "environments.prod.observability.alarm_topic_arn: 'oncall' -- must be an SNS"),
+    ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
+])
+def test_bad_observability_config_fails_with_the_field(project_context, section, message):
+    from stacks.config import ConfigError, parse_environments
+
+    project_context["environments"]["prod"]["observability"] = section
+    with pytest.raises(ConfigError) as error:
+        parse_environments(project_context["environments"])
+    assert message in str(error.value)
+
+
+def test_construct_validation_names_every_problem():
+    import aws_cdk as cdk
+
+    from hyperwarm import InferenceEndpoint
+    from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+
+    stack = cdk.Stack(cdk.App(), "S")
+    imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat")
+    with pytest.raises(ValueError) as error:
+        InferenceObservability(stack, "Obs", InferenceObservabilityProps(
+            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_minutes=0))
+    text = str(error.value)
+    assert "S/Obs: " in text and "variant_names must be known" in text
+    assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
+    assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
