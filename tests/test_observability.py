@@ -219,3 +219,35 @@ def test_construct_validation_names_every_problem():
     assert "S/Obs: " in text and "variant_names must be known" in text
     assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
     assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
+
+
+_EXPORTER_RUNTIME = """
+import importlib, importlib.machinery, sys
+asset, site = sys.argv[1], sys.argv[2]
+sys.path.insert(0, asset)
+class Runtime:  # what the Lambda Python runtime brings: boto3 and its own dependencies, nothing else
+    def find_spec(self, name, path=None, target=None):
+        if path is None and name in {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six", "jmespath"}:
+            return importlib.machinery.PathFinder.find_spec(name, [site])
+sys.meta_path.append(Runtime())
+module = importlib.import_module("cache_exporter.handler")
+assert callable(module.lambda_handler) and module.__file__.startswith(asset)
+assert not {"aws_cdk", "jsii", "constructs", "hyperwarm", "cache_refresh"} & set(sys.modules), sorted(sys.modules)
+"""
+
+
+def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import boto3
+
+    (function,) = synthesized.resources("hyperwarm-prod-observability", "AWS::Lambda::Function").values()
+    assert function["Properties"]["Handler"] == "cache_exporter.handler.lambda_handler"
+    copy = tmp_path / "asset"
+    shutil.copytree(synthesized.outdir / f"asset.{function['Properties']['Code']['S3Key'].removesuffix('.zip')}", copy)
+    site = str(Path(boto3.__file__).resolve().parent.parent)
+    subprocess.run([sys.executable, "-S", "-c", _EXPORTER_RUNTIME, str(copy), site], check=True,
+                   env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
