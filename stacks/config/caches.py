@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from hyperwarm.capacity import CacheFootprint, capacity_problems
 from hyperwarm.catalog import instance_spec
 from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_settings
+
 from .deployment_options import AutoScaling, KvCache, LoadBalancer, Metrics, Probes, RequestLimits, Tls
 from .serving import ServingConfig
 from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from hyperwarm.functions.cache_refresh import contract
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm import hyperpod_dependencies
@@ -24,13 +23,15 @@ from hyperwarm.cluster_rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERS
                                      GROUP_NAME_WORDS, INFERENCE_OPERATOR_ADDON, SUPPORTED_KUBERNETES_VERSIONS,
                                      TAINT_EFFECTS, THREADS_PER_CORE, instance_type_problem, nvme_problem,
                                      operator_version_problem, taints_problem)
-from .caches import CachesConfig, cache_problems
-from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
-from .endpoints import Endpoints, endpoint_name, serving_problems
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
+from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
 from hyperwarm.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
+
+from .caches import CachesConfig, cache_problems
+from .endpoints import Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .strict import REGION, StrictModel, described, pattern_in_words, repeated

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field
 
 from hyperwarm.serving import Serving
+
 from .strict import StrictModel, described
 
 _VARIABLE = described(r"^[A-Za-z_][A-Za-z0-9_]{0,1023}$",
