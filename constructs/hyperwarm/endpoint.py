@@ -80,6 +80,8 @@ class InferenceEndpoint(EndpointBase):
             encryption_key=self.encryption_key,
             execution_role=self.execution_role if any(v.inference_component for v in props.variants) else None,
             data_capture=self._data_capture(),
+            detailed_observability=props.detailed_observability,
+            metric_publish_frequency=props.metric_publish_frequency,
         ))
         self._resource = self._endpoint()
         self.node.default_child = self._resource

@@ -3,6 +3,10 @@
 Every EndpointConfig property is replace-on-change in CloudFormation, so the configuration has no
 explicit name: a routing change creates a new EndpointConfig under the same logical id, and the
 endpoint moves to it (blue/green on a new fleet) while the Models stay untouched.
+
+``MetricsConfig.EnableDetailedObservability`` is always written out: SageMaker's default depends on
+the config's creation date (true only for configs created after 2026-06-17), and the time-to-first-token
+alarms of :mod:`hyperwarm.observability` read what detailed observability publishes.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from .endpoint_props import ProductionVariant
-from .endpoint_rules import takes_volume_key
+from .endpoint_rules import metrics_problems, takes_volume_key
 
 
 def production_variant_api_shape(variant: ProductionVariant, model_name: str | None) -> dict[str, Any]:
@@ -76,6 +80,12 @@ class EndpointConfigurationProps:
     """The role inference components run as. Default: none (no inference components)."""
     data_capture: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None
     """Default: no data capture."""
+    detailed_observability: bool = True
+    """``MetricsConfig.EnableDetailedObservability``: publish the serving container's metrics (vLLM/SGLang
+    time to first token among them) to CloudWatch, read with PromQL. Default: true."""
+    metric_publish_frequency: cdk.Duration | None = None
+    """``MetricsConfig.MetricPublishFrequencyInSeconds``: 10, 30, 60, 120, 180, 240 or 300 seconds.
+    Default: SageMaker's (60 seconds)."""
 
 
 class EndpointConfiguration(Construct):
@@ -83,6 +93,9 @@ class EndpointConfiguration(Construct):
 
     def __init__(self, scope: Construct, id: str, props: EndpointConfigurationProps) -> None:
         super().__init__(scope, id)
+        problems = metrics_problems(props.metric_publish_frequency)
+        if problems:
+            raise ValueError(f"{self.node.path}: " + "; ".join(problems))
         self.variants: tuple[ProductionVariant, ...] = tuple(props.variants)
         """The production variants, in order."""
         self.encryption_key: kms.IKey | None = props.encryption_key if takes_volume_key(props.variants) else None
@@ -97,6 +110,7 @@ class EndpointConfiguration(Construct):
             kms_key_id=self.encryption_key.key_arn if self.encryption_key else None,
             execution_role_arn=props.execution_role.role_arn if props.execution_role else None,
             data_capture_config=props.data_capture,
+            metrics_config=_metrics_config(props),
         )
         self.node.default_child = self._resource
         if any(v.routing and v.routing.strategy == "KV_AWARE" for v in props.variants):
@@ -110,3 +124,14 @@ class EndpointConfiguration(Construct):
         """The configuration's generated name."""
         self.endpoint_config_arn: str = self._resource.ref
         """The configuration's ARN."""
+        self.detailed_observability: bool = props.detailed_observability
+        """Whether SageMaker publishes the container's metrics (what the PromQL TTFT alarms read)."""
+        self.metric_publish_frequency: cdk.Duration | None = props.metric_publish_frequency
+        """How often SageMaker publishes them; None: SageMaker's default (60 seconds)."""
+
+
+def _metrics_config(props: EndpointConfigurationProps) -> sagemaker.CfnEndpointConfig.MetricsConfigProperty:
+    frequency = props.metric_publish_frequency
+    return sagemaker.CfnEndpointConfig.MetricsConfigProperty(
+        enable_detailed_observability=props.detailed_observability,
+        metric_publish_frequency_in_seconds=frequency.to_seconds() if frequency else None)

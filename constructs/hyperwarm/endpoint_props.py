@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 SCALING_METRICS = ("InvocationsPerInstance", "ConcurrentRequestsPerModel")
 """What :class:`Autoscaling` may track (SageMaker's predefined variant metrics)."""
+METRIC_PUBLISH_FREQUENCIES = (10, 30, 60, 120, 180, 240, 300)
+"""``MetricsConfig.MetricPublishFrequencyInSeconds`` values SageMaker accepts."""
 
 
 def _minutes(n: int) -> "cdk.Duration":
@@ -205,3 +207,10 @@ class InferenceEndpointProps:
     when one is needed."""
     network_isolation: bool = True
     """Run containers without network access (model data still comes from S3). Default: true."""
+    detailed_observability: bool = True
+    """``MetricsConfig.EnableDetailedObservability``: SageMaker scrapes the serving container's metrics
+    (vLLM/SGLang time to first token among them) into CloudWatch, read with PromQL. Set explicitly, since
+    SageMaker's default depends on when the config was created (true only after 2026-06-17). Default: true."""
+    metric_publish_frequency: cdk.Duration | None = None
+    """``MetricsConfig.MetricPublishFrequencyInSeconds``: 10, 30, 60, 120, 180, 240 or 300 seconds.
+    Default: SageMaker's (60 seconds)."""

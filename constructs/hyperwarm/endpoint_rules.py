@@ -13,12 +13,14 @@ from hyperwarm.functions.cache_refresh import contract
 
 from ._tokens import resolved, unresolved
 from .catalog import CATALOG
-from .endpoint_props import SCALING_METRICS
+from .endpoint_props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
 from .inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
 from .routing import routing_problems
 from .serving import ServerSettings, sagemaker_placement, server_settings
 
 if TYPE_CHECKING:
+    import aws_cdk as cdk
+
     from .endpoint_props import Autoscaling, DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -89,7 +91,19 @@ def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
         errors.append(f"data_capture.sampling_percentage = {capture.sampling_percentage!r} -- allowed: 0..100")
     if len({bool(v.inference_component) for v in props.variants}) > 1:
         errors.append("variants -- either every variant uses an inference component or none does")
+    errors += metrics_problems(props.metric_publish_frequency)
     return errors
+
+
+def metrics_problems(frequency: cdk.Duration | None) -> list[str]:
+    """``metric_publish_frequency``, when known at synth, is one SageMaker accepts."""
+    if frequency is None or frequency.is_unresolved():
+        return []
+    seconds = frequency.to_milliseconds() / 1000
+    if seconds in METRIC_PUBLISH_FREQUENCIES:
+        return []
+    allowed = ", ".join(str(s) for s in METRIC_PUBLISH_FREQUENCIES)
+    return [f"metric_publish_frequency = {seconds:g} s -- allowed: {allowed} seconds"]
 
 
 def variant_problems(v: ProductionVariant) -> list[str]:

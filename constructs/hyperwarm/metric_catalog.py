@@ -1,14 +1,17 @@
 """What the services publish to CloudWatch, for exactly the metrics hyperwarm's dashboard and alarms use.
 
 Pure data (no aws-cdk): the observability construct builds its widgets and alarms from these entries,
-and the tests assert every widget and alarm against them. Where a figure the operators want (time to
-first token) is not published as a CloudWatch metric, :data:`NOT_PUBLISHED` says so and where it can
-be read instead.
+and the tests assert every widget and alarm against them. :data:`PROMQL_METRICS` lists the
+OpenTelemetry metrics of SageMaker AI detailed observability that hyperwarm's PromQL alarms read
+(time to first token); :data:`NOT_PUBLISHED` says what is not published as a CloudWatch metric and
+where it can be read instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .promql import ENDPOINT_LABEL, TTFT_METRICS, VARIANT_LABEL
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 EXPORTER_NAMESPACE = "Hyperwarm/Caches"
@@ -65,12 +68,50 @@ PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
                     "Invocations of the exporter that failed: while it fails, the cache metrics have no data."),
 )
 
+_DETAILED_OBSERVABILITY = "https://docs.aws.amazon.com/sagemaker/latest/dg/inference-monitoring.html"
+
+
+@dataclass(frozen=True)
+class PromQLMetric:
+    """One OpenTelemetry metric of SageMaker AI detailed observability, read with PromQL (no namespace).
+
+    Published only for endpoint configs with ``MetricsConfig.EnableDetailedObservability`` true (the
+    default for configs created after 2026-06-17; hyperwarm sets it explicitly), from the serving
+    container's Prometheus endpoint.
+    """
+
+    name: str
+    """The name in PromQL (a histogram: query ``<name>_bucket``)."""
+    container_metric: str
+    """The serving container's own Prometheus name."""
+    labels: tuple[str, ...]
+    """Labels SageMaker adds, by which hyperwarm's queries select."""
+    unit: str
+    source: str
+    description: str
+
+
+def _detailed(engine: str, description: str) -> PromQLMetric:
+    return PromQLMetric(TTFT_METRICS[engine], TTFT_METRICS[engine].replace("_", ":", 1),
+                        (ENDPOINT_LABEL, VARIANT_LABEL), "Seconds", _DETAILED_OBSERVABILITY, description)
+
+
+PROMQL_METRICS: tuple[PromQLMetric, ...] = (
+    _detailed("vllm", "vLLM's time to first token histogram (request arrival to first output token), per "
+                      "container; its quantiles over all instances of a variant are TTFT p50/p95/p99."),
+    _detailed("sglang", "SGLang's time to first token histogram, the same figure for SGLang containers."),
+)
+"""What hyperwarm's PromQL alarms and printed queries read (SageMaker's OpenTelemetry metrics reference)."""
+
+
 NOT_PUBLISHED: dict[str, str] = {
-    "SageMaker real-time endpoints: time to first token":
-        "AWS/SageMaker lists no TTFT metric for real-time endpoints (SageMaker's CloudWatch metrics page, "
-        "checked 2026-11-29; its latency metrics end at the last byte). "
-        "SageMaker AI detailed observability (OpenTelemetry, queried with PromQL in CloudWatch, not a "
-        "namespace/metric-name pair an alarm can name) exposes the vLLM/SGLang container's TTFT: "
+    "SageMaker real-time endpoints: time to first token as a CloudWatch metric":
+        "AWS/SageMaker lists no TTFT metric (SageMaker's CloudWatch metrics page, checked 2026-11-29; its "
+        "latency metrics end at the last byte). SageMaker AI detailed observability stores the vLLM/SGLang "
+        "container's TTFT histogram as an OpenTelemetry metric read with PromQL (PROMQL_METRICS): hyperwarm "
+        "alarms on its p99 with a PromQL alarm and prints the p50/p95/p99 queries per variant, but a classic "
+        "dashboard has no documented PromQL graph widget, so the chart is in CloudWatch's SageMaker AI "
+        "Insights dashboard and Query Studio: "
         "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html",
     "HyperPod deployments: latency and time to first byte/token":
         "The inference operator's `metrics` section makes the pods expose Prometheus metrics "
@@ -90,3 +131,11 @@ def find(namespace: str, name: str) -> PublishedMetric:
             return metric
     known = ", ".join(m.name for m in PUBLISHED_METRICS if m.namespace == namespace) or "nothing"
     raise KeyError(f"{namespace} {name} is not in the metric catalog; catalogued there: {known}")
+
+
+def find_promql(name: str) -> PromQLMetric:
+    """The catalogued PromQL metric ``name`` (a histogram's ``_bucket`` series names it too), or a KeyError."""
+    for metric in PROMQL_METRICS:
+        if name in (metric.name, f"{metric.name}_bucket"):
+            return metric
+    raise KeyError(f"PromQL {name} is not in the metric catalog; catalogued: {', '.join(m.name for m in PROMQL_METRICS)}")

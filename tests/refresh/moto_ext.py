@@ -1,4 +1,6 @@
-"""moto extensions for what moto 5.2.5 lacks: SageMaker UpdateEndpoint, following the API reference.
+"""moto extensions for what moto 5.2.5 lacks, following the API reference: SageMaker UpdateEndpoint,
+and CreateEndpointConfig's ``MetricsConfig`` (moto drops it; the API keeps it and DescribeEndpointConfig
+returns it, e.g. ``{"EnableDetailedObservability": true, "MetricPublishFrequencyInSeconds": 60}``).
 
 UpdateEndpoint (documented behaviour): the endpoint must exist and not be updating; the config must
 exist; the status becomes ``Updating`` while the current EndpointConfigName keeps serving and the
@@ -48,10 +50,22 @@ def _update_endpoint_response(self: SageMakerResponse) -> Any:
     return ActionResult({"EndpointArn": arn})
 
 
+_CREATE_ENDPOINT_CONFIG = SageMakerResponse.create_endpoint_config
+
+
+def _create_endpoint_config_response(self: SageMakerResponse) -> Any:
+    result = _CREATE_ENDPOINT_CONFIG(self)
+    metrics = self._get_param("MetricsConfig")
+    if metrics:  # FakeEndpointConfig describes every attribute it has: metrics_config -> MetricsConfig
+        self.sagemaker_backend.endpoint_configs[self._get_param("EndpointConfigName")].metrics_config = metrics
+    return result
+
+
 def install() -> None:
-    """Register UpdateEndpoint with the backend and the response class (idempotent)."""
+    """Register UpdateEndpoint and CreateEndpointConfig's MetricsConfig (idempotent)."""
     sm_models.SageMakerModelBackend.update_endpoint = _update_endpoint
     SageMakerResponse.update_endpoint = _update_endpoint_response
+    SageMakerResponse.create_endpoint_config = _create_endpoint_config_response
 
 
 def settle(backend: sm_models.SageMakerModelBackend, endpoint_name: str, *, succeed: bool = True) -> None:

@@ -36,6 +36,8 @@ TABLE = "hyperwarm-refresh-state"
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-exec"
 ROUTING = {"RoutingStrategy": "PREFIX_AWARE",
            "PrefixAwareRoutingConfig": {"PrefixLength": 4096, "ConcurrencyThreshold": 8}}
+METRICS = {"EnableDetailedObservability": True, "MetricPublishFrequencyInSeconds": 30}
+"""The live config's MetricsConfig, as hyperwarm's EndpointConfiguration writes it (TTFT alarms need it)."""
 _SEQUENCER = itertools.count(0x5F0000000000000001)
 
 
@@ -171,6 +173,7 @@ def create_account(world: World, refresh_targets: dict[str, Any]) -> None:
         "Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/tei:1.8", "ModelDataUrl": f"s3://{BUCKET}/other/e.tar.gz"})
     sm.create_endpoint_config(
         EndpointConfigName="llama-prod-cfn", KmsKeyId="arn:aws:kms:us-west-2:123456789012:key/abc",
+        MetricsConfig=METRICS,
         DataCaptureConfig={"EnableCapture": True, "InitialSamplingPercentage": 5,
                            "DestinationS3Uri": "s3://capture-bucket/llama", "CaptureOptions": [{"CaptureMode": "Input"}]},
         ProductionVariants=[

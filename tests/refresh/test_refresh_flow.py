@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import moto_ext
-from refresh_world import BUCKET, ENDPOINT, PREFIX, ROUTING, s3_event
+from refresh_world import BUCKET, ENDPOINT, METRICS, PREFIX, ROUTING, s3_event
 
 from hyperwarm.functions.cache_refresh import handler
 
@@ -74,6 +74,16 @@ def test_routing_weights_instances_capture_and_kms_survive_the_clone(world, cont
     assert after["DataCaptureConfig"] == before["DataCaptureConfig"]
     assert after["KmsKeyId"] == before["KmsKeyId"]
     assert main["embed"]["ModelName"] == "embedder"
+
+
+def test_detailed_observability_survives_the_clone(world, context):
+    """The TTFT alarms read what detailed observability publishes: a refreshed config must keep it on."""
+    assert world.endpoint_config()["MetricsConfig"] == METRICS
+    refresh(world, world.upload("v2"), context)
+    finish_endpoint(world, context)
+    after = world.endpoint_config()
+    assert after["EndpointConfigName"] != "llama-prod-cfn"
+    assert after["MetricsConfig"] == METRICS
 
 
 def test_superseded_refresh_resources_are_deleted_once_the_next_version_serves(world, context):

@@ -1,0 +1,81 @@
+"""PromQL for SageMaker AI detailed observability: the one place hyperwarm writes (and reads) its queries.
+
+With detailed observability on (``MetricsConfig.EnableDetailedObservability``), SageMaker scrapes the
+serving container's Prometheus metrics and stores them in CloudWatch as OpenTelemetry metrics, queried
+with PromQL rather than named by namespace and metric name. The container's ``vllm:`` prefix reads
+``vllm_`` there, and label names containing dots are quoted: SageMaker's documented example is
+``histogram_quantile(0.99, sum by (le) (rate(vllm_time_to_first_token_seconds_bucket{'aws.sagemaker.endpoint.name'="$endpoint"}[5m])))``
+(https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-promql.html).
+
+The PromQL alarm and the dashboard's text widget both take their query from here, and the catalog
+test and the deploy rehearsal read alarms back with :func:`selectors`. No aws-cdk here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"
+VARIANT_LABEL = "aws.sagemaker.variant.name"
+TTFT_METRICS = {"vllm": "vllm_time_to_first_token_seconds", "sglang": "sglang_time_to_first_token_seconds"}
+"""The TTFT histogram of each engine, as detailed observability names it (``vllm:`` -> ``vllm_``)."""
+
+_PLAIN_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SELECTOR = re.compile(r"""([A-Za-z_:][A-Za-z0-9_:]*)\{((?:"(?:[^"\\]|\\.)*"|'[^']*'|[^}"'])*)\}""")
+_MATCHER = re.compile(r"""\s*('[^']+'|"[^"]+"|[A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*,?""")
+
+
+def quote(value: str) -> str:
+    """``value`` as a PromQL double-quoted string: backslash, double quote and line breaks escaped.
+
+    SageMaker's endpoint and variant names (letters, digits, hyphens) never need it, but a query must
+    not change meaning for any input; a CDK token string (``${Token[...]}``) passes unchanged.
+    """
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r"}.get(m[1], m[1]), text)
+
+
+def selector(metric: str, labels: Mapping[str, str]) -> str:
+    """``metric{'a.b'="v", ...}``: label names with dots single-quoted, as SageMaker's docs write them."""
+    matchers = [f"{name if _PLAIN_LABEL.fullmatch(name) else repr(name)}={quote(value)}"
+                for name, value in labels.items()]
+    return f"{metric}{{{', '.join(matchers)}}}"
+
+
+def variant_labels(endpoint: str, variant: str) -> dict[str, str]:
+    """The labels that scope a query to one production variant of one endpoint."""
+    return {ENDPOINT_LABEL: endpoint, VARIANT_LABEL: variant}
+
+
+def ttft_quantile(quantile: float, *, endpoint: str, variant: str, engine: str = "vllm", window: str = "5m") -> str:
+    """The ``quantile`` (0..1) of time to first token, in seconds, of one variant over ``window``."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile = {quantile} -- allowed: between 0 and 1")
+    if engine not in TTFT_METRICS:
+        raise ValueError(f"engine = {engine!r} -- allowed: {', '.join(TTFT_METRICS)}")
+    buckets = selector(f"{TTFT_METRICS[engine]}_bucket", variant_labels(endpoint, variant))
+    return f"histogram_quantile({quantile:g}, sum by (le) (rate({buckets}[{window}])))"
+
+
+def ttft_above(threshold_seconds: float, **scope: str) -> str:
+    """A PromQL alarm's query: p99 TTFT of the variant, returned (so breaching) only above the threshold."""
+    if not threshold_seconds > 0:
+        raise ValueError(f"threshold_seconds = {threshold_seconds} -- must be positive")
+    return f"{ttft_quantile(0.99, **scope)} > {threshold_seconds:g}"
+
+
+def selectors(query: str) -> list[tuple[str, dict[str, str]]]:
+    """(metric, {label: value}) of each ``metric{...}`` selector with equality matchers in ``query``."""
+    found = []
+    for metric, body in _SELECTOR.findall(query):
+        labels = {}
+        for name, op, value in _MATCHER.findall(body):
+            if op == "=":
+                labels[name.strip("'\"")] = _unquote(value)
+        found.append((metric, labels))
+    return found
