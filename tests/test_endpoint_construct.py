@@ -113,6 +113,39 @@ def test_changing_only_routing_keeps_the_model_and_replaces_the_endpoint_config(
     assert endpoint["Properties"]["EndpointConfigName"] == {"Fn::GetAtt": [config_id, "EndpointConfigName"]}
 
 
+def metrics_config(tpl: dict[str, Any]) -> dict[str, Any] | None:
+    (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()
+    return config["Properties"].get("MetricsConfig")
+
+
+def test_detailed_observability_is_on_explicitly_whatever_the_config_creation_date() -> None:
+    # SageMaker's own default is true only for configs created after 2026-06-17; TTFT alarms need it.
+    assert metrics_config(template(variant())) == {"EnableDetailedObservability": True}
+
+
+def test_detailed_observability_can_be_turned_off_and_the_publish_frequency_set() -> None:
+    tpl = template(variant(), detailed_observability=False, metric_publish_frequency=cdk.Duration.seconds(30))
+    assert metrics_config(tpl) == {"EnableDetailedObservability": False, "MetricPublishFrequencyInSeconds": 30}
+    assert metrics_config(template(variant(), metric_publish_frequency=cdk.Duration.minutes(5))) == {
+        "EnableDetailedObservability": True, "MetricPublishFrequencyInSeconds": 300}
+
+
+@pytest.mark.parametrize("frequency", [cdk.Duration.seconds(45), cdk.Duration.minutes(10), cdk.Duration.millis(1500)])
+def test_a_publish_frequency_sagemaker_does_not_accept_is_rejected(frequency: cdk.Duration) -> None:
+    seconds = frequency.to_milliseconds() / 1000
+    rejects(rf"metric_publish_frequency = {seconds:g} s -- allowed: 10, 30, 60, 120, 180, 240, 300 seconds",
+            variant(), metric_publish_frequency=frequency)
+
+
+def test_the_endpoint_configuration_construct_validates_its_frequency_itself() -> None:
+    from hyperwarm.endpoint_configuration import EndpointConfiguration, EndpointConfigurationProps
+
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(ValueError, match=r"^S/Config: metric_publish_frequency = 90 s -- allowed: 10, 30"):
+        EndpointConfiguration(stack, "Config", EndpointConfigurationProps(
+            variants=[variant()], model_names={"main": "m"}, metric_publish_frequency=cdk.Duration.seconds(90)))
+
+
 # -- validation --------------------------------------------------------------------------
 
 

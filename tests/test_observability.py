@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE, NOT_PUBLISHED, find
+from hyperwarm import promql
+from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE, NOT_PUBLISHED, find, find_promql
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 CATALOGUED = {(m.namespace, m.name): set(m.dimensions) for m in PUBLISHED_METRICS}
@@ -53,19 +54,32 @@ def test_every_widget_metric_is_catalogued(synthesized, env):
         assert dimensions == CATALOGUED[namespace, name], (namespace, name, dimensions)
 
 
+def promql_query(alarm: dict[str, Any]) -> str | None:
+    """A PromQL alarm's query (None for a metric alarm)."""
+    return alarm["Properties"].get("EvaluationCriteria", {}).get("PromQLCriteria", {}).get("Query")
+
+
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_every_alarm_metric_is_catalogued(synthesized, env):
     alarms = _of_type(_stack(synthesized, env), "AWS::CloudWatch::Alarm")
     assert alarms
     for alarm in alarms.values():
         props = alarm["Properties"]
+        assert props["AlarmActions"], "every alarm notifies the topic"
+        query = promql_query(alarm)
+        if query is not None:  # reads catalogued PromQL metrics, selected by catalogued labels
+            found = promql.selectors(query)
+            assert found, query
+            for metric, labels in found:
+                catalogued = find_promql(metric)
+                assert labels and set(labels) <= set(catalogued.labels), (metric, labels)
+            continue
         # a single metric; a math or labelled alarm carries each metric in Metrics[].MetricStat.Metric
         metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
         for metric in metrics:
             key = (metric["Namespace"], metric["MetricName"])
             assert key in CATALOGUED, key
             assert {d["Name"] for d in metric["Dimensions"]} == CATALOGUED[key]
-        assert props["AlarmActions"], "every alarm notifies the topic"
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
@@ -79,15 +93,35 @@ def test_widget_titles_name_their_source(synthesized, env):
 
 def test_what_is_not_published_is_said_on_the_dashboard(synthesized):
     text = [w for w in dashboard_widgets(_stack(synthesized, "prod")) if w["type"] == "text"]
-    assert len(text) == 1
     assert all(what in text[0]["properties"]["markdown"] for what in NOT_PUBLISHED)
+
+
+def test_each_sagemaker_variant_has_a_ttft_alarm_its_status_and_the_queries_behind_it(synthesized):
+    template = _stack(synthesized, "prod")
+    alarms = {promql_query(a): a["Properties"] for a in _of_type(template, "AWS::CloudWatch::Alarm").values()
+              if promql_query(a)}
+    widgets = dashboard_widgets(template)
+    texts = [w["properties"]["markdown"] for w in widgets if w["type"] == "text"]
+    status = [w for w in widgets if w["type"] == "alarm"]
+    variants = ("random", "prefix-aware")  # prod's chat endpoint
+    assert len(alarms) == len(status) == len(variants)
+    for variant in variants:
+        scope = dict(endpoint="hyperwarm-prod-chat", variant=variant)
+        query = promql.ttft_above(5, **scope)  # cdk.json: ttft_p99_seconds default 5
+        assert alarms[query]["EvaluationCriteria"]["PromQLCriteria"]["PendingPeriod"] == 300
+        assert alarms[query]["EvaluationInterval"] == 60
+        (text,) = [t for t in texts if f"chat/{variant}: time to first token" in t]
+        for quantile in (0.5, 0.95, 0.99):
+            assert f"`{promql.ttft_quantile(quantile, **scope)}`" in text
+        assert "Query Studio" in text and "SageMaker AI Insights" in text
+        assert any(w["properties"]["title"] == f"chat/{variant}: TTFT p99 alarm (PromQL)" for w in status)
 
 
 def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
     alarms = [a["Properties"] for a in _of_type(_stack(synthesized, "prod"), "AWS::CloudWatch::Alarm").values()]
     by_metric: dict[str, list[dict[str, Any]]] = {}
     for alarm in alarms:
-        by_metric.setdefault(alarm["MetricName"], []).append(alarm)
+        by_metric.setdefault(alarm.get("MetricName", "PromQL"), []).append(alarm)
     latency = by_metric["ModelLatency"]
     assert len(latency) == 2  # the two variants of prod's chat endpoint
     assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 60_000_000 for a in latency)  # cdk.json: 60 s
@@ -97,6 +131,7 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
     assert all(a["Threshold"] == 25 and a["EvaluationPeriods"] == 10 and a["Period"] == 60 for a in cold)
     assert len(by_metric["FailedCaches"]) == 2
     assert len(by_metric["Errors"]) == 1  # the exporter itself
+    assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
 
 
 def test_default_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
@@ -163,7 +198,8 @@ def test_thresholds_come_from_cdk_json(project_context):
     import aws_cdk.assertions as assertions
 
     project_context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99_seconds": 2.5}
+        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99_seconds": 2.5,
+        "ttft_p99_seconds": 0.75}
     app = _app(project_context, "prod")
     stack = app.node.find_child("hyperwarm-prod-observability")
     template = assertions.Template.from_stack(stack)
@@ -171,6 +207,8 @@ def test_thresholds_come_from_cdk_json(project_context):
         "MetricName": "ColdPodShare", "Threshold": 20, "EvaluationPeriods": 5})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "ModelLatency", "Threshold": 2_500_000})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {"EvaluationCriteria": {"PromQLCriteria": {
+        "Query": promql.ttft_above(0.75, endpoint="hyperwarm-prod-chat", variant="random")}}})
 
 
 def test_an_existing_topic_is_used_and_none_created(project_context):
@@ -194,6 +232,7 @@ def test_disabled_observability_adds_no_stack(project_context):
     ({"cold_pod_share_percent": 150}, "environments.prod.observability.cold_pod_share_percent: 150"),
     ({"alarm_topic_arn": "oncall"}, "environments.prod.observability.alarm_topic_arn: 'oncall' -- must be an SNS"),
     ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
+    ({"ttft_p99_seconds": 0}, "environments.prod.observability.ttft_p99_seconds: 0"),
 ])
 def test_bad_observability_config_fails_with_the_field(project_context, section, message):
     from stacks.config import ConfigError, parse_environments
@@ -214,11 +253,13 @@ def test_construct_validation_names_every_problem():
     imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat")
     with pytest.raises(ValueError) as error:
         InferenceObservability(stack, "Obs", InferenceObservabilityProps(
-            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_minutes=0))
+            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_minutes=0,
+            ttft_p99=cdk.Duration.seconds(0)))
     text = str(error.value)
     assert "S/Obs: " in text and "variant_names must be known" in text
     assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
     assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
+    assert "ttft_p99 = 0 ms -- must be positive" in text
 
 
 _EXPORTER_RUNTIME = """

@@ -2,9 +2,10 @@
 
 Every widget and alarm reads a metric from :mod:`hyperwarm.metric_catalog` (what the services really
 publish), and each widget title names its source. SageMaker variants: ModelLatency p50/p95/p99 (to
-the last byte: SageMaker publishes no time to first token), overhead, invocations and errors.
+the last byte), overhead, invocations and errors, and time to first token from detailed observability
+(a PromQL alarm on p99 and the p50/p95/p99 queries, :mod:`hyperwarm.sagemaker_ttft`).
 HyperPod models: the cache metrics exporter's warm/cold figures (:class:`CacheMetricsExporter`,
-created here). Time to first token lives outside CloudWatch metrics: a text widget says where.
+created here). What CloudWatch metrics do not hold, a text widget says where to read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from .cluster import IHyperPodCluster
 from .endpoint_base import IInferenceEndpoint
 from .metric_catalog import NOT_PUBLISHED
+from .sagemaker_ttft import detailed_observability_off, variant_ttft
 from .validation import repeated
 
 _LATENCY_STATS = ("p50", "p95", "p99")
@@ -53,6 +55,8 @@ class InferenceObservabilityProps:
     cannot publish to a topic encrypted with the AWS-managed SNS key)."""
     model_latency_p99: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
     """Alarm when a variant's p99 ModelLatency (whole response) stays above this. Default: 30 seconds."""
+    ttft_p99: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(5))
+    """Alarm when p99 time to first token stays above this for 5 minutes. Default: 5 seconds."""
     cold_pod_share_percent: float = 50.0
     """Alarm when a model's ColdPodShare stays above this percent, 0..100. Default: 50."""
     cold_pod_share_minutes: int = 15
@@ -73,6 +77,8 @@ class InferenceObservability(Construct):
             self.exporter = CacheMetricsExporter(self, "Exporter", CacheMetricsExporterProps(
                 cluster=props.hyperpod.cluster, namespaces=[props.hyperpod.namespace]))
         self.alarms: list[cloudwatch.Alarm] = []
+        self.variant_ttft_alarms: dict[str, cloudwatch.PromQLAlarm] = {}
+        """PromQL alarms on p99 time to first token, by ``<endpoint id>/<variant>``."""
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=props.dashboard_name,
                                               default_interval=cdk.Duration.hours(3))
         self.dashboard.add_widgets(cloudwatch.TextWidget(markdown=_not_published(), width=24, height=5))
@@ -121,7 +127,18 @@ class InferenceObservability(Construct):
         p99 = endpoint.metric_model_latency(variant, statistic="p99", period=cdk.Duration.minutes(1))
         self._alarm(f"{endpoint.node.id}{variant}LatencyP99", p99, threshold=micros, periods=5,
                     description=f"{where}: p99 ModelLatency at or above {props.model_latency_p99.to_milliseconds() / 1000:g} s "
-                                "for 5 minutes (whole responses; SageMaker publishes no time to first token)")
+                                "for 5 minutes (whole responses; time to first token has its own PromQL alarm)")
+        self._variant_ttft(endpoint, variant, props)
+
+    def _variant_ttft(self, endpoint: IInferenceEndpoint, variant: str, props: InferenceObservabilityProps) -> None:
+        if detailed_observability_off(endpoint):
+            cdk.Annotations.of(self).add_warning_v2(
+                f"hyperwarm:ttft:{endpoint.node.id}", f"{endpoint.node.path}: detailed observability is off, so "
+                "SageMaker publishes no time to first token: no TTFT alarm for its variants")
+            return
+        alarm, widgets = variant_ttft(self, endpoint, variant, threshold=props.ttft_p99, topic=self.topic)
+        self.variant_ttft_alarms[f"{endpoint.node.id}/{variant}"] = alarm
+        self.dashboard.add_widgets(*widgets)
 
     def _model(self, model: str, props: InferenceObservabilityProps) -> None:
         exporter = self.exporter
@@ -175,5 +192,7 @@ def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
         problems.append(f"cold_pod_share_minutes = {props.cold_pod_share_minutes} -- allowed: 1..1440")
     if props.model_latency_p99.to_milliseconds() <= 0:
         problems.append(f"model_latency_p99 = {props.model_latency_p99.to_milliseconds()} ms -- must be positive")
+    if props.ttft_p99.to_milliseconds() <= 0:
+        problems.append(f"ttft_p99 = {props.ttft_p99.to_milliseconds()} ms -- must be positive")
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))

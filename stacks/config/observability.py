@@ -22,6 +22,8 @@ class ObservabilityConfig(StrictModel):
     enabled: bool = Field(default=True, description="create the dashboard, alarms and cache metrics exporter")
     model_latency_p99_seconds: float = Field(
         default=30.0, gt=0, le=3600, description="alarm when a variant's p99 ModelLatency stays above this")
+    ttft_p99_seconds: float = Field(
+        default=5.0, gt=0, description="alarm when p99 time to first token stays above it for 5 minutes")
     cold_pod_share_percent: float = Field(
         default=50.0, ge=0, le=100, description="alarm when a cached model's ColdPodShare stays above this")
     cold_pod_share_minutes: int = Field(
@@ -39,5 +41,6 @@ class ObservabilityConfig(StrictModel):
 
         return InferenceObservabilityProps(
             model_latency_p99=cdk.Duration.millis(round(self.model_latency_p99_seconds * 1000)),
+            ttft_p99=cdk.Duration.millis(round(self.ttft_p99_seconds * 1000)),
             cold_pod_share_percent=self.cold_pod_share_percent,
             cold_pod_share_minutes=self.cold_pod_share_minutes, **parts)
