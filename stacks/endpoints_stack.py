@@ -58,6 +58,9 @@ def endpoint_props(env_name: str, endpoint: EndpointConfig) -> InferenceEndpoint
         guardrails=guardrails,
         data_capture=DataCapture(sampling_percentage=capture.sampling_percentage) if capture else None,
         network_isolation=endpoint.network_isolation,
+        detailed_observability=endpoint.detailed_observability,
+        metric_publish_frequency=cdk.Duration.seconds(endpoint.metric_publish_frequency_seconds)
+        if endpoint.metric_publish_frequency_seconds else None,
     )
 
 

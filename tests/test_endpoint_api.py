@@ -42,6 +42,19 @@ def test_synthesized_variants_pass_botocores_parameter_validation(synthesized, p
         assert not report.has_errors(), report.generate_report()
 
 
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_synthesized_metrics_config_is_valid_api_input_with_detailed_observability_on(synthesized, env: str) -> None:
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model(
+        "CreateEndpointConfig").input_shape.members["MetricsConfig"]
+    configs = [r["Properties"] for r in synthesized.template(f"hyperwarm-{env}-endpoints")["Resources"].values()
+               if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+    assert configs
+    for config in configs:
+        report = ParamValidator().validate(config["MetricsConfig"], shape)
+        assert not report.has_errors(), report.generate_report()
+        assert config["MetricsConfig"]["EnableDetailedObservability"] is True
+
+
 def test_botocore_validation_catches_an_out_of_range_prefix_length(production_variant_shape) -> None:
     """The check above can fail: a bypassed range check is caught by botocore's model."""
     pv = production_variant_api_shape(ProductionVariant(

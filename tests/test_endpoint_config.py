@@ -108,3 +108,21 @@ def test_serving_overrides_in_config_reach_the_endpoints_models() -> None:
     (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
     assert model["Properties"]["PrimaryContainer"]["Environment"] == {
         "SM_VLLM_MAX_MODEL_LEN": "8192", "SM_VLLM_MODEL": "/opt/ml/model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}
+
+
+def test_detailed_observability_settings_in_config_reach_the_endpoint_config() -> None:
+    endpoint = {**env_with()["endpoints"][0], "detailed_observability": False, "metric_publish_frequency_seconds": 30}
+    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]}}},
+                    nag=False)
+    template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
+    (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+    assert config["Properties"]["MetricsConfig"] == {"EnableDetailedObservability": False,
+                                                     "MetricPublishFrequencyInSeconds": 30}
+
+
+def test_a_publish_frequency_sagemaker_does_not_accept_is_rejected_in_config() -> None:
+    raw = env_with()
+    raw["endpoints"][0]["metric_publish_frequency_seconds"] = 45
+    message = rejected(raw)
+    assert "environments.prod.endpoints[0].metric_publish_frequency_seconds: 45 -- " in message
+    assert "allowed: 10, 30, 60, 120, 180, 240, 300 seconds" in message

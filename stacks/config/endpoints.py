@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from hyperwarm.endpoint_props import SCALING_METRICS
+from hyperwarm.endpoint_props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
 from hyperwarm.inference_ami import cuda_ami_problem
 from hyperwarm.routing import (
     CONCURRENCY_THRESHOLD_RANGE,
@@ -184,6 +184,17 @@ class EndpointConfig(StrictModel):
     guardrails: GuardrailsConfig | None = None
     data_capture: DataCaptureConfig | None = None
     network_isolation: bool = True
+    detailed_observability: bool = Field(
+        default=True, description="SageMaker AI detailed observability: the container's metrics, TTFT among them")
+    metric_publish_frequency_seconds: int | None = Field(
+        default=None, description="10, 30, 60, 120, 180, 240 or 300; none: SageMaker's 60")
+
+    @field_validator("metric_publish_frequency_seconds")
+    @classmethod
+    def _frequency(cls, value: int | None) -> int | None:
+        if value is not None and value not in METRIC_PUBLISH_FREQUENCIES:
+            raise ValueError(f"allowed: {', '.join(str(s) for s in METRIC_PUBLISH_FREQUENCIES)} seconds")
+        return value
 
     @model_validator(mode="after")
     def _unique_variants(self) -> "EndpointConfig":
