@@ -72,7 +72,7 @@ def test_every_alarm_metric_is_catalogued(synthesized, env):
             assert found, query
             for metric, labels in found:
                 catalogued = find_promql(metric)
-                assert labels and set(labels) <= set(catalogued.labels), (metric, labels)
+                assert set(labels) == set(catalogued.labels), (metric, labels)  # scoped to endpoint and variant
             continue
         # a single metric; a math or labelled alarm carries each metric in Metrics[].MetricStat.Metric
         metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
