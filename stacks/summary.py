@@ -109,7 +109,8 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
             details.append(_refresh(config))
         if kinds.get("AWS::CloudWatch::Dashboard"):
             o = config.observability
-            exporter = "; cache exporter every minute" if kinds.get("AWS::Events::Rule") else ""
+            exporter = (f"; cache exporter every minute (alarm: p99 TimeToFirstToken >= {o.ttft_p99_seconds:g} s)"
+                        if kinds.get("AWS::Events::Rule") else "")
             details.append(f"dashboard hyperwarm-{env_name}, {kinds['AWS::CloudWatch::Alarm']} alarms "
                            f"(p99 ModelLatency >= {o.model_latency_p99_seconds:g} s, ColdPodShare >= "
                            f"{o.cold_pod_share_percent:g} % for {o.cold_pod_share_minutes} min){exporter}")

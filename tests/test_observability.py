@@ -130,6 +130,11 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
         "llama-3-1-70b", "llama-3-1-8b"}
     assert all(a["Threshold"] == 25 and a["EvaluationPeriods"] == 10 and a["Period"] == 60 for a in cold)
     assert len(by_metric["FailedCaches"]) == 2
+    ttft = by_metric["TimeToFirstToken"]  # one per HyperPod model, default threshold 5 s
+    assert {next(d["Value"] for d in a["Dimensions"] if d["Name"] == "Model") for a in ttft} == {
+        "llama-3-1-70b", "llama-3-1-8b"}
+    assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 5000 and a["EvaluationPeriods"] == 5
+               and a["TreatMissingData"] == "notBreaching" for a in ttft)
     assert len(by_metric["Errors"]) == 1  # the exporter itself
     assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
 
@@ -173,7 +178,7 @@ def test_exporter_kubernetes_access_is_read_only():
     rules = [r for o in objects if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
     assert {v for r in rules for v in r["verbs"]} == {"get", "list", "watch"}
     assert sorted((g, res) for r in rules for g in r["apiGroups"] for res in r["resources"]) == [
-        ("", "nodes"), ("", "pods"),
+        ("", "nodes"), ("", "pods"), ("", "pods/proxy"),
         ("inference.sagemaker.aws.amazon.com", "inferenceendpointconfigs"),
         ("inference.sagemaker.aws.amazon.com", "modelimagecaches"),
         ("inference.sagemaker.aws.amazon.com", "modelweightscacheconfigs")]
@@ -181,11 +186,40 @@ def test_exporter_kubernetes_access_is_read_only():
     assert [r["resources"] for o in cluster_wide for r in o["rules"]] == [["nodes"]]
 
 
+def test_exporter_may_only_get_the_pod_proxy_in_the_models_namespace(synthesized):
+    """The pods' own metrics are read through the API server's pod proxy: ``get`` on ``pods/proxy``, in a
+    Role of the caches' namespace, never cluster-wide (a ClusterRole would open every pod's ports)."""
+    (rbac,) = synthesized.resources("hyperwarm-prod-observability", "Custom::AWSCDK-EKS-KubernetesResource").values()
+    objects = json.loads(rbac["Properties"]["Manifest"])
+    proxy = [(o["kind"], o["metadata"].get("namespace"), r["verbs"]) for o in objects
+             for r in o.get("rules", []) if any(res.startswith("pods/") for res in r["resources"])]
+    assert proxy == [("Role", "hyperwarm-models", ["get"])]
+
+
 def test_catalog_lookup_names_what_exists():
     assert find(EXPORTER_NAMESPACE, "ColdPodShare").unit == "Percent"
+    assert find(EXPORTER_NAMESPACE, "TimeToFirstToken").unit == "Milliseconds"  # from the HyperPod pods' vLLM metrics
     with pytest.raises(KeyError, match="catalogued there: .*ColdPods"):
-        find(EXPORTER_NAMESPACE, "TimeToFirstToken")
-    assert not any(m.name in ("TimeToFirstToken", "TTFT") for m in PUBLISHED_METRICS)  # nobody publishes it there
+        find(EXPORTER_NAMESPACE, "TTFT")
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_each_hyperpod_model_charts_ttft_hit_rates_and_request_share(synthesized, env):
+    widgets = dashboard_widgets(_stack(synthesized, env))
+    charted = {name for w in widgets for _, name, _ in widget_metrics(w)}
+    assert {"TimeToFirstToken", "PrefixCacheHitRate", "ColdRequestShare", "ColdPodShare", "RequestsWaiting",
+            "ScrapeFailures"} <= charted
+    titles = [w["properties"]["title"] for w in widgets if w["type"] == "metric"]
+    ttft = [t for t in titles if "TimeToFirstToken p50/p95/p99" in t]
+    hit_rates = [t for t in titles if "PrefixCacheHitRate" in t and "weights-cache hit rate" in t]
+    shares = [t for t in titles if "ColdRequestShare" in t and "ColdPodShare" in t]
+    assert len(ttft) == len(hit_rates) == len(shares) > 0
+
+
+def test_exporter_runs_in_one_environment_at_a_time(synthesized):
+    """The previous scrape lives in the function's memory: one execution environment must see every run."""
+    (function,) = _of_type(_stack(synthesized, "prod"), "AWS::Lambda::Function").values()
+    assert function["Properties"]["ReservedConcurrentExecutions"] == 1
 
 
 def _app(context, env: str):
@@ -209,6 +243,8 @@ def test_thresholds_come_from_cdk_json(project_context):
         "MetricName": "ModelLatency", "Threshold": 2_500_000})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {"EvaluationCriteria": {"PromQLCriteria": {
         "Query": promql.ttft_above(0.75, endpoint="hyperwarm-prod-chat", variant="random")}}})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {  # the same threshold for HyperPod models
+        "MetricName": "TimeToFirstToken", "ExtendedStatistic": "p99", "Threshold": 750})
 
 
 def test_an_existing_topic_is_used_and_none_created(project_context):
@@ -273,6 +309,7 @@ class Runtime:  # what the Lambda Python runtime brings: boto3 and its own depen
 sys.meta_path.append(Runtime())
 module = importlib.import_module("cache_exporter.handler")
 assert callable(module.lambda_handler) and module.__file__.startswith(asset)
+assert sys.modules["prometheus_client"].__file__.startswith(asset)  # bundled at its pin, not the runtime's
 assert not {"aws_cdk", "jsii", "constructs", "hyperwarm", "cache_refresh"} & set(sys.modules), sorted(sys.modules)
 """
 

@@ -38,7 +38,8 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     function = "hyperwarm/functions/cache_refresh"
     assert {f"{function}/handler.py", f"{function}/contract.py", f"{function}/targets/endpoint.py",
             f"{function}/requirements.txt", "hyperwarm/planner/sim.py"} <= set(names)
-    assert "hyperwarm/functions/cache_exporter/handler.py" in names  # the cache metrics exporter, the same way
+    exporter = "hyperwarm/functions/cache_exporter"  # the cache metrics exporter, the same way
+    assert {f"{exporter}/handler.py", f"{exporter}/vllm.py", f"{exporter}/requirements.txt"} <= set(names)
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"hyperwarm"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
@@ -55,3 +56,14 @@ def test_the_refresh_extra_installs_exactly_the_functions_pinned_requirements() 
     assert dict(r.split("==") for r in extra) == pinned_requirements()
     dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     assert not [d for d in dependencies if d.startswith("aws-lambda-powertools")]  # a construct user needs none
+
+
+def test_the_exporter_extra_installs_exactly_the_exporters_pinned_requirements() -> None:
+    import tomllib
+
+    from hyperwarm.functions import cache_exporter
+    from hyperwarm.refresh_asset import pinned_requirements
+
+    pins = pinned_requirements(Path(cache_exporter.__file__).parent / "requirements.txt")
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["exporter"]
+    assert dict(r.split("==") for r in extra) == pins == {"prometheus-client": "0.26.0"}

@@ -2,22 +2,23 @@
 
 A Lambda function (``lambdas/cache_exporter``) on an EventBridge one-minute schedule, in the cluster's
 private subnets (the EKS API is private), reads the inference operator's cache objects, the
-deployments' pods and the nodes, and publishes ``Hyperwarm/Caches`` metrics per model (see
-:mod:`hyperwarm.metric_catalog`). Least privilege: ``eks:DescribeCluster`` on the cluster,
+deployments' pods and the nodes, and each running pod's own vLLM metrics (through the API server's pod
+proxy), and publishes ``Hyperwarm/Caches`` metrics per model (see :mod:`hyperwarm.metric_catalog`).
+Least privilege: ``eks:DescribeCluster`` on the cluster,
 ``cloudwatch:PutMetricData`` only into that namespace; inside the cluster an access entry in a group
-that may only get/list/watch the operator's cache objects and pods in the given namespaces, and nodes.
+that may only get/list/watch the operator's cache objects and pods in the given namespaces, and nodes,
+and get ``pods/proxy`` in those namespaces. Reserved concurrency 1: one warm execution environment
+keeps the previous scrape, so counters become per-minute figures.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_events as events
@@ -31,6 +32,7 @@ from .cluster import IHyperPodCluster
 from .kube_access import private_api_network
 from .metric_catalog import EXPORTER_NAMESPACE, find
 from .nag import acknowledge, acknowledge_checkov, managed_policy
+from .refresh_asset import pinned_code
 from .functions import cache_exporter as _package
 from .validation import repeated
 
@@ -57,7 +59,9 @@ class CacheMetricsExporterProps:
 
 class CacheMetricsExporter(Construct):
     """Publishes ``WarmNodes``, ``Pods``, ``ColdPods``, ``ColdPodShare``, ``CacheFillSeconds`` and
-    ``FailedCaches`` per model every minute. ``node.default_child`` is the ``AWS::Lambda::Function``."""
+    ``FailedCaches`` per model every minute, and from the pods' own vLLM metrics ``TimeToFirstToken``,
+    ``PrefixCacheHitRate``, ``Requests``, ``ColdRequests``, ``ColdRequestShare``, ``RequestsWaiting`` and
+    ``ScrapeFailures``. ``node.default_child`` is the ``AWS::Lambda::Function``."""
 
     def __init__(self, scope: Construct, id: str, props: CacheMetricsExporterProps) -> None:
         super().__init__(scope, id)
@@ -82,6 +86,9 @@ class CacheMetricsExporter(Construct):
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
             handler="cache_exporter.handler.lambda_handler", code=function_code(),
             role=self.role, memory_size=256, timeout=cdk.Duration.seconds(50),
+            # One execution environment sees every run: it keeps the previous scrape of each pod in memory
+            # to turn cumulative counters into per-minute figures (lambdas/cache_exporter/counters.py).
+            reserved_concurrent_executions=1,
             environment={"HYPERWARM_CLUSTER_NAME": props.cluster.eks_cluster.cluster_name,
                          "HYPERWARM_NAMESPACES": ",".join(props.namespaces)},
             log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH),
@@ -143,27 +150,43 @@ class CacheMetricsExporter(Construct):
         """The model's caches in state Failed. Default: Maximum over 1 minute."""
         return self.metric("FailedCaches", model, **options)
 
+    def metric_time_to_first_token(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Time to first token of the model's requests (milliseconds), from its vLLM pods' histogram: a
+        distribution, so any percentile works. Default: p99 over 1 minute."""
+        return self.metric("TimeToFirstToken", model, **{"statistic": "p99", **options})
 
-@jsii.implements(cdk.ILocalBundling)
-class _Bundle:
-    """The asset's root holds ``cache_exporter/`` (the handler's import name in Lambda); it needs only
-    boto3 and urllib3, which the Python runtime provides: nothing else is bundled."""
+    def metric_prefix_cache_hit_rate(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Percent of prompt tokens the engine found in its prefix (KV) cache. Default: Maximum over 1 minute."""
+        return self.metric("PrefixCacheHitRate", model, **options)
 
-    def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
-        shutil.copytree(_SOURCE, Path(output_dir) / "cache_exporter",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        return True
+    def metric_cold_request_share(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Percent of the model's requests served by pods on unprepared nodes. Default: Maximum over 1 minute."""
+        return self.metric("ColdRequestShare", model, **options)
+
+    def metric_requests(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Requests the model's pods finished. Default: Sum over 1 minute."""
+        return self.metric("Requests", model, **{"statistic": "Sum", **options})
+
+    def metric_requests_waiting(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Requests queued in the model's engines (a gauge; a sensible scaling trigger).
+        Default: Maximum over 1 minute."""
+        return self.metric("RequestsWaiting", model, **options)
+
+    def metric_scrape_failures(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """Running pods of the model whose metrics could not be read. Default: Maximum over 1 minute."""
+        return self.metric("ScrapeFailures", model, **options)
 
 
 def function_code() -> lambda_.Code:
-    """The exporter's code asset, bundled offline (no Docker)."""
-    return lambda_.Code.from_asset(
-        str(_SOURCE), asset_hash_type=cdk.AssetHashType.OUTPUT,
-        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused-local-bundling"), local=_Bundle()))
+    """The exporter's code asset, bundled offline (no Docker): ``cache_exporter/`` and the distributions
+    pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the runtime."""
+    return pinned_code(_SOURCE, "cache_exporter", _SOURCE / "requirements.txt", "the cache metrics exporter",
+                       "exporter")
 
 
 def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
-    """Read-only: nodes cluster-wide (a ClusterRole), pods and the operator's cache objects per namespace."""
+    """Read-only: nodes cluster-wide (a ClusterRole); per namespace (a Role) pods, the operator's cache
+    objects, and ``get`` on ``pods/proxy`` (the pods' own metrics; never cluster-wide)."""
     labels = {"app.kubernetes.io/managed-by": "hyperwarm"}
     subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
     objects: list[dict[str, Any]] = [
@@ -180,6 +203,8 @@ def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
         objects += [
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
              "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": _READ},
+                       # each running pod's /metrics through the API server's pod proxy (a GET is "get")
+                       {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
                        {"apiGroups": [_OPERATOR_GROUP], "resources": _CACHE_RESOURCES, "verbs": _READ}]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": _NAME},
@@ -189,9 +214,6 @@ def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _acknowledge_checkov(function: lambda_.Function) -> None:
-    acknowledge_checkov(function, "a one-minute scheduled reader; reserved concurrency would take capacity from the "
-                        "account's unreserved pool, and an overlapping run only publishes the same figures twice",
-                        "CKV_AWS_115")
     acknowledge_checkov(function, "a failed minute is superseded by the next run (no retries by design); a "
                         "dead-letter queue would hold schedule events nobody replays", "CKV_AWS_116")
     acknowledge_checkov(function, "the environment holds the cluster name and namespaces, no secrets; Lambda "

@@ -43,6 +43,28 @@ def _exporter(name: str, unit: str, description: str) -> PublishedMetric:
     return PublishedMetric(EXPORTER_NAMESPACE, name, ("ClusterName", "Model"), unit, _EXPORTER_SOURCE, description)
 
 
+_HYPERPOD_SERVING = (  # the exporter's figures from the HyperPod pods' own vLLM metrics
+    _exporter("TimeToFirstToken", "Milliseconds",
+              "Time to first token of the model's requests since the previous run, from each Running pod's "
+              "vllm:time_to_first_token_seconds histogram (read through the API server's pod proxy): each "
+              "bucket's new count spread evenly inside the bucket (+Inf at the last bound) as a distribution, "
+              "so p50/p95/p99 are exact to a fraction of a bucket over any period."),
+    _exporter("PrefixCacheHitRate", "Percent",
+              "The engine's prefix (KV) cache: new vllm:prefix_cache_hits_total / new "
+              "vllm:prefix_cache_queries_total x 100 over the model's pods (tokens). Not published without queries."),
+    _exporter("Requests", "Count", "Requests the model's pods finished since the previous run "
+              "(vllm:request_success_total, else the TTFT histogram's count)."),
+    _exporter("ColdRequests", "Count", "Of Requests, those served by pods on unprepared nodes (the ColdPods rule)."),
+    _exporter("ColdRequestShare", "Percent",
+              "ColdRequests / Requests x 100: the share of requests served on unprepared nodes. Not published "
+              "without requests."),
+    _exporter("RequestsWaiting", "Count",
+              "Requests queued in the model's engines now (sum of the vllm:num_requests_waiting gauge)."),
+    _exporter("ScrapeFailures", "Count",
+              "Running pods of the model whose metrics could not be read this run (timeout, HTTP error, not "
+              "vLLM): their requests are missing from the figures above until they are read again."),
+)
+
 PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
     _sagemaker("Invocations", "None", "InvokeEndpoint requests sent to the variant (Sum)."),
     _sagemaker("Invocation4XXErrors", "None", "Requests the model answered with a 4XX status (Sum)."),
@@ -63,6 +85,7 @@ PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
               "For each of the model's caches (weights, and image caches naming it as parent) that became "
               "Ready since the previous run: Ready time minus the cache object's creation time."),
     _exporter("FailedCaches", "Count", "The model's weights and image caches whose status.state is Failed."),
+    *_HYPERPOD_SERVING,
     PublishedMetric("AWS/Lambda", "Errors", ("FunctionName",), "Count",
                     "https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html",
                     "Invocations of the exporter that failed: while it fails, the cache metrics have no data."),
@@ -113,14 +136,11 @@ NOT_PUBLISHED: dict[str, str] = {
         "dashboard has no documented PromQL graph widget, so the chart is in CloudWatch's SageMaker AI "
         "Insights dashboard and Query Studio: "
         "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html",
-    "HyperPod deployments: latency and time to first byte/token":
-        "The inference operator's `metrics` section makes the pods expose Prometheus metrics "
-        "(model_latency_milliseconds, model_ttfb_milliseconds, and the container's own, e.g. vLLM's "
-        "vllm:time_to_first_token_seconds and prefix-cache hit counters), collected by HyperPod observability "
-        "into Amazon Managed Service for Prometheus, not CloudWatch metrics: "
+    "HyperPod deployments: whole-request latency, and serving containers other than vLLM":
+        "The exporter reads vLLM's own series only (TimeToFirstToken, PrefixCacheHitRate, Requests). The "
+        "operator's model_latency_milliseconds and model_ttfb_milliseconds, and other engines' metrics, go with "
+        "HyperPod observability to Amazon Managed Service for Prometheus, not CloudWatch metrics: "
         "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-observability.html",
-    "Requests served by pods on unprepared nodes":
-        "Not measurable from the cluster's objects: the exporter counts pods (ColdPodShare), not requests.",
 }
 
 

@@ -5,7 +5,9 @@ publish), and each widget title names its source. SageMaker variants: ModelLaten
 the last byte), overhead, invocations and errors, and time to first token from detailed observability
 (a PromQL alarm on p99 and the p50/p95/p99 queries, :mod:`hyperwarm.sagemaker_ttft`).
 HyperPod models: the cache metrics exporter's warm/cold figures (:class:`CacheMetricsExporter`,
-created here). What CloudWatch metrics do not hold, a text widget says where to read.
+created here), and from the pods' own vLLM metrics TTFT p50/p95/p99 (an alarm on p99), the engine's
+prefix-cache hit rate and the share of requests on unprepared nodes. What CloudWatch metrics do not
+hold, a text widget says where to read.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class InferenceObservabilityProps:
     model_latency_p99: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(30))
     """Alarm when a variant's p99 ModelLatency (whole response) stays above this. Default: 30 seconds."""
     ttft_p99: cdk.Duration = field(default_factory=lambda: cdk.Duration.seconds(5))
-    """Alarm when p99 time to first token stays above this for 5 minutes. Default: 5 seconds."""
+    """Alarm when p99 time to first token (of a SageMaker variant, and of a HyperPod model's
+    ``TimeToFirstToken``) stays above this for 5 minutes. Default: 5 seconds."""
     cold_pod_share_percent: float = 50.0
     """Alarm when a model's ColdPodShare stays above this percent, 0..100. Default: 50."""
     cold_pod_share_minutes: int = 15
@@ -88,6 +91,8 @@ class InferenceObservability(Construct):
         if props.hyperpod is not None:
             for model in props.hyperpod.models:
                 self._model(model, props)
+                self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
+                self._ttft_alarm(model, props)
             self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
                         "cache alarms see no data until it runs again")
@@ -165,6 +170,41 @@ class InferenceObservability(Construct):
                                 f"its weights cache for {props.cold_pod_share_minutes} minutes")
         self._alarm(f"{model}CacheFailed", exporter.metric_failed_caches(model), threshold=1, periods=1,
                     description=f"{model}: a weights or image cache of the model is in state Failed")
+
+    def _ttft_alarm(self, model: str, props: InferenceObservabilityProps) -> None:
+        assert self.exporter is not None
+        self._alarm(f"{model}TtftP99", self.exporter.metric_time_to_first_token(model, statistic="p99"),
+                    threshold=props.ttft_p99.to_milliseconds(), periods=5,
+                    description=f"{model}: p99 time to first token at or above "
+                                f"{props.ttft_p99.to_milliseconds() / 1000:g} s for 5 minutes (from its vLLM pods' "
+                                "histogram; no data, e.g. no requests, is not breaching)")
+
+
+def serving_widgets(exporter: CacheMetricsExporter, model: str) -> list[cloudwatch.GraphWidget]:
+    """From a HyperPod model's own vLLM metrics: TTFT p50/p95/p99, the engine's prefix-cache hit rate
+    beside the weights-cache hit rate, the request share on cold nodes beside the pod share, the queue."""
+    source = "Hyperwarm/Caches, cache exporter from the pods' vLLM metrics"
+    weights_hit_rate = cloudwatch.MathExpression(
+        expression="100 - share", label="weights-cache hit rate % (100 - ColdPodShare)",
+        using_metrics={"share": exporter.metric_cold_pod_share(model)})
+    percent = cloudwatch.YAxisProps(min=0, max=100)
+    return [
+        cloudwatch.GraphWidget(
+            title=f"{model}: TimeToFirstToken p50/p95/p99, milliseconds ({source})",
+            left=[exporter.metric_time_to_first_token(model, statistic=s, label=s) for s in _LATENCY_STATS], width=6),
+        cloudwatch.GraphWidget(
+            title=f"{model}: PrefixCacheHitRate % (engine) beside the weights-cache hit rate % ({source})",
+            left=[exporter.metric_prefix_cache_hit_rate(model), weights_hit_rate], left_y_axis=percent, width=6),
+        cloudwatch.GraphWidget(
+            title=f"{model}: ColdRequestShare % of requests beside ColdPodShare % of pods on unprepared "
+                  f"nodes ({source})",
+            left=[exporter.metric_cold_request_share(model), exporter.metric_cold_pod_share(model)],
+            left_y_axis=percent, width=6),
+        cloudwatch.GraphWidget(
+            title=f"{model}: Requests, RequestsWaiting, ScrapeFailures ({source})",
+            left=[exporter.metric_requests(model), exporter.metric_requests_waiting(model)],
+            right=[exporter.metric_scrape_failures(model)], width=6),
+    ]
 
 
 def _not_published() -> str:

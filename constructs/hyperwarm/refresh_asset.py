@@ -1,5 +1,7 @@
 """The refresh functions' code asset: the ``cache_refresh`` package and its pinned dependencies.
 
+:func:`pinned_code` is the general form; the cache metrics exporter's asset uses it too.
+
 The asset's root holds the package folder ``cache_refresh/``, so handlers are
 ``cache_refresh.handler.lambda_handler`` (:mod:`hyperwarm.functions.cache_refresh.contract`) whatever
 name the package is installed under here. Dependencies come from the function's own
@@ -47,17 +49,18 @@ def pinned_requirements(path: Path | None = None) -> dict[str, str]:
     return pins
 
 
-def _installed(name: str, pinned: str) -> importlib.metadata.Distribution:
+def _installed(name: str, pinned: str, requirements: Path, function: str,
+               extra: str) -> importlib.metadata.Distribution:
     """The installed distribution ``name`` at exactly ``pinned``, or a :class:`BundlingError` saying what to do."""
-    fix = f"install the function's pinned dependencies: pip install -r {REQUIREMENTS} (or hyperwarm[refresh])"
+    fix = f"install the function's pinned dependencies: pip install -r {requirements} (or hyperwarm[{extra}])"
     try:
         dist = importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
-        raise BundlingError(f"cannot bundle the cache refresh function: {name}=={pinned} is pinned in "
-                            f"{REQUIREMENTS.name} but not installed; {fix}") from None
+        raise BundlingError(f"cannot bundle {function}: {name}=={pinned} is pinned in "
+                            f"{requirements.name} but not installed; {fix}") from None
     if dist.version != pinned:
-        raise BundlingError(f"cannot bundle the cache refresh function: {name} is pinned to {pinned} in "
-                            f"{REQUIREMENTS.name} but {dist.version} is installed; {fix}")
+        raise BundlingError(f"cannot bundle {function}: {name} is pinned to {pinned} in "
+                            f"{requirements.name} but {dist.version} is installed; {fix}")
     return dist
 
 
@@ -70,13 +73,17 @@ def _top_level(dist: importlib.metadata.Distribution) -> list[Path]:
 
 @jsii.implements(cdk.ILocalBundling)
 class _Bundle:
-    """Copies the function's package and its pinned dependencies from this environment."""
+    """Copies a function's package and its pinned dependencies from this environment."""
+
+    def __init__(self, source: Path, package: str, requirements: Path, function: str, extra: str) -> None:
+        self._source, self._package, self._requirements = source, package, requirements
+        self._function, self._extra = function, extra
 
     def try_bundle(self, output_dir: str, *, image: Any = None, **_: Any) -> bool:
         out = Path(output_dir)
-        shutil.copytree(SOURCE, out / contract.PACKAGE, ignore=_IGNORED)
-        for name, pinned in pinned_requirements().items():
-            for source in _top_level(_installed(name, pinned)):
+        shutil.copytree(self._source, out / self._package, ignore=_IGNORED)
+        for name, pinned in pinned_requirements(self._requirements).items():
+            for source in _top_level(_installed(name, pinned, self._requirements, self._function, self._extra)):
                 if source.is_dir():
                     shutil.copytree(source, out / source.name, ignore=_IGNORED)
                 else:
@@ -84,14 +91,21 @@ class _Bundle:
         return True
 
 
-def function_code() -> lambda_.Code:
-    """The code of every hyperwarm function (the refresh functions and the deploy guard share one asset).
-
-    The pins are checked here, at construction, so a mismatch fails synth with this module's message."""
-    for name, pinned in pinned_requirements().items():
-        _installed(name, pinned)
+def pinned_code(source: Path, package: str, requirements: Path, function: str, extra: str) -> lambda_.Code:
+    """A Lambda asset whose root holds ``package/`` (a copy of ``source``) and the distributions pinned in
+    ``requirements``, copied from this environment, offline. ``function`` names it in messages, ``extra``
+    is the hyperwarm extra that installs its pins. The pins are checked here, at construction, so a mismatch
+    fails synth with this module's message."""
+    for name, pinned in pinned_requirements(requirements).items():
+        _installed(name, pinned, requirements, function, extra)
     return lambda_.Code.from_asset(
-        str(SOURCE),
+        str(source),
         asset_hash_type=cdk.AssetHashType.OUTPUT,
-        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused-local-bundling"), local=_Bundle()),
+        bundling=cdk.BundlingOptions(image=cdk.DockerImage.from_registry("unused-local-bundling"),
+                                     local=_Bundle(source, package, requirements, function, extra)),
     )
+
+
+def function_code() -> lambda_.Code:
+    """The code of every hyperwarm refresh function (the refresh functions and the deploy guard share one asset)."""
+    return pinned_code(SOURCE, contract.PACKAGE, REQUIREMENTS, "the cache refresh function", "refresh")

@@ -1,43 +1,117 @@
-"""The exporter's I/O: list the operator's objects, pods and nodes, publish each model's figures.
+"""The exporter's I/O: list the operator's objects, pods and nodes, scrape the pods, publish each model's figures.
 
 Runs every minute (EventBridge). Reads through the Kubernetes API with the EKS token of the
 function's role, which an access entry maps to a group that may only get/list/watch the operator's
-cache objects, pods and nodes. Writes only ``PutMetricData`` to :data:`placement.NAMESPACE`.
+cache objects, pods and nodes, and get ``pods/proxy`` (each running pod's ``/metrics``). Writes only
+``PutMetricData`` to :data:`placement.NAMESPACE`.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import boto3
 
-from .kube import KubeReader, cluster_access, eks_token
-from .placement import NAMESPACE, ModelFigures, model_figures
+from .counters import Scrape, Snapshots
+from .kube import KubeReader, ScrapeError, cluster_access, eks_token
+from .placement import NAMESPACE, ModelFigures, model_figures, parse_time, placed_pods, warm_nodes
+from .serving import PodServing, ServingFigures, serving_figures
+from .vllm import EngineSample, NotVllm, metrics_target, parse
 
 GROUP = "/apis/inference.sagemaker.aws.amazon.com/v1"
 WINDOW = datetime.timedelta(minutes=1)  # the schedule's rate: each cache fill is reported once
+SCRAPE_TIMEOUT = 5.0  # seconds per pod; scrapes run in parallel
+SCRAPE_BUDGET = 30.0  # seconds for all scrapes: later ones are skipped (ScrapeFailures), the run still publishes
+_SCRAPERS = 8
 _BATCH = 1000  # PutMetricData's most MetricData entries per call
+SNAPSHOTS = Snapshots()
+"""The previous run's scrapes: module level, so the next run in this (only: reserved concurrency 1)
+execution environment finds them; a cold start begins empty."""
+LOG = logging.getLogger(__name__)
 
 
-def collect(kube: KubeReader, namespaces: Sequence[str], now: datetime.datetime) -> list[ModelFigures]:
-    """Every ``InferenceEndpointConfig`` in ``namespaces``, with its caches, pods and the nodes."""
+@dataclass(frozen=True)
+class _Model:
+    namespace: str
+    cache: ModelFigures
+    target: tuple[int, str] | None
+    running: list[tuple[dict[str, Any], bool]]
+    """(pod, on a cold node) of each placed, Running pod."""
+
+
+def _model(namespace: str, deployment: dict[str, Any], weights: list, images: list, pods: list, nodes: list,
+           now: datetime.datetime) -> _Model:
+    warm = warm_nodes(deployment, weights, nodes)
+    running = [(p, p["spec"]["nodeName"] not in warm) for p in placed_pods(deployment, pods)
+               if p["status"].get("phase") == "Running" and p["metadata"].get("uid")]
+    return _Model(namespace, model_figures(deployment, weights, images, pods, nodes, now, WINDOW),
+                  metrics_target(deployment), running)
+
+
+def scrape(kube: KubeReader, model: _Model, pod: dict[str, Any], deadline: float) -> EngineSample | None:
+    """The pod's vLLM metrics, or None (logged) when they cannot be read: never fails the run."""
+    name = pod["metadata"]["name"]
+    if time.monotonic() >= deadline:
+        LOG.warning("%s/%s: not scraped, the run's %g s for scrapes are spent", model.namespace, name, SCRAPE_BUDGET)
+        return None
+    if model.target is None:
+        LOG.warning("%s/%s: the deployment names no metrics or invocation port; not scraped", model.namespace, name)
+        return None
+    try:
+        return parse(kube.pod_text(model.namespace, name, *model.target, timeout=SCRAPE_TIMEOUT))
+    except (ScrapeError, NotVllm) as error:
+        LOG.warning("%s/%s: metrics not read: %s", model.namespace, name, error)
+        return None
+
+
+def collect(kube: KubeReader, namespaces: Sequence[str], now: datetime.datetime,
+            snapshots: Snapshots | None = None) -> list[tuple[ModelFigures, ServingFigures]]:
+    """Every ``InferenceEndpointConfig`` in ``namespaces``: its caches, pods and nodes, and its pods' metrics.
+    ``snapshots``: the previous run's scrapes. Default: :data:`SNAPSHOTS`, this environment's."""
     nodes = kube.items("/api/v1/nodes")
-    figures = []
+    models = []
     for ns in namespaces:
         weights = kube.items(f"{GROUP}/namespaces/{ns}/modelweightscacheconfigs")
         images = kube.items(f"{GROUP}/namespaces/{ns}/modelimagecaches")
         pods = kube.items(f"/api/v1/namespaces/{ns}/pods")
         for deployment in kube.items(f"{GROUP}/namespaces/{ns}/inferenceendpointconfigs"):
-            figures.append(model_figures(deployment, weights, images, pods, nodes, now, WINDOW))
-    return figures
+            models.append(_model(ns, deployment, weights, images, pods, nodes, now))
+    serving = _serving(kube, models, now, SNAPSHOTS if snapshots is None else snapshots)
+    return list(zip([m.cache for m in models], serving))
 
 
-def metric_data(cluster: str, figures: Sequence[ModelFigures], now: datetime.datetime) -> list[dict[str, Any]]:
-    return [{"MetricName": name, "Value": value, "Unit": unit, "Timestamp": now,
-             "Dimensions": [{"Name": "ClusterName", "Value": cluster}, {"Name": "Model", "Value": f.model}]}
-            for f in figures for name, value, unit in f.metrics()]
+def _serving(kube: KubeReader, models: list[_Model], now: datetime.datetime,
+             snapshots: Snapshots) -> list[ServingFigures]:
+    """Scrape every running pod (in parallel), difference against the previous run, sum per model."""
+    work = [(m, pod) for m in models for pod, _ in m.running]
+    deadline = time.monotonic() + SCRAPE_BUDGET
+    with ThreadPoolExecutor(max_workers=_SCRAPERS) as pool:
+        samples = dict(zip([_uid(p) for _, p in work], pool.map(lambda w: scrape(kube, *w, deadline), work)))
+    scrapes = {_uid(p): Scrape(parse_time(p["status"].get("startTime")), samples[_uid(p)])
+               for _, p in work if samples[_uid(p)] is not None}
+    deltas = snapshots.advance(scrapes, running=set(samples), now=now)
+    return [serving_figures(m.cache.model, [PodServing(cold, samples[_uid(p)], deltas.get(_uid(p)))
+                                            for p, cold in m.running]) for m in models]
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    return pod["metadata"]["uid"]
+
+
+def metric_data(cluster: str, figures: Sequence[tuple[ModelFigures, ServingFigures]],
+                now: datetime.datetime) -> list[dict[str, Any]]:
+    out = []
+    for cache, serving in figures:
+        dimensions = [{"Name": "ClusterName", "Value": cluster}, {"Name": "Model", "Value": cache.model}]
+        datums = [{"MetricName": n, "Value": v, "Unit": u} for n, v, u in cache.metrics()] + serving.datums()
+        out += [{**d, "Timestamp": now, "Dimensions": dimensions} for d in datums]
+    return out
 
 
 def publish(cloudwatch: Any, data: list[dict[str, Any]]) -> None:
@@ -53,4 +127,4 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     figures = collect(KubeReader(endpoint, ca_pem, eks_token(cluster, region)), namespaces, now)
     data = metric_data(cluster, figures, now)
     publish(boto3.client("cloudwatch", region_name=region), data)
-    return {"models": [f.model for f in figures], "metrics": len(data)}
+    return {"models": [cache.model for cache, _ in figures], "metrics": len(data)}

@@ -1,4 +1,4 @@
-"""Reading the cluster: the EKS bearer token, the API endpoint, and GETs of Kubernetes lists.
+"""Reading the cluster: the EKS bearer token, the API endpoint, GETs of Kubernetes lists and of pod pages.
 
 The token is the one ``aws eks get-token`` prints: ``k8s-aws-v1.`` + base64url of an STS
 GetCallerIdentity URL presigned with the header ``x-k8s-aws-id: <cluster>``. The refresh function has
@@ -18,6 +18,10 @@ import urllib3
 from botocore.signers import RequestSigner
 
 TOKEN_SECONDS = 60
+
+
+class ScrapeError(RuntimeError):
+    """A pod's metrics could not be read through the API server's pod proxy."""
 
 
 def eks_token(cluster: str, region: str) -> str:
@@ -40,7 +44,7 @@ def cluster_access(cluster: str, region: str) -> tuple[str, str]:
 
 
 class KubeReader:
-    """GETs of Kubernetes lists (no paging: a cluster's caches, pods and nodes fit one answer)."""
+    """GETs of Kubernetes lists (no paging: a cluster's caches, pods and nodes fit one answer) and of pods' pages."""
 
     def __init__(self, endpoint: str, ca_pem: str, token: str, timeout: float = 10.0) -> None:
         self._endpoint = endpoint.rstrip("/")
@@ -55,3 +59,16 @@ class KubeReader:
         if resp.status != 200:
             raise RuntimeError(f"GET {path}: HTTP {resp.status} {resp.data[:200]!r}")
         return json.loads(resp.data)["items"]
+
+    def pod_text(self, namespace: str, pod: str, port: int, path: str, timeout: float) -> str:
+        """A pod's HTTP page through the API server's pod proxy (RBAC: ``get`` on ``pods/proxy``); the
+        API server connects to the pod's IP on ``port``. No retries: the next minute tries again."""
+        url = f"{self._endpoint}/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy{path}"
+        try:
+            resp = self._http.request("GET", url, headers={"Authorization": f"Bearer {self._token}"},
+                                      retries=False, timeout=urllib3.Timeout(total=timeout))
+        except urllib3.exceptions.HTTPError as error:
+            raise ScrapeError(f"GET {namespace}/{pod}:{port}{path}: {error}") from None
+        if resp.status != 200:
+            raise ScrapeError(f"GET {namespace}/{pod}:{port}{path}: HTTP {resp.status} {resp.data[:200]!r}")
+        return resp.data.decode("utf-8", errors="replace")

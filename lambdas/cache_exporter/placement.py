@@ -122,16 +122,27 @@ def _placed(pod: Obj) -> bool:
         and status in ("Pending", "Running")
 
 
+def warm_nodes(deployment: Obj, weights_caches: Iterable[Obj], nodes: Iterable[Obj]) -> set[str]:
+    """Names of the nodes where one of the model's weights caches is ready."""
+    own = weights_caches_of(deployment, weights_caches)
+    ready_labels = {WEIGHTS_READY_LABEL_PREFIX + _meta(c)["uid"] for c in own if _meta(c).get("uid")}
+    return {_meta(n)["name"] for n in nodes if ready_labels & set(_meta(n).get("labels") or {})}
+
+
+def placed_pods(deployment: Obj, pods: Iterable[Obj]) -> list[Obj]:
+    """The deployment's scheduled, not terminating, not finished pods."""
+    selector = (deployment.get("status") or {}).get("selector")
+    return [p for p in pods if _placed(p) and selector_matches(selector, _meta(p).get("labels") or {})]
+
+
 def model_figures(deployment: Obj, weights_caches: Iterable[Obj], image_caches: Iterable[Obj],
                   pods: Iterable[Obj], nodes: Iterable[Obj], now: datetime.datetime,
                   window: datetime.timedelta) -> ModelFigures:
     """The figures of the model served by ``deployment`` (an ``InferenceEndpointConfig``)."""
     model = _meta(deployment)["name"]
     own = weights_caches_of(deployment, weights_caches)
-    ready_labels = {WEIGHTS_READY_LABEL_PREFIX + _meta(c)["uid"] for c in own if _meta(c).get("uid")}
-    warm = {_meta(n)["name"] for n in nodes if ready_labels & set(_meta(n).get("labels") or {})}
-    selector = (deployment.get("status") or {}).get("selector")
-    placed = [p for p in pods if _placed(p) and selector_matches(selector, _meta(p).get("labels") or {})]
+    warm = warm_nodes(deployment, own, nodes)
+    placed = placed_pods(deployment, pods)
     cold = sum(1 for p in placed if p["spec"]["nodeName"] not in warm)
     images = image_caches_of(model, image_caches)
     failed = sum(1 for c in [*own, *images] if (c.get("status") or {}).get("state") == "Failed")

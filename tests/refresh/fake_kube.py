@@ -5,7 +5,9 @@ Follows the API server's rules the refresh Lambda relies on: bearer token requir
 ``k8s-aws-v1.`` token presigned for the right cluster), 404 for a missing object, lists (GET of a
 collection: the operator's objects and pods in a namespace, nodes cluster-wide), 415 for a PATCH
 that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.resourceVersion`` is not
-the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write.
+the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write. The pod proxy
+(``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>``) serves the pages in ``pod_pages``, and 503
+(the API server's answer when it cannot reach the pod) for any other.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _PATH = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy(/.*)$")
 _LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/api/v1)"
                    r"(?:/namespaces/([^/]+))?/([a-z]+)$")
 
@@ -94,6 +97,8 @@ class FakeKube:
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
         self.fail_next: dict[str, int] = {}   # name -> HTTP status of its next PATCH
         self.race_next: set[str] = set()      # names changed by "someone else" right before their next PATCH
+        self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
+        self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
         self._rv = 100
         self._lock = threading.Lock()
         self.ca_pem, cert, key = _certificates()
@@ -159,7 +164,24 @@ class FakeKube:
                     return None
                 return plural, ns, name
 
+            def _proxy(self, ns: str, pod: str, port: str, path: str) -> None:
+                if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
+                    self._status(401, "Unauthorized", "Unauthorized")
+                    return
+                kube.proxied.append(self.path)
+                status, text = kube.pod_pages.get((ns, pod, int(port), path), (503, "error trying to reach service"))
+                data = text.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_GET(self) -> None:
+                proxied = _PROXY.match(self.path)
+                if proxied:
+                    self._proxy(*proxied.groups())
+                    return
                 listed = _LIST.match(self.path)
                 if listed:
                     if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):

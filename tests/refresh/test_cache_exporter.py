@@ -12,6 +12,10 @@ from moto import mock_aws
 
 import fake_kube
 from hyperwarm.functions.cache_exporter import handler, kube as exporter_kube, placement
+from hyperwarm.functions.cache_exporter.counters import Snapshots
+from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
+from hyperwarm.functions.cache_exporter.vllm import parse
+from vllm_pages import page, uniform_ttft
 from hyperwarm.functions.cache_exporter.placement import WEIGHTS_READY_LABEL_PREFIX, ModelFigures, model_figures, selector_matches
 from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE
 
@@ -25,9 +29,13 @@ def ts(delta: datetime.timedelta) -> str:
     return (NOW + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+PORT = 8000
+
+
 def deployment(name: str = "llama", uid: str = "iec-1") -> dict:
     return {"apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
             "metadata": {"name": name, "namespace": NS, "uid": uid},
+            "spec": {"worker": {"modelInvocationPort": {"containerPort": PORT, "name": "http"}}},
             "status": {"selector": f"app={name}"}}
 
 
@@ -51,10 +59,12 @@ def node(name: str, *ready_uids: str) -> dict:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
 
 
-def pod(name: str, on: str | None, app: str = "llama", phase: str = "Running") -> dict:
+def pod(name: str, on: str | None, app: str = "llama", phase: str = "Running",
+        started: datetime.timedelta = -60 * MINUTE) -> dict:
     spec = {"nodeName": on} if on else {}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": {"app": app}},
-            "spec": spec, "status": {"phase": phase}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "labels": {"app": app}},
+            "spec": spec, "status": {"phase": phase, "startTime": ts(started)}}
 
 
 # warm-1/warm-2 hold the pre-warm cache "pw" (Ready); filling-1 is still downloading it (no label yet);
@@ -126,7 +136,10 @@ def test_selector(selector, labels, expected):
 
 def test_every_published_metric_is_catalogued():
     catalogued = {(m.namespace, m.name, m.unit) for m in PUBLISHED_METRICS}
+    measured = parse(page(uniform_ttft(10, 1.0), requests=10, hits=1, queries=2, waiting=1))
+    serving = serving_figures("llama", [PodServing(cold=True, scraped=measured, delta=measured)])
     published = {(placement.NAMESPACE, name, unit) for name, _, unit in figures().metrics()}
+    published |= {(placement.NAMESPACE, d["MetricName"], d["Unit"]) for d in serving.datums()}
     assert placement.NAMESPACE == EXPORTER_NAMESPACE
     assert published <= catalogued
     assert {m.name for m in PUBLISHED_METRICS if m.namespace == EXPORTER_NAMESPACE} == {n for _, n, _ in published}
@@ -142,6 +155,7 @@ def kube():
 
 def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
     kube.objects.clear()
+    kube.pod_pages.clear()
     for obj in [deployment(), deployment("qwen", "iec-2"), *CACHES, *NODES, *PODS]:
         kube.add(obj)
     monkeypatch.setenv("HYPERWARM_CLUSTER_NAME", CLUSTER)
@@ -174,6 +188,7 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         assert value("ColdPods", "llama") == 2
         assert value("ColdPodShare", "llama") == 50.0
         assert value("ColdPods", "qwen") == 1  # its pod sits on cold-1; no cache of its own
+        assert value("ScrapeFailures", "llama") == 4  # no pod serves metrics here: counted, and the run goes on
     exporter_kube.cluster_access.cache_clear()
 
 
@@ -181,3 +196,108 @@ def test_handler_fails_loudly_when_the_api_refuses(kube, monkeypatch):
     reader = handler.KubeReader(kube.url, kube.ca_pem.decode(), "not-an-eks-token")
     with pytest.raises(RuntimeError, match="HTTP 401"):
         reader.items("/api/v1/nodes")
+
+
+# --- the pods' own vLLM metrics, through the stand-in API server's pod proxy -------------------------
+
+def _serve(kube, pod_name: str, requests: float, *, cold: bool, port: int = PORT, path: str = "/metrics") -> None:
+    """A vLLM page: warm pods answer fast (up to 0.5 s) and hit the prefix cache on 80 % of tokens."""
+    text = page(uniform_ttft(requests, 5.0 if cold else 0.5), requests=requests, queries=requests,
+                hits=requests * (0.2 if cold else 0.8), waiting=3 if cold else 1)
+    kube.pod_pages[(NS, pod_name, port, path)] = (200, text)
+
+
+def _reader(kube) -> exporter_kube.KubeReader:
+    return exporter_kube.KubeReader(kube.url, kube.ca_pem.decode(), exporter_kube.eks_token(CLUSTER, "us-west-2"))
+
+
+def _by_model(collected) -> dict[str, dict[str, dict]]:
+    return {cache.model: {d["MetricName"]: d for d in serving.datums()} for cache, serving in collected}
+
+
+@pytest.fixture
+def serving_cluster(kube):
+    """warm-1/warm-2 warm, filling-1 and cold-1 cold; llama's p1..p4 serve vLLM; qwen's pod serves no vLLM page."""
+    kube.objects.clear()
+    kube.pod_pages.clear()
+    kube.proxied.clear()
+    for obj in [deployment(), deployment("qwen", "iec-2"), *CACHES, *NODES, *PODS]:
+        kube.add(obj)
+    kube.pod_pages[(NS, "other-model", PORT, "/metrics")] = (200, "# TYPE up gauge\nup 1\n")
+    for name, requests, cold in (("p1", 100, False), ("p2", 200, False), ("p3", 50, True), ("p4", 10, True)):
+        _serve(kube, name, requests, cold=cold)
+    return kube
+
+
+def test_first_run_records_the_baseline_and_publishes_the_queue_and_cache_figures(serving_cluster):
+    collected = handler.collect(_reader(serving_cluster), [NS], NOW, Snapshots())
+    llama = _by_model(collected)["llama"]
+    assert set(llama) == {"RequestsWaiting", "ScrapeFailures"}  # a cold start: no deltas yet
+    assert llama["RequestsWaiting"]["Value"] == 1 + 1 + 3 + 3 and llama["ScrapeFailures"]["Value"] == 0
+    assert collected[0][0].cold_pods == 2  # the cache figures as before
+    # only Running, scheduled pods of the model, each at its invocation port's /metrics
+    assert sorted(p for p in serving_cluster.proxied if "other-model" not in p) == [
+        f"/api/v1/namespaces/{NS}/pods/p{i}:{PORT}/proxy/metrics" for i in (1, 2, 3, 4)]
+
+
+def test_second_run_deltas_with_a_restart_a_new_pod_and_a_failed_scrape(serving_cluster):
+    snapshots, reader = Snapshots(), _reader(serving_cluster)
+    handler.collect(reader, [NS], NOW, snapshots)
+    _serve(serving_cluster, "p1", 130, cold=False)  # +30
+    _serve(serving_cluster, "p2", 5, cold=False)  # restarted: counts from 0, so 5
+    _serve(serving_cluster, "p3", 70, cold=True)  # +20 on the filling node (cold)
+    del serving_cluster.pod_pages[(NS, "p4", PORT, "/metrics")]  # unreachable: 503 from the API server
+    serving_cluster.add(pod("p5", "cold-1", started=10 * datetime.timedelta(seconds=1)))  # after the first run
+    _serve(serving_cluster, "p5", 8, cold=True)  # all 8 are new
+    collected = handler.collect(reader, [NS], NOW + MINUTE, snapshots)
+    llama, qwen = _by_model(collected)["llama"], _by_model(collected)["qwen"]
+    assert (llama["Requests"]["Value"], llama["ColdRequests"]["Value"]) == (63, 28)
+    assert llama["ColdRequestShare"]["Value"] == pytest.approx(100 * 28 / 63)
+    hits = 0.8 * (30 + 5) + 0.2 * (20 + 8)
+    assert llama["PrefixCacheHitRate"]["Value"] == pytest.approx(100 * hits / 63)
+    assert sum(llama["TimeToFirstToken"]["Counts"]) == pytest.approx(63)
+    assert llama["ScrapeFailures"]["Value"] == 1 and qwen["ScrapeFailures"]["Value"] == 1  # p4; qwen is not vLLM
+    assert collected[0][0].pods == 5  # the failed scrape does not touch the cache figures
+
+
+def test_the_operators_model_metrics_port_and_path_are_scraped(serving_cluster):
+    custom = deployment()
+    custom["spec"]["metrics"] = {"enabled": True, "modelMetrics": {"port": 9400, "path": "/engine/metrics"}}
+    serving_cluster.add(custom)
+    _serve(serving_cluster, "p1", 1, cold=False, port=9400, path="/engine/metrics")
+    llama = _by_model(handler.collect(_reader(serving_cluster), [NS], NOW, Snapshots()))["llama"]
+    assert f"/api/v1/namespaces/{NS}/pods/p1:9400/proxy/engine/metrics" in serving_cluster.proxied
+    assert llama["ScrapeFailures"]["Value"] == 3  # p2..p4 serve nothing on 9400
+
+
+def test_published_payload_passes_botocores_model_and_the_distribution_limits(serving_cluster):
+    snapshots, reader = Snapshots(), _reader(serving_cluster)
+    handler.collect(reader, [NS], NOW, snapshots)
+    _serve(serving_cluster, "p1", 400, cold=False)
+    data = handler.metric_data(CLUSTER, handler.collect(reader, [NS], NOW + MINUTE, snapshots), NOW + MINUTE)
+    sent: list[dict] = []
+    with mock_aws():
+        cw = boto3.client("cloudwatch", region_name="us-west-2")  # validates each call against botocore's model
+        cw.meta.events.register("provide-client-params.monitoring.PutMetricData",
+                                lambda params, **_: sent.extend(params["MetricData"]))
+        handler.publish(cw, data)
+        listed = {m["MetricName"] for m in cw.list_metrics(Namespace=EXPORTER_NAMESPACE)["Metrics"]}
+    distributions = [d for d in sent if "Values" in d]
+    assert distributions and all(len(d["Values"]) == len(d["Counts"]) <= 150 for d in distributions)
+    assert all(len(set(d["Values"])) == len(d["Values"]) and "Value" not in d for d in distributions)
+    assert {"TimeToFirstToken", "Requests", "ColdRequestShare", "PrefixCacheHitRate", "ColdPodShare"} <= listed
+
+
+def test_the_handler_keeps_the_previous_scrape_between_invocations(serving_cluster, monkeypatch):
+    monkeypatch.setattr(handler, "SNAPSHOTS", Snapshots())
+    reader = _reader(serving_cluster)
+    handler.collect(reader, [NS], NOW)
+    _serve(serving_cluster, "p1", 111, cold=False)
+    assert _by_model(handler.collect(reader, [NS], NOW + MINUTE))["llama"]["Requests"]["Value"] == 11
+
+
+def test_scrapes_past_the_runs_budget_are_skipped_and_counted(serving_cluster, monkeypatch):
+    monkeypatch.setattr(handler, "SCRAPE_BUDGET", 0.0)
+    collected = handler.collect(_reader(serving_cluster), [NS], NOW, Snapshots())
+    assert _by_model(collected)["llama"]["ScrapeFailures"]["Value"] == 4 and serving_cluster.proxied == []
+    assert collected[0][0].pods == 4  # the cache figures are still there

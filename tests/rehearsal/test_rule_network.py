@@ -1,0 +1,63 @@
+"""network.control-plane-to-model-pods on defective in-memory templates."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rehearsal import Assembly
+from rehearsal.rules.network import control_plane_reaches_model_pods
+
+NODES, PLANE = {"Fn::GetAtt": ["NodeSg", "GroupId"]}, {"Fn::GetAtt": ["PlaneSg", "GroupId"]}
+
+
+def _ingress(source: dict[str, Any], protocol: str, ports: tuple[int, int] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {"GroupId": NODES, "SourceSecurityGroupId": source, "IpProtocol": protocol}
+    if ports:
+        props.update(FromPort=ports[0], ToPort=ports[1])
+    return {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": props}
+
+
+def assembly(*ingress: dict[str, Any], metrics: dict[str, Any] | None = None) -> Assembly:
+    """A cluster stack (nodes and control plane in separate groups) and a caches stack with one model."""
+    cluster = {"Resources": {
+        "NodeSg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}},
+        "PlaneSg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}},
+        **{f"In{i}": rule for i, rule in enumerate(ingress)},
+        "Eks": {"Type": "AWS::EKS::Cluster", "Properties": {"ResourcesVpcConfig": {"SecurityGroupIds": [PLANE]}}},
+        "HyperPod": {"Type": "AWS::SageMaker::Cluster", "Properties": {
+            "Orchestrator": {"Eks": {"ClusterArn": {"Fn::GetAtt": ["Eks", "Arn"]}}},
+            "VpcConfig": {"SecurityGroupIds": [NODES]}}},
+        "Provider": {"Type": "AWS::Lambda::Function", "Properties": {}}},
+        "Outputs": {"ProviderArn": {"Value": {"Fn::GetAtt": ["Provider", "Arn"]}, "Export": {"Name": "provider"}}}}
+    spec: dict[str, Any] = {"worker": {"modelInvocationPort": {"containerPort": 8080}}}
+    if metrics:
+        spec["metrics"] = metrics
+    model = {"apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
+             "metadata": {"name": "llama"}, "spec": spec}
+    caches = {"Resources": {"Manifest": {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {
+        "ServiceToken": {"Fn::ImportValue": "provider"}, "Manifest": json.dumps([model])}}}}
+    return Assembly.from_templates({"cluster": cluster, "caches": caches}, {"caches": ["cluster"]})
+
+
+def test_nodes_admitting_only_https_from_the_control_plane_are_found() -> None:
+    (finding,) = control_plane_reaches_model_pods(assembly(_ingress(PLANE, "tcp", (443, 443))))
+    assert (finding.stack, finding.resource) == ("cluster", "NodeSg")
+    assert "no TCP 8080" in finding.message and "llama" in finding.message
+
+
+def test_the_operators_metrics_port_is_the_one_checked() -> None:
+    opened = _ingress(PLANE, "tcp", (8080, 8080))
+    (finding,) = control_plane_reaches_model_pods(assembly(opened, metrics={"modelMetrics": {"port": 9400}}))
+    assert "no TCP 9400" in finding.message
+
+
+def test_a_port_range_all_traffic_or_the_eks_created_group_as_source_passes() -> None:
+    eks_group = {"Fn::GetAtt": ["Eks", "ClusterSecurityGroupId"]}
+    for rule in (_ingress(PLANE, "tcp", (1024, 65535)), _ingress(PLANE, "-1"), _ingress(eks_group, "6", (8080, 8080))):
+        assert control_plane_reaches_model_pods(assembly(rule)) == []
+
+
+def test_another_groups_rule_does_not_count() -> None:
+    from_elsewhere = _ingress({"Fn::GetAtt": ["NodeSg", "GroupId"]}, "-1")  # node to node only
+    assert len(list(control_plane_reaches_model_pods(assembly(from_elsewhere)))) == 1
