@@ -20,9 +20,9 @@ import boto3
 
 from .counters import Scrape, Snapshots
 from .kube import KubeReader, ScrapeError, cluster_access, eks_token
-from .placement import NAMESPACE, ModelFigures, model_figures, parse_time, placed_pods, warm_nodes
+from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes
 from .serving import PodServing, ServingFigures, serving_figures
-from .vllm import EngineSample, NotVllm, metrics_target, parse
+from .vllm import EngineSample, NotVllm, parse
 
 GROUP = "/apis/inference.sagemaker.aws.amazon.com/v1"
 WINDOW = datetime.timedelta(minutes=1)  # the schedule's rate: each cache fill is reported once

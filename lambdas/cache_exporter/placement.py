@@ -5,7 +5,8 @@ one of the model's weights caches (the node holds the weights on NVMe), else COL
 A model's weights caches are the ``ModelWeightsCacheConfig`` objects labelled
 ``hyperwarm.io/model=<model>`` (hyperwarm's pre-warm caches) or owned by the model's
 ``InferenceEndpointConfig`` (the operator's per-deployment cache). Its pods are those matching the
-deployment's ``status.selector`` (the scale subresource's label selector).
+deployment's ``status.selector`` (the scale subresource's label selector). Their own metrics are read
+at :func:`metrics_target` (also the port the deploy rehearsal checks the network for).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ NAMESPACE = "Hyperwarm/Caches"
 MODEL_LABEL = "hyperwarm.io/model"
 PARENTS_ANNOTATION = "hyperwarm.io/parents"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
+METRICS_PATH = "/metrics"
 
 Obj = Mapping[str, Any]
 
@@ -148,3 +150,14 @@ def model_figures(deployment: Obj, weights_caches: Iterable[Obj], image_caches: 
     failed = sum(1 for c in [*own, *images] if (c.get("status") or {}).get("state") == "Failed")
     return ModelFigures(model=model, pods=len(placed), warm_nodes=len(warm), cold_pods=cold,
                         fill_seconds=fill_seconds([*own, *images], now, window), failed_caches=failed)
+
+
+def metrics_target(deployment: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(port, path) of the model container's metrics: the operator's ``spec.metrics.modelMetrics`` when
+    set, else the model's invocation port and ``/metrics`` (vLLM serves them beside its API). None
+    when the spec names no port."""
+    spec = deployment.get("spec") or {}
+    model_metrics = (spec.get("metrics") or {}).get("modelMetrics") or {}
+    invocation = (spec.get("worker") or {}).get("modelInvocationPort") or {}
+    port = model_metrics.get("port") or invocation.get("containerPort")
+    return (int(port), model_metrics.get("path") or METRICS_PATH) if port else None

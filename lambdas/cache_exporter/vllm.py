@@ -1,4 +1,5 @@
-"""A vLLM pod's own Prometheus metrics: where to read them, and the few series the exporter uses.
+"""A vLLM pod's own Prometheus metrics: the few series the exporter uses (where to read them:
+:func:`.placement.metrics_target`).
 
 Parsed with ``prometheus_client`` (the Prometheus project's own parser of the text exposition
 format: escapes, ``+Inf``, comments and timestamps handled). Series of every label set (``engine``,
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,7 +23,6 @@ _COUNTERS = {
     "vllm:prefix_cache_hits_total": "prefix_hits", "vllm:gpu_prefix_cache_hits_total": "prefix_hits",
     REQUESTS: "requests", TTFT + "_count": "ttft_count",
 }
-DEFAULT_PATH = "/metrics"
 
 
 class NotVllm(ValueError):
@@ -79,13 +79,3 @@ def parse(text: str) -> EngineSample:
         raise NotVllm(f"no {TTFT} histogram: not a vLLM server's metrics")
     return EngineSample(ttft_buckets=buckets, counters=counters, waiting=waiting)
 
-
-def metrics_target(deployment: Mapping[str, Any]) -> tuple[int, str] | None:
-    """(port, path) of the model container's metrics: the operator's ``spec.metrics.modelMetrics`` when
-    set, else the model's invocation port and ``/metrics`` (vLLM serves them beside its API). None
-    when the spec names no port."""
-    spec = deployment.get("spec") or {}
-    model_metrics = (spec.get("metrics") or {}).get("modelMetrics") or {}
-    invocation = (spec.get("worker") or {}).get("modelInvocationPort") or {}
-    port = model_metrics.get("port") or invocation.get("containerPort")
-    return (int(port), model_metrics.get("path") or DEFAULT_PATH) if port else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Mapping
 
-from hyperwarm.functions.cache_exporter.vllm import metrics_target
+from hyperwarm.functions.cache_exporter.placement import metrics_target
 from rehearsal.core import Assembly, Finding, ref_target, rule
 
 

@@ -11,7 +11,8 @@ import pytest
 from hyperwarm.functions.cache_exporter.counters import Scrape, Snapshots
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
 from hyperwarm.functions.cache_exporter.ttft import MAX_VALUES, bucket_counts, distribution
-from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, metrics_target, parse
+from hyperwarm.functions.cache_exporter.placement import metrics_target
+from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
 from vllm_pages import TTFT_BOUNDS, page, uniform_ttft
 
 T0 = datetime.datetime(2026, 11, 29, 17, 0, tzinfo=datetime.timezone.utc)
