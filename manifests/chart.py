@@ -17,6 +17,7 @@ from constructs import Construct
 from stacks.config import EnvironmentConfig
 
 from .inference import inference_endpoint_config, model_image_cache, model_weights_cache_config
+from .options import CLUSTER_NAME_PLACEHOLDER
 from .prepull import prepull_daemonset, priority_class
 
 
@@ -27,8 +28,13 @@ def _labels(env_name: str, model: str | None = None) -> dict[str, str]:
     return labels
 
 
-def cache_objects(env_name: str, config: EnvironmentConfig) -> list[dict[str, Any]]:
-    """Every Kubernetes object of the environment's caches, in apply order; empty without models."""
+def cache_objects(env_name: str, config: EnvironmentConfig,
+                  cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> list[dict[str, Any]]:
+    """Every Kubernetes object of the environment's caches, in apply order; empty without models.
+
+    ``cluster_name`` is the EKS cluster's name (a token in the stack); ``dist/manifests`` keep
+    :data:`~manifests.options.CLUSTER_NAME_PLACEHOLDER` for a GitOps user to fill in.
+    """
     caches = config.caches
     if not caches.models:
         return []
@@ -57,16 +63,17 @@ def cache_objects(env_name: str, config: EnvironmentConfig) -> list[dict[str, An
                                              group_taints=config.instance_group(group).taints))
     for model in caches.models:
         objects.append(inference_endpoint_config(model, namespace=ns, region=config.region,
-                                                 labels=_labels(env_name, model.name)))
+                                                 labels=_labels(env_name, model.name), cluster_name=cluster_name))
     return objects
 
 
 class CachesChart(cdk8s.Chart):
     """The cache objects of one environment as a cdk8s chart (names are kept as given)."""
 
-    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig) -> None:
+    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
+                 cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> None:
         super().__init__(scope, id, disable_resource_name_hashes=True)
-        for obj in cache_objects(env_name, config):
+        for obj in cache_objects(env_name, config, cluster_name):
             name = obj["metadata"]["name"]
             api_object = cdk8s.ApiObject(self, f"{obj['kind']}-{name}", api_version=obj["apiVersion"],
                                          kind=obj["kind"], metadata=obj["metadata"])
@@ -75,9 +82,11 @@ class CachesChart(cdk8s.Chart):
                     api_object.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
 
 
-def build_chart(env_name: str, config: EnvironmentConfig) -> CachesChart:
+def build_chart(env_name: str, config: EnvironmentConfig,
+                cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> CachesChart:
     """The environment's chart under its own ``cdk8s.App`` (never inside the CDK app's tree)."""
-    return CachesChart(cdk8s.App(), f"hyperwarm-{env_name}-caches", env_name=env_name, config=config)
+    return CachesChart(cdk8s.App(), f"hyperwarm-{env_name}-caches", env_name=env_name, config=config,
+                       cluster_name=cluster_name)
 
 
 def write_manifests(env_name: str, config: EnvironmentConfig, root: Path) -> list[Path]:

@@ -15,7 +15,7 @@ from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.caches import CachedModel
 from hyperwarm.serving import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
 
-from .options import options
+from .options import CLUSTER_NAME_PLACEHOLDER, options
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
@@ -60,12 +60,14 @@ def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> lis
 
 
 def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str, labels: dict[str, str],
-                              cache_uids: Sequence[str] = ()) -> dict[str, Any]:
+                              cache_uids: Sequence[str] = (),
+                              cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> dict[str, Any]:
     """The serving deployment, with ``spec.modelCacheConfig`` on the instance group's NVMe.
 
     Placement is by required affinity on the instance group (``nodeAffinity`` excludes
     ``instanceType``), so the operator warms exactly that group's nodes. The worker is told where the
     model is and how many GPUs to shard it over (``environmentVariables``, see :mod:`hyperwarm.serving`).
+    ``cluster_name`` (the EKS cluster's) goes into an autoscaling trigger on the exporter's metrics.
     """
     settings = model.server_settings()
     if settings.problems:  # EnvironmentConfig rejects these first; a direct caller gets the same words
@@ -101,7 +103,7 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
     }
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
-    option_spec, option_worker = options(model)
+    option_spec, option_worker = options(model, cluster_name=cluster_name)
     spec.update(option_spec)
     worker.update(option_worker)
     annotations = {SERVING_ANNOTATION: json.dumps(serving_metadata(settings), sort_keys=True)}

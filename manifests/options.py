@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hyperwarm.metric_catalog import EXPORTER_NAMESPACE
 from stacks.config.caches import CachedModel
-from stacks.config.deployment_options import AutoScaling, Probes
+from stacks.config.deployment_options import AutoScaling, ExporterTrigger, Probes
 from stacks.plan import ColdStart
 
 STARTUP_MARGIN = 1.5
@@ -19,7 +20,23 @@ OPERATOR_DEPLOY_TIMEOUT_S = 3600
 """The CRD's default ``maxDeployTimeInSeconds``."""
 
 
-def autoscaling_spec(scaling: AutoScaling) -> dict[str, Any]:
+CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
+"""What an exporter trigger's ``ClusterName`` reads in ``dist/manifests`` (the stack puts the cluster's name)."""
+
+
+def exporter_trigger(trigger: ExporterTrigger, *, cluster_name: str, model: str) -> dict[str, Any]:
+    """``cloudWatchTrigger`` on the exporter's metric of ``model``, with the exporter's dimensions."""
+    return {
+        "namespace": EXPORTER_NAMESPACE, "metricName": trigger.metric,
+        "dimensions": [{"name": "ClusterName", "value": cluster_name}, {"name": "Model", "value": model}],
+        "metricStat": trigger.statistic, "metricType": "Average", "targetValue": trigger.target_value,
+        "activationTargetValue": trigger.activation_target_value, "metricCollectionPeriod": trigger.period_s,
+        "minValue": 0,
+    }
+
+
+def autoscaling_spec(scaling: AutoScaling, *, cluster_name: str = CLUSTER_NAME_PLACEHOLDER,
+                     model: str = "") -> dict[str, Any]:
     """``autoScalingSpec``: KEDA's replica range, timings and the one trigger."""
     spec: dict[str, Any] = {
         "minReplicaCount": scaling.min_replicas, "maxReplicaCount": scaling.max_replicas,
@@ -37,6 +54,8 @@ def autoscaling_spec(scaling: AutoScaling) -> dict[str, Any]:
             "targetValue": cloudwatch.target_value, "activationTargetValue": cloudwatch.activation_target_value,
             "metricCollectionPeriod": cloudwatch.period_s, "minValue": cloudwatch.min_value,
         }
+    if scaling.trigger.exporter:
+        spec["cloudWatchTrigger"] = exporter_trigger(scaling.trigger.exporter, cluster_name=cluster_name, model=model)
     if prometheus:
         spec["prometheusTrigger"] = {
             "serverAddress": prometheus.server_address, "query": prometheus.query,
@@ -65,12 +84,13 @@ def probes(model: CachedModel, p: Probes) -> dict[str, Any]:
     return result
 
 
-def options(model: CachedModel) -> tuple[dict[str, Any], dict[str, Any]]:
+def options(model: CachedModel, *, cluster_name: str = CLUSTER_NAME_PLACEHOLDER
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(spec fields, worker fields) of the model's options."""
     spec: dict[str, Any] = {}
     worker: dict[str, Any] = {}
     if model.autoscaling:
-        spec["autoScalingSpec"] = autoscaling_spec(model.autoscaling)
+        spec["autoScalingSpec"] = autoscaling_spec(model.autoscaling, cluster_name=cluster_name, model=model.name)
     if model.probes:
         worker["probes"] = probes(model, model.probes)
         # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.

@@ -53,7 +53,7 @@ class CachesStack(cdk.Stack):
             warning = cold_scale_out_warning(model, config)
             if warning:
                 cdk.Annotations.of(self).add_warning_v2(f"hyperwarm:cold-scale-out:{model.name}", warning)
-        self.chart = build_chart(env_name, config)
+        self.chart = build_chart(env_name, config, cluster.eks_cluster.cluster_name)
         self.objects = self.chart.to_json()
         self.manifest = eks.KubernetesManifest(
             self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects,

@@ -8,6 +8,7 @@ import pytest
 
 from stacks.config.environment import parse_environments
 from manifests import build_chart
+from rehearsal.core import Assembly
 from stacks.app import build_app
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -15,8 +16,10 @@ PRUNE_LABEL_PREFIX = "aws.cdk.eks/prune-"
 
 
 def applied_objects(template: dict) -> list[dict]:
-    (manifest,) = [r for r in template["Resources"].values() if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"]
-    objects = json.loads(manifest["Properties"]["Manifest"])
+    """The objects of the stack's one manifest; the cluster's name (a token) reads "${TOKEN}"."""
+    applied = list(Assembly.from_templates({"caches": template}).kubernetes_objects())
+    assert len({logical_id for _, logical_id, _ in applied}) == 1
+    objects = [obj for _, _, obj in applied]
     for obj in objects:  # the prune label CDK adds to find objects removed later
         obj["metadata"]["labels"] = {k: v for k, v in obj["metadata"]["labels"].items()
                                      if not k.startswith(PRUNE_LABEL_PREFIX)}
@@ -26,7 +29,8 @@ def applied_objects(template: dict) -> list[dict]:
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_caches_stack_applies_the_environment_chart(synthesized, project_context, env) -> None:
     config = parse_environments(project_context["environments"])[env]
-    assert applied_objects(synthesized.template(f"hyperwarm-{env}-caches")) == build_chart(env, config).to_json()
+    applied = applied_objects(synthesized.template(f"hyperwarm-{env}-caches"))
+    assert applied == build_chart(env, config, cluster_name="${TOKEN}").to_json()
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)

@@ -6,6 +6,7 @@ each bad value fails with ``environments.<env>.<path>: <value> -- <rule>``.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -25,6 +26,7 @@ CLOUDWATCH = {"namespace": "AWS/SageMaker", "metric_name": "ConcurrentRequestsPe
               "dimensions": {"EndpointName": "qwen"}, "target_value": 4}
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567"
 PROMETHEUS = {"server_address": AMP, "query": "sum(vllm:num_requests_waiting)", "target_value": 10}
+EXPORTER = {"metric": "RequestsWaiting", "target_value": 8}
 
 
 def autoscaling(**overrides: Any) -> dict[str, Any]:
@@ -60,6 +62,14 @@ OPTIONS: dict[str, tuple[dict[str, Any], str, Any]] = {
         "spec.autoScalingSpec.prometheusTrigger",
         {"serverAddress": AMP, "query": "sum(vllm:num_requests_waiting)", "targetValue": 10.0,
          "activationTargetValue": 0.0, "metricType": "Average"}),
+    "autoscaling-exporter": (
+        {"autoscaling": autoscaling(trigger={"exporter": EXPORTER})},
+        "spec.autoScalingSpec.cloudWatchTrigger",
+        {"namespace": "Hyperwarm/Caches", "metricName": "RequestsWaiting",
+         "dimensions": [{"name": "ClusterName", "value": "${HYPERWARM_EKS_CLUSTER_NAME}"},
+                        {"name": "Model", "value": "qwen"}],
+         "metricStat": "Average", "metricType": "Average", "targetValue": 8.0, "activationTargetValue": 0.0,
+         "metricCollectionPeriod": 60, "minValue": 0}),
     "metrics": ({"metrics": {"scrape_interval_s": 30}}, "spec.metrics",
                 {"enabled": True, "metricsScrapeIntervalSeconds": 30, "modelMetrics": {"path": "/metrics", "port": 8080}}),
     "kv_cache-l1": ({"kv_cache": {}}, "spec.kvCacheSpec", {"enableL1Cache": True, "enableL2Cache": False}),
@@ -142,9 +152,12 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
                       "caches.models[0].autoscaling: min_replicas 3 -- must not exceed max_replicas (2)"),
     "no max": ({"autoscaling": {"trigger": {"cloudwatch": CLOUDWATCH}}}, "caches.models[0].autoscaling.max_replicas"),
     "two triggers": ({"autoscaling": autoscaling(trigger={"cloudwatch": CLOUDWATCH, "prometheus": PROMETHEUS})},
-                     "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch and prometheus"),
+                     "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch, prometheus and exporter"),
     "no trigger": ({"autoscaling": autoscaling(trigger={})},
-                   "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch and prometheus"),
+                   "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch, prometheus and exporter"),
+    "exporter metric": ({"autoscaling": autoscaling(trigger={"exporter": {**EXPORTER, "metric": "ColdPods"}})},
+                        "caches.models[0].autoscaling.trigger.exporter.metric: 'ColdPods' -- Input should be "
+                        "'RequestsWaiting'"),
     "negative polling": ({"autoscaling": autoscaling(polling_interval_s=0)},
                          "caches.models[0].autoscaling.polling_interval_s: 0 -- Input should be greater than or equal to 1"),
     "negative cooldown": ({"autoscaling": autoscaling(cooldown_s=-1)},
@@ -268,3 +281,43 @@ def endpoint_config_of(config, name: str) -> dict[str, Any]:
 
     return next(o for o in build_chart("prod", config).to_json()
                 if o["kind"] == "InferenceEndpointConfig" and o["metadata"]["name"] == name)
+
+
+# --- autoscaling on the exporter's metric: one name for the cluster, filled in by the stack ---------
+
+def test_the_exporter_trigger_names_a_metric_the_exporter_publishes_per_model() -> None:
+    from typing import get_args
+
+    from hyperwarm.metric_catalog import EXPORTER_NAMESPACE, find
+    from stacks.config.deployment_options import ExporterTrigger
+
+    for name in get_args(ExporterTrigger.model_fields["metric"].annotation):
+        assert find(EXPORTER_NAMESPACE, name).dimensions == ("ClusterName", "Model")
+
+
+def test_the_caches_stack_puts_the_clusters_name_into_the_exporter_trigger() -> None:
+    raw = environment(model(autoscaling=autoscaling(trigger={"exporter": EXPORTER})))
+    config = parse_environment("dev", raw)
+    app = cdk.App()
+    env = cdk.Environment(region="us-west-2")
+    cluster = imported_cluster(cdk.Stack(app, "Cluster", env=env), [g.to_spec() for g in config.instance_groups])
+    stack = CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
+    trigger = next(o for o in stack.objects if o["kind"] == "InferenceEndpointConfig")[
+        "spec"]["autoScalingSpec"]["cloudWatchTrigger"]
+    assert trigger["dimensions"][0] == {"name": "ClusterName", "value": "hyperpod-eks"}
+
+
+def test_an_exporter_trigger_without_the_exporter_fails() -> None:
+    raw = environment(model(autoscaling=autoscaling(trigger={"exporter": EXPORTER})))
+    raw["observability"] = {"enabled": False}
+    assert ("caches.models[0].autoscaling.trigger.exporter: RequestsWaiting -- the cache metrics exporter "
+            "publishes it only with observability.enabled true") in problems(raw)
+
+
+def test_staging_scales_its_cached_model_on_the_exporters_queue_depth(synthesized) -> None:
+    """The cdk.json example deploys: the trigger names the staging cluster, not the placeholder."""
+    manifests = synthesized.resources("hyperwarm-staging-caches", "Custom::AWSCDK-EKS-KubernetesResource")
+    body = json.dumps([m["Properties"]["Manifest"] for m in manifests.values()])
+    assert "RequestsWaiting" in body and "Hyperwarm/Caches" in body
+    assert "HYPERWARM_EKS_CLUSTER_NAME" not in body
+    assert "Fn::ImportValue" in body  # the cluster stack's EKS cluster name

@@ -56,16 +56,34 @@ class PrometheusTrigger(StrictModel):
     metric_type: MetricType = "Average"
 
 
+class ExporterTrigger(StrictModel):
+    """Scale on a metric hyperwarm's cache metrics exporter publishes for this model.
+
+    Rendered as a CloudWatch trigger on ``Hyperwarm/Caches`` with the dimensions the exporter uses
+    (``ClusterName``: the EKS cluster, ``Model``: this model), so no name is spelled twice. The exporter
+    runs while ``observability.enabled`` (checked at synth).
+    """
+
+    metric: Literal["RequestsWaiting"] = Field(
+        description="RequestsWaiting: requests queued in the model's engines (vLLM num_requests_waiting, summed)")
+    target_value: float = Field(gt=0, description="the value per replica KEDA keeps (metric_type Average)")
+    activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
+    statistic: Literal["Average", "Maximum"] = "Average"
+    period_s: int = Field(default=60, ge=60, le=86400, description="the CloudWatch query period; the exporter "
+                                                                   "publishes every 60 s")
+
+
 class Trigger(StrictModel):
-    """Exactly one of ``cloudwatch`` and ``prometheus``."""
+    """Exactly one of ``cloudwatch``, ``prometheus`` and ``exporter``."""
 
     cloudwatch: CloudWatchTrigger | None = None
     prometheus: PrometheusTrigger | None = None
+    exporter: ExporterTrigger | None = None
 
     @model_validator(mode="after")
     def _one(self) -> "Trigger":
-        if (self.cloudwatch is None) == (self.prometheus is None):
-            raise ValueError("give exactly one of cloudwatch and prometheus")
+        if sum(t is not None for t in (self.cloudwatch, self.prometheus, self.exporter)) != 1:
+            raise ValueError("give exactly one of cloudwatch, prometheus and exporter")
         return self
 
 

@@ -261,6 +261,18 @@ class EnvironmentConfig(StrictModel):
         return workloads
 
     @model_validator(mode="after")
+    def _exporter_triggers_have_an_exporter(self) -> "EnvironmentConfig":
+        if self.observability.enabled:
+            return self
+        problems = [f"caches.models[{i}].autoscaling.trigger.exporter: {m.autoscaling.trigger.exporter.metric} -- "
+                    "the cache metrics exporter publishes it only with observability.enabled true; enable it or "
+                    "use a cloudwatch or prometheus trigger"
+                    for i, m in enumerate(self.caches.models) if m.autoscaling and m.autoscaling.trigger.exporter]
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _refresh_targets_exist(self) -> "EnvironmentConfig":
         problems = refresh_problems(self.refresh, self.caches, self.endpoints)
         if problems:
