@@ -329,3 +329,13 @@ def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tm
     site = str(Path(boto3.__file__).resolve().parent.parent)
     subprocess.run([sys.executable, "-S", "-c", _EXPORTER_RUNTIME, str(copy), site], check=True,
                    env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
+
+
+@pytest.mark.parametrize("env", ["dev", "staging", "prod"])
+def test_the_observability_stack_synthesizes_without_warnings(project_context, env):
+    """A warning on every `cdk` command is noise users learn to ignore (e.g. CDK overriding a math
+    expression's period when it differs from the exporter's one-minute metrics)."""
+    import aws_cdk.assertions as assertions
+
+    stack = _app(project_context, env).node.find_child(f"hyperwarm-{env}-observability")
+    assert assertions.Annotations.from_stack(stack).find_warning("*", assertions.Match.any_value()) == []

@@ -152,18 +152,11 @@ class InferenceObservability(Construct):
             cloudwatch.GraphWidget(
                 title=f"{model}: WarmNodes, Pods, ColdPods (Hyperwarm/Caches, cache exporter)",
                 left=[exporter.metric_warm_nodes(model), exporter.metric_pods(model), exporter.metric_cold_pods(model)],
-                width=8),
-            cloudwatch.GraphWidget(
-                title=f"{model}: ColdPodShare % of pods on unprepared nodes, and its complement, the weights-cache "
-                      "hit rate of pod starts (Hyperwarm/Caches, cache exporter)",
-                left=[exporter.metric_cold_pod_share(model), cloudwatch.MathExpression(
-                    expression="100 - share", label="weights-cache hit rate %",
-                    using_metrics={"share": exporter.metric_cold_pod_share(model)})],
-                left_y_axis=cloudwatch.YAxisProps(min=0, max=100), width=8),
+                width=12),
             cloudwatch.GraphWidget(
                 title=f"{model}: CacheFillSeconds and FailedCaches (Hyperwarm/Caches, cache exporter)",
                 left=[exporter.metric_cache_fill_seconds(model)], right=[exporter.metric_failed_caches(model)],
-                width=8))
+                width=12))
         self._alarm(f"{model}ColdPodShare", exporter.metric_cold_pod_share(model),
                     threshold=props.cold_pod_share_percent, periods=props.cold_pod_share_minutes,
                     description=f"{model}: {props.cold_pod_share_percent:g} % or more of its pods on nodes without "
@@ -186,6 +179,7 @@ def serving_widgets(exporter: CacheMetricsExporter, model: str) -> list[cloudwat
     source = "Hyperwarm/Caches, cache exporter from the pods' vLLM metrics"
     weights_hit_rate = cloudwatch.MathExpression(
         expression="100 - share", label="weights-cache hit rate % (100 - ColdPodShare)",
+        period=cdk.Duration.minutes(1),  # the exporter's: any other period makes CDK warn that it overrides
         using_metrics={"share": exporter.metric_cold_pod_share(model)})
     percent = cloudwatch.YAxisProps(min=0, max=100)
     return [
