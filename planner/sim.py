@@ -51,25 +51,34 @@ class InstanceModel:
     * ``kv_capacity_tokens``: (8 x 80 GB x 0.90 utilisation - 141 GB weights
       - ~15 GB activations/graphs) / 320 KiB of KV per token (80 layers x
       8 KV heads x 128 dims x 2 (K,V) x 2 bytes) = ~1.28 M tokens.
-    * ``prefill_tokens_per_s``: 2 x 70e9 FLOP per token at ~50 % of the
-      8 x 989 TFLOP/s dense BF16 peak = ~28,300 tokens/s.
+    * ``prefill_tokens_per_s``: calibrated to AWS's published TTFT range of
+      63..280 ms (see planner/README.md): a full miss of the long-context
+      test's median 8,800-token prompt in 280 - 45 - 1.6 ms = ~37,700
+      tokens/s, 2 x 70e9 FLOP per token at 67 % of the 8 x 989 TFLOP/s dense
+      BF16 peak.
     * ``overhead_ms``: SageMaker front end, HTTP, scheduling and the first
       forward/decode step: TTFT of a fully cached prompt.
     * ``tpot_ms``: ~25 ms per output token at small batch, memory-bound.
     * ``context_tokens``: Llama 3.1's context length, 131,072 tokens; a
       trace request whose prompt plus output exceeds it is an error (the
       engine would reject it).
+    * ``prefill_chunk_tokens``: the engine's token budget per step (vLLM V1's
+      ``max_num_batched_tokens`` default on H100-class GPUs for the OpenAI
+      server, 8,192); a prefill runs as steps of this many tokens mixed with
+      the decode batch.  0 turns prefill/decode interference off.
+    * ``busy_window_s``: how far back a decode feels the prefill done on its
+      instance: one request's decode, 256 tokens x 25 ms = 6.4 s.
     """
 
     kv_capacity_tokens: int = 1_280_000
     block_tokens: int = 16
-    prefill_tokens_per_s: float = 28_300.0
+    prefill_tokens_per_s: float = 37_700.0
     overhead_ms: float = 45.0
     tpot_ms: float = 25.0
     decode_knee: float = 64.0
     context_tokens: int = 131_072
     prefill_chunk_tokens: int = 0
-    busy_window_s: float = 1.0
+    busy_window_s: float = 6.4
     kv_limit: bool = True
 
     def describe(self) -> str:
@@ -300,15 +309,19 @@ def _core(
             start = t
         unc = inp - hit
         if chunk:
-            nb = inflight[i]
-            step = tpot * (1.0 + nb / knee)  # one engine step with this decode batch
-            pf = unc * per_tok
-            svc = ovh + pf
-            if nb:  # prefill slowed by decode load: every chunk's step carries the decode batch
-                svc += ((unc + chunk - 1) // chunk) * step
-            # decode slowed by prefill: the decode batch gets the share of the
-            # GPU that prefill leaves (moving average of prefill busy time)
-            w = work[i] * exp((work_t[i] - t) * inv_tau) + pf
+            # one engine step per chunk, as long as the slower of its prefill
+            # compute and the decode batch's step (roofline, module docstring)
+            step = tpot * (1.0 + inflight[i] / knee)
+            full, rest = divmod(unc, chunk)
+            cf = chunk * per_tok
+            rf = rest * per_tok
+            svc = ovh + unc * per_tok
+            if inflight[i]:  # prefill slowed by decode load: a step is never shorter than the decode step
+                svc += full * (step - cf if step > cf else 0.0) + (step - rf if rest and step > rf else 0.0)
+            # decode slowed by prefill: it advances one token per step, so it loses the
+            # part of each prefill step beyond its own step (moving average over the window)
+            w = work[i] * exp((work_t[i] - t) * inv_tau)
+            w += full * (cf - step if cf > step else 0.0) + (rf - step if rf > step else 0.0)
             work[i] = w
             work_t[i] = t
             busy = w * inv_tau

@@ -208,16 +208,34 @@ def test_kv_memory_limit_holds_a_request_until_running_ones_free_their_blocks():
     assert limited.ttft_mean_ms == pytest.approx((410 + 1120) / 2)
 
 
-def test_prefill_chunks_are_slowed_by_the_decode_batch():
-    # one request decodes for a long time; a 10,000-token prompt then prefills
-    # in 3 chunks of 4,096 tokens, each step also carrying the decode batch
+def test_prefill_chunks_are_slowed_by_the_decode_batch_only_when_its_step_is_longer():
+    # one request decodes for a long time (20 ms steps); a 10,000-token prompt then
+    # prefills. A step takes the longer of its chunk's compute and the decode step
+    # (roofline): 4,096-token chunks take 410 ms each and hide the decode; 100-token
+    # chunks would take 10 ms but the step lasts 20 ms, so 100 steps take 2,000 ms.
     base = dict(kv_capacity_tokens=100_000, block_tokens=10, prefill_tokens_per_s=10_000.0, overhead_ms=0.0,
                 tpot_ms=20.0, decode_knee=1e9)
     reqs = [req(0.0, [(1, 10)], out=10_000), req(10.0, [(2, 10_000)])]
     plain = simulate(wl(reqs), Random(), 1, InstanceModel(**base))
-    chunked = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=4096))
+    big = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=4096))
+    small = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=100))
     assert plain.ttft_ms["p99"] == pytest.approx(1000, rel=0.011)
-    assert chunked.ttft_ms["p99"] == pytest.approx(1000 + 3 * 20, rel=0.011)
+    assert big.ttft_ms["p99"] == pytest.approx(1000, rel=0.011)
+    assert small.ttft_ms["p99"] == pytest.approx(2000, rel=0.011)
+
+
+def test_decode_loses_only_the_part_of_each_prefill_step_beyond_its_own_step():
+    # a 10-token request decodes 100 tokens (10 ms steps) right after a 5,000-token
+    # prefill. Chunks of 2,000 tokens (200 ms steps) each take 190 ms beyond its 10 ms
+    # step; chunks of 100 tokens (10 ms, no longer than its step) take nothing from it.
+    base = dict(kv_capacity_tokens=100_000, block_tokens=10, prefill_tokens_per_s=10_000.0, overhead_ms=0.0,
+                tpot_ms=10.0, decode_knee=1e9, busy_window_s=10.0)
+    reqs = [req(0.0, [(1, 10)], out=1), req(0.001, [(2, 5000)], out=1), req(0.002, [(3, 10)], out=100)]
+    plain = simulate(wl(reqs), Random(), 1, InstanceModel(**base))
+    hidden = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=100))
+    mixed = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=2000))
+    assert hidden.throughput_rps == pytest.approx(plain.throughput_rps, rel=0.02)
+    assert mixed.throughput_rps < plain.throughput_rps * 0.99
 
 
 def test_decode_is_slowed_by_prefill_on_the_same_instance():
