@@ -83,10 +83,14 @@ class InstanceModel:
 
     def describe(self) -> str:
         """One line stating what the run assumes (reports print it)."""
+        steps = (
+            f", prefill/decode interference in steps of {self.prefill_chunk_tokens:,} tokens "
+            f"(window {self.busy_window_s:g} s)" if self.prefill_chunk_tokens else ""
+        )
         return (
             f"KV cache {self.kv_capacity_tokens:,} tokens per instance, prefill "
             f"{self.prefill_tokens_per_s:,.0f} tokens/s, {self.overhead_ms:g} ms fixed TTFT, "
-            f"{self.tpot_ms:g} ms per output token, context {self.context_tokens:,} tokens"
+            f"{self.tpot_ms:g} ms per output token, context {self.context_tokens:,} tokens{steps}"
         )
 
     def __post_init__(self) -> None:

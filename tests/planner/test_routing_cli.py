@@ -142,6 +142,22 @@ def test_zero_is_rejected_not_replaced_by_a_default(capsys, flag, value, field):
     assert err.startswith("error: ") and field in err and "outside the allowed range" in err
 
 
+def test_prefill_chunk_tokens_turns_interference_on_and_the_report_says_so(capsys):
+    args = ["routing", "simulate", "--scenario", "aws-long-context", "--requests", "300", "--no-chart",
+            "--no-progress", "--strategies", "RANDOM", "--json"]
+    assert main(args + ["--prefill-chunk-tokens", "-1"]) == 2
+    assert "prefill-chunk-tokens=-1 is outside the allowed range >= 0" in capsys.readouterr().err
+    assert main(args) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["model"]["prefill_chunk_tokens"] == 0 and "interference" not in off["assumptions"][0]
+    assert main(args + ["--prefill-chunk-tokens", "8192"]) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert on["model"]["prefill_chunk_tokens"] == 8192
+    assert "prefill/decode interference in steps of 8,192 tokens (window 6.4 s)" in on["assumptions"][0]
+    # the same requests take longer under RANDOM when decode shares the GPU with prefill
+    assert on["strategies"]["RANDOM"]["throughput_rps"] < off["strategies"]["RANDOM"]["throughput_rps"]
+
+
 def test_trace_run_states_the_kv_capacity_it_assumes(capsys, tmp_path):
     trace = tmp_path / "t.jsonl"
     write_trace(shared_prefix(n_requests=300), str(trace))

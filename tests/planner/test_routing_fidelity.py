@@ -56,6 +56,21 @@ def test_long_context_p50_ttft_reduced_by_70_percent(long_ctx):
     assert pa.ttft_ms["p50"] <= 0.30 * rnd.ttft_ms["p50"]
 
 
+def test_long_context_p50_and_p90_cuts_inside_aws_ranges(long_ctx):
+    # published: P50 -71..77 %, P90 -33..37 %. Measured on seeds 0..4: P50 -75 % on
+    # every seed, P90 -34..35 %: the run-to-run spread (1 point) fits inside both ranges.
+    _, rnd, pa = long_ctx
+    assert 0.71 <= 1 - pa.ttft_ms["p50"] / rnd.ttft_ms["p50"] <= 0.77
+    assert 0.33 <= 1 - pa.ttft_ms["p90"] / rnd.ttft_ms["p90"] <= 0.37
+
+
+def test_long_context_random_p50_is_aws_published_ttft():
+    # calibration check: AWS's TTFTs span 63..280 ms; 280 ms is RANDOM's P50, a full
+    # miss of the median 8,800-token prompt (45 ms fixed + 1.6 ms router + prefill)
+    sc = get_scenario("aws-long-context")
+    assert sc.model.overhead_ms + 1.6 + 8800 / sc.model.prefill_tokens_per_s * 1000 == pytest.approx(280, abs=1)
+
+
 def test_long_context_p90_reduced_less_than_p50(long_ctx):
     # published: P90 improves far less (-33..37 %) than P50, because the
     # misses left (first sight of a prefix, spills) sit in the tail
@@ -128,3 +143,16 @@ def test_closed_loop_throughput_rises_with_prefix_aware():
     rnd, pa = simulate_many(sc.workload(0, 12000), [Random(), PrefixAware(4096, 12)], 7, sc.model, clients=56)
     assert pa.kv_hit_rate > rnd.kv_hit_rate + 0.4
     assert pa.throughput_rps > rnd.throughput_rps * 1.01
+
+
+def test_closed_loop_throughput_with_prefill_decode_interference():
+    # with interference on (vLLM V1's 8,192-token steps, 6.4 s window), 56 clients, 1 h:
+    # +17.2..17.4 % on seeds 0..4 (spread 0.2 points), against AWS's +15..16 %; off: +2.6 %
+    from dataclasses import replace
+
+    from hyperwarm.planner.sim import simulate_many
+
+    sc = get_scenario("aws-long-context")
+    m = replace(sc.model, prefill_chunk_tokens=8192)
+    rnd, pa = simulate_many(sc.workload(0, 28800), [Random(), PrefixAware(4096, 12)], 7, m, clients=56)
+    assert 0.165 <= pa.throughput_rps / rnd.throughput_rps - 1 <= 0.185
