@@ -24,6 +24,14 @@ and how queues build up -- and nothing else.
   from routing until its last token; that count drives
   LEAST_OUTSTANDING_REQUESTS, the prefix-aware spill threshold and
   KV_AWARE's load term.
+* **Prefill/decode interference** (``prefill_chunk_tokens`` > 0, off by
+  default): the engine runs steps of at most that many tokens, each mixing
+  a prefill chunk with the decode batch, and a step lasts as long as the
+  slower of the two (roofline: chunk compute vs the decode step).  So a
+  prefill is slowed by decode load only where its chunks are shorter than
+  the decode step, and a decode, which advances one token per step, loses
+  the part of each prefill step beyond its own step: its time per token is
+  divided by 1 - that lost share of the last ``busy_window_s``.
 * Arrivals are open-loop (the trace's timestamps), or closed-loop with
   ``clients=K`` fixed-concurrency users.  The cache is updated when the
   request is routed.
@@ -51,11 +59,13 @@ class InstanceModel:
     * ``kv_capacity_tokens``: (8 x 80 GB x 0.90 utilisation - 141 GB weights
       - ~15 GB activations/graphs) / 320 KiB of KV per token (80 layers x
       8 KV heads x 128 dims x 2 (K,V) x 2 bytes) = ~1.28 M tokens.
-    * ``prefill_tokens_per_s``: calibrated to AWS's published TTFT range of
-      63..280 ms (see planner/README.md): a full miss of the long-context
-      test's median 8,800-token prompt in 280 - 45 - 1.6 ms = ~37,700
-      tokens/s, 2 x 70e9 FLOP per token at 67 % of the 8 x 989 TFLOP/s dense
-      BF16 peak.
+    * ``prefill_tokens_per_s`` and ``overhead_ms`` are calibrated to AWS's
+      published TTFT range of 63..280 ms (see planner/README.md): 280 ms is
+      a full miss of the long-context test's median 8,800-token prompt, 63 ms
+      a hit with its 800 uncached tokens, so 8,000 tokens take 217 ms
+      (36,900 tokens/s: 2 x 70e9 FLOP per token at 65 % of the 8 x 989
+      TFLOP/s dense BF16 peak) and the fixed part is 63 - 1.6 (router) -
+      21.7 = 40 ms.
     * ``overhead_ms``: SageMaker front end, HTTP, scheduling and the first
       forward/decode step: TTFT of a fully cached prompt.
     * ``tpot_ms``: ~25 ms per output token at small batch, memory-bound.
@@ -72,8 +82,8 @@ class InstanceModel:
 
     kv_capacity_tokens: int = 1_280_000
     block_tokens: int = 16
-    prefill_tokens_per_s: float = 37_700.0
-    overhead_ms: float = 45.0
+    prefill_tokens_per_s: float = 36_900.0
+    overhead_ms: float = 40.0
     tpot_ms: float = 25.0
     decode_knee: float = 64.0
     context_tokens: int = 131_072

@@ -59,8 +59,8 @@ def test_bad_prefix_length_exits_2_with_named_field(capsys):
 
 def test_tune_recommends_prefix_aware_and_prints_cdk_snippet(capsys, tmp_path):
     # 600 prefixes of 6,000 tokens: more than one instance's KV cache holds,
-    # so only routing by prefix keeps them cached; 5.3 req/s (4 x 37,700 / 28,300)
-    # keeps prefill as busy as 4 req/s did before prefill was calibrated to 37,700 tokens/s
+    # so only routing by prefix keeps them cached; 5.3 req/s (about 4 x 36,900 / 28,300)
+    # keeps prefill as busy as 4 req/s did before prefill was calibrated to 36,900 tokens/s
     w = shared_prefix(groups=600, prefix_tokens=6000, question_tokens=400, question_jitter=0.5,
                       output_tokens=128, rate_rps=5.3, n_requests=3000, seed=5)
     trace = tmp_path / "trace.jsonl"
