@@ -57,7 +57,7 @@ def test_long_context_p50_ttft_reduced_by_70_percent(long_ctx):
 
 
 def test_long_context_p50_and_p90_cuts_inside_aws_ranges(long_ctx):
-    # published: P50 -71..77 %, P90 -33..37 %. Measured on seeds 0..4: P50 -75 % on
+    # published: P50 -71..77 %, P90 -33..37 %. Measured on seeds 0..4: P50 -76 % on
     # every seed, P90 -34..35 %: the run-to-run spread (1 point) fits inside both ranges.
     _, rnd, pa = long_ctx
     assert 0.71 <= 1 - pa.ttft_ms["p50"] / rnd.ttft_ms["p50"] <= 0.77
@@ -97,11 +97,13 @@ def test_short_context_hit_rate_30_to_80(short_ctx):
 
 def test_short_context_latency_gain_is_modest(short_ctx):
     # short prompts: the fixed part of TTFT dominates, so P50 gains little
+    # published: P50 -13..16 %, P90 -24..37 %; measured on seeds 0..4: P50 -13.1..13.9 %,
+    # P90 -28.8..29.5 % (the lower P50 bound allows one point of run-to-run noise)
     _, rnd, pa = short_ctx
     p50_cut = 1 - pa.ttft_ms["p50"] / rnd.ttft_ms["p50"]
     p90_cut = 1 - pa.ttft_ms["p90"] / rnd.ttft_ms["p90"]
-    assert 0.05 <= p50_cut <= 0.30
-    assert 0.15 <= p90_cut <= 0.50
+    assert 0.12 <= p50_cut <= 0.16
+    assert 0.24 <= p90_cut <= 0.37
     assert all(0.12 <= s <= 0.17 for s in pa.instance_share)
 
 
@@ -150,7 +152,7 @@ def test_closed_loop_throughput_rises_with_prefix_aware():
 
 def test_closed_loop_throughput_with_prefill_decode_interference():
     # with interference on (vLLM V1's 8,192-token steps, 6.4 s window), 56 clients, 1 h:
-    # +17.2..17.4 % on seeds 0..4 (spread 0.2 points), against AWS's +15..16 %; off: +2.6 %
+    # +17.6..17.8 % on seeds 0..4 (spread 0.2 points), against AWS's +15..16 %; off: +2.7 %
     from dataclasses import replace
 
     from hyperwarm.planner.sim import simulate_many
