@@ -154,7 +154,7 @@ def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
     (rule,) = _of_type(template, "AWS::Events::Rule").values()
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
     (function,) = _of_type(template, "AWS::Lambda::Function").values()
-    assert function["Properties"]["Handler"] == "cache_exporter.handler.lambda_handler"
+    assert function["Properties"]["Handler"] == "hyperwarm.functions.cache_exporter.handler.lambda_handler"
     assert function["Properties"]["VpcConfig"]["SubnetIds"]
     assert function["Properties"]["Environment"]["Variables"]["HYPERWARM_NAMESPACES"] == "hyperwarm-models"
 
@@ -307,10 +307,13 @@ class Runtime:  # what the Lambda Python runtime brings: boto3 and its own depen
         if path is None and name in {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six", "jmespath"}:
             return importlib.machinery.PathFinder.find_spec(name, [site])
 sys.meta_path.append(Runtime())
-module = importlib.import_module("cache_exporter.handler")
+module = importlib.import_module("hyperwarm.functions.cache_exporter.handler")
 assert callable(module.lambda_handler) and module.__file__.startswith(asset)
 assert sys.modules["prometheus_client"].__file__.startswith(asset)  # bundled at its pin, not the runtime's
-assert not {"aws_cdk", "jsii", "constructs", "hyperwarm", "cache_refresh"} & set(sys.modules), sorted(sys.modules)
+assert sys.modules["hyperwarm.functions.eks_auth"].__file__.startswith(asset)  # shared with the refresh function
+assert sys.modules["hyperwarm"].__file__.startswith(asset)  # the asset's empty package, not the library
+assert not {"aws_cdk", "jsii", "constructs", "hyperwarm.cli", "hyperwarm.functions.cache_refresh"} & set(sys.modules), \
+    sorted(sys.modules)
 """
 
 
@@ -323,7 +326,7 @@ def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tm
     import boto3
 
     (function,) = synthesized.resources("hyperwarm-prod-observability", "AWS::Lambda::Function").values()
-    assert function["Properties"]["Handler"] == "cache_exporter.handler.lambda_handler"
+    assert function["Properties"]["Handler"] == "hyperwarm.functions.cache_exporter.handler.lambda_handler"
     copy = tmp_path / "asset"
     shutil.copytree(synthesized.outdir / f"asset.{function['Properties']['Code']['S3Key'].removesuffix('.zip')}", copy)
     site = str(Path(boto3.__file__).resolve().parent.parent)

@@ -147,7 +147,7 @@ def test_the_contract_values_are_written_nowhere_else_in_the_code() -> None:
 
 
 def test_nothing_imports_the_function_package_by_its_lambda_name() -> None:
-    """Inside the project it is ``hyperwarm.functions.cache_refresh`` only; ``cache_refresh`` is its name in Lambda."""
+    """It is ``hyperwarm.functions.cache_refresh`` everywhere, in the project and in Lambda alike."""
     found = []
     for path in _SOURCES:
         for node in ast.walk(ast.parse(path.read_text())):
@@ -172,15 +172,18 @@ import importlib
 for handler in sys.argv[3:]:
     module, function = handler.rsplit(".", 1)
     assert callable(getattr(importlib.import_module(module), function)), handler
-import aws_lambda_powertools, cache_refresh
-assert aws_lambda_powertools.__file__.startswith(asset) and cache_refresh.__file__.startswith(asset)
-assert not {"aws_cdk", "jsii", "constructs", "hyperwarm"} & set(sys.modules), sorted(sys.modules)
+import aws_lambda_powertools
+from hyperwarm.functions import cache_refresh, eks_auth
+assert all(m.__file__.startswith(asset) for m in (aws_lambda_powertools, cache_refresh, eks_auth))
+assert sys.modules["hyperwarm"].__file__.startswith(asset)  # the asset's empty package, not the library
+assert not {"aws_cdk", "jsii", "constructs", "hyperwarm.cli"} & set(sys.modules), sorted(sys.modules)
 """
 
 
 def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_path) -> None:
-    """The asset's root holds ``cache_refresh/`` and the pinned dependencies: each function's Handler
-    resolves with only that folder (and the runtime's boto3) importable, as in Lambda."""
+    """The asset holds ``hyperwarm/functions/cache_refresh/``, the shared ``eks_auth`` and the pinned
+    dependencies: each function's Handler resolves with only that folder (and the runtime's boto3)
+    importable, as in Lambda."""
     functions = [f["Properties"] for stack in synthesized.stack_names()
                  for f in synthesized.resources(stack, "AWS::Lambda::Function").values()
                  if str(f["Properties"].get("Handler", "")).startswith(f"{contract.PACKAGE}.")]

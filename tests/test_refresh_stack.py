@@ -76,7 +76,7 @@ def test_both_functions_send_invocations_that_still_fail_to_the_dead_letter_queu
     """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches."""
     (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
     functions = {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
-                 if str(f["Properties"].get("Handler", "")).startswith("cache_refresh.")}
+                 if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")}
     configs = resources(synthesized, "AWS::Lambda::EventInvokeConfig")
     assert {c["FunctionName"]["Ref"] for c in configs} == functions and len(functions) == 2
     for config in configs:
@@ -96,22 +96,22 @@ def test_a_failure_that_cannot_reach_the_queue_raises_an_alarm(synthesized) -> N
     (alarm,) = undelivered
     assert {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in alarm["Metrics"] if "MetricStat" in m} \
         == {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
-            if str(f["Properties"].get("Handler", "")).startswith("cache_refresh.handler")}
+            if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.handler")}
 
 
 def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
     outputs = synthesized.template(PROD)["Outputs"]
     function = next(f for f in resources(synthesized, "AWS::Lambda::Function")
-                    if f.get("Handler") == "cache_refresh.handler.lambda_handler")
+                    if f.get("Handler") == "hyperwarm.functions.cache_refresh.handler.lambda_handler")
     assert function["FunctionName"] == "hyperwarm-prod-cache-refresh"
     assert {"RefreshFunctionName", "DeadLetterQueueUrl"} <= set(outputs)
 
 
 def test_functions_run_in_the_cluster_vpc_on_python_3_13(synthesized) -> None:
     functions = [f for f in resources(synthesized, "AWS::Lambda::Function")
-                 if str(f.get("Handler", "")).startswith("cache_refresh.")]
-    assert {f["Handler"] for f in functions} == {"cache_refresh.handler.lambda_handler",
-                                                 "cache_refresh.handler.on_endpoint_state_change"}
+                 if str(f.get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")]
+    assert {f["Handler"] for f in functions} == {"hyperwarm.functions.cache_refresh.handler.lambda_handler",
+                                                 "hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change"}
     for function in functions:
         assert function["Runtime"] == "python3.13" and function["VpcConfig"]["SubnetIds"]
 
@@ -181,16 +181,18 @@ def test_staging_creates_an_encrypted_versioned_bucket_with_eventbridge_and_runs
     notifications = resources(synthesized, "Custom::S3BucketNotifications", stack)
     assert notifications[0]["NotificationConfiguration"] == {"EventBridgeConfiguration": {}}
     function = next(f for f in resources(synthesized, "AWS::Lambda::Function", stack)
-                    if f.get("Handler") == "cache_refresh.handler.lambda_handler")
+                    if f.get("Handler") == "hyperwarm.functions.cache_refresh.handler.lambda_handler")
     assert function["Environment"]["Variables"]["HYPERWARM_DRY_RUN"] == "true"
 
 
 def test_function_bundle_carries_the_package_and_powertools(synthesized) -> None:
     handlers = [f for f in resources(synthesized, "AWS::Lambda::Function")
-                if f.get("Handler") == "cache_refresh.handler.lambda_handler"]
+                if f.get("Handler") == "hyperwarm.functions.cache_refresh.handler.lambda_handler"]
     asset = handlers[0]["Code"]["S3Key"].removesuffix(".zip")
     folder = synthesized.outdir / f"asset.{asset}"
-    assert (folder / "cache_refresh" / "handler.py").is_file()
+    assert (folder / "hyperwarm" / "functions" / "cache_refresh" / "handler.py").is_file()
+    assert (folder / "hyperwarm" / "functions" / "eks_auth" / "__init__.py").is_file()  # shared with the exporter
+    assert "import" not in (folder / "hyperwarm" / "__init__.py").read_text()  # never the construct library
     assert (folder / "aws_lambda_powertools" / "__init__.py").is_file()
     assert not list(folder.rglob("__pycache__"))
 

@@ -38,6 +38,8 @@ from .validation import repeated
 
 RBAC_GROUP = "hyperwarm:cache-exporter"
 _SOURCE = Path(_package.__file__).resolve().parent
+HANDLER = f"{_package.__name__}.handler.lambda_handler"
+"""``hyperwarm.functions.cache_exporter.handler.lambda_handler``: the same import name in the wheel and the asset."""
 _NAME = "hyperwarm-cache-exporter"
 _READ = ["get", "list", "watch"]
 _OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
@@ -84,7 +86,7 @@ class CacheMetricsExporter(Construct):
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler="cache_exporter.handler.lambda_handler", code=function_code(),
+            handler=HANDLER, code=function_code(),
             role=self.role, memory_size=256, timeout=cdk.Duration.seconds(50),
             # One execution environment sees every run: it keeps the previous scrape of each pod in memory
             # to turn cumulative counters into per-minute figures (lambdas/cache_exporter/counters.py).
@@ -178,10 +180,10 @@ class CacheMetricsExporter(Construct):
 
 
 def function_code() -> lambda_.Code:
-    """The exporter's code asset, bundled offline (no Docker): ``cache_exporter/`` and the distributions
-    pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the runtime."""
-    return pinned_code(_SOURCE, "cache_exporter", _SOURCE / "requirements.txt", "the cache metrics exporter",
-                       "exporter")
+    """The exporter's code asset, bundled offline (no Docker): ``hyperwarm/functions/cache_exporter/``, the
+    shared ``eks_auth`` and the distributions pinned in its ``requirements.txt`` (``prometheus_client``);
+    boto3 and urllib3 come with the runtime."""
+    return pinned_code(_SOURCE, _SOURCE / "requirements.txt", "the cache metrics exporter", "exporter")
 
 
 def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 The cache refresh function moves endpoints and HyperPod deployments to new model versions at run
 time; the app's configuration still names the version they were first deployed with. Resources
 protected by a guard depend on it, so CloudFormation runs it first: a small function
-(``cache_refresh.deploy_guard``) reads the refresh function's state table and fails the deployment,
+(``hyperwarm.functions.cache_refresh.deploy_guard``) reads the refresh function's state table and fails the deployment,
 before anything changed, when a target already serves a newer version than this deploy would set.
 
 The guard runs whenever a protected resource changes: its properties carry a fingerprint of theirs

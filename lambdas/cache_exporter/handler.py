@@ -18,8 +18,9 @@ from typing import Any, Sequence
 
 import boto3
 
+from ..eks_auth import cluster_access, eks_token
 from .counters import Scrape, Snapshots
-from .kube import KubeReader, ScrapeError, cluster_access, eks_token
+from .kube import KubeReader, ScrapeError
 from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes
 from .serving import PodServing, ServingFigures, serving_figures
 from .vllm import EngineSample, NotVllm, parse

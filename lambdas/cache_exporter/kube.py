@@ -1,46 +1,15 @@
-"""Reading the cluster: the EKS bearer token, the API endpoint, GETs of Kubernetes lists and of pod pages.
-
-The token is the one ``aws eks get-token`` prints: ``k8s-aws-v1.`` + base64url of an STS
-GetCallerIdentity URL presigned with the header ``x-k8s-aws-id: <cluster>``. The refresh function has
-the same few lines (``cache_refresh.targets.hyperpod``); each function's asset holds only its own
-top-level package, so neither can import the other.
-"""
+"""Reading the cluster: GETs of Kubernetes lists and of pod pages, with the role's EKS token (:mod:`eks_auth`)."""
 
 from __future__ import annotations
 
-import base64
 import json
-from functools import lru_cache
 from typing import Any
 
-import boto3
 import urllib3
-from botocore.signers import RequestSigner
-
-TOKEN_SECONDS = 60
 
 
 class ScrapeError(RuntimeError):
     """A pod's metrics could not be read through the API server's pod proxy."""
-
-
-def eks_token(cluster: str, region: str) -> str:
-    session = boto3.Session()
-    sts = session.client("sts", region_name=region)
-    signer = RequestSigner(sts.meta.service_model.service_id, region, "sts", "v4",
-                           session.get_credentials(), session.events)
-    url = signer.generate_presigned_url(
-        {"method": "GET", "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
-         "body": {}, "headers": {"x-k8s-aws-id": cluster}, "context": {}},
-        region_name=region, expires_in=TOKEN_SECONDS, operation_name="")
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-@lru_cache(maxsize=4)
-def cluster_access(cluster: str, region: str) -> tuple[str, str]:
-    """(API endpoint, CA bundle PEM) from eks:DescribeCluster, cached for the container's life."""
-    info = boto3.client("eks", region_name=region).describe_cluster(name=cluster)["cluster"]
-    return info["endpoint"], base64.b64decode(info["certificateAuthority"]["data"]).decode()
 
 
 class KubeReader:

@@ -51,8 +51,8 @@ def service_name(env: Mapping[str, str] | None = None) -> str:
     """The ``service`` dimension the function and the deploy guard publish under (the alarms watch it)."""
     return (os.environ if env is None else env).get(SERVICE_VARIABLE) or SERVICE
 
-# -- entry points: the asset's root holds the package folder ``cache_refresh/`` ------------------
-PACKAGE = "cache_refresh"
+# -- entry points: the asset mirrors the wheel (``hyperwarm/functions/cache_refresh/``) ----------
+PACKAGE = "hyperwarm.functions.cache_refresh"
 REFRESH_HANDLER = f"{PACKAGE}.handler.lambda_handler"
 STATE_HANDLER = f"{PACKAGE}.handler.on_endpoint_state_change"
 DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"

@@ -2,9 +2,9 @@
 
 Entry points (one code asset, two EventBridge rules):
 
-- ``cache_refresh.handler.lambda_handler``: S3 "Object Created" for ``<prefix>/<version>/manifest.json``
+- ``hyperwarm.functions.cache_refresh.handler.lambda_handler``: S3 "Object Created" for ``<prefix>/<version>/manifest.json``
   (it also takes a "SageMaker Endpoint State Change", so one function name replays any dead letter).
-- ``cache_refresh.handler.on_endpoint_state_change``: "SageMaker Endpoint State Change"; finishes
+- ``hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change``: "SageMaker Endpoint State Change"; finishes
   endpoint rollouts (deletes superseded resources once the new config serves, dead-letters a
   rollback or failure), rolls a version that waited behind the rollout, and dead-letters an endpoint
   found back on a version older than the one it made serve (``moved-back``).

@@ -203,8 +203,8 @@ def environment(refresh_targets: dict[str, Any], dlq_url: str, dry_run: bool = F
 def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refresh_targets: dict[str, Any],
                 dry_run: bool = False) -> World:
     """Fresh account state (call inside mock_aws): objects reset, Lambda settings re-read."""
+    from hyperwarm.functions import eks_auth
     from hyperwarm.functions.cache_refresh import handler
-    from hyperwarm.functions.cache_refresh.targets import hyperpod
 
     kube.objects.clear(); kube.patches.clear(); kube.fail_next.clear(); kube.race_next.clear()
     moto_ext.install()
@@ -215,7 +215,7 @@ def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refre
         monkeypatch.setenv(key, value)
     handler._settings = None
     handler.client.cache_clear()
-    hyperpod.cluster_access.cache_clear()
+    eks_auth.cluster_access.cache_clear()
     return world
 
 

@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 import fake_kube
+from hyperwarm.functions import eks_auth
 from hyperwarm.functions.cache_exporter import handler, kube as exporter_kube, placement
 from hyperwarm.functions.cache_exporter.counters import Snapshots
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
@@ -160,7 +161,7 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         kube.add(obj)
     monkeypatch.setenv("HYPERWARM_CLUSTER_NAME", CLUSTER)
     monkeypatch.setenv("HYPERWARM_NAMESPACES", NS)
-    exporter_kube.cluster_access.cache_clear()
+    eks_auth.cluster_access.cache_clear()
     with mock_aws():
         eks = boto3.client("eks", region_name="us-west-2")
         eks.create_cluster(name=CLUSTER, roleArn="arn:aws:iam::123456789012:role/eks",
@@ -189,7 +190,7 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         assert value("ColdPodShare", "llama") == 50.0
         assert value("ColdPods", "qwen") == 1  # its pod sits on cold-1; no cache of its own
         assert value("ScrapeFailures", "llama") == 4  # no pod serves metrics here: counted, and the run goes on
-    exporter_kube.cluster_access.cache_clear()
+    eks_auth.cluster_access.cache_clear()
 
 
 def test_handler_fails_loudly_when_the_api_refuses(kube, monkeypatch):
@@ -208,7 +209,7 @@ def _serve(kube, pod_name: str, requests: float, *, cold: bool, port: int = PORT
 
 
 def _reader(kube) -> exporter_kube.KubeReader:
-    return exporter_kube.KubeReader(kube.url, kube.ca_pem.decode(), exporter_kube.eks_token(CLUSTER, "us-west-2"))
+    return exporter_kube.KubeReader(kube.url, kube.ca_pem.decode(), eks_auth.eks_token(CLUSTER, "us-west-2"))
 
 
 def _by_model(collected) -> dict[str, dict[str, dict]]:

@@ -20,15 +20,17 @@ import requests
 from refresh_world import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 from moto.server import ThreadedMotoServer
 
+from hyperwarm.refresh_asset import lay_out
+
 E2E_ENDPOINT = "llama-e2e"
 RANDOM = {"RoutingStrategy": "RANDOM"}
 CHILD_TIMEOUT = 45
 RESULT = "HYPERWARM-E2E-RESULT "
 # A Lambda runtime in miniature: the event on stdin, the handler named in argv, the result on stdout.
-# The package is imported by its Lambda name, ``cache_refresh``, from a folder laid out as the asset is.
+# The package is imported by its handler's name from a folder laid out as the asset is.
 CHILD = f"""
 import json, sys, types
-from cache_refresh import handler
+from hyperwarm.functions.cache_refresh import handler
 context = types.SimpleNamespace(**json.loads(sys.argv[2]), get_remaining_time_in_millis=lambda: 300_000)
 result = getattr(handler, sys.argv[1])(json.load(sys.stdin), context)
 print({RESULT!r} + json.dumps(result))
@@ -46,8 +48,16 @@ def moto_url():
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def asset_folder(tmp_path_factory):
+    """The function's package and the shared ``eks_auth`` as the asset lays them out (its pins come from this venv)."""
+    out = tmp_path_factory.mktemp("asset")
+    lay_out(out, LAMBDAS / "cache_refresh")
+    return out
+
+
 @pytest.fixture
-def e2e(kube_server, moto_url, monkeypatch):
+def e2e(kube_server, moto_url, asset_folder, monkeypatch):
     """The conftest world served over HTTP, plus a target endpoint with a PREFIX_AWARE and a RANDOM variant on v1."""
     requests.post(f"{moto_url}/moto-api/reset", timeout=10).raise_for_status()
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)  # this process's clients (fixtures, assertions) use the server too
@@ -61,7 +71,7 @@ def e2e(kube_server, moto_url, monkeypatch):
          "InitialVariantWeight": 0.5, "RoutingConfig": RANDOM}])
     world.sm.create_endpoint(EndpointName=E2E_ENDPOINT, EndpointConfigName=f"{E2E_ENDPOINT}-cfn")
     child_env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"),
-                 "PYTHONPATH": str(LAMBDAS), "AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing",
+                 "PYTHONPATH": str(asset_folder), "AWS_ENDPOINT_URL": moto_url, "AWS_ACCESS_KEY_ID": "testing",
                  "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing", "AWS_REGION": "us-west-2",
                  "AWS_DEFAULT_REGION": "us-west-2", "AWS_CONFIG_FILE": os.devnull,
                  "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_EC2_METADATA_DISABLED": "true",
@@ -73,7 +83,7 @@ def e2e(kube_server, moto_url, monkeypatch):
 
 
 def invoke(child_env: dict[str, str], entry: str, event: dict[str, Any]) -> dict[str, Any]:
-    """Run ``cache_refresh.handler.<entry>(event, context)`` in a fresh Python process; return its result."""
+    """Run ``hyperwarm.functions.cache_refresh.handler.<entry>(event, context)`` in a fresh Python process."""
     context = dataclasses.asdict(LambdaContext())
     done = subprocess.run([sys.executable, "-c", CHILD, entry, json.dumps(context)], input=json.dumps(event),
                           env=child_env, capture_output=True, text=True, timeout=CHILD_TIMEOUT)

@@ -5,27 +5,23 @@ overwrite under the same path), builds the new weights cache, rolls the deployme
 old cache. ``JumpStartModel`` has no S3 source: its ``spec.model.modelVersion`` takes the version
 folder name (which must then be ``x.y.z``).
 
-Authentication is the standard EKS token: ``k8s-aws-v1.`` + base64url of an STS
-GetCallerIdentity URL presigned with the header ``x-k8s-aws-id: <cluster>``, signed by the
-Lambda's role (mapped to a namespace-scoped RBAC Role by an EKS access entry). Writes are JSON
+Authentication is the standard EKS token of the Lambda's role (:mod:`eks_auth`), which an EKS
+access entry maps to a namespace-scoped RBAC Role. Writes are JSON
 merge-patches carrying the ``metadata.resourceVersion`` read just before, so a concurrent change
 makes the API server answer 409 instead of being overwritten.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-import boto3
 import urllib3
 from botocore.exceptions import ClientError
-from botocore.signers import RequestSigner
 
+from ... import eks_auth
 from ..config import HyperPodTarget
 from ..decide import Live
 from ..errors import PermanentError, TransientError
@@ -37,33 +33,17 @@ PLURALS = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartMode
            "ModelWeightsCacheConfig": "modelweightscacheconfigs"}
 _JUMPSTART_VERSION = re.compile(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$")
 CONFLICT_RETRIES = 3
-TOKEN_SECONDS = 60
 
 
-def eks_token(cluster: str, region: str, session: boto3.Session | None = None) -> str:
-    """The bearer token ``aws eks get-token`` prints: a presigned STS GetCallerIdentity URL."""
-    session = session or boto3.Session()
-    sts = session.client("sts", region_name=region)
-    signer = RequestSigner(sts.meta.service_model.service_id, region, "sts", "v4",
-                           session.get_credentials(), session.events)
-    url = signer.generate_presigned_url(
-        {"method": "GET", "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
-         "body": {}, "headers": {"x-k8s-aws-id": cluster}, "context": {}},
-        region_name=region, expires_in=TOKEN_SECONDS, operation_name="")
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
-
-
-@lru_cache(maxsize=16)
 def cluster_access(cluster: str, region: str) -> tuple[str, str]:
-    """(API endpoint, CA bundle PEM) from eks:DescribeCluster, cached for the container's life."""
+    """(API endpoint, CA bundle PEM) of the cluster; a missing cluster is permanent, any other error transient."""
     try:
-        info = boto3.client("eks", region_name=region).describe_cluster(name=cluster)["cluster"]
+        return eks_auth.cluster_access(cluster, region)
     except ClientError as exc:
         code = exc.response["Error"]["Code"]
         if code == "ResourceNotFoundException":
             raise PermanentError("target-not-found", f"EKS cluster {cluster} not found") from None
         raise TransientError("eks-unavailable", f"DescribeCluster {cluster}: {code}") from None
-    return info["endpoint"], base64.b64decode(info["certificateAuthority"]["data"]).decode()
 
 
 @dataclass
@@ -181,7 +161,7 @@ def repoint(kube: KubeApi, kind: str, namespace: str, name: str, event: Manifest
 
 def kube_for(target: HyperPodTarget, region: str) -> KubeApi:
     endpoint, ca = cluster_access(target.cluster, region)
-    return KubeApi(endpoint, ca, eks_token(target.cluster, region))
+    return KubeApi(endpoint, ca, eks_auth.eks_token(target.cluster, region))
 
 
 def live(target: HyperPodTarget, prefix: str, buckets: frozenset[str], region: str,
