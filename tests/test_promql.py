@@ -68,7 +68,7 @@ def test_bad_arguments_name_field_value_and_rule(call, message):
 
 
 def test_every_engine_metric_is_catalogued_with_its_source_and_labels():
-    assert {m.name for m in PROMQL_METRICS} == set(promql.TTFT_METRICS.values())
+    assert {m.name for m in PROMQL_METRICS} == {*promql.TTFT_METRICS.values(), *promql.PREFIX_CACHE_COUNTERS}
     for metric in PROMQL_METRICS:
         assert metric.source.startswith("https://docs.aws.amazon.com/sagemaker/")
         assert metric.container_metric == metric.name.replace("_", ":", 1)
@@ -76,3 +76,21 @@ def test_every_engine_metric_is_catalogued_with_its_source_and_labels():
     assert find_promql("vllm_time_to_first_token_seconds_bucket").container_metric == "vllm:time_to_first_token_seconds"
     with pytest.raises(KeyError, match="catalogued: vllm_time_to_first_token_seconds"):
         find_promql("tgi_time_to_first_token_seconds")
+
+
+def test_the_bridges_ttft_query_sums_each_bucket_per_minute_over_the_alarms_window():
+    query = promql.ttft_buckets_per_minute(endpoint="chat", variant="main", window="8m")
+    assert query == ("sum by (le) (rate(vllm_time_to_first_token_seconds_bucket{'aws.sagemaker.endpoint.name'=\"chat\", "
+                     "'aws.sagemaker.variant.name'=\"main\"}[8m])) * 60")
+    assert promql.selectors(promql.ttft_buckets_per_minute(endpoint="chat", variant="s", engine="sglang")) == [
+        ("sglang_time_to_first_token_seconds_bucket", promql.variant_labels("chat", "s"))]
+
+
+def test_the_prefix_cache_hit_rate_divides_the_variants_hits_by_its_queries():
+    query = promql.prefix_cache_hit_rate(endpoint="chat", variant="main")
+    assert query.startswith("100 * sum(increase(vllm_prefix_cache_hits_total{") and query.endswith("}[5m]))")
+    assert " / sum(increase(vllm_prefix_cache_queries_total{" in query
+    assert promql.selectors(query) == [(name, promql.variant_labels("chat", "main"))
+                                       for name in promql.PREFIX_CACHE_COUNTERS]
+    for name in promql.PREFIX_CACHE_COUNTERS:
+        assert find_promql(name).labels == (promql.ENDPOINT_LABEL, promql.VARIANT_LABEL)

@@ -21,8 +21,6 @@ from typing import Any, Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -33,6 +31,7 @@ from .kube_access import private_api_network
 from .metric_catalog import EXPORTER_NAMESPACE, find
 from .nag import acknowledge, acknowledge_checkov, managed_policy
 from .refresh_asset import pinned_code
+from .scheduled_function import grant_put_metric_data, run_every_minute
 from .functions import cache_exporter as _package
 from .validation import repeated
 
@@ -78,11 +77,7 @@ class CacheMetricsExporter(Construct):
                     "manages its network interfaces", managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
         self.role.add_to_principal_policy(iam.PolicyStatement(
             actions=["eks:DescribeCluster"], resources=[props.cluster.eks_cluster.cluster_arn]))
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["cloudwatch:PutMetricData"], resources=["*"],
-            conditions={"StringEquals": {"cloudwatch:namespace": EXPORTER_NAMESPACE}}))
-        acknowledge(self.role, "cloudwatch:PutMetricData has no resource-level permissions; the cloudwatch:namespace "
-                    f"condition limits it to {EXPORTER_NAMESPACE}", "IAM5[Resource::*]")
+        grant_put_metric_data(self.role, EXPORTER_NAMESPACE)
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
@@ -100,12 +95,7 @@ class CacheMetricsExporter(Construct):
         acknowledge(self.function, "Python 3.13 is the runtime this function and its bundled dependencies are "
                     "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")
         _acknowledge_checkov(self.function)
-        self.rule = events.Rule(self, "Schedule", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
-                                description="hyperwarm: export cache metrics every minute")
-        # A missed minute is superseded by the next run: no retries, nothing worth a dead-letter queue.
-        self.rule.add_target(targets.LambdaFunction(self.function, retry_attempts=0,
-                                                    max_event_age=cdk.Duration.minutes(1)))
-        self.function.configure_async_invoke(retry_attempts=0, max_event_age=cdk.Duration.minutes(1))
+        self.rule = run_every_minute(self, self.function, "hyperwarm: export cache metrics every minute")
         self._kubernetes_access(props)
 
     def _kubernetes_access(self, props: CacheMetricsExporterProps) -> None:

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .promql import ENDPOINT_LABEL, TTFT_METRICS, VARIANT_LABEL
+from .promql import ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS, VARIANT_LABEL
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 EXPORTER_NAMESPACE = "Hyperwarm/Caches"
 """The cache metrics exporter's namespace (``lambdas/cache_exporter``)."""
 
+ENDPOINTS_NAMESPACE = "Hyperwarm/Endpoints"
+"""The endpoint metrics bridge's namespace (``lambdas/cache_exporter/endpoints.py``)."""
+
 _SAGEMAKER_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html"
 _EXPORTER_SOURCE = "lambdas/cache_exporter (hyperwarm's cache metrics exporter)"
+_BRIDGE_SOURCE = "lambdas/cache_exporter/endpoints.py (hyperwarm's endpoint metrics bridge)"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,30 @@ def _sagemaker(name: str, unit: str, description: str) -> PublishedMetric:
 def _exporter(name: str, unit: str, description: str) -> PublishedMetric:
     return PublishedMetric(EXPORTER_NAMESPACE, name, ("ClusterName", "Model"), unit, _EXPORTER_SOURCE, description)
 
+
+def _bridge(name: str, unit: str, description: str) -> PublishedMetric:
+    return PublishedMetric(ENDPOINTS_NAMESPACE, name, ("EndpointName", "VariantName"), unit, _BRIDGE_SOURCE,
+                           description)
+
+
+_SAGEMAKER_BRIDGE = (  # the bridge's figures from SageMaker AI detailed observability (PromQL)
+    _bridge("TimeToFirstToken", "Milliseconds",
+            "Time to first token of the variant's requests, from the engine's TTFT histogram that detailed "
+            "observability stores (PROMQL_METRICS), read every minute with QueryMetrics: first tokens per "
+            "minute in each bucket averaged over the alarm's rate window (5 minutes at the default publish "
+            "frequency), each bucket's count spread evenly inside it as a distribution (the exporter's "
+            "ttft.py), so p50/p95/p99 match histogram_quantile to a fraction of a bucket. Not published "
+            "without first tokens."),
+    _bridge("PrefixCacheHitRate", "Percent",
+            "vLLM's prefix (KV) cache over every instance of the variant: increase of "
+            "vllm_prefix_cache_hits_total / increase of vllm_prefix_cache_queries_total x 100 over the same "
+            "window. UNCONFIRMED: SageMaker's OpenTelemetry metric reference (checked 2026-11-29) does not "
+            "list these counters; where detailed observability does not store them the query returns nothing "
+            "and nothing is published. Not published for SGLang variants or without queries."),
+    _bridge("QueryFailures", "Count",
+            "The variant's QueryMetrics queries that failed this run (HTTP error, timeout, throttling, an "
+            "error status): 0..2. While it is above 0 the figures above are missing for the minute."),
+)
 
 _HYPERPOD_SERVING = (  # the exporter's figures from the HyperPod pods' own vLLM metrics
     _exporter("TimeToFirstToken", "Milliseconds",
@@ -86,9 +114,11 @@ PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
               "Ready since the previous run: Ready time minus the cache object's creation time."),
     _exporter("FailedCaches", "Count", "The model's weights and image caches whose status.state is Failed."),
     *_HYPERPOD_SERVING,
+    *_SAGEMAKER_BRIDGE,
     PublishedMetric("AWS/Lambda", "Errors", ("FunctionName",), "Count",
                     "https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html",
-                    "Invocations of the exporter that failed: while it fails, the cache metrics have no data."),
+                    "Invocations of the exporter or the endpoint metrics bridge that failed: while one fails, "
+                    "its metrics have no data."),
 )
 
 _DETAILED_OBSERVABILITY = "https://docs.aws.amazon.com/sagemaker/latest/dg/inference-monitoring.html"
@@ -123,18 +153,24 @@ PROMQL_METRICS: tuple[PromQLMetric, ...] = (
     _detailed("vllm", "vLLM's time to first token histogram (request arrival to first output token), per "
                       "container; its quantiles over all instances of a variant are TTFT p50/p95/p99."),
     _detailed("sglang", "SGLang's time to first token histogram, the same figure for SGLang containers."),
+    *(PromQLMetric(name, name.replace("vllm_", "vllm:", 1), (ENDPOINT_LABEL, VARIANT_LABEL), "Count",
+                   _DETAILED_OBSERVABILITY,
+                   f"vLLM's {what} counter (tokens). UNCONFIRMED: not in SageMaker's published OpenTelemetry "
+                   "metric list; the endpoint metrics bridge reads it where it exists and skips it otherwise.")
+      for name, what in zip(PREFIX_CACHE_COUNTERS, ("prefix-cache hits", "prefix-cache queries"))),
 )
-"""What hyperwarm's PromQL alarms and printed queries read (SageMaker's OpenTelemetry metrics reference)."""
+"""What hyperwarm's PromQL alarms, printed queries and endpoint metrics bridge read (SageMaker's
+OpenTelemetry metrics reference)."""
 
 
 NOT_PUBLISHED: dict[str, str] = {
-    "SageMaker real-time endpoints: time to first token as a CloudWatch metric":
+    "SageMaker real-time endpoints: time to first token as an AWS/SageMaker metric":
         "AWS/SageMaker lists no TTFT metric (SageMaker's CloudWatch metrics page, checked 2026-11-29; its "
         "latency metrics end at the last byte). SageMaker AI detailed observability stores the vLLM/SGLang "
-        "container's TTFT histogram as an OpenTelemetry metric read with PromQL (PROMQL_METRICS): hyperwarm "
-        "alarms on its p99 with a PromQL alarm and prints the p50/p95/p99 queries per variant, but a classic "
-        "dashboard has no documented PromQL graph widget, so the chart is in CloudWatch's SageMaker AI "
-        "Insights dashboard and Query Studio: "
+        "container's TTFT histogram as an OpenTelemetry metric read only with PromQL (PROMQL_METRICS), and a "
+        "classic dashboard has no documented PromQL graph widget: hyperwarm's endpoint metrics bridge "
+        "republishes it every minute as Hyperwarm/Endpoints TimeToFirstToken (charted p50/p95/p99), and a "
+        "PromQL alarm reads the source directly: "
         "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html",
     "HyperPod deployments: whole-request latency, and serving containers other than vLLM":
         "The exporter reads vLLM's own series only (TimeToFirstToken, PrefixCacheHitRate, Requests). The "

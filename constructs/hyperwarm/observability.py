@@ -3,7 +3,8 @@
 Every widget and alarm reads a metric from :mod:`hyperwarm.metric_catalog` (what the services really
 publish), and each widget title names its source. SageMaker variants: ModelLatency p50/p95/p99 (to
 the last byte), overhead, invocations and errors, and time to first token from detailed observability
-(a PromQL alarm on p99 and the p50/p95/p99 queries, :mod:`hyperwarm.sagemaker_ttft`).
+(p50/p95/p99 and the prefix-cache hit rate republished by the endpoint metrics bridge,
+:class:`EndpointMetricsBridge`, created here; a PromQL alarm on p99 reading the source; :mod:`hyperwarm.sagemaker_ttft`).
 HyperPod models: the cache metrics exporter's warm/cold figures (:class:`CacheMetricsExporter`,
 created here), and from the pods' own vLLM metrics TTFT p50/p95/p99 (an alarm on p99), the engine's
 prefix-cache hit rate and the share of requests on unprepared nodes. What CloudWatch metrics do not
@@ -26,6 +27,7 @@ from constructs import Construct
 from .cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from .cluster import IHyperPodCluster
 from .endpoint_base import IInferenceEndpoint
+from .endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
 from .metric_catalog import NOT_PUBLISHED
 from .sagemaker_ttft import detailed_observability_off, variant_ttft
 from .validation import repeated
@@ -69,7 +71,8 @@ class InferenceObservabilityProps:
 
 
 class InferenceObservability(Construct):
-    """A CloudWatch dashboard, alarms to an SNS topic, and (with ``hyperpod``) the cache metrics exporter."""
+    """A CloudWatch dashboard, alarms to an SNS topic, (with ``hyperpod``) the cache metrics exporter, and
+    (with endpoints whose detailed observability is on) the endpoint metrics bridge."""
 
     def __init__(self, scope: Construct, id: str, props: InferenceObservabilityProps) -> None:
         super().__init__(scope, id)
@@ -80,6 +83,15 @@ class InferenceObservability(Construct):
             self.exporter = CacheMetricsExporter(self, "Exporter", CacheMetricsExporterProps(
                 cluster=props.hyperpod.cluster, namespaces=[props.hyperpod.namespace]))
         self.alarms: list[cloudwatch.Alarm] = []
+        self.endpoint_metrics: EndpointMetricsBridge | None = None
+        bridged = [e for e in props.endpoints if not detailed_observability_off(e)]
+        if bridged:
+            self.endpoint_metrics = EndpointMetricsBridge(self, "EndpointMetrics",
+                                                          EndpointMetricsBridgeProps(endpoints=bridged))
+            self._alarm("EndpointMetricsErrors",
+                        self.endpoint_metrics.function.metric_errors(period=cdk.Duration.minutes(5)),
+                        threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
+                        "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
         self.variant_ttft_alarms: dict[str, cloudwatch.PromQLAlarm] = {}
         """PromQL alarms on p99 time to first token, by ``<endpoint id>/<variant>``."""
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=props.dashboard_name,
@@ -141,7 +153,9 @@ class InferenceObservability(Construct):
                 f"hyperwarm:ttft:{endpoint.node.id}", f"{endpoint.node.path}: detailed observability is off, so "
                 "SageMaker publishes no time to first token: no TTFT alarm for its variants")
             return
-        alarm, widgets = variant_ttft(self, endpoint, variant, threshold=props.ttft_p99, topic=self.topic)
+        assert self.endpoint_metrics is not None
+        alarm, widgets = variant_ttft(self, endpoint, variant, threshold=props.ttft_p99, topic=self.topic,
+                                      bridge=self.endpoint_metrics)
         self.variant_ttft_alarms[f"{endpoint.node.id}/{variant}"] = alarm
         self.dashboard.add_widgets(*widgets)
 
@@ -202,7 +216,7 @@ def serving_widgets(exporter: CacheMetricsExporter, model: str) -> list[cloudwat
 
 
 def _not_published() -> str:
-    lines = ["### Not in CloudWatch metrics (so not on this dashboard)"]
+    lines = ["### Not published by the services as CloudWatch metrics (and what this dashboard does instead)"]
     lines += [f"* **{what}**: {why}" for what, why in NOT_PUBLISHED.items()]
     return "\n".join(lines)
 

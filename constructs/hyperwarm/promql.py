@@ -7,8 +7,9 @@ with PromQL rather than named by namespace and metric name. The container's ``vl
 ``histogram_quantile(0.99, sum by (le) (rate(vllm_time_to_first_token_seconds_bucket{'aws.sagemaker.endpoint.name'="$endpoint"}[5m])))``
 (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-promql.html).
 
-The PromQL alarm and the dashboard's text widget both take their query from here, and the catalog
-test and the deploy rehearsal read alarms back with :func:`selectors`. No aws-cdk here.
+The PromQL alarm, the dashboard's text widget and the endpoint metrics bridge (which republishes TTFT and
+the prefix-cache hit rate as CloudWatch metrics) all take their query from here, and the catalog test and
+the deploy rehearsal read alarms back with :func:`selectors`. No aws-cdk here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"
 VARIANT_LABEL = "aws.sagemaker.variant.name"
 TTFT_METRICS = {"vllm": "vllm_time_to_first_token_seconds", "sglang": "sglang_time_to_first_token_seconds"}
 """The TTFT histogram of each engine, as detailed observability names it (``vllm:`` -> ``vllm_``)."""
+PREFIX_CACHE_COUNTERS = ("vllm_prefix_cache_hits_total", "vllm_prefix_cache_queries_total")
+"""vLLM's prefix-cache counters (tokens), as detailed observability would name them (not in SageMaker's
+published metric list: the bridge skips a variant whose query returns nothing)."""
 
 _PLAIN_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SELECTOR = re.compile(r"""([A-Za-z_:][A-Za-z0-9_:]*)\{((?:"(?:[^"\\]|\\.)*"|'[^']*'|[^}"'])*)\}""")
@@ -52,14 +56,32 @@ def variant_labels(endpoint: str, variant: str) -> dict[str, str]:
     return {ENDPOINT_LABEL: endpoint, VARIANT_LABEL: variant}
 
 
+def _ttft_buckets(endpoint: str, variant: str, engine: str) -> str:
+    if engine not in TTFT_METRICS:
+        raise ValueError(f"engine = {engine!r} -- allowed: {', '.join(TTFT_METRICS)}")
+    return selector(f"{TTFT_METRICS[engine]}_bucket", variant_labels(endpoint, variant))
+
+
 def ttft_quantile(quantile: float, *, endpoint: str, variant: str, engine: str = "vllm", window: str = "5m") -> str:
     """The ``quantile`` (0..1) of time to first token, in seconds, of one variant over ``window``."""
     if not 0 < quantile < 1:
         raise ValueError(f"quantile = {quantile} -- allowed: between 0 and 1")
-    if engine not in TTFT_METRICS:
-        raise ValueError(f"engine = {engine!r} -- allowed: {', '.join(TTFT_METRICS)}")
-    buckets = selector(f"{TTFT_METRICS[engine]}_bucket", variant_labels(endpoint, variant))
-    return f"histogram_quantile({quantile:g}, sum by (le) (rate({buckets}[{window}])))"
+    return f"histogram_quantile({quantile:g}, sum by (le) (rate({_ttft_buckets(endpoint, variant, engine)}[{window}])))"
+
+
+def ttft_buckets_per_minute(*, endpoint: str, variant: str, engine: str = "vllm", window: str = "5m") -> str:
+    """First tokens per minute in each cumulative ``le`` bucket of the variant, averaged over ``window``
+    (one series per ``le``): the bridge's TTFT source. Averaged because ``increase`` over a single minute
+    holds at most one sample at SageMaker's one-minute publish frequency and would return nothing."""
+    return f"sum by (le) (rate({_ttft_buckets(endpoint, variant, engine)}[{window}])) * 60"
+
+
+def prefix_cache_hit_rate(*, endpoint: str, variant: str, window: str = "5m") -> str:
+    """Percent of prompt tokens vLLM found in its prefix cache, over every instance of the variant and
+    ``window``: one series, NaN without queries, nothing where the counters are not published."""
+    hits, queries = (f"sum(increase({selector(name, variant_labels(endpoint, variant))}[{window}]))"
+                     for name in PREFIX_CACHE_COUNTERS)
+    return f"100 * {hits} / {queries}"
 
 
 def ttft_above(threshold_seconds: float, **scope: str) -> str:

@@ -1,16 +1,18 @@
-"""Time to first token of a SageMaker production variant: a PromQL alarm and the queries that chart it.
+"""Time to first token of a SageMaker production variant: a PromQL alarm, a chart, and the queries behind them.
 
 SageMaker's ``AWS/SageMaker`` namespace has no TTFT metric. Detailed observability stores the serving
 container's own TTFT histogram (vLLM's or SGLang's) in CloudWatch as an OpenTelemetry metric, read with
 PromQL: a CloudWatch PromQL alarm can watch it, but no documented classic-dashboard widget charts
-PromQL. So each variant gets an alarm on p99 (with an alarm status widget) and a text widget with the
-exact p50/p95/p99 queries, to paste into Query Studio; SageMaker AI Insights charts TTFT per endpoint.
+PromQL. So each variant gets an alarm on p99 that reads the source directly (with an alarm status
+widget), a p50/p95/p99 graph of the endpoint metrics bridge's ``Hyperwarm/Endpoints`` metrics
+(:class:`~hyperwarm.endpoint_metrics.EndpointMetricsBridge`), and a text widget with the queries.
 Every query comes from :mod:`hyperwarm.promql`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -23,11 +25,14 @@ from .endpoint import InferenceEndpoint
 from .endpoint_base import IInferenceEndpoint
 from .endpoint_rules import variant_server_settings
 
+if TYPE_CHECKING:
+    from .endpoint_metrics import EndpointMetricsBridge
+
 PENDING = cdk.Duration.minutes(5)
 """How long p99 must stay above the threshold before the alarm fires (and below it before it clears)."""
 QUERY_STUDIO_DOCS = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-QueryStudio.html"
 INSIGHTS_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html"
-_QUANTILES = (0.5, 0.95, 0.99)
+_STATS = ("p50", "p95", "p99")
 
 
 def variant_engine(endpoint: IInferenceEndpoint, variant: str) -> tuple[str, str]:
@@ -56,8 +61,10 @@ def detailed_observability_off(endpoint: IInferenceEndpoint) -> bool:
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,
-                 topic: sns.ITopic) -> tuple[cloudwatch.PromQLAlarm, list[cloudwatch.IWidget]]:
-    """The variant's p99 TTFT alarm (notifying ``topic``) and its two dashboard widgets."""
+                 topic: sns.ITopic, bridge: EndpointMetricsBridge
+                 ) -> tuple[cloudwatch.PromQLAlarm, list[cloudwatch.IWidget]]:
+    """The variant's p99 TTFT alarm (notifying ``topic``) and its dashboard widgets: the bridge's
+    p50/p95/p99 and prefix-cache graphs, the alarm's status, and the queries behind them."""
     where = f"{endpoint.node.id}/{variant}"
     engine, why = variant_engine(endpoint, variant)
     scope_labels = dict(endpoint=endpoint.endpoint_name, variant=variant, engine=engine,
@@ -69,15 +76,40 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
         alarm_description=f"{where}: p99 time to first token above {seconds:g} s for 5 minutes "
                           f"({engine}'s histogram via SageMaker AI detailed observability; {why})")
     alarm.add_alarm_action(actions.SnsAction(topic))
-    lines = [f"#### {where}: time to first token (SageMaker AI detailed observability, PromQL, seconds)",
-             f"Engine metric: `{promql.TTFT_METRICS[engine]}` ({why}).", ""]
-    lines += [f"* p{q * 100:g}: `{promql.ttft_quantile(q, **scope_labels)}`" for q in _QUANTILES]
+    widgets: list[cloudwatch.IWidget] = [
+        *bridge_widgets(bridge, endpoint, variant),
+        cloudwatch.AlarmStatusWidget(alarms=[alarm], title=f"{where}: TTFT p99 alarm (PromQL)", width=6, height=6),
+        cloudwatch.TextWidget(markdown=_queries_text(scope, where, engine, why, scope_labels, seconds),
+                              width=6, height=6)]
+    return alarm, widgets
+
+
+def bridge_widgets(bridge: EndpointMetricsBridge, endpoint: IInferenceEndpoint,
+                   variant: str) -> list[cloudwatch.GraphWidget]:
+    """TTFT p50/p95/p99 of the variant, and the engine's prefix-cache hit rate beside the bridge's failed queries."""
+    where = f"{endpoint.node.id}/{variant}"
+    source = "Hyperwarm/Endpoints, endpoint metrics bridge from detailed observability"
+    return [
+        cloudwatch.GraphWidget(
+            title=f"{where}: TimeToFirstToken p50/p95/p99, milliseconds ({source})",
+            left=[bridge.metric_time_to_first_token(endpoint, variant, statistic=s, label=s) for s in _STATS],
+            width=6, height=6),
+        cloudwatch.GraphWidget(
+            title=f"{where}: PrefixCacheHitRate % (vLLM) and QueryFailures ({source})",
+            left=[bridge.metric_prefix_cache_hit_rate(endpoint, variant)],
+            left_y_axis=cloudwatch.YAxisProps(min=0, max=100),
+            right=[bridge.metric_query_failures(endpoint, variant)], width=6, height=6),
+    ]
+
+
+def _queries_text(scope: Construct, where: str, engine: str, why: str, labels: dict[str, str], seconds: float) -> str:
     region = cdk.Stack.of(scope).region
     console = f"https://console.aws.amazon.com/cloudwatch/home?region={region}"
-    lines += ["", f"Chart them in the [CloudWatch console]({console}): Query Studio, PromQL editor "
-              f"([how]({QUERY_STUDIO_DOCS})); TTFT per endpoint is on the SageMaker AI Insights dashboard "
-              f"([how]({INSIGHTS_DOCS})). The alarm beside this fires when p99 stays above {seconds:g} s for 5 minutes."]
-    widgets: list[cloudwatch.IWidget] = [
-        cloudwatch.TextWidget(markdown="\n".join(lines), width=16, height=6),
-        cloudwatch.AlarmStatusWidget(alarms=[alarm], title=f"{where}: TTFT p99 alarm (PromQL)", width=8, height=6)]
-    return alarm, widgets
+    return "\n".join([
+        f"#### {where}: TTFT sources (PromQL, seconds)",
+        f"Engine metric `{promql.TTFT_METRICS[engine]}` ({why}).", "",
+        f"* alarm, p99 above {seconds:g} s for 5 minutes: `{promql.ttft_quantile(0.99, **labels)}`",
+        f"* graph, the bridge's per-minute buckets: `{promql.ttft_buckets_per_minute(**labels)}`", "",
+        f"Other quantiles in the [CloudWatch console]({console}) Query Studio ([how]({QUERY_STUDIO_DOCS})); "
+        f"SageMaker AI Insights charts TTFT per endpoint ([how]({INSIGHTS_DOCS})). The graph has no data while "
+        "the bridge fails (its Errors alarm); the alarm reads the source itself."])

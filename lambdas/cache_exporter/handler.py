@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import boto3
 
 from ..eks_auth import cluster_access, eks_token
+from . import publishing
 from .counters import Scrape, Snapshots
 from .kube import KubeReader, ScrapeError
 from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes
@@ -30,7 +31,6 @@ WINDOW = datetime.timedelta(minutes=1)  # the schedule's rate: each cache fill i
 SCRAPE_TIMEOUT = 5.0  # seconds per pod; scrapes run in parallel
 SCRAPE_BUDGET = 30.0  # seconds for all scrapes: later ones are skipped (ScrapeFailures), the run still publishes
 _SCRAPERS = 8
-_BATCH = 1000  # PutMetricData's most MetricData entries per call
 SNAPSHOTS = Snapshots()
 """The previous run's scrapes: module level, so the next run in this (only: reserved concurrency 1)
 execution environment finds them; a cold start begins empty."""
@@ -116,8 +116,7 @@ def metric_data(cluster: str, figures: Sequence[tuple[ModelFigures, ServingFigur
 
 
 def publish(cloudwatch: Any, data: list[dict[str, Any]]) -> None:
-    for start in range(0, len(data), _BATCH):
-        cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=data[start:start + _BATCH])
+    publishing.publish(cloudwatch, NAMESPACE, data)
 
 
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""The endpoint metrics bridge: SageMaker variants' TTFT and prefix-cache hit rate as CloudWatch metrics.
+
+SageMaker AI detailed observability stores the serving container's metrics as OpenTelemetry metrics
+that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph. Every minute
+(EventBridge), for each variant in ``HYPERWARM_VARIANTS`` (JSON, set by the construct with the queries
+``hyperwarm.promql`` wrote), this runs the variant's queries through QueryMetrics and publishes to
+:data:`NAMESPACE` (dimensions ``EndpointName``, ``VariantName``): ``TimeToFirstToken`` as a
+distribution (the same :mod:`.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
+series exist, and ``QueryFailures``. A failed query is logged and counted; the run goes on. The
+function needs no SageMaker permission: which variants to read comes from its environment.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import boto3
+import urllib3
+
+from . import publishing
+from .query_metrics import QueryError, cumulative_buckets, instant, sample
+from .ttft import bucket_counts, distribution
+
+NAMESPACE = "Hyperwarm/Endpoints"
+VARIANTS = "HYPERWARM_VARIANTS"
+HTTP = urllib3.PoolManager()
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One production variant and the PromQL that reads it."""
+
+    endpoint: str
+    variant: str
+    ttft: str
+    """First tokens per minute in each cumulative ``le`` bucket (seconds), one series per ``le``."""
+    hit_rate: str | None = None
+    """Prefix-cache hit rate in percent (one series); None where the engine has no such counters."""
+
+
+def variants(text: str) -> list[Variant]:
+    """The variants of ``HYPERWARM_VARIANTS``: a JSON list of ``{endpoint, variant, ttft, hit_rate?}``."""
+    return [Variant(v["endpoint"], v["variant"], v["ttft"], v.get("hit_rate")) for v in json.loads(text)]
+
+
+def variant_datums(variant: Variant, query: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The variant's PutMetricData entries (without timestamp). Published only when measured: no
+    ``TimeToFirstToken`` without first tokens, no ``PrefixCacheHitRate`` without a finite value;
+    ``QueryFailures`` always."""
+    out: list[dict[str, Any]] = []
+    failures = 0
+    try:
+        ttft = distribution(bucket_counts(cumulative_buckets(query(variant.ttft))))
+        if ttft is not None:
+            out.append({"MetricName": "TimeToFirstToken", "Values": ttft[0], "Counts": ttft[1],
+                        "Unit": "Milliseconds"})
+    except QueryError as error:
+        failures += 1
+        LOG.warning("%s/%s: TTFT query failed: %s", variant.endpoint, variant.variant, error)
+    if variant.hit_rate:
+        try:
+            rates = [r for r in map(sample, query(variant.hit_rate)) if r is not None]
+            if rates:
+                out.append({"MetricName": "PrefixCacheHitRate", "Value": min(100.0, max(0.0, rates[0])),
+                            "Unit": "Percent"})
+        except QueryError as error:
+            failures += 1
+            LOG.warning("%s/%s: prefix-cache query failed: %s", variant.endpoint, variant.variant, error)
+    out.append({"MetricName": "QueryFailures", "Value": failures, "Unit": "Count"})
+    dimensions = [{"Name": "EndpointName", "Value": variant.endpoint},
+                  {"Name": "VariantName", "Value": variant.variant}]
+    return [{**d, "Dimensions": dimensions} for d in out]
+
+
+def metric_data(selected: list[Variant], query: Callable[[str], list[dict[str, Any]]],
+                now: datetime.datetime) -> list[dict[str, Any]]:
+    return [{**d, "Timestamp": now} for v in selected for d in variant_datums(v, query)]
+
+
+def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
+    region = os.environ["AWS_REGION"]
+    selected = variants(os.environ[VARIANTS])
+    now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    credentials = boto3.Session().get_credentials()
+    data = metric_data(selected, lambda q: instant(HTTP, q, now.timestamp(), region, credentials), now)
+    publishing.publish(boto3.client("cloudwatch", region_name=region), NAMESPACE, data)
+    failed = sum(d["Value"] for d in data if d["MetricName"] == "QueryFailures")
+    return {"variants": [f"{v.endpoint}/{v.variant}" for v in selected], "metrics": len(data), "query_failures": failed}
