@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from hyperwarm import promql
-from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE, NOT_PUBLISHED, find, find_promql
+from hyperwarm.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
+                                      find, find_promql)
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 CATALOGUED = {(m.namespace, m.name): set(m.dimensions) for m in PUBLISHED_METRICS}
@@ -21,6 +22,20 @@ def _stack(synthesized, env: str) -> dict[str, Any]:
 
 def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def _function(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
+    """(logical id, resource) of the one function with ``handler``."""
+    (found,) = [(k, f) for k, f in _of_type(template, "AWS::Lambda::Function").items()
+                if f["Properties"]["Handler"] == handler]
+    return found
+
+
+def _role_statements(template: dict[str, Any], function: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every IAM statement of the function's role (its inline policies)."""
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    return [s for p in _of_type(template, "AWS::IAM::Policy").values() if {"Ref": role} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]]
 
 
 def dashboard_widgets(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -110,11 +125,27 @@ def test_each_sagemaker_variant_has_a_ttft_alarm_its_status_and_the_queries_behi
         query = promql.ttft_above(5, **scope)  # cdk.json: ttft_p99_seconds default 5
         assert alarms[query]["EvaluationCriteria"]["PromQLCriteria"]["PendingPeriod"] == 300
         assert alarms[query]["EvaluationInterval"] == 60
-        (text,) = [t for t in texts if f"chat/{variant}: time to first token" in t]
-        for quantile in (0.5, 0.95, 0.99):
-            assert f"`{promql.ttft_quantile(quantile, **scope)}`" in text
+        (text,) = [t for t in texts if f"chat/{variant}: TTFT sources" in t]
+        assert f"`{promql.ttft_quantile(0.99, **scope)}`" in text  # what the alarm reads
+        assert f"`{promql.ttft_buckets_per_minute(**scope)}`" in text  # what the graph's bridge reads
         assert "Query Studio" in text and "SageMaker AI Insights" in text
         assert any(w["properties"]["title"] == f"chat/{variant}: TTFT p99 alarm (PromQL)" for w in status)
+
+
+def test_each_sagemaker_variant_charts_ttft_p50_p95_p99_from_the_bridge(synthesized):
+    """The graph reads the bridge's distribution per endpoint and variant: three percentiles of one metric."""
+    widgets = dashboard_widgets(_stack(synthesized, "prod"))
+    for variant in ("random", "prefix-aware"):
+        (graph,) = [w for w in widgets if w["type"] == "metric"
+                    and w["properties"]["title"].startswith(f"chat/{variant}: TimeToFirstToken p50/p95/p99")]
+        lines = graph["properties"]["metrics"]
+        assert [m for _, m, _ in widget_metrics(graph)] == ["TimeToFirstToken"] * 3
+        assert {ns for ns, _, _ in widget_metrics(graph)} == {ENDPOINTS_NAMESPACE}
+        assert [line[-1]["stat"] for line in lines] == ["p50", "p95", "p99"]
+        assert all("hyperwarm-prod-chat" in line and variant in line for line in lines)
+        (rates,) = [w for w in widgets if w["type"] == "metric"
+                    and w["properties"]["title"].startswith(f"chat/{variant}: PrefixCacheHitRate")]
+        assert {m for _, m, _ in widget_metrics(rates)} == {"PrefixCacheHitRate", "QueryFailures"}
 
 
 def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
@@ -135,7 +166,7 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
         "llama-3-1-70b", "llama-3-1-8b"}
     assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 5000 and a["EvaluationPeriods"] == 5
                and a["TreatMissingData"] == "notBreaching" for a in ttft)
-    assert len(by_metric["Errors"]) == 1  # the exporter itself
+    assert len(by_metric["Errors"]) == 2  # the exporter and the endpoint metrics bridge
     assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
 
 
@@ -151,18 +182,17 @@ def test_default_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
 
 def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
     template = _stack(synthesized, "prod")
-    (rule,) = _of_type(template, "AWS::Events::Rule").values()
+    function_id, function = _function(template, "hyperwarm.functions.cache_exporter.handler.lambda_handler")
+    (rule,) = [r for r in _of_type(template, "AWS::Events::Rule").values()
+               if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}]
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
-    (function,) = _of_type(template, "AWS::Lambda::Function").values()
-    assert function["Properties"]["Handler"] == "hyperwarm.functions.cache_exporter.handler.lambda_handler"
     assert function["Properties"]["VpcConfig"]["SubnetIds"]
     assert function["Properties"]["Environment"]["Variables"]["HYPERWARM_NAMESPACES"] == "hyperwarm-models"
 
 
 def test_exporter_iam_is_least_privilege(synthesized):
     template = _stack(synthesized, "prod")
-    statements = [s for p in _of_type(template, "AWS::IAM::Policy").values()
-                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    statements = _role_statements(template, _function(template, "hyperwarm.functions.cache_exporter.handler.lambda_handler")[1])
     actions = sorted(a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))
     assert actions == ["cloudwatch:PutMetricData", "eks:DescribeCluster"]
     (put,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
@@ -210,7 +240,7 @@ def test_each_hyperpod_model_charts_ttft_hit_rates_and_request_share(synthesized
     assert {"TimeToFirstToken", "PrefixCacheHitRate", "ColdRequestShare", "ColdPodShare", "RequestsWaiting",
             "ScrapeFailures"} <= charted
     titles = [w["properties"]["title"] for w in widgets if w["type"] == "metric"]
-    ttft = [t for t in titles if "TimeToFirstToken p50/p95/p99" in t]
+    ttft = [t for t in titles if "TimeToFirstToken p50/p95/p99" in t and EXPORTER_NAMESPACE in t]
     hit_rates = [t for t in titles if "PrefixCacheHitRate" in t and "weights-cache hit rate" in t]
     shares = [t for t in titles if "ColdRequestShare" in t and "ColdPodShare" in t]
     assert len(ttft) == len(hit_rates) == len(shares) > 0
@@ -218,7 +248,7 @@ def test_each_hyperpod_model_charts_ttft_hit_rates_and_request_share(synthesized
 
 def test_exporter_runs_in_one_environment_at_a_time(synthesized):
     """The previous scrape lives in the function's memory: one execution environment must see every run."""
-    (function,) = _of_type(_stack(synthesized, "prod"), "AWS::Lambda::Function").values()
+    _, function = _function(_stack(synthesized, "prod"), "hyperwarm.functions.cache_exporter.handler.lambda_handler")
     assert function["Properties"]["ReservedConcurrentExecutions"] == 1
 
 
@@ -300,24 +330,30 @@ def test_construct_validation_names_every_problem():
 
 _EXPORTER_RUNTIME = """
 import importlib, importlib.machinery, sys
-asset, site = sys.argv[1], sys.argv[2]
+asset, site, handler, bundled = sys.argv[1:5]
 sys.path.insert(0, asset)
 class Runtime:  # what the Lambda Python runtime brings: boto3 and its own dependencies, nothing else
     def find_spec(self, name, path=None, target=None):
         if path is None and name in {"boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six", "jmespath"}:
             return importlib.machinery.PathFinder.find_spec(name, [site])
 sys.meta_path.append(Runtime())
-module = importlib.import_module("hyperwarm.functions.cache_exporter.handler")
-assert callable(module.lambda_handler) and module.__file__.startswith(asset)
-assert sys.modules["prometheus_client"].__file__.startswith(asset)  # bundled at its pin, not the runtime's
-assert sys.modules["hyperwarm.functions.eks_auth"].__file__.startswith(asset)  # shared with the refresh function
+module_name, function = handler.rsplit(".", 1)
+module = importlib.import_module(module_name)
+assert callable(getattr(module, function)) and module.__file__.startswith(asset)
+if bundled == "prometheus_client":
+    assert sys.modules["prometheus_client"].__file__.startswith(asset)  # bundled at its pin, not the runtime's
+    assert sys.modules["hyperwarm.functions.eks_auth"].__file__.startswith(asset)  # shared with the refresh function
+else:
+    assert "prometheus_client" not in sys.modules, "the bridge needs nothing beyond the runtime"
 assert sys.modules["hyperwarm"].__file__.startswith(asset)  # the asset's empty package, not the library
 assert not {"aws_cdk", "jsii", "constructs", "hyperwarm.cli", "hyperwarm.functions.cache_refresh"} & set(sys.modules), \
     sorted(sys.modules)
 """
 
 
-def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tmp_path):
+@pytest.mark.parametrize("handler, bundled", [("hyperwarm.functions.cache_exporter.handler.lambda_handler", "prometheus_client"),
+                                              ("hyperwarm.functions.cache_exporter.endpoints.lambda_handler", "-")])
+def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tmp_path, handler, bundled):
     import shutil
     import subprocess
     import sys
@@ -325,12 +361,11 @@ def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tm
 
     import boto3
 
-    (function,) = synthesized.resources("hyperwarm-prod-observability", "AWS::Lambda::Function").values()
-    assert function["Properties"]["Handler"] == "hyperwarm.functions.cache_exporter.handler.lambda_handler"
+    _, function = _function(_stack(synthesized, "prod"), handler)
     copy = tmp_path / "asset"
     shutil.copytree(synthesized.outdir / f"asset.{function['Properties']['Code']['S3Key'].removesuffix('.zip')}", copy)
     site = str(Path(boto3.__file__).resolve().parent.parent)
-    subprocess.run([sys.executable, "-S", "-c", _EXPORTER_RUNTIME, str(copy), site], check=True,
+    subprocess.run([sys.executable, "-S", "-c", _EXPORTER_RUNTIME, str(copy), site, handler, bundled], check=True,
                    env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
 
 
@@ -342,3 +377,49 @@ def test_the_observability_stack_synthesizes_without_warnings(project_context, e
 
     stack = _app(project_context, env).node.find_child(f"hyperwarm-{env}-observability")
     assert assertions.Annotations.from_stack(stack).find_warning("*", assertions.Match.any_value()) == []
+
+
+_BRIDGE = "hyperwarm.functions.cache_exporter.endpoints.lambda_handler"
+
+
+def test_bridge_iam_is_promql_reads_and_its_own_namespace_only(synthesized):
+    template = _stack(synthesized, "prod")
+    _, function = _function(template, _BRIDGE)
+    statements = _role_statements(template, function)
+    actions = sorted(a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))
+    assert actions == ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:PutMetricData",
+                       "cloudwatch:QueryMetrics", "logs:CreateLogStream", "logs:PutLogEvents"]
+    (put,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
+    assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": ENDPOINTS_NAMESPACE}}
+    (logs,) = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    assert "Fn::GetAtt" in json.dumps(logs["Resource"])  # its own log group, not logs:*
+    role = template["Resources"][function["Properties"]["Role"]["Fn::GetAtt"][0]]
+    assert "ManagedPolicyArns" not in role["Properties"]  # no SageMaker, no VPC, no managed policy
+
+
+def test_bridge_runs_every_minute_once_at_a_time_outside_any_vpc(synthesized):
+    template = _stack(synthesized, "prod")
+    function_id, function = _function(template, _BRIDGE)
+    (rule,) = [r for r in _of_type(template, "AWS::Events::Rule").values()
+               if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}]
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["Properties"]["Targets"][0]["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    assert function["Properties"]["ReservedConcurrentExecutions"] == 1
+    assert "VpcConfig" not in function["Properties"]
+
+
+def test_bridge_environment_lists_each_variant_with_the_promql_it_runs(synthesized):
+    _, function = _function(_stack(synthesized, "prod"), _BRIDGE)
+    variants = json.loads(function["Properties"]["Environment"]["Variables"]["HYPERWARM_VARIANTS"])
+    scopes = [dict(endpoint="hyperwarm-prod-chat", variant=v) for v in ("prefix-aware", "random")]
+    assert variants == [{**scope, "ttft": promql.ttft_buckets_per_minute(**scope),
+                         "hit_rate": promql.prefix_cache_hit_rate(**scope)} for scope in scopes]
+
+
+def test_the_bridge_has_an_errors_alarm(synthesized):
+    template = _stack(synthesized, "prod")
+    function_id, _ = _function(template, _BRIDGE)
+    (alarm,) = [a["Properties"] for a in _of_type(template, "AWS::CloudWatch::Alarm").values()
+                if a["Properties"].get("MetricName") == "Errors"
+                and a["Properties"]["Dimensions"][0]["Value"] == {"Ref": function_id}]
+    assert alarm["Threshold"] == 1 and alarm["AlarmActions"]
