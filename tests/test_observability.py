@@ -388,7 +388,7 @@ def test_bridge_iam_is_promql_reads_and_its_own_namespace_only(synthesized):
     statements = _role_statements(template, function)
     actions = sorted(a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))
     assert actions == ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:PutMetricData",
-                       "cloudwatch:QueryMetrics", "logs:CreateLogStream", "logs:PutLogEvents"]
+                       "logs:CreateLogStream", "logs:PutLogEvents"]
     (put,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
     assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": ENDPOINTS_NAMESPACE}}
     (logs,) = [s for s in statements if "logs:PutLogEvents" in s["Action"]]

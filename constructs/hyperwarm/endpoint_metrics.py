@@ -33,9 +33,10 @@ from .scheduled_function import grant_put_metric_data, run_every_minute
 from .validation import repeated
 
 HANDLER = "cache_exporter.endpoints.lambda_handler"
-QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:QueryMetrics"]
-"""What QueryMetrics needs: GetMetricData and ListMetrics (CloudWatch's QueryMetrics page); SageMaker's
-detailed-observability PromQL page lists QueryMetrics as well."""
+QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
+"""What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
+SageMaker's PromQL page also names ``cloudwatch:QueryMetrics``, but the IAM service authorization data
+cfn-lint carries has no such action (W3037), so it is not granted."""
 ENVIRONMENT_LIMIT = 4096
 """Lambda's limit on all environment variables of a function together, in bytes."""
 _NAME_MAX = 63  # an endpoint name's most characters: the size check's stand-in for a name known only at deploy
@@ -64,7 +65,7 @@ class EndpointMetricsBridge(Construct):
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=f"endpoint metrics bridge: reads PromQL, writes {ENDPOINTS_NAMESPACE} metrics")
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=QUERY_ACTIONS, resources=["*"]))
-        acknowledge(self.role, "CloudWatch's metric read actions (GetMetricData, ListMetrics, QueryMetrics) have no "
+        acknowledge(self.role, "CloudWatch's metric read actions (GetMetricData, ListMetrics, which QueryMetrics needs) have no "
                     "resource-level permissions; the function only reads", "IAM5[Resource::*]")
         grant_put_metric_data(self.role, ENDPOINTS_NAMESPACE)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
