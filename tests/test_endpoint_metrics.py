@@ -1,0 +1,122 @@
+"""EndpointMetricsBridge: which variants it reads, with which queries, its metrics and its validation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+
+from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
+from hyperwarm import promql
+from hyperwarm.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER, EndpointMetricsBridge, EndpointMetricsBridgeProps,
+                                        environment_size)
+from hyperwarm.metric_catalog import ENDPOINTS_NAMESPACE
+from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+
+_ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"
+
+
+def _variant(name: str, framework: str = "vllm") -> ProductionVariant:
+    model = ModelSpec(ContainerImage.from_uri(_ECR), model_data="s3://models-bucket/m/v1/",
+                      serving=Serving(framework=framework))
+    return ProductionVariant(name=name, model=model, instance_type="ml.g5.2xlarge")
+
+
+def _endpoint(stack: cdk.Stack, id: str, *variants: ProductionVariant, **props: Any) -> InferenceEndpoint:
+    return InferenceEndpoint(stack, id, InferenceEndpointProps(variants=list(variants), **props))
+
+
+def _stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1", account="111122223333"))
+
+
+def _environment(stack: cdk.Stack, bridge: EndpointMetricsBridge) -> list[dict[str, str]]:
+    function = Template.from_stack(stack).to_json()["Resources"][stack.get_logical_id(bridge.node.default_child)]
+    return json.loads(function["Properties"]["Environment"]["Variables"]["HYPERWARM_VARIANTS"])
+
+
+def test_each_variant_gets_its_engines_queries_at_the_alarms_window():
+    stack = _stack()
+    chat = _endpoint(stack, "Chat", _variant("v"), _variant("s", "sglang"), endpoint_name="chat",
+                     metric_publish_frequency=cdk.Duration.seconds(120))
+    bridge = EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
+    v, s = dict(endpoint="chat", variant="v"), dict(endpoint="chat", variant="s")
+    assert _environment(stack, bridge) == [
+        {**v, "ttft": promql.ttft_buckets_per_minute(**v, window="8m"),
+         "hit_rate": promql.prefix_cache_hit_rate(**v, window="8m")},
+        {**s, "ttft": promql.ttft_buckets_per_minute(**s, engine="sglang", window="8m")},  # no vLLM counters
+    ]
+    assert bridge.function.node.default_child.handler == HANDLER
+
+
+def test_a_generated_endpoint_name_reaches_the_queries_at_deploy_time():
+    stack = _stack()
+    chat = _endpoint(stack, "Chat", _variant("v"))  # no endpoint_name: CloudFormation names it
+    EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
+    (function,) = Template.from_stack(stack).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}}).values()
+    variables = json.dumps(function["Properties"]["Environment"]["Variables"])
+    assert "Fn::GetAtt" in variables and "EndpointName" in variables
+
+
+def test_metrics_name_endpoint_and_variant_with_documented_defaults():
+    stack = _stack()
+    chat = _endpoint(stack, "Chat", _variant("v"), endpoint_name="chat")
+    bridge = EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
+    ttft = bridge.metric_time_to_first_token(chat, "v")
+    assert (ttft.namespace, ttft.metric_name, ttft.statistic, ttft.period.to_seconds()) == (
+        ENDPOINTS_NAMESPACE, "TimeToFirstToken", "p99", 60)
+    assert ttft.dimensions == {"EndpointName": "chat", "VariantName": "v"}
+    assert bridge.metric_time_to_first_token(chat, "v", statistic="p50").statistic == "p50"
+    assert bridge.metric_prefix_cache_hit_rate(chat, "v").metric_name == "PrefixCacheHitRate"
+    assert bridge.metric_query_failures(chat, "v").statistic == "Maximum"
+    with pytest.raises(KeyError, match="not in the metric catalog"):
+        bridge.metric("TTFT", chat, "v")
+
+
+def test_validation_names_every_problem():
+    stack = _stack()
+    off = _endpoint(stack, "Off", _variant("v"), endpoint_name="off", detailed_observability=False)
+    unknown = InferenceEndpoint.from_endpoint_attributes(stack, "Ext", endpoint_name="ext")
+    twice = InferenceEndpoint.from_endpoint_attributes(stack, "Ext2", endpoint_name="off", variant_names=["a"])
+    with pytest.raises(ValueError) as error:
+        EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[off, unknown, twice]))
+    text = str(error.value)
+    assert text.startswith("S/Bridge: ")
+    assert "endpoints = S/Off -- detailed observability is off" in text
+    assert "endpoints = S/Ext -- its variant_names must be known" in text
+    assert "endpoints = off -- each endpoint once" in text
+    with pytest.raises(ValueError, match="endpoints = \\[\\] -- give at least one endpoint"):
+        EndpointMetricsBridge(stack, "Empty", EndpointMetricsBridgeProps(endpoints=[]))
+
+
+def test_too_many_variants_for_lambdas_environment_fail_synth():
+    stack = _stack()
+    many = InferenceEndpoint.from_endpoint_attributes(stack, "Many", endpoint_name="many",
+                                                      variant_names=[f"variant-{i}" for i in range(12)])
+    assert environment_size([many]) > ENVIRONMENT_LIMIT
+    with pytest.raises(ValueError, match="endpoints = 12 variants -- their queries exceed Lambda's 4096 bytes"):
+        EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[many]))
+
+
+def test_an_unresolved_name_is_sized_at_the_longest_endpoint_name():
+    stack = _stack()
+    named = _endpoint(stack, "Named", _variant("v"), endpoint_name="e")
+    generated = _endpoint(stack, "Generated", _variant("v"))
+    assert environment_size([generated]) - environment_size([named]) == 4 * (63 - 1)  # the name and three selectors
+
+
+def test_observability_bridges_only_endpoints_with_detailed_observability():
+    stack = _stack()
+    on = _endpoint(stack, "On", _variant("v"), endpoint_name="on")
+    off = _endpoint(stack, "Off", _variant("v"), endpoint_name="off", detailed_observability=False)
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[on, off]))
+    assert [v["endpoint"] for v in _environment(stack, obs.endpoint_metrics)] == ["on"]
+    only_off = _stack()
+    obs = InferenceObservability(only_off, "Obs", InferenceObservabilityProps(
+        endpoints=[_endpoint(only_off, "Off", _variant("v"), endpoint_name="off", detailed_observability=False)]))
+    assert obs.endpoint_metrics is None
+    Template.from_stack(only_off).resource_count_is("AWS::Lambda::Function", 0)
