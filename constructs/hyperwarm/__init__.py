@@ -31,6 +31,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "endpoint": ("InferenceEndpoint",),
     "endpoint_base": ("IInferenceEndpoint",),
     "endpoint_configuration": ("EndpointConfiguration", "EndpointConfigurationProps", "production_variant_api_shape"),
+    "endpoint_metrics": ("EndpointMetricsBridge", "EndpointMetricsBridgeProps"),
     "endpoint_props": (
         "Autoscaling", "DataCapture", "DeploymentGuardrails", "InferenceComponentSpec", "InferenceEndpointProps",
         "ModelSpec", "ProductionVariant", "ServerlessSpec", "TrafficShift",
