@@ -24,6 +24,10 @@ def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
 
 
+_EXPORTER = "hyperwarm.functions.cache_exporter.handler.lambda_handler"
+_BRIDGE = "hyperwarm.functions.cache_exporter.endpoints.lambda_handler"
+
+
 def _function(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
     """(logical id, resource) of the one function with ``handler``."""
     (found,) = [(k, f) for k, f in _of_type(template, "AWS::Lambda::Function").items()
@@ -182,7 +186,7 @@ def test_default_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
 
 def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
     template = _stack(synthesized, "prod")
-    function_id, function = _function(template, "hyperwarm.functions.cache_exporter.handler.lambda_handler")
+    function_id, function = _function(template, _EXPORTER)
     (rule,) = [r for r in _of_type(template, "AWS::Events::Rule").values()
                if r["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}]
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
@@ -192,7 +196,7 @@ def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
 
 def test_exporter_iam_is_least_privilege(synthesized):
     template = _stack(synthesized, "prod")
-    statements = _role_statements(template, _function(template, "hyperwarm.functions.cache_exporter.handler.lambda_handler")[1])
+    statements = _role_statements(template, _function(template, _EXPORTER)[1])
     actions = sorted(a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))
     assert actions == ["cloudwatch:PutMetricData", "eks:DescribeCluster"]
     (put,) = [s for s in statements if s["Action"] == "cloudwatch:PutMetricData"]
@@ -248,7 +252,7 @@ def test_each_hyperpod_model_charts_ttft_hit_rates_and_request_share(synthesized
 
 def test_exporter_runs_in_one_environment_at_a_time(synthesized):
     """The previous scrape lives in the function's memory: one execution environment must see every run."""
-    _, function = _function(_stack(synthesized, "prod"), "hyperwarm.functions.cache_exporter.handler.lambda_handler")
+    _, function = _function(_stack(synthesized, "prod"), _EXPORTER)
     assert function["Properties"]["ReservedConcurrentExecutions"] == 1
 
 
@@ -351,8 +355,7 @@ assert not {"aws_cdk", "jsii", "constructs", "hyperwarm.cli", "hyperwarm.functio
 """
 
 
-@pytest.mark.parametrize("handler, bundled", [("hyperwarm.functions.cache_exporter.handler.lambda_handler", "prometheus_client"),
-                                              ("hyperwarm.functions.cache_exporter.endpoints.lambda_handler", "-")])
+@pytest.mark.parametrize("handler, bundled", [(_EXPORTER, "prometheus_client"), (_BRIDGE, "-")])
 def test_exporter_handler_imports_from_a_copy_of_its_asset_alone(synthesized, tmp_path, handler, bundled):
     import shutil
     import subprocess
@@ -378,8 +381,6 @@ def test_the_observability_stack_synthesizes_without_warnings(project_context, e
     stack = _app(project_context, env).node.find_child(f"hyperwarm-{env}-observability")
     assert assertions.Annotations.from_stack(stack).find_warning("*", assertions.Match.any_value()) == []
 
-
-_BRIDGE = "hyperwarm.functions.cache_exporter.endpoints.lambda_handler"
 
 
 def test_bridge_iam_is_promql_reads_and_its_own_namespace_only(synthesized):

@@ -25,6 +25,7 @@ from constructs import Construct
 
 from . import promql
 from .cache_exporter import function_code
+from .functions import cache_exporter as _package
 from .endpoint_base import IInferenceEndpoint
 from .metric_catalog import ENDPOINTS_NAMESPACE, find
 from .nag import acknowledge, acknowledge_checkov
@@ -32,7 +33,8 @@ from .sagemaker_ttft import detailed_observability_off, query_window, variant_en
 from .scheduled_function import grant_put_metric_data, run_every_minute
 from .validation import repeated
 
-HANDLER = "cache_exporter.endpoints.lambda_handler"
+HANDLER = f"{_package.__name__}.endpoints.lambda_handler"
+"""``hyperwarm.functions.cache_exporter.endpoints.lambda_handler``, in the exporter's asset."""
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
 SageMaker's PromQL page also names ``cloudwatch:QueryMetrics``, but the IAM service authorization data
