@@ -67,8 +67,8 @@ class EndpointMetricsBridge(Construct):
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=f"endpoint metrics bridge: reads PromQL, writes {ENDPOINTS_NAMESPACE} metrics")
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=QUERY_ACTIONS, resources=["*"]))
-        acknowledge(self.role, "CloudWatch's metric read actions (GetMetricData, ListMetrics, which QueryMetrics needs) have no "
-                    "resource-level permissions; the function only reads", "IAM5[Resource::*]")
+        acknowledge(self.role, "CloudWatch's metric read actions (GetMetricData, ListMetrics, which QueryMetrics "
+                    "needs) have no resource-level permissions; the function only reads", "IAM5[Resource::*]")
         grant_put_metric_data(self.role, ENDPOINTS_NAMESPACE)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         log_group.grant_write(self.role)
@@ -94,7 +94,8 @@ class EndpointMetricsBridge(Construct):
             dimensions_map={"EndpointName": endpoint.endpoint_name, "VariantName": variant},
             **{"statistic": "Maximum", "period": cdk.Duration.minutes(1), **options})
 
-    def metric_time_to_first_token(self, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
+    def metric_time_to_first_token(self, endpoint: IInferenceEndpoint, variant: str,
+                                   **options: Any) -> cloudwatch.Metric:
         """Time to first token of the variant's requests (milliseconds): a distribution, so any percentile
         works (``statistic="p95"``). Default: p99 over 1 minute."""
         return self.metric("TimeToFirstToken", endpoint, variant, **{"statistic": "p99", **options})

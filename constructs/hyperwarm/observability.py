@@ -4,7 +4,8 @@ Every widget and alarm reads a metric from :mod:`hyperwarm.metric_catalog` (what
 publish), and each widget title names its source. SageMaker variants: ModelLatency p50/p95/p99 (to
 the last byte), overhead, invocations and errors, and time to first token from detailed observability
 (p50/p95/p99 and the prefix-cache hit rate republished by the endpoint metrics bridge,
-:class:`EndpointMetricsBridge`, created here; a PromQL alarm on p99 reading the source; :mod:`hyperwarm.sagemaker_ttft`).
+:class:`EndpointMetricsBridge`, created here; a PromQL alarm on p99 reading the source;
+:mod:`hyperwarm.sagemaker_ttft`).
 HyperPod models: the cache metrics exporter's warm/cold figures (:class:`CacheMetricsExporter`,
 created here), and from the pods' own vLLM metrics TTFT p50/p95/p99 (an alarm on p99), the engine's
 prefix-cache hit rate and the share of requests on unprepared nodes. What CloudWatch metrics do not

@@ -144,7 +144,8 @@ def test_no_first_tokens_and_no_prefix_series_publish_only_the_failure_count():
 
 
 def test_the_prefix_cache_hit_rate_is_published_when_finite():
-    fake = FakeQueryMetrics({_entry(CHAT)["hit_rate"]: vector(({}, "62.5")), _entry(CODE)["hit_rate"]: vector(({}, "NaN"))})
+    fake = FakeQueryMetrics({_entry(CHAT)["hit_rate"]: vector(({}, "62.5")),
+                             _entry(CODE)["hit_rate"]: vector(({}, "NaN"))})
     published = _run(fake, CHAT, CODE)
     assert published["chat", "random"]["PrefixCacheHitRate"] == {
         "MetricName": "PrefixCacheHitRate", "Value": 62.5, "Unit": "Percent", "Timestamp": NOW,
