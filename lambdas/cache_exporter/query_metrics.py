@@ -29,7 +29,8 @@ class QueryError(Exception):
 class Http(Protocol):
     """What is used of ``urllib3.PoolManager``."""
 
-    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> Any: ...
+    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float,
+                retries: bool) -> Any: ...
 
 
 def url(region: str) -> str:
@@ -50,9 +51,10 @@ def instant(http: Http, query: str, at: float, region: str, credentials: Any) ->
     request = signed(query, at, region, credentials)
     body = request.body.encode() if isinstance(request.body, str) else request.body
     try:
+        # No retries: one query never outlasts TIMEOUT, so the run's budget holds (the next minute tries again).
         response = http.request("POST", request.url, body=body, headers=dict(request.headers.items()),
-                                timeout=TIMEOUT)
-    except (urllib3.exceptions.HTTPError, OSError) as error:  # timeouts, resets: the next minute tries again
+                                timeout=TIMEOUT, retries=False)
+    except (urllib3.exceptions.HTTPError, OSError) as error:  # timeouts, connection resets
         raise QueryError(f"{type(error).__name__}: {error}") from error
     text = response.data.decode("utf-8", "replace")
     if response.status != 200:

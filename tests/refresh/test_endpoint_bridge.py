@@ -57,11 +57,12 @@ class FakeQueryMetrics:
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers, self.requests = answers, []
 
-    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float) -> _Response:
+    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float,
+                retries: bool) -> _Response:
         parts = urlsplit(url)
         assert (method, parts.scheme, parts.netloc, parts.path) == (
             "POST", "https", f"monitoring.{REGION}.amazonaws.com", "/api/v1/query")
-        assert headers["Content-Type"] == "application/x-www-form-urlencoded" and timeout > 0
+        assert headers["Content-Type"] == "application/x-www-form-urlencoded" and timeout > 0 and retries is False
         _verify_signature(method, url, body, headers)
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         self.requests.append(form)
