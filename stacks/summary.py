@@ -8,6 +8,8 @@ from typing import Iterator
 from aws_cdk import cx_api
 
 from hyperwarm import group_usage, instance_spec
+from hyperwarm.cache_exporter import HANDLER as CACHE_EXPORTER
+from hyperwarm.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
 from stacks.config import EnvironmentConfig
 
 
@@ -64,13 +66,24 @@ def _endpoints(resources: dict) -> str:
     return "\n".join(lines)
 
 
+def _scaling(model) -> str:
+    """`` (autoscaling 1..2 on RequestsWaiting)``: the range and what drives it; empty for fixed replicas."""
+    scaling = model.autoscaling
+    if scaling is None:
+        return ""
+    trigger = scaling.trigger
+    driver = (trigger.exporter.metric if trigger.exporter else
+              trigger.cloudwatch.metric_name if trigger.cloudwatch else "a Prometheus query")
+    return f" (autoscaling {scaling.min_replicas}..{scaling.max_replicas} on {driver})"
+
+
 def _caches(config: EnvironmentConfig) -> str:
     """Each cached model and, per instance group, the NVMe its caches need (capacity guard numbers)."""
     lines = []
     for m in config.caches.models:
         cached = [name for name, on in (("weights", m.weights_cache), ("image", m.image_cache),
                                         ("pre-warm", m.prewarm)) if on]
-        lines.append(f"{m.name}: {m.size_gb:,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}, "
+        lines.append(f"{m.name}: {m.size_gb:,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}{_scaling(m)}, "
                      f"caches {', '.join(cached) or 'none'}, prepull {m.prepull}")
     for group in config.instance_groups:
         placed = [m.footprint() for m in config.caches.models if m.instance_group == group.name]
@@ -91,6 +104,18 @@ def _refresh(config: EnvironmentConfig) -> str:
     return "\n".join(lines)
 
 
+def _observability(env_name: str, config: EnvironmentConfig, resources: dict, kinds: Counter[str]) -> str:
+    """The dashboard, its alarms' thresholds and the scheduled functions that feed it."""
+    o = config.observability
+    handlers = {r["Properties"].get("Handler") for r in resources.values() if r["Type"] == "AWS::Lambda::Function"}
+    feeds = [what for handler, what in ((CACHE_EXPORTER, "cache exporter"), (ENDPOINT_BRIDGE, "endpoint metrics bridge"))
+             if handler in handlers]
+    return (f"dashboard hyperwarm-{env_name}, {kinds['AWS::CloudWatch::Alarm']} alarms (p99 ModelLatency >= "
+            f"{o.model_latency_p99_seconds:g} s, p99 time to first token >= {o.ttft_p99_seconds:g} s, ColdPodShare >= "
+            f"{o.cold_pod_share_percent:g} % for {o.cold_pod_share_minutes} min)"
+            + (f"; every minute: {', '.join(feeds)}" if feeds else ""))
+
+
 def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
                      config: EnvironmentConfig) -> Iterator[tuple[str, str, str]]:
     for stack in assembly.stacks:
@@ -108,10 +133,5 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
         if stack.stack_name.endswith("-refresh"):
             details.append(_refresh(config))
         if kinds.get("AWS::CloudWatch::Dashboard"):
-            o = config.observability
-            exporter = (f"; cache exporter every minute (alarm: p99 TimeToFirstToken >= {o.ttft_p99_seconds:g} s)"
-                        if kinds.get("AWS::Events::Rule") else "")
-            details.append(f"dashboard hyperwarm-{env_name}, {kinds['AWS::CloudWatch::Alarm']} alarms "
-                           f"(p99 ModelLatency >= {o.model_latency_p99_seconds:g} s, ColdPodShare >= "
-                           f"{o.cold_pod_share_percent:g} % for {o.cold_pod_share_minutes} min){exporter}")
+            details.append(_observability(env_name, config, resources, kinds))
         yield stack.stack_name, str(len(resources)), "\n".join(details)

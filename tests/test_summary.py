@@ -41,3 +41,22 @@ def test_synth_summary_prints_the_quotas(synthesized, project_context) -> None:
     details = "\n".join(row[2] for row in environment_rows(synthesized.assembly, "staging", staging))
     assert "quota 'ml.g6e.12xlarge for cluster usage' >= 2" in details
     assert "quota 'ml.g6e.2xlarge for endpoint usage' >= 8" in details
+
+
+def test_synth_summary_names_the_scaling_and_the_functions_that_feed_the_dashboard(synthesized, project_context):
+    staging = parse_environments(project_context["environments"])["staging"]
+    details = "\n".join(row[2] for row in environment_rows(synthesized.assembly, "staging", staging))
+    assert "inference-g6e x2 (autoscaling 1..2 on RequestsWaiting)" in details
+    assert "every minute: cache exporter, endpoint metrics bridge" in details
+
+
+def test_an_environment_without_cached_models_does_not_claim_a_cache_exporter(project_context):
+    """Both scheduled functions have an EventBridge rule: the summary names them by handler, not by rule."""
+    from stacks.app import build_app
+
+    context = {**project_context, "env": "dev"}
+    context["environments"] = {"dev": {**project_context["environments"]["dev"], "caches": {}}}
+    app = build_app(context=context, nag=False)
+    dev = parse_environments(context["environments"])["dev"]
+    details = "\n".join(row[2] for row in environment_rows(app.synth(), "dev", dev))
+    assert "every minute: endpoint metrics bridge" in details and "cache exporter" not in details
