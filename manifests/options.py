@@ -35,8 +35,8 @@ def exporter_trigger(trigger: ExporterTrigger, *, cluster_name: str, model: str)
     }
 
 
-def autoscaling_spec(scaling: AutoScaling, *, cluster_name: str = CLUSTER_NAME_PLACEHOLDER,
-                     model: str = "") -> dict[str, Any]:
+def autoscaling_spec(scaling: AutoScaling, *, model: str,
+                     cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> dict[str, Any]:
     """``autoScalingSpec``: KEDA's replica range, timings and the one trigger."""
     spec: dict[str, Any] = {
         "minReplicaCount": scaling.min_replicas, "maxReplicaCount": scaling.max_replicas,

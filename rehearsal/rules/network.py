@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 from typing import Any, Mapping
 
@@ -17,13 +18,30 @@ def _ingress(resources: Mapping[str, Any], group: str) -> list[Mapping[str, Any]
     return [r for r in inline if isinstance(r, dict)] + [r for r in standalone if ref_target(r.get("GroupId")) == group]
 
 
-def _allows(rule_: Mapping[str, Any], port: int, sources: set[str]) -> bool:
-    """TCP `port` in from one of `sources` (logical ids of groups), or from an address range."""
+def _covers_vpc(cidr: Any, vpc_cidr: Any) -> bool:
+    """An IPv4 range holding the whole VPC (the control plane's interfaces may take any of its addresses).
+    Unknown at synth (a token on either side): assumed to, so the rule never fails on what it cannot read."""
+    if not isinstance(cidr, str) or not isinstance(vpc_cidr, str):
+        return True
+    try:
+        return ipaddress.ip_network(cidr, strict=False).supernet_of(ipaddress.ip_network(vpc_cidr, strict=False))
+    except (ValueError, TypeError):  # a malformed or IPv6-against-IPv4 pair: not this VPC's range
+        return False
+
+
+def _allows(rule_: Mapping[str, Any], port: int, sources: set[str], vpc_cidr: Any) -> bool:
+    """TCP `port` in from one of `sources` (logical ids of groups), or from a range covering the VPC."""
     protocol = str(rule_.get("IpProtocol"))
     covers = protocol == "-1" or (protocol in ("tcp", "6") and int(rule_.get("FromPort", -1)) <= port
                                   <= int(rule_.get("ToPort", -1)))
     peer = ref_target(rule_.get("SourceSecurityGroupId"))
-    return covers and (peer in sources or "CidrIp" in rule_ or "CidrIpv6" in rule_)
+    return covers and (peer in sources or ("CidrIp" in rule_ and _covers_vpc(rule_["CidrIp"], vpc_cidr)))
+
+
+def _vpc_cidr(resources: Mapping[str, Any], group: str) -> Any:
+    """The IPv4 range of the group's VPC when the VPC is in the template (else None: unknown)."""
+    vpc = ref_target(resources[group].get("Properties", {}).get("VpcId"))
+    return resources.get(vpc, {}).get("Properties", {}).get("CidrBlock") if vpc else None
 
 
 def _model_ports(assembly: Assembly) -> dict[str, dict[int, list[str]]]:
@@ -61,7 +79,7 @@ def control_plane_reaches_model_pods(assembly: Assembly) -> Iterator[Finding]:
                 continue  # an existing group: its rules are not in the assembly
             rules = _ingress(resources, group)
             for port, models in sorted(ports[stack].items()):
-                if not any(_allows(r, port, sources) for r in rules):
+                if not any(_allows(r, port, sources, _vpc_cidr(resources, group)) for r in rules):
                     yield Finding("network.control-plane-to-model-pods", stack, group,
                                   f"cluster {logical_id}'s nodes admit no TCP {port} from the EKS control plane's "
                                   f"security groups, so the API server cannot reach the metrics of "

@@ -21,7 +21,8 @@ def _ingress(source: dict[str, Any], protocol: str, ports: tuple[int, int] | Non
 def assembly(*ingress: dict[str, Any], metrics: dict[str, Any] | None = None) -> Assembly:
     """A cluster stack (nodes and control plane in separate groups) and a caches stack with one model."""
     cluster = {"Resources": {
-        "NodeSg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}},
+        "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+        "NodeSg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {"VpcId": {"Ref": "Vpc"}}},
         "PlaneSg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}},
         **{f"In{i}": rule for i, rule in enumerate(ingress)},
         "Eks": {"Type": "AWS::EKS::Cluster", "Properties": {"ResourcesVpcConfig": {"SecurityGroupIds": [PLANE]}}},
@@ -61,3 +62,16 @@ def test_a_port_range_all_traffic_or_the_eks_created_group_as_source_passes() ->
 def test_another_groups_rule_does_not_count() -> None:
     from_elsewhere = _ingress({"Fn::GetAtt": ["NodeSg", "GroupId"]}, "-1")  # node to node only
     assert len(list(control_plane_reaches_model_pods(assembly(from_elsewhere)))) == 1
+
+
+def _from_range(cidr: str) -> dict[str, Any]:
+    return {"Type": "AWS::EC2::SecurityGroupIngress",
+            "Properties": {"GroupId": NODES, "CidrIp": cidr, "IpProtocol": "tcp", "FromPort": 8080, "ToPort": 8080}}
+
+
+def test_an_address_range_counts_only_when_it_holds_the_whole_vpc() -> None:
+    """The control plane's interfaces take addresses anywhere in the VPC's subnets."""
+    for cidr in ("10.0.0.0/16", "10.0.0.0/8", "0.0.0.0/0"):
+        assert control_plane_reaches_model_pods(assembly(_from_range(cidr))) == [], cidr
+    for cidr in ("10.0.1.0/24", "10.0.0.5/32", "192.168.0.0/16"):
+        assert len(list(control_plane_reaches_model_pods(assembly(_from_range(cidr))))) == 1, cidr
