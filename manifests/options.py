@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hyperwarm.metric_catalog import EXPORTER_NAMESPACE
 from stacks.config.caches import CachedModel
-from stacks.config.deployment_options import AutoScaling, ExporterTrigger, Probes
+from stacks.config.deployment_options import AutoScaling, Probes
 from stacks.plan import ColdStart
 
 STARTUP_MARGIN = 1.5
@@ -24,45 +23,10 @@ CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
 """What an exporter trigger's ``ClusterName`` reads in ``dist/manifests`` (the stack puts the cluster's name)."""
 
 
-def exporter_trigger(trigger: ExporterTrigger, *, cluster_name: str, model: str) -> dict[str, Any]:
-    """``cloudWatchTrigger`` on the exporter's metric of ``model``, with the exporter's dimensions."""
-    return {
-        "namespace": EXPORTER_NAMESPACE, "metricName": trigger.metric,
-        "dimensions": [{"name": "ClusterName", "value": cluster_name}, {"name": "Model", "value": model}],
-        "metricStat": trigger.statistic, "metricType": "Average", "targetValue": trigger.target_value,
-        "activationTargetValue": trigger.activation_target_value, "metricCollectionPeriod": trigger.period_s,
-        "minValue": 0,
-    }
-
-
 def autoscaling_spec(scaling: AutoScaling, *, model: str,
                      cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> dict[str, Any]:
-    """``autoScalingSpec``: KEDA's replica range, timings and the one trigger."""
-    spec: dict[str, Any] = {
-        "minReplicaCount": scaling.min_replicas, "maxReplicaCount": scaling.max_replicas,
-        "pollingInterval": scaling.polling_interval_s, "cooldownPeriod": scaling.cooldown_s,
-        "initialCooldownPeriod": scaling.initial_cooldown_s,
-        "scaleUpStabilizationTime": scaling.scale_up_stabilization_s,
-        "scaleDownStabilizationTime": scaling.scale_down_stabilization_s,
-    }
-    cloudwatch, prometheus = scaling.trigger.cloudwatch, scaling.trigger.prometheus
-    if cloudwatch:
-        spec["cloudWatchTrigger"] = {
-            "namespace": cloudwatch.namespace, "metricName": cloudwatch.metric_name,
-            "dimensions": [{"name": k, "value": v} for k, v in sorted(cloudwatch.dimensions.items())],
-            "metricStat": cloudwatch.statistic, "metricType": cloudwatch.metric_type,
-            "targetValue": cloudwatch.target_value, "activationTargetValue": cloudwatch.activation_target_value,
-            "metricCollectionPeriod": cloudwatch.period_s, "minValue": cloudwatch.min_value,
-        }
-    if scaling.trigger.exporter:
-        spec["cloudWatchTrigger"] = exporter_trigger(scaling.trigger.exporter, cluster_name=cluster_name, model=model)
-    if prometheus:
-        spec["prometheusTrigger"] = {
-            "serverAddress": prometheus.server_address, "query": prometheus.query,
-            "targetValue": prometheus.target_value, "activationTargetValue": prometheus.activation_target_value,
-            "metricType": prometheus.metric_type,
-        }
-    return spec
+    """``autoScalingSpec``: KEDA's replica range, timings and the one trigger (:mod:`hyperwarm.autoscaling`)."""
+    return scaling.to_spec(model=model, cluster_name=cluster_name).to_crd()
 
 
 def startup_budget_s(model: CachedModel, cold_start: ColdStart = ColdStart()) -> int:

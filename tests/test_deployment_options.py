@@ -285,14 +285,13 @@ def endpoint_config_of(config, name: str) -> dict[str, Any]:
 
 # --- autoscaling on the exporter's metric: one name for the cluster, filled in by the stack ---------
 
-def test_the_exporter_trigger_names_a_metric_the_exporter_publishes_per_model() -> None:
+def test_cdk_json_offers_exactly_the_exporter_metrics_the_library_scales_on() -> None:
     from typing import get_args
 
-    from hyperwarm.metric_catalog import EXPORTER_NAMESPACE, find
+    from hyperwarm.autoscaling import EXPORTER_SCALING_METRICS
     from stacks.config.deployment_options import ExporterTrigger
 
-    for name in get_args(ExporterTrigger.model_fields["metric"].annotation):
-        assert find(EXPORTER_NAMESPACE, name).dimensions == ("ClusterName", "Model")
+    assert get_args(ExporterTrigger.model_fields["metric"].annotation) == EXPORTER_SCALING_METRICS
 
 
 def test_the_caches_stack_puts_the_clusters_name_into_the_exporter_trigger() -> None:

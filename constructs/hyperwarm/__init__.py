@@ -16,6 +16,7 @@ use_bundled_node()  # before anything imports aws_cdk
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "addons": ("IInferenceOperator", "InferenceOperator", "grant_mounted_model_read"),
+    "autoscaling": ("CloudWatchTrigger", "HyperPodAutoScaling", "PrometheusTrigger"),
     "buckets": ("declare_existing_buckets", "model_bucket"),
     "cache_exporter": ("CacheMetricsExporter", "CacheMetricsExporterProps"),
     "capacity": ("CacheFootprint", "GroupUsage", "group_usage"),

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from hyperwarm import autoscaling
+
 from .strict import StrictModel, described, pattern_in_words
 
 _AMP_WORKSPACE = described(
@@ -45,6 +47,11 @@ class CloudWatchTrigger(StrictModel):
     period_s: int = Field(default=300, ge=60, le=86400, description="the CloudWatch query period; default 300")
     min_value: float = Field(default=0, description="the value assumed when CloudWatch returns no data")
 
+    def to_spec(self) -> autoscaling.CloudWatchTrigger:
+        return autoscaling.CloudWatchTrigger(
+            self.namespace, self.metric_name, self.target_value, dict(self.dimensions), self.statistic,
+            self.activation_target_value, self.metric_type, self.period_s, self.min_value)
+
 
 class PrometheusTrigger(StrictModel):
     """Scale on a PromQL query against an Amazon Managed Service for Prometheus workspace."""
@@ -54,6 +61,10 @@ class PrometheusTrigger(StrictModel):
     target_value: float = Field(gt=0)
     activation_target_value: float = Field(default=0, ge=0)
     metric_type: MetricType = "Average"
+
+    def to_spec(self) -> autoscaling.PrometheusTrigger:
+        return autoscaling.PrometheusTrigger(self.server_address, self.query, self.target_value,
+                                             self.activation_target_value, self.metric_type)
 
 
 class ExporterTrigger(StrictModel):
@@ -71,6 +82,11 @@ class ExporterTrigger(StrictModel):
     statistic: Literal["Average", "Maximum"] = "Average"
     period_s: int = Field(default=60, ge=60, le=86400, description="the CloudWatch query period; the exporter "
                                                                    "publishes every 60 s")
+
+    def to_spec(self, *, cluster_name: str, model: str) -> autoscaling.CloudWatchTrigger:
+        return autoscaling.CloudWatchTrigger.on_exporter(
+            self.metric, cluster_name=cluster_name, model=model, target_value=self.target_value,
+            activation_target_value=self.activation_target_value, statistic=self.statistic, period_s=self.period_s)
 
 
 class Trigger(StrictModel):
@@ -99,6 +115,16 @@ class AutoScaling(StrictModel):
     scale_up_stabilization_s: int = Field(default=0, ge=0, le=3600)
     scale_down_stabilization_s: int = Field(default=300, ge=0, le=3600,
                                             description="the highest recommendation of this window wins")
+
+    def to_spec(self, *, model: str, cluster_name: str) -> autoscaling.HyperPodAutoScaling:
+        """The construct library's autoscaling of ``model`` (``cluster_name``: the EKS cluster's, for an
+        exporter trigger)."""
+        t = self.trigger
+        trigger = (t.exporter.to_spec(cluster_name=cluster_name, model=model) if t.exporter
+                   else t.cloudwatch.to_spec() if t.cloudwatch else t.prometheus.to_spec())
+        return autoscaling.HyperPodAutoScaling(
+            self.max_replicas, trigger, self.min_replicas, self.polling_interval_s, self.cooldown_s,
+            self.initial_cooldown_s, self.scale_up_stabilization_s, self.scale_down_stabilization_s)
 
     @model_validator(mode="after")
     def _range(self) -> "AutoScaling":
