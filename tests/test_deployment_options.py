@@ -70,6 +70,9 @@ OPTIONS: dict[str, tuple[dict[str, Any], str, Any]] = {
                         {"name": "Model", "value": "qwen"}],
          "metricStat": "Average", "metricType": "Average", "targetValue": 8.0, "activationTargetValue": 0.0,
          "metricCollectionPeriod": 60, "minValue": 0}),
+    "autoscaling-exporter-holding": (  # without data KEDA assumes 16 (2 replicas of target 8), not 0
+        {"autoscaling": autoscaling(trigger={"exporter": {**EXPORTER, "min_value": 16}})},
+        "spec.autoScalingSpec.cloudWatchTrigger.minValue", 16.0),
     "metrics": ({"metrics": {"scrape_interval_s": 30}}, "spec.metrics",
                 {"enabled": True, "metricsScrapeIntervalSeconds": 30, "modelMetrics": {"path": "/metrics", "port": 8080}}),
     "kv_cache-l1": ({"kv_cache": {}}, "spec.kvCacheSpec", {"enableL1Cache": True, "enableL2Cache": False}),
@@ -158,6 +161,9 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
     "exporter metric": ({"autoscaling": autoscaling(trigger={"exporter": {**EXPORTER, "metric": "ColdPods"}})},
                         "caches.models[0].autoscaling.trigger.exporter.metric: 'ColdPods' -- Input should be "
                         "'RequestsWaiting'"),
+    "negative min_value": ({"autoscaling": autoscaling(trigger={"exporter": {**EXPORTER, "min_value": -1}})},
+                           "caches.models[0].autoscaling.trigger.exporter.min_value: -1 -- Input should be greater "
+                           "than or equal to 0"),
     "negative polling": ({"autoscaling": autoscaling(polling_interval_s=0)},
                          "caches.models[0].autoscaling.polling_interval_s: 0 -- Input should be greater than or equal to 1"),
     "negative cooldown": ({"autoscaling": autoscaling(cooldown_s=-1)},

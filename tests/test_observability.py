@@ -171,6 +171,14 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
     assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 5000 and a["EvaluationPeriods"] == 5
                and a["TreatMissingData"] == "notBreaching" for a in ttft)
     assert len(by_metric["Errors"]) == 2  # the exporter and the endpoint metrics bridge
+    blind = by_metric["QueryFailures"] + by_metric["ScrapeFailures"]  # per variant, per model
+    assert sorted((a["MetricName"], d["Value"]) for a in blind for d in a["Dimensions"]
+                  if d["Name"] in ("VariantName", "Model")) == [
+        ("QueryFailures", v) for v in ("prefix-aware", "random")] + [
+        ("ScrapeFailures", "llama-3-1-70b"), ("ScrapeFailures", "llama-3-1-8b")]
+    assert all(a["Threshold"] == 1 and a["EvaluationPeriods"] == 15 and a["Period"] == 60
+               and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" and "TTFT" in a["AlarmDescription"]
+               for a in blind)
     assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
 
 

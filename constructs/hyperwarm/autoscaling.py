@@ -44,7 +44,8 @@ class CloudWatchTrigger:
     period_s: int = 300
     """The CloudWatch query period, 60..86400 seconds. Default: 300."""
     min_value: float = 0
-    """What KEDA assumes when CloudWatch returns no data. Default: 0 (scale in toward ``min_replicas``)."""
+    """What KEDA assumes when CloudWatch returns no data. Default: 0 (fails open: scale in toward
+    ``min_replicas``, even under load); ``target_value`` x N holds N replicas instead."""
 
     @classmethod
     def on_exporter(cls, metric: str, *, cluster_name: str, model: str, target_value: float,

@@ -87,7 +87,9 @@ _HYPERPOD_SERVING = (  # the exporter's figures from the HyperPod pods' own vLLM
               "ColdRequests / Requests x 100: the share of requests served on unprepared nodes. Not published "
               "without requests."),
     _exporter("RequestsWaiting", "Count",
-              "Requests queued in the model's engines now (sum of the vllm:num_requests_waiting gauge)."),
+              "Requests queued in the model's engines now (sum of the vllm:num_requests_waiting gauge). Published "
+              "only when every running pod of the model was read this run (a partial sum would under-report "
+              "to an autoscaling trigger averaging over all replicas)."),
     _exporter("ScrapeFailures", "Count",
               "Running pods of the model whose metrics could not be read this run (timeout, HTTP error, not "
               "vLLM): their requests are missing from the figures above until they are read again."),

@@ -34,6 +34,9 @@ from .sagemaker_ttft import detailed_observability_off, variant_ttft
 from .validation import repeated
 
 _LATENCY_STATS = ("p50", "p95", "p99")
+BLIND_MINUTES = 15
+"""A variant's QueryFailures or a model's ScrapeFailures at 1 or more for this many consecutive minutes alarms:
+its TTFT and hit-rate graphs and its TTFT alarm are then (partly) blind, while the function itself succeeds."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class InferenceObservability(Construct):
             for model in props.hyperpod.models:
                 self._model(model, props)
                 self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
-                self._ttft_alarm(model, props)
+                self._serving_alarms(model, props)
             self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
                         "cache alarms see no data until it runs again")
@@ -159,6 +162,13 @@ class InferenceObservability(Construct):
                                       bridge=self.endpoint_metrics)
         self.variant_ttft_alarms[f"{endpoint.node.id}/{variant}"] = alarm
         self.dashboard.add_widgets(*widgets)
+        where = f"{endpoint.node.id}/{variant}"
+        self._alarm(f"{endpoint.node.id}-{variant}QueryFailures",
+                    self.endpoint_metrics.metric_query_failures(endpoint, variant), threshold=1, periods=BLIND_MINUTES,
+                    description=f"{where}: a query of the endpoint metrics bridge failed every minute for "
+                                f"{BLIND_MINUTES} minutes: the variant's TTFT and prefix-cache hit-rate graphs have "
+                                "gaps or no data (the PromQL TTFT alarm reads the source and still works; if "
+                                "QueryMetrics itself fails, it may be blind too)")
 
     def _model(self, model: str, props: InferenceObservabilityProps) -> None:
         exporter = self.exporter
@@ -179,8 +189,14 @@ class InferenceObservability(Construct):
         self._alarm(f"{model}CacheFailed", exporter.metric_failed_caches(model), threshold=1, periods=1,
                     description=f"{model}: a weights or image cache of the model is in state Failed")
 
-    def _ttft_alarm(self, model: str, props: InferenceObservabilityProps) -> None:
+    def _serving_alarms(self, model: str, props: InferenceObservabilityProps) -> None:
         assert self.exporter is not None
+        self._alarm(f"{model}ScrapeFailures", self.exporter.metric_scrape_failures(model), threshold=1,
+                    periods=BLIND_MINUTES,
+                    description=f"{model}: some of its pods' metrics could not be read every minute for "
+                                f"{BLIND_MINUTES} minutes: its TTFT, hit-rate and cold-request graphs miss those "
+                                "pods' requests and its TTFT alarm may go blind; a RequestsWaiting autoscaling "
+                                "trigger sees no data (KEDA falls back to its min_value)")
         self._alarm(f"{model}TtftP99", self.exporter.metric_time_to_first_token(model, statistic="p99"),
                     threshold=props.ttft_p99.to_milliseconds(), periods=5,
                     description=f"{model}: p99 time to first token at or above "

@@ -6,8 +6,10 @@ that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph. 
 ``hyperwarm.promql`` wrote), this runs the variant's queries through QueryMetrics and publishes to
 :data:`NAMESPACE` (dimensions ``EndpointName``, ``VariantName``): ``TimeToFirstToken`` as a
 distribution (the same :mod:`.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
-series exist, and ``QueryFailures``. A failed query is logged and counted; the run goes on. The
-function needs no SageMaker permission: which variants to read comes from its environment.
+series exist, and ``QueryFailures``. A failed query is logged and counted; the run goes on. When every
+query of a run failed, the run raises after publishing (so the function's Errors alarm fires: the
+graphs and the TTFT alarm are blind). The function needs no SageMaker permission: which variants to
+read comes from its environment.
 """
 
 from __future__ import annotations
@@ -24,16 +26,25 @@ import boto3
 import urllib3
 
 from . import publishing
-from .query_metrics import QueryError, cumulative_buckets, instant, sample
+from .budget import deadline as run_deadline
+from .query_metrics import TIMEOUT, QueryError, cumulative_buckets, instant, sample
 from .ttft import bucket_counts, distribution
 
 NAMESPACE = "Hyperwarm/Endpoints"
 VARIANTS = "HYPERWARM_VARIANTS"
 BUDGET = 35.0
-"""Seconds of the run for queries (the function has 50): later ones are skipped and counted in QueryFailures,
-so a slow API never makes the run time out and publish nothing."""
+"""Seconds of the run for queries at most (the function has 50): later ones are skipped and counted in
+QueryFailures, so a slow API never makes the run time out and publish nothing."""
+RESERVE = 10.0
+"""Seconds of the invocation's remaining time kept for publishing: the queries' deadline is the sooner
+of :data:`BUDGET` and the remaining time less this."""
 HTTP = urllib3.PoolManager()
 LOG = logging.getLogger(__name__)
+
+
+class AllQueriesFailed(RuntimeError):
+    """Every query of the run failed: raised after publishing (QueryFailures included), so the function's
+    Errors alarm fires instead of a run that reads nothing looking like success."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,10 @@ class Variant:
     """First tokens per minute in each cumulative ``le`` bucket (seconds), one series per ``le``."""
     hit_rate: str | None = None
     """Prefix-cache hit rate in percent (one series); None where the engine has no such counters."""
+
+    @property
+    def queries(self) -> int:
+        return 1 + (self.hit_rate is not None)
 
 
 def variants(text: str) -> list[Variant]:
@@ -92,14 +107,18 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     selected = variants(os.environ[VARIANTS])
     now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
     credentials = boto3.Session().get_credentials()
-    deadline = time.monotonic() + BUDGET
+    deadline = run_deadline(context, BUDGET, RESERVE)
 
     def query(text: str) -> list[dict[str, Any]]:
-        if time.monotonic() >= deadline:
-            raise QueryError(f"not sent: the run's {BUDGET:g} s for queries are spent")
-        return instant(HTTP, text, now.timestamp(), region, credentials)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise QueryError("not sent: the run's time for queries is spent")
+        return instant(HTTP, text, now.timestamp(), region, credentials, timeout=min(TIMEOUT, left))
 
     data = metric_data(selected, query, now)
     publishing.publish(boto3.client("cloudwatch", region_name=region), NAMESPACE, data)
     failed = sum(d["Value"] for d in data if d["MetricName"] == "QueryFailures")
+    if selected and failed == sum(v.queries for v in selected):
+        raise AllQueriesFailed(f"all {failed} queries of {len(selected)} variants failed (see the warnings above); "
+                               "QueryFailures was published")
     return {"variants": [f"{v.endpoint}/{v.variant}" for v in selected], "metrics": len(data), "query_failures": failed}

@@ -19,7 +19,9 @@ from botocore.awsrequest import AWSRequest
 
 SERVICE = "monitoring"
 PATH = "/api/v1/query"
-TIMEOUT = 10.0  # seconds per query
+TIMEOUT = 10.0
+"""Seconds per query, in total (connect and every read): ``urllib3.Timeout(total=...)``, since a bare
+float bounds each socket read only and a slowly trickling answer could outlast the function."""
 
 
 class QueryError(Exception):
@@ -29,7 +31,7 @@ class QueryError(Exception):
 class Http(Protocol):
     """What is used of ``urllib3.PoolManager``."""
 
-    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float,
+    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: urllib3.Timeout,
                 retries: bool) -> Any: ...
 
 
@@ -46,14 +48,17 @@ def signed(query: str, at: float, region: str, credentials: Any) -> AWSRequest:
     return request
 
 
-def instant(http: Http, query: str, at: float, region: str, credentials: Any) -> list[dict[str, Any]]:
-    """The ``result`` of a vector answer: ``[{"metric": {...}, "value": [ts, "v"]}, ...]``."""
+def instant(http: Http, query: str, at: float, region: str, credentials: Any,
+            timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+    """The ``result`` of a vector answer: ``[{"metric": {...}, "value": [ts, "v"]}, ...]``, within
+    ``timeout`` seconds in total."""
     request = signed(query, at, region, credentials)
     body = request.body.encode() if isinstance(request.body, str) else request.body
     try:
-        # No retries: one query never outlasts TIMEOUT, so the run's budget holds (the next minute tries again).
+        # No retries and a total timeout: one query never outlasts `timeout`, so the run's deadline holds
+        # (the next minute tries again).
         response = http.request("POST", request.url, body=body, headers=dict(request.headers.items()),
-                                timeout=TIMEOUT, retries=False)
+                                timeout=urllib3.Timeout(total=timeout), retries=False)
     except (urllib3.exceptions.HTTPError, OSError) as error:  # timeouts, connection resets
         raise QueryError(f"{type(error).__name__}: {error}") from error
     text = response.data.decode("utf-8", "replace")

@@ -3,8 +3,11 @@
 Published only when measured: no ``TimeToFirstToken`` without new first tokens, no
 ``PrefixCacheHitRate`` without prefix-cache queries, no ``Requests``/``ColdRequests``/
 ``ColdRequestShare`` without a baseline (a cold start, or only new pods that started before the
-previous run), no ``ColdRequestShare`` with 0 requests, no ``RequestsWaiting`` without a scraped pod.
-``ScrapeFailures`` is always published for a model with running pods.
+previous run), no ``ColdRequestShare`` with 0 requests, and no ``RequestsWaiting`` unless EVERY running pod
+of the model was scraped this run: a KEDA trigger on it (statistic Average) divides the sum by all
+replicas, so a sum over part of the pods would under-report and scale in under load; without data KEDA
+holds at its trigger's ``minValue`` instead. ``ScrapeFailures`` is always published for a model with
+running pods.
 """
 
 from __future__ import annotations
@@ -77,5 +80,5 @@ def serving_figures(model: str, pods: Iterable[PodServing]) -> ServingFigures:
         cold_requests=sum(p.delta.requests for p in measured if p.cold) if measured else None,
         prefix_hits=sum(p.delta.counters.get("prefix_hits", 0.0) for p in measured),
         prefix_queries=sum(p.delta.counters.get("prefix_queries", 0.0) for p in measured),
-        waiting=sum(s.waiting for s in scraped) if scraped else None,
+        waiting=sum(s.waiting for s in scraped) if scraped and len(scraped) == len(pods) else None,
         scrape_failures=len(pods) - len(scraped))

@@ -82,11 +82,18 @@ class ExporterTrigger(StrictModel):
     statistic: Literal["Average", "Maximum"] = "Average"
     period_s: int = Field(default=60, ge=60, le=86400, description="the CloudWatch query period; the exporter "
                                                                    "publishes every 60 s")
+    min_value: float = Field(
+        default=0, ge=0,
+        description="what KEDA assumes while the metric has no data (the exporter failed, or could not read every "
+                    "pod: RequestsWaiting is then not published). 0 fails open: without data the model scales in "
+                    "to min_replicas, even under load. To hold capacity instead, give target_value x the replicas "
+                    "to keep (e.g. 16 with target_value 8 holds 2)")
 
     def to_spec(self, *, cluster_name: str, model: str) -> autoscaling.CloudWatchTrigger:
         return autoscaling.CloudWatchTrigger.on_exporter(
             self.metric, cluster_name=cluster_name, model=model, target_value=self.target_value,
-            activation_target_value=self.activation_target_value, statistic=self.statistic, period_s=self.period_s)
+            activation_target_value=self.activation_target_value, statistic=self.statistic, period_s=self.period_s,
+            min_value=self.min_value)
 
 
 class Trigger(StrictModel):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import time
+import types
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -57,12 +59,12 @@ class FakeQueryMetrics:
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers, self.requests = answers, []
 
-    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: float,
+    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: urllib3.Timeout,
                 retries: bool) -> _Response:
         parts = urlsplit(url)
         assert (method, parts.scheme, parts.netloc, parts.path) == (
             "POST", "https", f"monitoring.{REGION}.amazonaws.com", "/api/v1/query")
-        assert headers["Content-Type"] == "application/x-www-form-urlencoded" and timeout > 0 and retries is False
+        assert headers["Content-Type"] == "application/x-www-form-urlencoded" and timeout.total > 0 and retries is False
         _verify_signature(method, url, body, headers)
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         self.requests.append(form)
@@ -70,6 +72,34 @@ class FakeQueryMetrics:
         if isinstance(answer, Exception):
             raise answer
         return _Response(answer, "throttled") if isinstance(answer, int) else _Response(200, answer)
+
+
+class TricklingQueryMetrics(FakeQueryMetrics):
+    """Answers after ``seconds``, a byte every ``step``, and times out as urllib3 2.x does: a float is the
+    limit of each socket read (never reached here), only ``Timeout(total=...)`` bounds the whole request."""
+
+    def __init__(self, seconds: float, step: float = 0.05) -> None:
+        super().__init__({})
+        self.seconds, self.step, self.timeouts = seconds, step, []
+
+    def request(self, method: str, url: str, *, body: bytes, headers: dict[str, str], timeout: Any,
+                retries: bool) -> _Response:
+        self.timeouts.append(timeout)
+        total = timeout.total if isinstance(timeout, urllib3.Timeout) else None
+        per_read = timeout if isinstance(timeout, (int, float)) else None
+        start = time.monotonic()
+        while time.monotonic() - start < self.seconds:
+            if per_read is not None and self.step > per_read:
+                raise urllib3.exceptions.ReadTimeoutError(None, url, "read timed out")
+            time.sleep(self.step)
+            if total is not None and time.monotonic() - start >= total:
+                raise urllib3.exceptions.ReadTimeoutError(None, url, "timed out (total)")
+        self.requests.append({"query": "answered"})
+        return _Response(200, vector())
+
+
+def _context(seconds_left: float) -> Any:
+    return types.SimpleNamespace(get_remaining_time_in_millis=lambda: int(seconds_left * 1000))
 
 
 def _verify_signature(method: str, url: str, body: bytes, headers: dict[str, str]) -> None:
@@ -209,6 +239,59 @@ def test_queries_past_the_runs_budget_are_skipped_and_counted(monkeypatch):
     monkeypatch.setattr(endpoints, "HTTP", fake)
     monkeypatch.setattr(endpoints, "BUDGET", 0.0)
     monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
+    with mock_aws(), pytest.raises(endpoints.AllQueriesFailed):
+        endpoints.lambda_handler({}, None)
+    assert fake.requests == []
+
+
+def test_a_slowly_trickling_answer_is_cut_at_the_runs_deadline_and_the_run_still_publishes(monkeypatch):
+    """Old: ``timeout=10.0`` bounded each read only, so a 1 s trickle (a read every 50 ms) was waited out
+    past the deadline; the deadline came from the fixed budget, not the invocation's remaining time."""
+    fake = TricklingQueryMetrics(seconds=1.0)
+    monkeypatch.setattr(endpoints, "HTTP", fake)
+    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
+    sent: list[dict] = []
     with mock_aws():
-        answer = endpoints.lambda_handler({}, None)
-    assert fake.requests == [] and answer["query_failures"] == 2
+        cw = boto3.client("cloudwatch", region_name=REGION)
+        monkeypatch.setattr(endpoints.boto3, "client", lambda *a, **k: cw)
+        cw.meta.events.register("provide-client-params.monitoring.PutMetricData", lambda params, **_: sent.append(params))
+        with pytest.raises(endpoints.AllQueriesFailed):
+            endpoints.lambda_handler({}, _context(endpoints.RESERVE + 0.3))  # 0.3 s left for queries
+    assert fake.requests == []  # the first query was cut, the second not sent
+    (timeout,) = fake.timeouts
+    assert isinstance(timeout, urllib3.Timeout) and 0 < timeout.total <= 0.3
+    (datum,) = [d for p in sent for d in p["MetricData"]]
+    assert (datum["MetricName"], datum["Value"]) == ("QueryFailures", 2)
+
+
+def test_the_query_deadline_is_the_fixed_budget_when_the_invocation_has_more_time(monkeypatch):
+    fake = FakeQueryMetrics({})
+    monkeypatch.setattr(endpoints, "HTTP", fake)
+    monkeypatch.setattr(endpoints, "BUDGET", 0.0)
+    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
+    with mock_aws(), pytest.raises(endpoints.AllQueriesFailed):
+        endpoints.lambda_handler({}, _context(900))
+    assert fake.requests == []
+
+
+def test_a_run_where_every_query_failed_raises_after_publishing_its_failures(monkeypatch):
+    """Old: caught and returned success, so the bridge's Errors alarm never fired while it read nothing."""
+    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: 500, _entry(CHAT)["hit_rate"]: 403, _entry(CODE)["ttft"]: 500,
+                             _entry(CODE)["hit_rate"]: urllib3.exceptions.ReadTimeoutError(None, "/", "timed out")})
+    monkeypatch.setattr(endpoints, "HTTP", fake)
+    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
+    with mock_aws():
+        cw = boto3.client("cloudwatch", region_name=REGION)
+        monkeypatch.setattr(endpoints.boto3, "client", lambda *a, **k: cw)
+        with pytest.raises(endpoints.AllQueriesFailed, match="all 4 queries of 2 variants"):
+            endpoints.lambda_handler({}, None)
+        failures = cw.list_metrics(Namespace=ENDPOINTS_NAMESPACE, MetricName="QueryFailures")["Metrics"]
+    assert len(failures) == 2
+
+
+def test_one_answered_query_keeps_the_run_a_success(monkeypatch):
+    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: 500, _entry(CODE)["ttft"]: 500, _entry(CODE)["hit_rate"]: 500})
+    monkeypatch.setattr(endpoints, "HTTP", fake)
+    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
+    with mock_aws():
+        assert endpoints.lambda_handler({}, None)["query_failures"] == 3

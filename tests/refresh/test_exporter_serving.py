@@ -181,8 +181,19 @@ def test_model_figures_hit_rate_cold_request_share_and_queue():
     d = _datums(serving_figures("llama", [warm, cold, failed]))
     assert d["PrefixCacheHitRate"]["Value"] == 30.0  # 60 hits of 200 queries
     assert (d["Requests"]["Value"], d["ColdRequests"]["Value"], d["ColdRequestShare"]["Value"]) == (40, 10, 25.0)
-    assert d["RequestsWaiting"]["Value"] == 7 and d["ScrapeFailures"]["Value"] == 1
+    assert d["ScrapeFailures"]["Value"] == 1
     assert d["TimeToFirstToken"]["Unit"] == "Milliseconds" and sum(d["TimeToFirstToken"]["Counts"]) == 40
+    assert _datums(serving_figures("llama", [warm, cold]))["RequestsWaiting"]["Value"] == 7
+
+
+def test_a_partial_scrape_publishes_no_queue_depth():
+    """KEDA's Average divides the queue by every replica: a sum over the scraped pods only would under-report
+    and scale in under load (old: 7 of a queue of 7 + the failed pod's was published). No data instead."""
+    warm = PodServing(cold=False, scraped=sample(1, waiting=2), delta=None)
+    cold = PodServing(cold=True, scraped=sample(1, waiting=5), delta=None)
+    failed = PodServing(cold=True, scraped=None, delta=None)
+    d = _datums(serving_figures("llama", [warm, cold, failed]))
+    assert "RequestsWaiting" not in d and d["ScrapeFailures"]["Value"] == 1
 
 
 def test_without_a_baseline_only_the_gauge_and_failures_are_published():
