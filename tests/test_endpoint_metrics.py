@@ -10,9 +10,9 @@ import pytest
 from aws_cdk.assertions import Template
 
 from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
-from hyperwarm import promql
-from hyperwarm.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER, EndpointMetricsBridge, EndpointMetricsBridgeProps,
-                                        environment_size)
+from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER, MAX_VARIANTS, EndpointMetricsBridge,
+                                        EndpointMetricsBridgeProps, environment_size)
 from hyperwarm.metric_catalog import ENDPOINTS_NAMESPACE
 from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
 
@@ -38,17 +38,19 @@ def _environment(stack: cdk.Stack, bridge: EndpointMetricsBridge) -> list[dict[s
     return json.loads(function["Properties"]["Environment"]["Variables"]["HYPERWARM_VARIANTS"])
 
 
-def test_each_variant_gets_its_engines_queries_at_the_alarms_window():
+def test_each_variant_gets_a_compact_entry_its_engines_queries_are_written_from():
     stack = _stack()
     chat = _endpoint(stack, "Chat", _variant("v"), _variant("s", "sglang"), endpoint_name="chat",
                      metric_publish_frequency=cdk.Duration.seconds(120))
     bridge = EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
-    v, s = dict(endpoint="chat", variant="v"), dict(endpoint="chat", variant="s")
-    assert _environment(stack, bridge) == [
-        {**v, "ttft": promql.ttft_buckets_per_minute(**v, window="8m"),
-         "hit_rate": promql.prefix_cache_hit_rate(**v, window="8m")},
-        {**s, "ttft": promql.ttft_buckets_per_minute(**s, engine="sglang", window="8m")},  # no vLLM counters
-    ]
+    entries = _environment(stack, bridge)
+    assert entries == [{"endpoint": "chat", "variant": "v", "engine": "vllm", "window": "8m"},
+                       {"endpoint": "chat", "variant": "s", "engine": "sglang", "window": "8m"}]
+    v, s = (promql.Variant.from_entry(e) for e in entries)  # what the function does with them
+    assert (v.ttft, v.hit_rate) == (promql.ttft_buckets_per_minute(endpoint="chat", variant="v", window="8m"),
+                                    promql.prefix_cache_hit_rate(endpoint="chat", variant="v", window="8m"))
+    assert (s.ttft, s.hit_rate) == (
+        promql.ttft_buckets_per_minute(endpoint="chat", variant="s", engine="sglang", window="8m"), None)
     assert bridge.function.node.default_child.handler == HANDLER
 
 
@@ -93,20 +95,60 @@ def test_validation_names_every_problem():
         EndpointMetricsBridge(stack, "Empty", EndpointMetricsBridgeProps(endpoints=[]))
 
 
-def test_too_many_variants_for_lambdas_environment_fail_synth():
+def _long_named(stack: cdk.Stack, count: int, start: int = 0) -> list[InferenceEndpoint]:
+    """``count`` variants with the longest names (63-character endpoint and variant names), one endpoint each."""
+    return [InferenceEndpoint.from_endpoint_attributes(stack, f"E{i}", endpoint_name=f"{i:03d}".ljust(63, "e"),
+                                                       variant_names=[f"{i:03d}".ljust(63, "v")])
+            for i in range(start, start + count)]
+
+
+def test_22_variants_with_the_longest_names_fit_one_bridge_and_23_fail_synth_saying_what_to_do():
+    """Old: the full PromQL per variant (~746 bytes at 63-character names) filled 4 KB at 5 variants."""
     stack = _stack()
-    many = InferenceEndpoint.from_endpoint_attributes(stack, "Many", endpoint_name="many",
-                                                      variant_names=[f"variant-{i}" for i in range(12)])
-    assert environment_size([many]) > ENVIRONMENT_LIMIT
-    with pytest.raises(ValueError, match="endpoints = 12 variants -- their queries exceed Lambda's 4096 bytes"):
-        EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[many]))
+    fits = _long_named(stack, 22)
+    assert environment_size(fits) <= ENVIRONMENT_LIMIT < environment_size(_long_named(_stack(), 23))
+    EndpointMetricsBridge(stack, "Fits", EndpointMetricsBridgeProps(endpoints=fits))
+    with pytest.raises(ValueError) as error:
+        EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=_long_named(stack, 23, 100)))
+    assert "endpoints = 23 variants -- their entries take 4274 bytes of Lambda's 4096 bytes" in str(error.value)
+    assert f"one bridge holds {MAX_VARIANTS} variants" in str(error.value)
+    assert "several EndpointMetricsBridge constructs, each EndpointMetricsBridgeProps(endpoints=[...])" in str(error.value)
+
+
+def test_the_worst_case_per_bridge_holds_max_variants():
+    entry = {"endpoint": "e" * 63, "variant": "v" * 63, "engine": "sglang", "window": "20m"}
+    assert len("HYPERWARM_VARIANTS") + len(json.dumps([entry] * MAX_VARIANTS, separators=(",", ":"))) <= 4096
+    assert len("HYPERWARM_VARIANTS") + len(json.dumps([entry] * (MAX_VARIANTS + 1), separators=(",", ":"))) > 4096
+
+
+def test_the_size_is_what_cloudformation_renders():
+    stack = _stack()
+    chat = _endpoint(stack, "Chat", _variant("v"), _variant("s", "sglang"), endpoint_name="chat")
+    bridge = EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
+    function = Template.from_stack(stack).to_json()["Resources"][stack.get_logical_id(bridge.node.default_child)]
+    value = function["Properties"]["Environment"]["Variables"]["HYPERWARM_VARIANTS"]
+    assert environment_size([chat]) == len("HYPERWARM_VARIANTS") + len(value)
 
 
 def test_an_unresolved_name_is_sized_at_the_longest_endpoint_name():
     stack = _stack()
     named = _endpoint(stack, "Named", _variant("v"), endpoint_name="e")
     generated = _endpoint(stack, "Generated", _variant("v"))
-    assert environment_size([generated]) - environment_size([named]) == 4 * (63 - 1)  # the name and three selectors
+    assert environment_size([generated]) - environment_size([named]) == 63 - 1
+
+
+def test_observability_splits_endpoints_over_as_many_bridges_as_their_entries_need():
+    stack = _stack()
+    endpoints = _long_named(stack, 50)
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=endpoints))
+    bridges = obs.endpoint_metrics_bridges
+    assert [b.node.id for b in bridges] == ["EndpointMetrics", "EndpointMetrics2", "EndpointMetrics3"]
+    assert obs.endpoint_metrics is bridges[0]
+    assert [len(_environment(stack, b)) for b in bridges] == [22, 22, 6]
+    assert [e["endpoint"] for b in bridges for e in _environment(stack, b)] == [e.endpoint_name for e in endpoints]
+    errors = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm", {"Properties": {
+        "MetricName": "Errors", "Namespace": "AWS/Lambda"}})
+    assert len(errors) == 3
 
 
 def test_observability_bridges_only_endpoints_with_detailed_observability():

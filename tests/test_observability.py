@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm import promql
+from hyperwarm.functions.cache_exporter import promql
 from hyperwarm.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
                                       find, find_promql)
 
@@ -417,12 +417,13 @@ def test_bridge_runs_every_minute_once_at_a_time_outside_any_vpc(synthesized):
     assert "VpcConfig" not in function["Properties"]
 
 
-def test_bridge_environment_lists_each_variant_with_the_promql_it_runs(synthesized):
+def test_bridge_environment_lists_each_variant_from_which_it_writes_the_promql_it_runs(synthesized):
     _, function = _function(_stack(synthesized, "prod"), _BRIDGE)
     variants = json.loads(function["Properties"]["Environment"]["Variables"]["HYPERWARM_VARIANTS"])
     scopes = [dict(endpoint="hyperwarm-prod-chat", variant=v) for v in ("prefix-aware", "random")]
-    assert variants == [{**scope, "ttft": promql.ttft_buckets_per_minute(**scope),
-                         "hit_rate": promql.prefix_cache_hit_rate(**scope)} for scope in scopes]
+    assert variants == [{**scope, "engine": "vllm", "window": "5m"} for scope in scopes]
+    assert [(v.ttft, v.hit_rate) for v in map(promql.Variant.from_entry, variants)] == [
+        (promql.ttft_buckets_per_minute(**scope), promql.prefix_cache_hit_rate(**scope)) for scope in scopes]
 
 
 def test_the_bridge_has_an_errors_alarm(synthesized):

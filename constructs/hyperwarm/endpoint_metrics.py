@@ -3,8 +3,8 @@
 SageMaker AI detailed observability stores the vLLM/SGLang container's TTFT histogram as an
 OpenTelemetry metric that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph.
 This Lambda function (``lambdas/cache_exporter/endpoints.py``, from the cache exporter's asset, so
-both publish TTFT with the same distribution code) runs each variant's queries (written by
-:mod:`hyperwarm.promql`) through CloudWatch's QueryMetrics API every minute and publishes
+both publish TTFT with the same distribution code) runs each variant's queries (written in the function
+by :mod:`hyperwarm.functions.cache_exporter.promql` from a compact entry per variant) through CloudWatch's QueryMetrics API every minute and publishes
 ``TimeToFirstToken``, ``PrefixCacheHitRate`` and ``QueryFailures`` to ``Hyperwarm/Endpoints`` per
 endpoint and variant (see :mod:`hyperwarm.metric_catalog`). Which variants to read is in its
 environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch's regional API).
@@ -23,7 +23,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from . import promql
+from .functions.cache_exporter import promql
 from .cache_exporter import function_code
 from .functions import cache_exporter as _package
 from .endpoint_base import IInferenceEndpoint
@@ -39,9 +39,15 @@ QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
 SageMaker's PromQL page also names ``cloudwatch:QueryMetrics``, but the IAM service authorization data
 cfn-lint carries has no such action (W3037), so it is not granted."""
+VARIABLE = "HYPERWARM_VARIANTS"
 ENVIRONMENT_LIMIT = 4096
-"""Lambda's limit on all environment variables of a function together, in bytes."""
+"""Lambda's limit on all environment variables of a function together (names and values), in bytes."""
 _NAME_MAX = 63  # an endpoint name's most characters: the size check's stand-in for a name known only at deploy
+MAX_VARIANTS = (ENVIRONMENT_LIMIT - len(VARIABLE) - 1) // (len(json.dumps(
+    {"endpoint": "x" * _NAME_MAX, "variant": "y" * _NAME_MAX, "engine": "sglang", "window": "20m"},
+    separators=(",", ":"))) + 1)
+"""Variants one bridge holds at least, with the longest names (endpoint and variant 63 characters), any engine
+and window; shorter names fit more (the check counts the real entries)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class EndpointMetricsBridge(Construct):
     def __init__(self, scope: Construct, id: str, props: EndpointMetricsBridgeProps) -> None:
         super().__init__(scope, id)
         _validate(self, props)
-        self.variants = [_variant(e, v) for e in props.endpoints for v in e.variant_names or ()]
+        self.variants = [_variant(e, v).entry() for e in props.endpoints for v in e.variant_names or ()]
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=f"endpoint metrics bridge: reads PromQL, writes {ENDPOINTS_NAMESPACE} metrics")
         self.role.add_to_principal_policy(iam.PolicyStatement(actions=QUERY_ACTIONS, resources=["*"]))
@@ -79,7 +85,7 @@ class EndpointMetricsBridge(Construct):
             timeout=cdk.Duration.seconds(50),
             # One run at a time: a slow minute never overlaps the next (QueryMetrics has per-account limits).
             reserved_concurrent_executions=1,
-            environment={"HYPERWARM_VARIANTS": cdk.Stack.of(self).to_json_string(self.variants)},
+            environment={VARIABLE: cdk.Stack.of(self).to_json_string(self.variants)},
             log_group=log_group,
             description="hyperwarm: SageMaker variants' TTFT from detailed observability, as CloudWatch metrics")
         self.node.default_child = self.function.node.default_child
@@ -110,27 +116,30 @@ class EndpointMetricsBridge(Construct):
         return self.metric("QueryFailures", endpoint, variant, **options)
 
 
-def _variant(endpoint: IInferenceEndpoint, variant: str) -> dict[str, Any]:
-    """One entry of ``HYPERWARM_VARIANTS``: names and the PromQL the function runs for them."""
+def _variant(endpoint: IInferenceEndpoint, variant: str, name: str | None = None) -> promql.Variant:
+    """What the function reads for one variant (its queries are written from this in the function)."""
     engine, _ = variant_engine(endpoint, variant)
-    scope = dict(endpoint=endpoint.endpoint_name, variant=variant)
-    window = query_window(endpoint)
-    out = {**scope, "ttft": promql.ttft_buckets_per_minute(**scope, engine=engine, window=window)}
-    if engine == "vllm":  # SGLang exposes a hit-rate gauge, not these counters
-        out["hit_rate"] = promql.prefix_cache_hit_rate(**scope, window=window)
-    return out
+    return promql.Variant(name or endpoint.endpoint_name, variant, engine, query_window(endpoint))
 
 
 def environment_size(endpoints: Sequence[IInferenceEndpoint]) -> int:
-    """Bytes of ``HYPERWARM_VARIANTS`` at most: a name known only at deploy time counted at 63 characters."""
-    total = 0
+    """Bytes of the function's environment: ``HYPERWARM_VARIANTS`` and its value as CloudFormation renders it
+    (compact JSON), a name known only at deploy time counted at 63 characters."""
+    entries = [_variant(e, v, "x" * _NAME_MAX if cdk.Token.is_unresolved(e.endpoint_name) else None).entry()
+               for e in endpoints for v in e.variant_names or ()]
+    return len(VARIABLE) + len(json.dumps(entries, separators=(",", ":")))
+
+
+def bridge_groups(endpoints: Sequence[IInferenceEndpoint]) -> list[list[IInferenceEndpoint]]:
+    """``endpoints`` in order, split into as few consecutive groups as fit one bridge's environment each
+    (an endpoint is never split; one too large alone keeps its own group and fails the bridge's validation)."""
+    groups: list[list[IInferenceEndpoint]] = []
     for endpoint in endpoints:
-        for variant in endpoint.variant_names or ():
-            entry = _variant(endpoint, variant)
-            if cdk.Token.is_unresolved(endpoint.endpoint_name):
-                entry = {k: v.replace(endpoint.endpoint_name, "x" * _NAME_MAX) for k, v in entry.items()}
-            total += len(json.dumps(entry)) + 2
-    return total + len("HYPERWARM_VARIANTS")
+        if groups and environment_size([*groups[-1], endpoint]) <= ENVIRONMENT_LIMIT:
+            groups[-1].append(endpoint)
+        else:
+            groups.append([endpoint])
+    return groups
 
 
 def _acknowledge(function: lambda_.Function) -> None:
@@ -160,8 +169,11 @@ def _validate(scope: Construct, props: EndpointMetricsBridgeProps) -> None:
     if repeated(names):
         problems.append(f"endpoints = {', '.join(repeated(names))} -- each endpoint once")
     if not problems and environment_size(props.endpoints) > ENVIRONMENT_LIMIT:
-        problems.append(f"endpoints = {sum(len(e.variant_names or ()) for e in props.endpoints)} variants -- their "
-                        f"queries exceed Lambda's {ENVIRONMENT_LIMIT} bytes of environment; split them over "
-                        "several bridges")
+        problems.append(
+            f"endpoints = {sum(len(e.variant_names or ()) for e in props.endpoints)} variants -- their entries "
+            f"take {environment_size(props.endpoints)} bytes of Lambda's {ENVIRONMENT_LIMIT} bytes of environment "
+            f"(one bridge holds {MAX_VARIANTS} variants with 63-character names); give the endpoints to several "
+            "EndpointMetricsBridge constructs, each EndpointMetricsBridgeProps(endpoints=[...]) with fewer variants "
+            "(InferenceObservability splits them this way by itself)")
     if problems:
         raise ValueError(f"{scope.node.path}: " + "; ".join(problems))

@@ -28,7 +28,7 @@ from constructs import Construct
 from .cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from .cluster import IHyperPodCluster
 from .endpoint_base import IInferenceEndpoint
-from .endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
+from .endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps, bridge_groups
 from .metric_catalog import NOT_PUBLISHED
 from .sagemaker_ttft import detailed_observability_off, variant_ttft
 from .validation import repeated
@@ -76,7 +76,8 @@ class InferenceObservabilityProps:
 
 class InferenceObservability(Construct):
     """A CloudWatch dashboard, alarms to an SNS topic, (with ``hyperpod``) the cache metrics exporter, and
-    (with endpoints whose detailed observability is on) the endpoint metrics bridge."""
+    (with endpoints whose detailed observability is on) the endpoint metrics bridge: several when the
+    endpoints' variants exceed one function's environment (ids ``EndpointMetrics``, ``EndpointMetrics2``, ...)."""
 
     def __init__(self, scope: Construct, id: str, props: InferenceObservabilityProps) -> None:
         super().__init__(scope, id)
@@ -87,15 +88,7 @@ class InferenceObservability(Construct):
             self.exporter = CacheMetricsExporter(self, "Exporter", CacheMetricsExporterProps(
                 cluster=props.hyperpod.cluster, namespaces=[props.hyperpod.namespace]))
         self.alarms: list[cloudwatch.Alarm] = []
-        self.endpoint_metrics: EndpointMetricsBridge | None = None
-        bridged = [e for e in props.endpoints if not detailed_observability_off(e)]
-        if bridged:
-            self.endpoint_metrics = EndpointMetricsBridge(self, "EndpointMetrics",
-                                                          EndpointMetricsBridgeProps(endpoints=bridged))
-            self._alarm("EndpointMetricsErrors",
-                        self.endpoint_metrics.function.metric_errors(period=cdk.Duration.minutes(5)),
-                        threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
-                        "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
+        self._bridges(props)
         self.variant_ttft_alarms: dict[str, cloudwatch.PromQLAlarm] = {}
         """PromQL alarms on p99 time to first token, by ``<endpoint id>/<variant>``."""
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=props.dashboard_name,
@@ -112,6 +105,23 @@ class InferenceObservability(Construct):
             self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
                         "cache alarms see no data until it runs again")
+
+    def _bridges(self, props: InferenceObservabilityProps) -> None:
+        """The endpoint metrics bridges: as many as the endpoints' entries need (Lambda's 4 KB of environment)."""
+        self.endpoint_metrics_bridges: list[EndpointMetricsBridge] = []
+        """Every bridge, in order; the first keeps the construct id ``EndpointMetrics``."""
+        self._bridge_of: dict[str, EndpointMetricsBridge] = {}
+        bridged = [e for e in props.endpoints if not detailed_observability_off(e)]
+        for i, group in enumerate(bridge_groups(bridged)):
+            id = "EndpointMetrics" if i == 0 else f"EndpointMetrics{i + 1}"
+            bridge = EndpointMetricsBridge(self, id, EndpointMetricsBridgeProps(endpoints=group))
+            self.endpoint_metrics_bridges.append(bridge)
+            self._bridge_of.update({e.node.path: bridge for e in group})
+            self._alarm(f"{id}Errors", bridge.function.metric_errors(period=cdk.Duration.minutes(5)),
+                        threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
+                        "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
+        self.endpoint_metrics: EndpointMetricsBridge | None = (self.endpoint_metrics_bridges or [None])[0]
+        """The first endpoint metrics bridge (None without endpoints with detailed observability on)."""
 
     def _new_topic(self) -> sns.Topic:
         key = kms.Key(self, "AlarmTopicKey", enable_key_rotation=True,
@@ -157,14 +167,14 @@ class InferenceObservability(Construct):
                 f"hyperwarm:ttft:{endpoint.node.id}", f"{endpoint.node.path}: detailed observability is off, so "
                 "SageMaker publishes no time to first token: no TTFT alarm for its variants")
             return
-        assert self.endpoint_metrics is not None
+        bridge = self._bridge_of[endpoint.node.path]
         alarm, widgets = variant_ttft(self, endpoint, variant, threshold=props.ttft_p99, topic=self.topic,
-                                      bridge=self.endpoint_metrics)
+                                      bridge=bridge)
         self.variant_ttft_alarms[f"{endpoint.node.id}/{variant}"] = alarm
         self.dashboard.add_widgets(*widgets)
         where = f"{endpoint.node.id}/{variant}"
         self._alarm(f"{endpoint.node.id}-{variant}QueryFailures",
-                    self.endpoint_metrics.metric_query_failures(endpoint, variant), threshold=1, periods=BLIND_MINUTES,
+                    bridge.metric_query_failures(endpoint, variant), threshold=1, periods=BLIND_MINUTES,
                     description=f"{where}: a query of the endpoint metrics bridge failed every minute for "
                                 f"{BLIND_MINUTES} minutes: the variant's TTFT and prefix-cache hit-rate graphs have "
                                 "gaps or no data (the PromQL TTFT alarm reads the source and still works; if "

@@ -6,7 +6,7 @@ PromQL: a CloudWatch PromQL alarm can watch it, but no documented classic-dashbo
 PromQL. So each variant gets an alarm on p99 that reads the source directly (with an alarm status
 widget), a p50/p95/p99 graph of the endpoint metrics bridge's ``Hyperwarm/Endpoints`` metrics
 (:class:`~hyperwarm.endpoint_metrics.EndpointMetricsBridge`), and a text widget with the queries.
-Every query comes from :mod:`hyperwarm.promql`.
+Every query comes from :mod:`hyperwarm.functions.cache_exporter.promql`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from . import promql
+from .functions.cache_exporter import promql
 from .endpoint import InferenceEndpoint
 from .endpoint_base import IInferenceEndpoint
 from .endpoint_rules import variant_server_settings

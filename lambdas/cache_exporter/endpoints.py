@@ -2,8 +2,9 @@
 
 SageMaker AI detailed observability stores the serving container's metrics as OpenTelemetry metrics
 that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph. Every minute
-(EventBridge), for each variant in ``HYPERWARM_VARIANTS`` (JSON, set by the construct with the queries
-``hyperwarm.promql`` wrote), this runs the variant's queries through QueryMetrics and publishes to
+(EventBridge), for each variant in ``HYPERWARM_VARIANTS`` (JSON, set by the construct: a compact
+``{endpoint, variant, engine, window}`` per variant, from which :mod:`.promql` writes the queries here,
+so the environment stays small: :class:`.promql.Variant`), this runs the variant's queries through QueryMetrics and publishes to
 :data:`NAMESPACE` (dimensions ``EndpointName``, ``VariantName``): ``TimeToFirstToken`` as a
 distribution (the same :mod:`.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
 series exist, and ``QueryFailures``. A failed query is logged and counted; the run goes on. When every
@@ -19,7 +20,6 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import boto3
@@ -27,6 +27,7 @@ import urllib3
 
 from . import publishing
 from .budget import deadline as run_deadline
+from .promql import Variant
 from .query_metrics import TIMEOUT, QueryError, cumulative_buckets, instant, sample
 from .ttft import bucket_counts, distribution
 
@@ -47,25 +48,9 @@ class AllQueriesFailed(RuntimeError):
     Errors alarm fires instead of a run that reads nothing looking like success."""
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One production variant and the PromQL that reads it."""
-
-    endpoint: str
-    variant: str
-    ttft: str
-    """First tokens per minute in each cumulative ``le`` bucket (seconds), one series per ``le``."""
-    hit_rate: str | None = None
-    """Prefix-cache hit rate in percent (one series); None where the engine has no such counters."""
-
-    @property
-    def queries(self) -> int:
-        return 1 + (self.hit_rate is not None)
-
-
 def variants(text: str) -> list[Variant]:
-    """The variants of ``HYPERWARM_VARIANTS``: a JSON list of ``{endpoint, variant, ttft, hit_rate?}``."""
-    return [Variant(v["endpoint"], v["variant"], v["ttft"], v.get("hit_rate")) for v in json.loads(text)]
+    """The variants of ``HYPERWARM_VARIANTS``: a JSON list of :meth:`Variant.entry`."""
+    return [Variant.from_entry(v) for v in json.loads(text)]
 
 
 def variant_datums(variant: Variant, query: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:

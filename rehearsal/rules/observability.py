@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperwarm.metric_catalog import PROMQL_METRICS
-from hyperwarm.promql import ENDPOINT_LABEL, selectors
+from hyperwarm.functions.cache_exporter.promql import ENDPOINT_LABEL, selectors
 from rehearsal.core import Assembly, Finding, rule
 
 RULE = "observability.detailed-observability-for-promql-alarms"

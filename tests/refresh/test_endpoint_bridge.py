@@ -18,7 +18,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from moto import mock_aws
 
-from hyperwarm import promql
+from hyperwarm.functions.cache_exporter import promql
 from hyperwarm.functions.cache_exporter import endpoints
 from hyperwarm.functions.cache_exporter.query_metrics import QueryError, cumulative_buckets, instant
 from hyperwarm.functions.cache_exporter.ttft import bucket_counts
@@ -31,8 +31,13 @@ CODE = dict(endpoint="code", variant="main")
 
 
 def _entry(scope: dict[str, str]) -> dict[str, str]:
-    """What the construct puts into HYPERWARM_VARIANTS for a vLLM variant."""
-    return {**scope, "ttft": promql.ttft_buckets_per_minute(**scope), "hit_rate": promql.prefix_cache_hit_rate(**scope)}
+    """What the construct puts into HYPERWARM_VARIANTS for a vLLM variant: names, engine and window only."""
+    return promql.Variant(**scope).entry()
+
+
+def _v(scope: dict[str, str]) -> promql.Variant:
+    """The variant whose queries the function writes (and the fake answers by)."""
+    return promql.Variant(**scope)
 
 
 def vector(*series: tuple[dict[str, str], str]) -> dict[str, Any]:
@@ -133,8 +138,8 @@ def _run(fake: FakeQueryMetrics, *scopes: dict[str, str]) -> dict[tuple[str, str
 def test_each_query_is_a_signed_post_of_the_promql_at_the_runs_minute():
     fake = FakeQueryMetrics({})
     _run(fake, CHAT)
-    assert fake.requests == [{"query": _entry(CHAT)["ttft"], "time": f"{NOW.timestamp():.3f}"},
-                             {"query": _entry(CHAT)["hit_rate"], "time": f"{NOW.timestamp():.3f}"}]
+    assert fake.requests == [{"query": _v(CHAT).ttft, "time": f"{NOW.timestamp():.3f}"},
+                             {"query": _v(CHAT).hit_rate, "time": f"{NOW.timestamp():.3f}"}]
 
 
 def test_a_tampered_body_fails_the_signature_check():
@@ -158,7 +163,7 @@ def test_nan_values_and_series_without_le_are_left_out():
 
 
 def test_ttft_is_published_as_a_distribution_in_milliseconds_per_variant():
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: buckets(le_0_1=10, le_0_5=40, inf=40)})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(le_0_1=10, le_0_5=40, inf=40)})
     chat = _run(fake, CHAT)["chat", "random"]
     ttft = chat["TimeToFirstToken"]
     assert ttft["Unit"] == "Milliseconds" and ttft["Timestamp"] == NOW
@@ -170,13 +175,13 @@ def test_ttft_is_published_as_a_distribution_in_milliseconds_per_variant():
 
 
 def test_no_first_tokens_and_no_prefix_series_publish_only_the_failure_count():
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: buckets(le_0_1=0, inf=0)})  # hit rate: empty vector
+    fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(le_0_1=0, inf=0)})  # hit rate: empty vector
     assert set(_run(fake, CHAT)["chat", "random"]) == {"QueryFailures"}
 
 
 def test_the_prefix_cache_hit_rate_is_published_when_finite():
-    fake = FakeQueryMetrics({_entry(CHAT)["hit_rate"]: vector(({}, "62.5")),
-                             _entry(CODE)["hit_rate"]: vector(({}, "NaN"))})
+    fake = FakeQueryMetrics({_v(CHAT).hit_rate: vector(({}, "62.5")),
+                             _v(CODE).hit_rate: vector(({}, "NaN"))})
     published = _run(fake, CHAT, CODE)
     assert published["chat", "random"]["PrefixCacheHitRate"] == {
         "MetricName": "PrefixCacheHitRate", "Value": 62.5, "Unit": "Percent", "Timestamp": NOW,
@@ -187,8 +192,8 @@ def test_the_prefix_cache_hit_rate_is_published_when_finite():
 @pytest.mark.parametrize("failure", [500, urllib3.exceptions.ReadTimeoutError(None, "/", "timed out"),
                                      {"status": "error", "errorType": "bad_data", "error": "parse error"}])
 def test_a_failed_query_is_counted_and_the_other_variants_still_publish(failure):
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: failure, _entry(CODE)["ttft"]: buckets(le_1=3, inf=3),
-                             _entry(CHAT)["hit_rate"]: vector(({}, "50"))})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: failure, _v(CODE).ttft: buckets(le_1=3, inf=3),
+                             _v(CHAT).hit_rate: vector(({}, "50"))})
     published = _run(fake, CHAT, CODE)
     assert published["chat", "random"]["QueryFailures"]["Value"] == 1
     assert "TimeToFirstToken" not in published["chat", "random"]
@@ -204,7 +209,7 @@ def test_an_answer_that_is_not_a_vector_is_a_failure():
 
 
 def test_every_published_metric_is_catalogued():
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: buckets(le_1=3, inf=3), _entry(CHAT)["hit_rate"]: vector(({}, "5"))})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(le_1=3, inf=3), _v(CHAT).hit_rate: vector(({}, "5"))})
     catalogued = {m.name: m for m in PUBLISHED_METRICS if m.namespace == ENDPOINTS_NAMESPACE}
     for name, datum in _run(fake, CHAT)["chat", "random"].items():
         assert datum["Unit"] == catalogued[name].unit
@@ -213,8 +218,8 @@ def test_every_published_metric_is_catalogued():
 
 
 def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch):
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: buckets(**{f"le_{i}": i * 10 for i in range(1, 40)}, inf=400),
-                             _entry(CHAT)["hit_rate"]: vector(({}, "12"))})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(**{f"le_{i}": i * 10 for i in range(1, 40)}, inf=400),
+                             _v(CHAT).hit_rate: vector(({}, "12"))})
     monkeypatch.setattr(endpoints, "HTTP", fake)
     monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     sent: list[dict] = []
@@ -276,8 +281,8 @@ def test_the_query_deadline_is_the_fixed_budget_when_the_invocation_has_more_tim
 
 def test_a_run_where_every_query_failed_raises_after_publishing_its_failures(monkeypatch):
     """Old: caught and returned success, so the bridge's Errors alarm never fired while it read nothing."""
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: 500, _entry(CHAT)["hit_rate"]: 403, _entry(CODE)["ttft"]: 500,
-                             _entry(CODE)["hit_rate"]: urllib3.exceptions.ReadTimeoutError(None, "/", "timed out")})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: 500, _v(CHAT).hit_rate: 403, _v(CODE).ttft: 500,
+                             _v(CODE).hit_rate: urllib3.exceptions.ReadTimeoutError(None, "/", "timed out")})
     monkeypatch.setattr(endpoints, "HTTP", fake)
     monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     with mock_aws():
@@ -290,8 +295,16 @@ def test_a_run_where_every_query_failed_raises_after_publishing_its_failures(mon
 
 
 def test_one_answered_query_keeps_the_run_a_success(monkeypatch):
-    fake = FakeQueryMetrics({_entry(CHAT)["ttft"]: 500, _entry(CODE)["ttft"]: 500, _entry(CODE)["hit_rate"]: 500})
+    fake = FakeQueryMetrics({_v(CHAT).ttft: 500, _v(CODE).ttft: 500, _v(CODE).hit_rate: 500})
     monkeypatch.setattr(endpoints, "HTTP", fake)
     monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     with mock_aws():
         assert endpoints.lambda_handler({}, None)["query_failures"] == 3
+
+
+def test_the_function_writes_each_variants_queries_from_its_compact_entry():
+    sglang = {**CODE, "engine": "sglang", "window": "8m"}
+    (chat, code) = endpoints.variants(json.dumps([_entry(CHAT), sglang]))
+    assert (chat.ttft, chat.hit_rate) == (promql.ttft_buckets_per_minute(**CHAT),
+                                          promql.prefix_cache_hit_rate(**CHAT))
+    assert (code.ttft, code.hit_rate) == (promql.ttft_buckets_per_minute(**CODE, engine="sglang", window="8m"), None)

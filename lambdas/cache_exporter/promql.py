@@ -9,13 +9,16 @@ with PromQL rather than named by namespace and metric name. The container's ``vl
 
 The PromQL alarm, the dashboard's text widget and the endpoint metrics bridge (which republishes TTFT and
 the prefix-cache hit rate as CloudWatch metrics) all take their query from here, and the catalog test and
-the deploy rehearsal read alarms back with :func:`selectors`. No aws-cdk here.
+the deploy rehearsal read alarms back with :func:`selectors`. Pure (no aws-cdk, no boto3): it lives in
+the bridge's function package so the function writes its queries from a compact :class:`Variant`
+entry, and the constructs import it as ``hyperwarm.functions.cache_exporter.promql``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"
 VARIANT_LABEL = "aws.sagemaker.variant.name"
@@ -101,3 +104,40 @@ def selectors(query: str) -> list[tuple[str, dict[str, str]]]:
                 labels[name.strip("'\"")] = _unquote(value)
         found.append((metric, labels))
     return found
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One production variant as the endpoint metrics bridge reads it: its entry in ``HYPERWARM_VARIANTS``
+    is only these four fields (:meth:`entry`), the queries are written from them where they run."""
+
+    endpoint: str
+    variant: str
+    engine: str = "vllm"
+    """Whose TTFT histogram to read (a key of :data:`TTFT_METRICS`)."""
+    window: str = "5m"
+    """The queries' ``rate`` window."""
+
+    @property
+    def ttft(self) -> str:
+        """First tokens per minute in each cumulative ``le`` bucket (seconds), one series per ``le``."""
+        return ttft_buckets_per_minute(endpoint=self.endpoint, variant=self.variant, engine=self.engine,
+                                       window=self.window)
+
+    @property
+    def hit_rate(self) -> str | None:
+        """Prefix-cache hit rate in percent; None for SGLang (it exposes a hit-rate gauge, not these counters)."""
+        if self.engine != "vllm":
+            return None
+        return prefix_cache_hit_rate(endpoint=self.endpoint, variant=self.variant, window=self.window)
+
+    @property
+    def queries(self) -> int:
+        return 1 + (self.hit_rate is not None)
+
+    def entry(self) -> dict[str, str]:
+        return {"endpoint": self.endpoint, "variant": self.variant, "engine": self.engine, "window": self.window}
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> "Variant":
+        return cls(entry["endpoint"], entry["variant"], entry["engine"], entry["window"])
