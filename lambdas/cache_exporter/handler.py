@@ -8,6 +8,7 @@ cache objects, pods and nodes, and get ``pods/proxy`` (each running pod's ``/met
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import os
@@ -32,8 +33,8 @@ SCRAPE_TIMEOUT = 5.0  # seconds per pod; scrapes run in parallel
 SCRAPE_BUDGET = 30.0  # seconds for all scrapes: later ones are skipped (ScrapeFailures), the run still publishes
 _SCRAPERS = 8
 SNAPSHOTS = Snapshots()
-"""The previous run's scrapes: module level, so the next run in this (only: reserved concurrency 1)
-execution environment finds them; a cold start begins empty."""
+"""The previous published run's scrapes: module level, so the next run in this (only: reserved concurrency 1)
+execution environment finds them; a cold start begins empty. Replaced only after a successful publish."""
 LOG = logging.getLogger(__name__)
 
 
@@ -124,7 +125,12 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     namespaces = [n for n in os.environ["HYPERWARM_NAMESPACES"].split(",") if n]
     endpoint, ca_pem = cluster_access(cluster, region)
     now = datetime.datetime.now(datetime.timezone.utc)
-    figures = collect(KubeReader(endpoint, ca_pem, eks_token(cluster, region)), namespaces, now)
+    global SNAPSHOTS
+    pending = dataclasses.replace(SNAPSHOTS)  # advance() rebinds, never mutates, its fields: a copy suffices
+    figures = collect(KubeReader(endpoint, ca_pem, eks_token(cluster, region)), namespaces, now, pending)
     data = metric_data(cluster, figures, now)
     publish(boto3.client("cloudwatch", region_name=region), data)
+    # Only a published run becomes the baseline: after a failed publish (or a timeout) the next run's
+    # deltas span both minutes, so nothing is lost.
+    SNAPSHOTS = pending
     return {"models": [cache.model for cache, _ in figures], "metrics": len(data)}

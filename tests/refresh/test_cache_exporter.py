@@ -4,6 +4,7 @@ stand-in Kubernetes API and moto's CloudWatch."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 
 import boto3
@@ -154,11 +155,9 @@ def kube():
     server.close()
 
 
-def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
-    kube.objects.clear()
-    kube.pod_pages.clear()
-    for obj in [deployment(), deployment("qwen", "iec-2"), *CACHES, *NODES, *PODS]:
-        kube.add(obj)
+@contextlib.contextmanager
+def _eks(kube, monkeypatch):
+    """moto's EKS (its cluster's endpoint the stand-in API server) and CloudWatch, the handler's environment set."""
     monkeypatch.setenv("HYPERWARM_CLUSTER_NAME", CLUSTER)
     monkeypatch.setenv("HYPERWARM_NAMESPACES", NS)
     eks_auth.cluster_access.cache_clear()
@@ -170,6 +169,16 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         stored = eks_backends["123456789012"]["us-west-2"].clusters[CLUSTER]
         stored.endpoint = kube.url
         stored.certificate_authority = {"data": base64.b64encode(kube.ca_pem).decode()}
+        yield
+    eks_auth.cluster_access.cache_clear()
+
+
+def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
+    kube.objects.clear()
+    kube.pod_pages.clear()
+    for obj in [deployment(), deployment("qwen", "iec-2"), *CACHES, *NODES, *PODS]:
+        kube.add(obj)
+    with _eks(kube, monkeypatch):
         result = handler.lambda_handler({}, None)
         assert result["models"] == ["llama", "qwen"]
         cw = boto3.client("cloudwatch", region_name="us-west-2")
@@ -190,7 +199,6 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         assert value("ColdPodShare", "llama") == 50.0
         assert value("ColdPods", "qwen") == 1  # its pod sits on cold-1; no cache of its own
         assert value("ScrapeFailures", "llama") == 4  # no pod serves metrics here: counted, and the run goes on
-    eks_auth.cluster_access.cache_clear()
 
 
 def test_handler_fails_loudly_when_the_api_refuses(kube, monkeypatch):
@@ -302,3 +310,29 @@ def test_scrapes_past_the_runs_budget_are_skipped_and_counted(serving_cluster, m
     collected = handler.collect(_reader(serving_cluster), [NS], NOW, Snapshots())
     assert _by_model(collected)["llama"]["ScrapeFailures"]["Value"] == 4 and serving_cluster.proxied == []
     assert collected[0][0].pods == 4  # the cache figures are still there
+
+
+def test_a_failed_publish_keeps_the_baseline_so_the_next_run_publishes_both_minutes(serving_cluster, monkeypatch):
+    """Old: the snapshots advanced before PutMetricData, so a failed publish lost the minute's deltas (9 of 20)."""
+    monkeypatch.setattr(handler, "SNAPSHOTS", Snapshots())
+    published: list[dict] = []
+
+    def publish(cloudwatch, data):
+        if fail:
+            raise RuntimeError("PutMetricData: throttled")
+        published.extend(data)
+
+    monkeypatch.setattr(handler, "publish", publish)
+    with _eks(serving_cluster, monkeypatch):
+        fail = False
+        handler.lambda_handler({}, None)  # the baseline: p1 at 100 requests
+        _serve(serving_cluster, "p1", 111, cold=False)
+        fail = True
+        with pytest.raises(RuntimeError, match="throttled"):
+            handler.lambda_handler({}, None)  # +11, not published
+        _serve(serving_cluster, "p1", 120, cold=False)
+        fail, published[:] = False, []
+        handler.lambda_handler({}, None)
+    requests = [d["Value"] for d in published if d["MetricName"] == "Requests"
+                and {"Name": "Model", "Value": "llama"} in d["Dimensions"]]
+    assert requests == [20]  # 11 + 9: both minutes
