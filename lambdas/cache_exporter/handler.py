@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,7 @@ import boto3
 
 from ..eks_auth import cluster_access, eks_token
 from . import publishing
+from .budget import deadline as run_deadline
 from .counters import Scrape, Snapshots
 from .kube import KubeReader, ScrapeError
 from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes
@@ -30,8 +32,13 @@ from .vllm import EngineSample, NotVllm, parse
 GROUP = "/apis/inference.sagemaker.aws.amazon.com/v1"
 WINDOW = datetime.timedelta(minutes=1)  # the schedule's rate: each cache fill is reported once
 SCRAPE_TIMEOUT = 5.0  # seconds per pod; scrapes run in parallel
-SCRAPE_BUDGET = 30.0  # seconds for all scrapes: later ones are skipped (ScrapeFailures), the run still publishes
-_SCRAPERS = 8
+SCRAPE_BUDGET = 30.0
+"""Seconds for all scrapes at most: later ones are skipped (ScrapeFailures), the run still publishes."""
+PUBLISH_RESERVE = 10.0
+"""Seconds of the invocation's remaining time kept for publishing: scraping also ends by then (the list
+calls come first and spend from the same remaining time)."""
+SCRAPERS = 8
+"""Scraper threads, and so the connections the reader keeps."""
 SNAPSHOTS = Snapshots()
 """The previous published run's scrapes: module level, so the next run in this (only: reserved concurrency 1)
 execution environment finds them; a cold start begins empty. Replaced only after a successful publish."""
@@ -59,23 +66,25 @@ def _model(namespace: str, deployment: dict[str, Any], weights: list, images: li
 def scrape(kube: KubeReader, model: _Model, pod: dict[str, Any], deadline: float) -> EngineSample | None:
     """The pod's vLLM metrics, or None (logged) when they cannot be read: never fails the run."""
     name = pod["metadata"]["name"]
-    if time.monotonic() >= deadline:
-        LOG.warning("%s/%s: not scraped, the run's %g s for scrapes are spent", model.namespace, name, SCRAPE_BUDGET)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        LOG.warning("%s/%s: not scraped, the run's time for scrapes is spent", model.namespace, name)
         return None
     if model.target is None:
         LOG.warning("%s/%s: the deployment names no metrics or invocation port; not scraped", model.namespace, name)
         return None
     try:
-        return parse(kube.pod_text(model.namespace, name, *model.target, timeout=SCRAPE_TIMEOUT))
+        return parse(kube.pod_text(model.namespace, name, *model.target, timeout=min(SCRAPE_TIMEOUT, left)))
     except (ScrapeError, NotVllm) as error:
         LOG.warning("%s/%s: metrics not read: %s", model.namespace, name, error)
         return None
 
 
 def collect(kube: KubeReader, namespaces: Sequence[str], now: datetime.datetime,
-            snapshots: Snapshots | None = None) -> list[tuple[ModelFigures, ServingFigures]]:
+            snapshots: Snapshots | None = None, end: float = math.inf) -> list[tuple[ModelFigures, ServingFigures]]:
     """Every ``InferenceEndpointConfig`` in ``namespaces``: its caches, pods and nodes, and its pods' metrics.
-    ``snapshots``: the previous run's scrapes. Default: :data:`SNAPSHOTS`, this environment's."""
+    ``snapshots``: the previous run's scrapes. Default: :data:`SNAPSHOTS`, this environment's. ``end``: the
+    ``time.monotonic()`` by which scraping stops at the latest (besides :data:`SCRAPE_BUDGET`)."""
     nodes = kube.items("/api/v1/nodes")
     models = []
     for ns in namespaces:
@@ -84,16 +93,16 @@ def collect(kube: KubeReader, namespaces: Sequence[str], now: datetime.datetime,
         pods = kube.items(f"/api/v1/namespaces/{ns}/pods")
         for deployment in kube.items(f"{GROUP}/namespaces/{ns}/inferenceendpointconfigs"):
             models.append(_model(ns, deployment, weights, images, pods, nodes, now))
-    serving = _serving(kube, models, now, SNAPSHOTS if snapshots is None else snapshots)
+    serving = _serving(kube, models, now, SNAPSHOTS if snapshots is None else snapshots, end)
     return list(zip([m.cache for m in models], serving))
 
 
 def _serving(kube: KubeReader, models: list[_Model], now: datetime.datetime,
-             snapshots: Snapshots) -> list[ServingFigures]:
+             snapshots: Snapshots, end: float) -> list[ServingFigures]:
     """Scrape every running pod (in parallel), difference against the previous run, sum per model."""
     work = [(m, pod) for m in models for pod, _ in m.running]
-    deadline = time.monotonic() + SCRAPE_BUDGET
-    with ThreadPoolExecutor(max_workers=_SCRAPERS) as pool:
+    deadline = min(end, time.monotonic() + SCRAPE_BUDGET)
+    with ThreadPoolExecutor(max_workers=SCRAPERS) as pool:
         samples = dict(zip([_uid(p) for _, p in work], pool.map(lambda w: scrape(kube, *w, deadline), work)))
     scrapes = {_uid(p): Scrape(parse_time(p["status"].get("startTime")), samples[_uid(p)])
                for _, p in work if samples[_uid(p)] is not None}
@@ -125,9 +134,11 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     namespaces = [n for n in os.environ["HYPERWARM_NAMESPACES"].split(",") if n]
     endpoint, ca_pem = cluster_access(cluster, region)
     now = datetime.datetime.now(datetime.timezone.utc)
+    end = run_deadline(context, math.inf, PUBLISH_RESERVE)
     global SNAPSHOTS
     pending = dataclasses.replace(SNAPSHOTS)  # advance() rebinds, never mutates, its fields: a copy suffices
-    figures = collect(KubeReader(endpoint, ca_pem, eks_token(cluster, region)), namespaces, now, pending)
+    reader = KubeReader(endpoint, ca_pem, eks_token(cluster, region), maxsize=SCRAPERS)
+    figures = collect(reader, namespaces, now, pending, end)
     data = metric_data(cluster, figures, now)
     publish(boto3.client("cloudwatch", region_name=region), data)
     # Only a published run becomes the baseline: after a failed publish (or a timeout) the next run's

@@ -15,10 +15,12 @@ class ScrapeError(RuntimeError):
 class KubeReader:
     """GETs of Kubernetes lists (no paging: a cluster's caches, pods and nodes fit one answer) and of pods' pages."""
 
-    def __init__(self, endpoint: str, ca_pem: str, token: str, timeout: float = 10.0) -> None:
+    def __init__(self, endpoint: str, ca_pem: str, token: str, timeout: float = 10.0, maxsize: int = 1) -> None:
+        """``maxsize``: connections kept for reuse, at least the threads that read at once (else urllib3
+        discards the surplus, logging "Connection pool is full")."""
         self._endpoint = endpoint.rstrip("/")
         self._token = token
-        self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca_pem,
+        self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca_pem, maxsize=maxsize,
                                          retries=urllib3.Retry(total=2, status=0),
                                          timeout=urllib3.Timeout(total=timeout))
 

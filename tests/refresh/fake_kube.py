@@ -21,6 +21,7 @@ import re
 import ssl
 import tempfile
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -99,6 +100,7 @@ class FakeKube:
         self.race_next: set[str] = set()      # names changed by "someone else" right before their next PATCH
         self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
+        self.proxy_delay = 0.0                # seconds each pod-proxy GET takes (so scrapes overlap)
         self._rv = 100
         self._lock = threading.Lock()
         self.ca_pem, cert, key = _certificates()
@@ -169,6 +171,7 @@ class FakeKube:
                     self._status(401, "Unauthorized", "Unauthorized")
                     return
                 kube.proxied.append(self.path)
+                time.sleep(kube.proxy_delay)
                 status, text = kube.pod_pages.get((ns, pod, int(port), path), (503, "error trying to reach service"))
                 data = text.encode()
                 self.send_response(status)

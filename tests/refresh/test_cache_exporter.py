@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import logging
+import types
 
 import boto3
 import pytest
@@ -336,3 +338,35 @@ def test_a_failed_publish_keeps_the_baseline_so_the_next_run_publishes_both_minu
     requests = [d["Value"] for d in published if d["MetricName"] == "Requests"
                 and {"Name": "Model", "Value": "llama"} in d["Dimensions"]]
     assert requests == [20]  # 11 + 9: both minutes
+
+
+def _context(seconds_left: float):
+    return types.SimpleNamespace(get_remaining_time_in_millis=lambda: int(seconds_left * 1000))
+
+
+def test_scraping_ends_before_the_invocations_time_does_and_the_run_still_publishes(serving_cluster, monkeypatch):
+    """Old: the fixed 30 s budget ignored the invocation's remaining time, so a late start could time out unpublished."""
+    monkeypatch.setattr(handler, "SNAPSHOTS", Snapshots())
+    published: list[dict] = []
+    monkeypatch.setattr(handler, "publish", lambda cloudwatch, data: published.extend(data))
+    with _eks(serving_cluster, monkeypatch):
+        handler.lambda_handler({}, _context(handler.PUBLISH_RESERVE))  # nothing left for scrapes
+    assert [p for p in serving_cluster.proxied if "other-model" not in p] == []
+    failures = {d["Dimensions"][1]["Value"]: d["Value"] for d in published if d["MetricName"] == "ScrapeFailures"}
+    assert failures["llama"] == 4
+    assert any(d["MetricName"] == "ColdPodShare" for d in published)  # the cache figures are still published
+
+
+def test_parallel_scrapes_reuse_the_readers_connections(serving_cluster, monkeypatch, caplog):
+    """Old: urllib3's default pool of 1 connection per host under 8 scraper threads discarded the surplus,
+    logging "Connection pool is full" once per overlapping scrape."""
+    serving_cluster.proxy_delay = 0.3  # the four scrapes overlap
+    monkeypatch.setattr(handler, "SNAPSHOTS", Snapshots())
+    monkeypatch.setattr(handler, "publish", lambda cloudwatch, data: None)
+    try:
+        with _eks(serving_cluster, monkeypatch), caplog.at_level(logging.WARNING, logger="urllib3"):
+            handler.lambda_handler({}, None)
+    finally:
+        serving_cluster.proxy_delay = 0.0
+    assert len([p for p in serving_cluster.proxied if "other-model" not in p]) == 4
+    assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
