@@ -74,3 +74,19 @@ def test_the_ttft_alarm_notifies_the_topic():
         "AWS::CloudWatch::Alarm", {"Properties": {"EvaluationCriteria": {}}}).values()
     assert alarm["Properties"]["AlarmActions"] == [{"Ref": stack.get_logical_id(
         stack.node.find_child("Obs").node.find_child("AlarmTopic").node.default_child)}]
+
+
+def test_alarm_ids_keep_endpoint_and_variant_apart():
+    """Old: ``a``/``bc`` and ``ab``/``c`` both made the construct id ``abcTtftP99`` and synth failed."""
+    from aws_cdk import aws_sns as sns
+    from hyperwarm.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
+    from hyperwarm.sagemaker_ttft import variant_ttft
+
+    stack = cdk.Stack(cdk.App(), "S")
+    a = InferenceEndpoint.from_endpoint_attributes(stack, "a", endpoint_name="a", variant_names=["bc"])
+    ab = InferenceEndpoint.from_endpoint_attributes(stack, "ab", endpoint_name="ab", variant_names=["c"])
+    bridge = EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[a, ab]))
+    topic = sns.Topic(stack, "Topic")
+    first, _ = variant_ttft(stack, a, "bc", threshold=cdk.Duration.seconds(5), topic=topic, bridge=bridge)
+    second, _ = variant_ttft(stack, ab, "c", threshold=cdk.Duration.seconds(5), topic=topic, bridge=bridge)
+    assert (first.node.id, second.node.id) == ("a-bcTtftP99", "ab-cTtftP99")

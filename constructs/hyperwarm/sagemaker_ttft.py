@@ -71,7 +71,7 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
                         window=query_window(endpoint))
     seconds = threshold.to_milliseconds() / 1000
     alarm = cloudwatch.PromQLAlarm(
-        scope, f"{endpoint.node.id}{variant}TtftP99", query=promql.ttft_above(seconds, **scope_labels),
+        scope, f"{endpoint.node.id}-{variant}TtftP99", query=promql.ttft_above(seconds, **scope_labels),
         evaluation_interval=cdk.Duration.minutes(1), pending_period=PENDING, recovery_period=PENDING,
         alarm_description=f"{where}: p99 time to first token above {seconds:g} s for 5 minutes "
                           f"({engine}'s histogram via SageMaker AI detailed observability; {why})")

@@ -4,8 +4,9 @@ CloudWatch computes p50/p95/p99 over any period from the values a metric receive
 says how many requests fell into each bucket, so each bucket's count is spread evenly over a few
 points inside it: linear interpolation within the bucket, the assumption Prometheus'
 ``histogram_quantile`` makes. The first bucket starts at 0; the +Inf bucket sits at the last finite
-bound (``histogram_quantile`` answers the same). A percentile is then exact to within one bucket's
-width divided by the points per bucket.
+bound (``histogram_quantile`` answers the same). With k filled buckets each gets
+n = min(:data:`MAX_POINTS_PER_BUCKET`, :data:`MAX_VALUES` // k) points (at least 1), so a percentile is
+within half of 1/n of its bucket's width from ``histogram_quantile``'s.
 """
 
 from __future__ import annotations
