@@ -56,6 +56,21 @@ def test_an_imported_endpoint_is_queried_with_vllms_metric():
     assert criteria["promQlCriteria"]["query"] == promql.ttft_above(0.8, endpoint="ext", variant="a")
 
 
+def test_an_imported_endpoint_that_says_its_engine_frequency_and_observability_is_read_so():
+    """No construct type check: the TTFT alarm reads what IInferenceEndpoint says, created or imported."""
+    stack = cdk.Stack(cdk.App(), "S")
+    told = InferenceEndpoint.from_endpoint_attributes(
+        stack, "Ext", endpoint_name="ext", variant_names=["a"], serving_engines={"a": "sglang"},
+        metric_publish_frequency=cdk.Duration.seconds(120), detailed_observability=True)
+    dark = InferenceEndpoint.from_endpoint_attributes(stack, "Dark", endpoint_name="dark", variant_names=["b"],
+                                                      detailed_observability=False)
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[told, dark]))
+    criteria = stack.resolve(obs.variant_ttft_alarms["Ext/a"].node.default_child.evaluation_criteria)
+    assert criteria["promQlCriteria"]["query"] == promql.ttft_above(5, endpoint="ext", variant="a", engine="sglang",
+                                                                    window="8m")
+    assert set(obs.variant_ttft_alarms) == {"Ext/a"}
+
+
 @pytest.mark.parametrize("seconds, window", [(10, "5m"), (60, "5m"), (120, "8m"), (300, "20m")])
 def test_the_rate_window_holds_several_samples_at_the_publish_frequency(seconds, window):
     queries, _ = _queries(_variant("v", "vllm"), metric_publish_frequency=cdk.Duration.seconds(seconds))

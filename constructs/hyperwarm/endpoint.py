@@ -10,7 +10,7 @@ Application Auto Scaling targets, rollback alarms and a data-capture bucket. Pro
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import aws_cdk as cdk
 import jsii
@@ -44,12 +44,18 @@ class InferenceEndpoint(EndpointBase):
     @staticmethod
     def from_endpoint_attributes(scope: Construct, id: str, *, endpoint_name: str,
                                  variant_names: Sequence[str] | None = None, execution_role: iam.IRole | None = None,
-                                 encryption_key: kms.IKey | None = None) -> IInferenceEndpoint:
+                                 encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
+                                 metric_publish_frequency: cdk.Duration | None = None,
+                                 serving_engines: Mapping[str, str] | None = None) -> IInferenceEndpoint:
         """An endpoint defined elsewhere, by name. ``variant_names`` (default: unknown, any name accepted)
         lets the ``metric_*`` helpers check theirs; ``execution_role`` and ``encryption_key`` (default:
-        unknown) are what a refresh of the endpoint must be allowed to pass and use."""
-        return ImportedInferenceEndpoint(scope, id, endpoint_name=endpoint_name, variant_names=variant_names,
-                                         execution_role=execution_role, encryption_key=encryption_key)
+        unknown) are what a refresh of the endpoint must be allowed to pass and use;
+        ``detailed_observability``, ``metric_publish_frequency`` and ``serving_engines`` (variant name ->
+        ``vllm``/``sglang``/...; default: unknown) are what its TTFT alarm and chart read."""
+        return ImportedInferenceEndpoint(
+            scope, id, endpoint_name=endpoint_name, variant_names=variant_names, execution_role=execution_role,
+            encryption_key=encryption_key, detailed_observability=detailed_observability,
+            metric_publish_frequency=metric_publish_frequency, serving_engines=serving_engines)
 
     def __init__(self, scope: Construct, id: str, props: InferenceEndpointProps) -> None:
         super().__init__(scope, id)
@@ -83,6 +89,8 @@ class InferenceEndpoint(EndpointBase):
             detailed_observability=props.detailed_observability,
             metric_publish_frequency=props.metric_publish_frequency,
         ))
+        self.detailed_observability: bool = props.detailed_observability
+        self.metric_publish_frequency: cdk.Duration | None = props.metric_publish_frequency
         self._resource = self._endpoint()
         self.node.default_child = self._resource
         self.endpoint_arn: str = self._resource.ref
@@ -106,6 +114,10 @@ class InferenceEndpoint(EndpointBase):
     def grant_principal(self) -> iam.IPrincipal:
         """The execution role: what grants to this endpoint give its models and configuration."""
         return self.execution_role
+
+    def serving_engine(self, variant_name: str) -> str | None:
+        """The serving convention of the variant's container (``vllm``, ``sglang``, ``lmi`` ...); None if unknown."""
+        return getattr(variant_server_settings(self.variants[variant_name]).convention, "name", None)
 
     # -- validation ------------------------------------------------------------------------
 

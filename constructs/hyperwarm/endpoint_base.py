@@ -3,7 +3,7 @@ grant and metric methods every endpoint (created or imported) shares."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import aws_cdk as cdk
 import jsii
@@ -43,6 +43,17 @@ class IInferenceEndpoint(Protocol):
     @property
     def encryption_key(self) -> kms.IKey | None:
         """The key of the endpoint's storage volumes and captured data; None if none or unknown."""
+
+    @property
+    def detailed_observability(self) -> bool | None:
+        """Whether SageMaker publishes the containers' own metrics (TTFT among them); None if unknown."""
+
+    @property
+    def metric_publish_frequency(self) -> cdk.Duration | None:
+        """How often SageMaker publishes them; None for SageMaker's default (60 s) or unknown."""
+
+    def serving_engine(self, variant_name: str) -> str | None:
+        """The serving convention of the variant's container (``vllm``, ``sglang``, ``lmi`` ...); None if unknown."""
 
     @property
     def grant_principal(self) -> iam.IPrincipal:
@@ -116,8 +127,13 @@ class ImportedInferenceEndpoint(EndpointBase):
 
     def __init__(self, scope: Construct, id: str, *, endpoint_name: str,
                  variant_names: Sequence[str] | None = None, execution_role: iam.IRole | None = None,
-                 encryption_key: kms.IKey | None = None) -> None:
+                 encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
+                 metric_publish_frequency: cdk.Duration | None = None,
+                 serving_engines: Mapping[str, str] | None = None) -> None:
         super().__init__(scope, id)
+        self.detailed_observability: bool | None = detailed_observability
+        self.metric_publish_frequency: cdk.Duration | None = metric_publish_frequency
+        self._engines = dict(serving_engines or {})
         if not cdk.Token.is_unresolved(endpoint_name):
             problem = contract.endpoint_name_problem(endpoint_name)
             if problem:
@@ -130,6 +146,10 @@ class ImportedInferenceEndpoint(EndpointBase):
         self.variant_names: tuple[str, ...] | None = tuple(variant_names) if variant_names is not None else None
         self.execution_role: iam.IRole | None = execution_role
         self.encryption_key: kms.IKey | None = encryption_key
+
+    def serving_engine(self, variant_name: str) -> str | None:
+        """The engine given for the variant in ``serving_engines``; None if not given."""
+        return self._engines.get(variant_name)
 
     @property
     def grant_principal(self) -> iam.IPrincipal:

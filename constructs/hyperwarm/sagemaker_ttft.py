@@ -21,9 +21,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from .functions.cache_exporter import promql
-from .endpoint import InferenceEndpoint
 from .endpoint_base import IInferenceEndpoint
-from .endpoint_rules import variant_server_settings
 
 if TYPE_CHECKING:
     from .endpoint_metrics import EndpointMetricsBridge
@@ -36,28 +34,27 @@ _STATS = ("p50", "p95", "p99")
 
 
 def variant_engine(endpoint: IInferenceEndpoint, variant: str) -> tuple[str, str]:
-    """(engine whose TTFT metric to read, why): the variant's serving convention where hyperwarm built
-    the endpoint; vLLM's metric otherwise, said so (an imported endpoint, or LMI, TGI, custom servers)."""
-    if isinstance(endpoint, InferenceEndpoint):
-        convention = variant_server_settings(endpoint.variants[variant]).convention
-        name = convention.name if convention else "unknown"
-        if name in promql.TTFT_METRICS:
-            return name, f"the variant's container follows the {name} convention"
-        return "vllm", f"assumed: the {name} container's TTFT metric is not known to hyperwarm; vLLM's is queried"
-    return "vllm", "assumed: an imported endpoint's engine is unknown; vLLM's metric is queried"
+    """(engine whose TTFT metric to read, why): the variant's serving engine where the endpoint knows it;
+    vLLM's metric otherwise, said so (LMI, TGI, custom servers, or an import that did not say)."""
+    name = endpoint.serving_engine(variant)
+    if name in promql.TTFT_METRICS:
+        return name, f"the variant's container follows the {name} convention"
+    if name is None:
+        return "vllm", "assumed: the variant's engine is unknown; vLLM's metric is queried"
+    return "vllm", f"assumed: the {name} container's TTFT metric is not known to hyperwarm; vLLM's is queried"
 
 
 def query_window(endpoint: IInferenceEndpoint) -> str:
     """The ``rate`` window: 5 minutes (SageMaker's example), or 4 publish intervals where SageMaker publishes
     less often than every 75 s (``rate`` needs several samples in its window)."""
-    frequency = endpoint.endpoint_config.metric_publish_frequency if isinstance(endpoint, InferenceEndpoint) else None
+    frequency = endpoint.metric_publish_frequency
     seconds = frequency.to_seconds() if frequency is not None and not frequency.is_unresolved() else 60
     return f"{max(5, math.ceil(4 * seconds / 60))}m"
 
 
 def detailed_observability_off(endpoint: IInferenceEndpoint) -> bool:
-    """True when hyperwarm built the endpoint with detailed observability off (then no TTFT is published)."""
-    return isinstance(endpoint, InferenceEndpoint) and not endpoint.endpoint_config.detailed_observability
+    """True when the endpoint is known to have detailed observability off (then no TTFT is published)."""
+    return endpoint.detailed_observability is False
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,
