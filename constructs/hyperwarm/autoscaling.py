@@ -18,8 +18,12 @@ from ._tokens import resolved
 from .metric_catalog import EXPORTER_NAMESPACE
 from .validation import raise_problems
 
-_AMP_WORKSPACE = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$")
-_STATISTIC = re.compile(r"^(Average|Sum|Minimum|Maximum|SampleCount|p\d{1,2}(\.\d+)?)$")
+AMP_WORKSPACE = r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$"
+"""An Amazon Managed Service for Prometheus workspace URL (a Prometheus trigger's server)."""
+STATISTIC = r"^(Average|Sum|Minimum|Maximum|SampleCount|p\d{1,2}(\.\d+)?)$"
+"""A CloudWatch statistic KEDA's scaler accepts."""
+PERIOD_S = (60, 86400)
+"""A CloudWatch trigger's query period, seconds."""
 METRIC_TYPES = ("Average", "Value")
 EXPORTER_SCALING_METRICS = ("RequestsWaiting",)
 """The cache metrics exporter's metrics fit to scale on: per model, once a minute, a load figure."""
@@ -61,11 +65,11 @@ class CloudWatchTrigger:
         out = []
         if resolved(self.target_value) and not self.target_value > 0:
             out.append(f"trigger.target_value = {self.target_value} -- must be positive")
-        if resolved(self.statistic) and not _STATISTIC.match(self.statistic):
+        if resolved(self.statistic) and not re.match(STATISTIC, self.statistic):
             out.append(f"trigger.statistic = {self.statistic!r} -- allowed: Average, Sum, Minimum, Maximum, "
                        "SampleCount or a percentile such as p99")
-        if resolved(self.period_s) and not 60 <= self.period_s <= 86400:
-            out.append(f"trigger.period_s = {self.period_s} -- allowed: 60..86400")
+        if resolved(self.period_s) and not PERIOD_S[0] <= self.period_s <= PERIOD_S[1]:
+            out.append(f"trigger.period_s = {self.period_s} -- allowed: {PERIOD_S[0]}..{PERIOD_S[1]}")
         return out + _common(self)
 
     def to_crd(self) -> dict[str, Any]:
@@ -92,7 +96,7 @@ class PrometheusTrigger:
 
     def problems(self) -> list[str]:
         out = []
-        if resolved(self.server_address) and not _AMP_WORKSPACE.match(self.server_address):
+        if resolved(self.server_address) and not re.match(AMP_WORKSPACE, self.server_address):
             out.append(f"trigger.server_address = {self.server_address!r} -- allowed: an Amazon Managed Service for "
                        "Prometheus workspace URL, e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123")
         if resolved(self.target_value) and not self.target_value > 0:
@@ -113,9 +117,10 @@ def _common(trigger: CloudWatchTrigger | PrometheusTrigger) -> list[str]:
     return out
 
 
-_RANGES = {"min_replicas": (0, 1000), "max_replicas": (1, 1000), "polling_interval_s": (1, 3600),
+RANGES = {"min_replicas": (0, 1000), "max_replicas": (1, 1000), "polling_interval_s": (1, 3600),
            "cooldown_s": (0, 86400), "initial_cooldown_s": (0, 86400), "scale_up_stabilization_s": (0, 3600),
            "scale_down_stabilization_s": (0, 3600)}
+"""Each :class:`HyperPodAutoScaling` number's (low, high), the CRD's."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ class HyperPodAutoScaling:
 
     def __post_init__(self) -> None:
         problems = [f"{name} = {getattr(self, name)} -- allowed: {low}..{high}"
-                    for name, (low, high) in _RANGES.items()
+                    for name, (low, high) in RANGES.items()
                     if resolved(getattr(self, name)) and not low <= getattr(self, name) <= high]
         if resolved(self.min_replicas) and resolved(self.max_replicas) and self.min_replicas > self.max_replicas:
             problems.append(f"min_replicas = {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")

@@ -8,7 +8,7 @@ these keys gets exactly the object it had before, and the operator's defaults.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -17,7 +17,7 @@ from hyperwarm import autoscaling
 from .strict import StrictModel, described, pattern_in_words
 
 _AMP_WORKSPACE = described(
-    r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$",
+    autoscaling.AMP_WORKSPACE,
     "an Amazon Managed Service for Prometheus workspace URL, "
     "e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567")
 _HTTP_PATH = described(r"^/[a-zA-Z0-9\-_./]*$", "an HTTP path starting with /, e.g. /ping")
@@ -39,12 +39,13 @@ class CloudWatchTrigger(StrictModel):
     metric_name: str = Field(min_length=1, max_length=255)
     dimensions: dict[str, str] = Field(default_factory=dict, description="dimension name -> value")
     statistic: str = Field(default="Average", pattern=described(
-        r"^(Average|Sum|Minimum|Maximum|SampleCount|p\d{1,2}(\.\d+)?)$",
+        autoscaling.STATISTIC,
         "a CloudWatch statistic: Average, Sum, Minimum, Maximum, SampleCount or a percentile such as p99"))
     target_value: float = Field(gt=0, description="the value per replica (metric_type Average) KEDA keeps")
     activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
     metric_type: MetricType = "Average"
-    period_s: int = Field(default=300, ge=60, le=86400, description="the CloudWatch query period; default 300")
+    period_s: int = Field(default=300, ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
+                          description="the CloudWatch query period; default 300")
     min_value: float = Field(default=0, description="the value assumed when CloudWatch returns no data")
 
     def to_spec(self) -> autoscaling.CloudWatchTrigger:
@@ -80,8 +81,8 @@ class ExporterTrigger(StrictModel):
     target_value: float = Field(gt=0, description="the value per replica KEDA keeps (metric_type Average)")
     activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
     statistic: Literal["Average", "Maximum"] = "Average"
-    period_s: int = Field(default=60, ge=60, le=86400, description="the CloudWatch query period; the exporter "
-                                                                   "publishes every 60 s")
+    period_s: int = Field(default=60, ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
+                          description="the CloudWatch query period; the exporter publishes every 60 s")
     min_value: float = Field(
         default=0, ge=0,
         description="what KEDA assumes while the metric has no data (the exporter failed, or could not read every "
@@ -110,18 +111,25 @@ class Trigger(StrictModel):
         return self
 
 
+def _bounded(name: str, **kwargs: Any) -> Any:
+    """A field within the library's range for ``name`` (:data:`hyperwarm.autoscaling.RANGES`, the CRD's)."""
+    low, high = autoscaling.RANGES[name]
+    return Field(ge=low, le=high, **kwargs)
+
+
 class AutoScaling(StrictModel):
     """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger."""
 
-    min_replicas: int = Field(default=1, ge=0, le=1000, description="0 scales to zero; default 1")
-    max_replicas: int = Field(ge=1, le=1000)
+    min_replicas: int = _bounded("min_replicas", default=1, description="0 scales to zero; default 1")
+    max_replicas: int = _bounded("max_replicas")
     trigger: Trigger
-    polling_interval_s: int = Field(default=30, ge=1, le=3600, description="how often KEDA reads the metric")
-    cooldown_s: int = Field(default=300, ge=0, le=86400, description="wait before scaling to zero (min 0)")
-    initial_cooldown_s: int = Field(default=300, ge=0, le=86400, description="no scaling this long after creation")
-    scale_up_stabilization_s: int = Field(default=0, ge=0, le=3600)
-    scale_down_stabilization_s: int = Field(default=300, ge=0, le=3600,
-                                            description="the highest recommendation of this window wins")
+    polling_interval_s: int = _bounded("polling_interval_s", default=30, description="how often KEDA reads the metric")
+    cooldown_s: int = _bounded("cooldown_s", default=300, description="wait before scaling to zero (min 0)")
+    initial_cooldown_s: int = _bounded("initial_cooldown_s", default=300,
+                                       description="no scaling this long after creation")
+    scale_up_stabilization_s: int = _bounded("scale_up_stabilization_s", default=0)
+    scale_down_stabilization_s: int = _bounded("scale_down_stabilization_s", default=300,
+                                               description="the highest recommendation of this window wins")
 
     def to_spec(self, *, model: str, cluster_name: str) -> autoscaling.HyperPodAutoScaling:
         """The construct library's autoscaling of ``model`` (``cluster_name``: the EKS cluster's, for an

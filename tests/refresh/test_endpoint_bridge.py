@@ -239,13 +239,15 @@ def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch)
                       ("QueryFailures", "code")}
 
 
-def test_queries_past_the_runs_budget_are_skipped_and_counted(monkeypatch):
+@pytest.mark.parametrize("remaining_s", [None, 900], ids=["no-context", "invocation-has-more-time"])
+def test_queries_past_the_runs_fixed_budget_are_skipped_and_counted(monkeypatch, remaining_s):
+    """The fixed budget bounds the queries with or without an invocation's remaining time beyond it."""
     fake = FakeQueryMetrics({})
     monkeypatch.setattr(endpoints, "HTTP", fake)
     monkeypatch.setattr(endpoints, "BUDGET", 0.0)
     monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
     with mock_aws(), pytest.raises(endpoints.AllQueriesFailed):
-        endpoints.lambda_handler({}, None)
+        endpoints.lambda_handler({}, None if remaining_s is None else _context(remaining_s))
     assert fake.requests == []
 
 
@@ -267,16 +269,6 @@ def test_a_slowly_trickling_answer_is_cut_at_the_runs_deadline_and_the_run_still
     assert isinstance(timeout, urllib3.Timeout) and 0 < timeout.total <= 0.3
     (datum,) = [d for p in sent for d in p["MetricData"]]
     assert (datum["MetricName"], datum["Value"]) == ("QueryFailures", 2)
-
-
-def test_the_query_deadline_is_the_fixed_budget_when_the_invocation_has_more_time(monkeypatch):
-    fake = FakeQueryMetrics({})
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setattr(endpoints, "BUDGET", 0.0)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
-    with mock_aws(), pytest.raises(endpoints.AllQueriesFailed):
-        endpoints.lambda_handler({}, _context(900))
-    assert fake.requests == []
 
 
 def test_a_run_where_every_query_failed_raises_after_publishing_its_failures(monkeypatch):
