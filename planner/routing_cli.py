@@ -39,8 +39,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prefill-chunk-tokens",
         type=int,
-        help="engine token budget per step: models prefill/decode interference (0 = off, the default; "
-        "vLLM V1 on H100: 8192)",
+        help="engine token budget per step, for prefill/decode interference (default 8192, vLLM V1's "
+        "on H100; 0 = off, an engine without chunked prefill)",
     )
     p.add_argument(
         "--clients",

@@ -24,14 +24,17 @@ and how queues build up -- and nothing else.
   from routing until its last token; that count drives
   LEAST_OUTSTANDING_REQUESTS, the prefix-aware spill threshold and
   KV_AWARE's load term.
-* **Prefill/decode interference** (``prefill_chunk_tokens`` > 0, off by
-  default): the engine runs steps of at most that many tokens, each mixing
-  a prefill chunk with the decode batch, and a step lasts as long as the
-  slower of the two (roofline: chunk compute vs the decode step).  So a
-  prefill is slowed by decode load only where its chunks are shorter than
-  the decode step, and a decode, which advances one token per step, loses
-  the part of each prefill step beyond its own step: its time per token is
-  divided by 1 - that lost share of the last ``busy_window_s``.
+* **Prefill/decode interference** (``prefill_chunk_tokens``, 8,192 by
+  default as in vLLM V1; 0 turns it off): the engine runs steps of at most
+  that many tokens, each mixing a prefill chunk with the decode batch, and
+  a step lasts as long as the slower of the two (roofline: chunk compute vs
+  the decode step).  So a prefill is slowed by decode load where a chunk
+  before its last is shorter than the decode step (the last step's floor is
+  the one step inside ``overhead_ms``, the TTFT of a fully cached prompt),
+  and a decode, which advances one token per step, loses the part of each
+  prefill step beyond its own step: its time per token is divided by 1 -
+  that lost share of the last ``busy_window_s`` before its decode starts.
+  Its own prefill is not in that share: it ends before its decode begins.
 * Arrivals are open-loop (the trace's timestamps), or closed-loop with
   ``clients=K`` fixed-concurrency users.  The cache is updated when the
   request is routed.
@@ -75,7 +78,8 @@ class InstanceModel:
     * ``prefill_chunk_tokens``: the engine's token budget per step (vLLM V1's
       ``max_num_batched_tokens`` default on H100-class GPUs for the OpenAI
       server, 8,192); a prefill runs as steps of this many tokens mixed with
-      the decode batch.  0 turns prefill/decode interference off.
+      the decode batch.  0 turns prefill/decode interference off (an engine
+      without chunked prefill).
     * ``busy_window_s``: how far back a decode feels the prefill done on its
       instance: one request's decode, 256 tokens x 25 ms = 6.4 s.
     """
@@ -87,7 +91,7 @@ class InstanceModel:
     tpot_ms: float = 25.0
     decode_knee: float = 64.0
     context_tokens: int = 131_072
-    prefill_chunk_tokens: int = 0
+    prefill_chunk_tokens: int = 8192
     busy_window_s: float = 6.4
     kv_limit: bool = True
 
@@ -95,7 +99,7 @@ class InstanceModel:
         """One line stating what the run assumes (reports print it)."""
         steps = (
             f", prefill/decode interference in steps of {self.prefill_chunk_tokens:,} tokens "
-            f"(window {self.busy_window_s:g} s)" if self.prefill_chunk_tokens else ""
+            f"(window {self.busy_window_s:g} s)" if self.prefill_chunk_tokens else ", no prefill/decode interference"
         )
         return (
             f"KV cache {self.kv_capacity_tokens:,} tokens per instance, prefill "
@@ -330,16 +334,17 @@ def _core(
             cf = chunk * per_tok
             rf = rest * per_tok
             svc = ovh + unc * per_tok
-            if inflight[i]:  # prefill slowed by decode load: a step is never shorter than the decode step
-                svc += full * (step - cf if step > cf else 0.0) + (step - rf if rest and step > rf else 0.0)
-            # decode slowed by prefill: it advances one token per step, so it loses the
-            # part of each prefill step beyond its own step (moving average over the window)
+            if inflight[i] and step > cf:  # prefill slowed by decode load; the last step's floor is in ovh
+                svc += (full if rest else full - 1) * (step - cf) if full else 0.0
+            # decode slowed by prefill: it advances one token per step, so it loses the part
+            # of each prefill step beyond its own step (moving average over the window up to
+            # now; its own prefill is added after, as it ends before this decode starts)
             w = work[i] * exp((work_t[i] - t) * inv_tau)
+            busy = w * inv_tau
+            dec = out * step / (1.0 - (busy if busy < 0.9 else 0.9))
             w += full * (cf - step if cf > step else 0.0) + (rf - step if rf > step else 0.0)
             work[i] = w
             work_t[i] = t
-            busy = w * inv_tau
-            dec = out * step / (1.0 - (busy if busy < 0.9 else 0.9))
         else:
             svc = ovh + unc * per_tok
             dec = out * tpot * (1.0 + inflight[i] / knee)

@@ -100,7 +100,9 @@ def test_tune_needs_a_source(capsys):
 
 
 def test_tune_json_has_recommendation_and_best_prefix_aware(capsys):
-    rc = main(["routing", "tune", "--scenario", "aws-long-context", "--requests", "3000", "--json",
+    # 8,000 requests: in the first ~3,000 most of the 900 prefixes are seen for the first time,
+    # so PREFIX_AWARE's p90 is a miss, as least-outstanding's is, and there is nothing to recommend
+    rc = main(["routing", "tune", "--scenario", "aws-long-context", "--requests", "8000", "--json",
                "--prefix-lengths", "1024,65536", "--thresholds", "16", "--no-progress"])
     assert rc == 0
     d = json.loads(capsys.readouterr().out)
@@ -142,15 +144,16 @@ def test_zero_is_rejected_not_replaced_by_a_default(capsys, flag, value, field):
     assert err.startswith("error: ") and field in err and "outside the allowed range" in err
 
 
-def test_prefill_chunk_tokens_turns_interference_on_and_the_report_says_so(capsys):
+def test_interference_is_on_by_default_zero_turns_it_off_and_the_report_says_which(capsys):
     args = ["routing", "simulate", "--scenario", "aws-long-context", "--requests", "300", "--no-chart",
             "--no-progress", "--strategies", "RANDOM", "--json"]
     assert main(args + ["--prefill-chunk-tokens", "-1"]) == 2
     assert "prefill-chunk-tokens=-1 is outside the allowed range >= 0" in capsys.readouterr().err
-    assert main(args) == 0
+    assert main(args + ["--prefill-chunk-tokens", "0"]) == 0
     off = json.loads(capsys.readouterr().out)
-    assert off["model"]["prefill_chunk_tokens"] == 0 and "interference" not in off["assumptions"][0]
-    assert main(args + ["--prefill-chunk-tokens", "8192"]) == 0
+    assert off["model"]["prefill_chunk_tokens"] == 0
+    assert "no prefill/decode interference" in off["assumptions"][0]
+    assert main(args) == 0
     on = json.loads(capsys.readouterr().out)
     assert on["model"]["prefill_chunk_tokens"] == 8192
     assert "prefill/decode interference in steps of 8,192 tokens (window 6.4 s)" in on["assumptions"][0]

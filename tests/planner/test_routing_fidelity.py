@@ -143,25 +143,29 @@ def test_too_short_prefix_length_funnels_too_long_scatters():
     assert max(scatter.instance_share) < 0.2
 
 
-def test_closed_loop_throughput_rises_with_prefix_aware():
-    # published: +15..16 % with fixed-concurrency clients; here decode of 256
-    # tokens dominates each request, so the gain is smaller but must be there
+@pytest.mark.parametrize("seed", [0, 3])
+def test_closed_loop_throughput_gain_inside_aws_range(seed):
+    # published: +15..16 % with fixed-concurrency clients. 56 clients is the open loop's mean
+    # in flight (8 per instance). The gain comes from prefill/decode interference (vLLM V1's
+    # 8,192-token steps, the default): RANDOM's decodes share the GPU with 72 % misses.
+    # Seeds 0..4: +15.4..15.6 %; windows 3.2..12.8 s: +15.5..15.7 % (planner/README.md).
     from hyperwarm.planner.sim import simulate_many
 
     sc = get_scenario("aws-long-context")
-    rnd, pa = simulate_many(sc.workload(0, 12000), [Random(), PrefixAware(4096, 12)], 7, sc.model, clients=56)
-    assert pa.kv_hit_rate > rnd.kv_hit_rate + 0.4
-    assert pa.throughput_rps > rnd.throughput_rps * 1.01
+    assert sc.model.prefill_chunk_tokens == 8192
+    rnd, pa = simulate_many(sc.workload(seed, 28800), [Random(), PrefixAware(4096, 12)], 7, sc.model, clients=56)
+    assert 0.15 <= pa.throughput_rps / rnd.throughput_rps - 1 <= 0.16
+    assert pa.kv_hit_rate > rnd.kv_hit_rate + 0.5
 
 
-def test_closed_loop_throughput_with_prefill_decode_interference():
-    # with interference on (vLLM V1's 8,192-token steps, 6.4 s window), 56 clients, 1 h:
-    # +17.6..17.8 % on seeds 0..4 (spread 0.2 points), against AWS's +15..16 %; off: +2.7 %
+def test_without_interference_the_gain_is_only_the_ttft_saved():
+    # off, a request is its TTFT plus 256 tokens of undisturbed decode; PREFIX_AWARE saves
+    # ~0.2 s of ~7.5 s, so the gain is about 3 %, far below AWS's +15..16 %
     from dataclasses import replace
 
     from hyperwarm.planner.sim import simulate_many
 
     sc = get_scenario("aws-long-context")
-    m = replace(sc.model, prefill_chunk_tokens=8192)
+    m = replace(sc.model, prefill_chunk_tokens=0)
     rnd, pa = simulate_many(sc.workload(0, 28800), [Random(), PrefixAware(4096, 12)], 7, m, clients=56)
-    assert 0.165 <= pa.throughput_rps / rnd.throughput_rps - 1 <= 0.185
+    assert 0.01 <= pa.throughput_rps / rnd.throughput_rps - 1 <= 0.04
