@@ -77,7 +77,10 @@ def render_table(results: List[StrategyResult], title: str = ""):
             if base is not None and r is not base and base.ttft_ms[q] > 0:
                 cell += f" ({v / base.ttft_ms[q] - 1:+.0%})"
             cells.append(cell)
-        cells += [f"{r.hit_rate_scale_out:.1%}", f"{r.cold_share:.1%}", f"{r.throughput_rps:,.2f}"]
+        rps = f"{r.throughput_rps:,.2f}"
+        if base is not None and r is not base and base.throughput_rps > 0:  # the closed loop's gain
+            rps += f" ({r.throughput_rps / base.throughput_rps - 1:+.1%})"
+        cells += [f"{r.hit_rate_scale_out:.1%}", f"{r.cold_share:.1%}", rps]
         cells.append(f"{min(r.instance_share):.1%}..{max(r.instance_share):.1%}")
         cells.append(f"{r.spill_rate:.1%}")
         cells.append(

@@ -249,6 +249,7 @@ def _core(
     hi_bin = _NBINS - 1
     exp = math.exp
     chunk = model.prefill_chunk_tokens
+    cf = chunk * per_tok  # compute of one full chunk
     inv_tau = 1.0 / model.busy_window_s
     work = [0.0] * n
     work_t = [0.0] * n
@@ -331,19 +332,21 @@ def _core(
             # compute and the decode batch's step (roofline, module docstring)
             step = tpot * (1.0 + inflight[i] / knee)
             full, rest = divmod(unc, chunk)
-            cf = chunk * per_tok
             rf = rest * per_tok
             svc = ovh + unc * per_tok
-            if inflight[i] and step > cf:  # prefill slowed by decode load; the last step's floor is in ovh
-                svc += (full if rest else full - 1) * (step - cf) if full else 0.0
+            if step > cf:  # prefill slowed by decode load; the last step's floor is in ovh
+                if full and inflight[i]:
+                    svc += (full if rest else full - 1) * (step - cf)
+                lost = 0.0  # no chunk outlasts the decode step (a rest is never longer than a chunk)
+            else:
+                lost = full * (cf - step) + (rf - step if rf > step else 0.0)
             # decode slowed by prefill: it advances one token per step, so it loses the part
             # of each prefill step beyond its own step (moving average over the window up to
             # now; its own prefill is added after, as it ends before this decode starts)
             w = work[i] * exp((work_t[i] - t) * inv_tau)
             busy = w * inv_tau
             dec = out * step / (1.0 - (busy if busy < 0.9 else 0.9))
-            w += full * (cf - step if cf > step else 0.0) + (rf - step if rf > step else 0.0)
-            work[i] = w
+            work[i] = w + lost
             work_t[i] = t
         else:
             svc = ovh + unc * per_tok

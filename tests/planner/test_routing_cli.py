@@ -230,3 +230,14 @@ def test_readme_prod_ttft_predictions_are_what_the_simulator_says(capsys):
            f"`ttft_p99_ms` {rnd['ttft_p99_ms']:,.0f} vs {pa['ttft_p99_ms']:,.0f}; `kv_hit_rate` {pa['kv_hit_rate']:.0%}")
     scale = f"`hit_rate_scale_out` {pa['hit_rate_scale_out']:.1%}, `cold_share` {pa['cold_share']:.0%}"
     assert row.replace("%", " %") in readme and scale.replace("%", " %") in readme
+
+
+def test_the_table_gives_each_strategys_throughput_change_against_the_first(capsys):
+    args = ["routing", "simulate", "--scenario", "aws-long-context", "--requests", "3000", "--clients", "56",
+            "--strategies", "RANDOM,PREFIX_AWARE", "--no-chart", "--no-progress"]
+    assert main(args + ["--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["strategies"]
+    rnd, pa = s["RANDOM"]["throughput_rps"], s["PREFIX_AWARE"]["throughput_rps"]
+    assert pa > rnd * 1.05
+    assert main(args) == 0
+    assert f"{pa:,.2f} ({pa / rnd - 1:+.1%})" in capsys.readouterr().out

@@ -2,7 +2,7 @@
 prefix-aware routing results (Llama 3.1 70B, 7 x ml.p5.48xlarge).
 
 AWS, long context (8,000-token shared prefixes): KV hit ~25 % -> 82 %, P50
-TTFT -71..77 %, P90 -33..37 %, per-instance share 13.3..15.4 %.
+TTFT -71..77 %, P90 -33..37 %, per-instance share 13.3..15.4 %, throughput +15..16 %.
 AWS, short context (ShareGPT-like): hit ~30 % -> 80 %, P50 -13..16 %,
 P90 -24..37 %.  Nothing in the scenarios encodes these numbers; they come
 out of the cache and queueing model (see planner/scenarios.py).
