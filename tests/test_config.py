@@ -70,11 +70,39 @@ def test_a_rule_over_an_object_names_the_place_not_the_whole_object() -> None:
     assert "{" not in message
 
 
-def test_a_one_instance_kv_aware_variant_gets_one_error_only() -> None:
+@pytest.mark.parametrize("routing", [
+    {"strategy": "KV_AWARE"},
+    {"strategy": "PREFIX_AWARE", "prefix_length": 4096, "concurrency_threshold": 8},
+], ids=lambda r: r["strategy"])
+def test_a_one_instance_cache_aware_variant_gets_one_error_only(routing: dict) -> None:
     variant = {"name": "a", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge",
-               "routing": {"strategy": "KV_AWARE"}}
+               "routing": routing}
     lines = error_of({"endpoints": [{"name": "chat", "variants": [variant]}]}).splitlines()[1:]
-    assert len(lines) == 1 and "KV_AWARE only routes between two or more" in lines[0]
+    assert len(lines) == 1 and f"{routing['strategy']} only routes between two or more" in lines[0]
+
+
+VARIANT = {"name": "a", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge"}
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ({"account": "12345"}, "account: '12345' -- must be a 12-digit AWS account id, e.g. 123456789012"),
+    ({"region": "mars"}, "region: 'mars' -- must be an AWS region name, e.g. us-west-2"),
+    ({"model_buckets": [{"name": "My_Bucket"}]},
+     "model_buckets[0].name: 'My_Bucket' -- must be an S3 bucket name: 3..63 lower-case letters, digits, dots or "
+     "hyphens, e.g. my-models"),
+    ({"endpoints": [{"name": "chat", "variants": [{**VARIANT, "model_data": "my-bucket/model"}]}]},
+     "model_data: 'my-bucket/model' -- must be an S3 URI of an object or prefix, e.g. s3://my-models/"),
+    ({"caches": {"models": [{"name": "qwen", "size_gb": 10, "instance_group": "inference",
+                             "image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm",
+                             "source": {"bucket": "my-models", "prefix": "qwen", "version": "v1"}}]},
+      "model_buckets": [{"name": "my-models"}]},
+     "image: '763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm' -- must be an image with a tag or digest "
+     "(untagged images are not allowed), e.g. 763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:"),
+], ids=["account", "region", "bucket", "s3-uri", "untagged-image"])
+def test_each_pattern_error_says_in_words_what_is_allowed_with_an_example(raw: dict, expected: str) -> None:
+    message = error_of(raw)
+    assert expected in message
+    assert "^" not in message and "pattern" not in message.lower()
 
 
 def test_unknown_key_is_rejected_with_its_path() -> None:

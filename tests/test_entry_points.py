@@ -55,3 +55,12 @@ def test_unknown_environment_selection_names_the_configured_ones(project: Path) 
     context = json.dumps({"environments": {"dev": {}}, "env": "prod"})
     result = run([str(REPO / "app.py")], project, CDK_CONTEXT_JSON=context, CDK_OUTDIR=str(project / "out"))
     assert_one_message(result, "-c env=prod: unknown environment(s) prod; configured: dev")
+
+
+def test_the_planner_command_prints_one_message_for_a_config_error(project: Path) -> None:
+    # `hyperwarm plan cache` (python -m stacks) reads the same cdk.json: a usage error, exit 2
+    result = run(["-m", "stacks", "plan", "cache", "--env", "dev"], project)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert ("invalid configuration for environment 'dev':\n"
+            "  environments.dev.region: 'mars' -- must be an AWS region name, e.g. us-west-2") in result.stderr

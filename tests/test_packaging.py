@@ -27,8 +27,10 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
 def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     # setuptools builds through build/lib, which keeps files of earlier layouts: start from none.
     shutil.rmtree(REPO / "build", ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
-                   check=True, capture_output=True)
+    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                            str(REPO)], check=True, capture_output=True, text=True)
+    output = built.stdout + built.stderr
+    assert "deprecat" not in output.lower(), output  # e.g. setuptools' licence-classifier banner (SPDX licence instead)
     (wheel,) = tmp_path.glob("hyperwarm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "hyperwarm/__init__.py" in names and "hyperwarm/lifecycle/on_create.sh" in names

