@@ -13,3 +13,41 @@ def test_bench_reports_one_row_per_run_and_the_target(capsys):
     assert all(r["requests"] == 3000 for r in d["rows"])
     assert d["target_met"] is False  # 3,000 < 1,000,000 requests
     assert "aws-long-context   RANDOM" in captured.err  # one line per run on stderr
+
+
+def _run(args, **env):
+    import os
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TERM")}
+    return subprocess.run([sys.executable, "-m", *args], env={**environ, **env}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_long_work_shows_a_progress_bar_on_a_terminal_and_none_when_told():
+    # FORCE_COLOR makes rich treat stderr as a terminal, as an interactive run would be
+    simulate = ["hyperwarm.planner", "routing", "simulate", "--scenario", "aws-long-context", "--requests", "2000",
+                "--strategies", "RANDOM", "--no-chart"]
+    bench = ["hyperwarm.planner.bench", "--requests", "2000", "--scenarios", "aws-long-context",
+             "--strategies", "RANDOM"]
+    for args in (simulate, bench):
+        shown = _run(args, FORCE_COLOR="1")
+        assert shown.returncode == 0, shown.stderr
+        assert "/2000" in shown.stderr and "━" in shown.stderr
+        quiet = _run(args + ["--no-progress"], FORCE_COLOR="1")
+        assert quiet.returncode == 0 and "━" not in quiet.stderr
+
+
+def test_make_names_each_setup_step_before_it_runs():
+    # the first `make synth` installs for minutes: each step announces itself, pip lists what it fetches
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    plan = subprocess.run(["make", "--dry-run", "--always-make", "synth"], cwd=repo, capture_output=True,
+                          text=True, timeout=60).stdout
+    steps = [line for line in plan.splitlines() if "==>" in line]
+    assert [s.split("==> ")[1].split(" into")[0].split(" with")[0] for s in steps] == [
+        "[1/2] creating .venv", "[2/2] installing hyperwarm", "installing checkov 3.3.30"]
+    assert "s/^Collecting /  fetching /p" in plan
