@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import json
 
+import aws_cdk as cdk
 import pytest
 
 from stacks.config import ConfigError
@@ -73,3 +75,26 @@ def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> 
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
     app = build_app(context={**project_context, "environments": {"edge": edge}}, nag=False)
     assert names(app) == ["hyperwarm-edge-endpoints", "hyperwarm-edge-observability"]
+
+
+def test_a_whole_environment_in_a_newer_supported_region_synthesizes(project_context) -> None:
+    # ca-central-1 once failed deep in the build (the health agent's regional image); any region the
+    # configuration accepts must build every stack, with the region's images.
+    dev = {**project_context["environments"]["dev"], "region": "ca-central-1"}
+    dev.pop("vpc", None)  # its zones are us-west-2's
+    app = build_app(context={**project_context, "environments": {"dev": dev}}, nag=False)
+    assert names(app) == ["hyperwarm-dev-caches", "hyperwarm-dev-cluster", "hyperwarm-dev-endpoints",
+                          "hyperwarm-dev-observability"]
+    assembly = app.synth()
+    cluster = json.dumps(assembly.get_stack_by_name("hyperwarm-dev-cluster").template)
+    assert "dkr.ecr.ca-central-1" in cluster and "dkr.ecr.us-west-2" not in cluster
+
+
+def test_no_stack_of_any_environment_warns_at_synth(project_context) -> None:
+    # a warning is printed on every cdk command (the cross-stack reference one did): none is allowed
+    from aws_cdk.assertions import Annotations, Match
+
+    app = build_app(context=project_context, nag=False)
+    warnings = {s.stack_name: Annotations.from_stack(s).find_warning("*", Match.any_value())
+                for s in app.node.children if isinstance(s, cdk.Stack)}
+    assert {name: found for name, found in warnings.items() if found} == {}
