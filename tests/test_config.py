@@ -258,3 +258,16 @@ def test_a_refreshed_target_whose_version_the_refresh_function_cannot_order_is_r
     prod["caches"]["models"][0]["source"]["version"] = "latest"
     message = error_of(prod)
     assert "cached model 'llama-3-1-70b' serves version 'latest', which the refresh function cannot order" in message
+
+
+@pytest.mark.parametrize("guardrails, expected", [
+    ({"traffic": "CANARY", "percent": 60}, "percent = 60 -- CANARY allowed: 1..50"),
+    ({"traffic": "LINEAR", "percent": 5}, "percent = 5 -- LINEAR allowed: 10..50"),
+    ({"traffic": "CANARY"}, "percent = None -- CANARY allowed: 1..50"),
+    ({"percent": 5}, "percent = 5 -- only CANARY and LINEAR take a percent"),
+    ({"wait_seconds": 3601}, "guardrails.wait_seconds: 3601 -- Input should be less than or equal to 3600"),
+])
+def test_guardrails_follow_sagemakers_traffic_shift_limits(guardrails: dict, expected: str) -> None:
+    # the same limits as the endpoint construct's and the refresh's (hyperwarm.functions.cache_refresh.contract)
+    endpoint = {"name": "chat", "guardrails": guardrails, "variants": [{**VARIANT, "instance_count": 2}]}
+    assert expected in error_of({"endpoints": [endpoint]})

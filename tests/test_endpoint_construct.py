@@ -316,6 +316,14 @@ def test_canary_above_50_percent_is_rejected() -> None:
             guardrails=DeploymentGuardrails(traffic=TrafficShift.canary(60)))
 
 
+def test_a_wait_sagemaker_would_reject_is_rejected() -> None:
+    # WaitIntervalInSeconds and TerminationWaitInSeconds: 0..3600 (TrafficRoutingConfig, BlueGreenUpdatePolicy)
+    rejects(r"guardrails\.traffic\.wait = 7200 s -- allowed: 0\.\.3600 seconds", variant(), endpoint_name="chat",
+            guardrails=DeploymentGuardrails(traffic=TrafficShift.linear(10, cdk.Duration.hours(2))))
+    rejects(r"guardrails\.termination_wait = 5400 s -- allowed: 0\.\.3600 seconds", variant(), endpoint_name="chat",
+            guardrails=DeploymentGuardrails(termination_wait=cdk.Duration.minutes(90)))
+
+
 def test_data_capture_goes_to_an_encrypted_bucket() -> None:
     tpl = template(variant(instance_type="ml.p5.48xlarge"), data_capture=DataCapture(sampling_percentage=5))
     (config,) = of_type(tpl, "AWS::SageMaker::EndpointConfig").values()

@@ -66,8 +66,10 @@ def test_what_the_construct_writes_the_function_parses_back() -> None:
     ({"namespace": "Models_NS"}, {}, "chat", "namespace", "Models_NS", "namespace"),
     ({"caches": ("-weights",)}, {}, "chat", "caches[0]", "-weights", "caches[0]"),
     ({}, {"traffic": "SOMETIMES"}, "chat", "blue_green.traffic", "SOMETIMES", "blue_green.traffic"),
-    ({}, {"step_percent": 0}, "chat", "blue_green.step_percent", 0, "blue_green.step_percent"),
-    ({}, {"step_percent": 101}, "chat", "blue_green.step_percent", 101, "blue_green.step_percent"),
+    # SageMaker's own limits (TrafficRoutingConfig): CanarySize <= 50 %, LinearStepSize 10..50 %
+    ({}, {"traffic": "CANARY", "step_percent": 0}, "chat", "blue_green.step_percent", 0, "blue_green.step_percent"),
+    ({}, {"traffic": "CANARY", "step_percent": 51}, "chat", "blue_green.step_percent", 51, "blue_green.step_percent"),
+    ({}, {"traffic": "LINEAR", "step_percent": 5}, "chat", "blue_green.step_percent", 5, "blue_green.step_percent"),
     # The endpoint itself (created or imported) already checks its name with the contract's rule.
     ({}, {}, "chat_api", "endpoint", "chat_api", "endpoint_name"),
 ])
@@ -80,6 +82,31 @@ def test_a_target_the_function_rejects_fails_synth_naming_the_same_field(hyperpo
     stack = _stack()
     with pytest.raises(ValueError, match=rf"\b{_re(construct_field)} = {_re(repr(value))} -- "):
         _hook_with(stack, hyperpod, blue_green, endpoint)
+
+
+@pytest.mark.parametrize("wire, construct, field, allowed", [
+    ({"wait_seconds": 3601}, {"wait": cdk.Duration.seconds(3601)}, "wait_seconds", "0..3600"),
+    ({"termination_wait_seconds": 7200}, {"termination_wait": cdk.Duration.hours(2)}, "termination_wait_seconds",
+     "0..3600"),
+    ({"max_execution_seconds": 300}, {"max_execution": cdk.Duration.minutes(5)}, "max_execution_seconds",
+     "600..28800"),
+])
+def test_blue_green_times_updateendpoint_would_reject_fail_synth(wire, construct, field, allowed) -> None:
+    # BlueGreenUpdatePolicy's ranges (botocore's model): found at synth, not by a refresh at run time
+    (value,) = wire.values()
+    with pytest.raises(contract.ConfigError, match=rf"\.blue_green\.{field} = {value} -- allowed: {allowed}"):
+        contract.parse_targets(json.dumps({"models/llama": [{"kind": "endpoint", "endpoint": "chat",
+                                                             "blue_green": wire}]}))
+    stack = _stack()
+    with pytest.raises(ValueError, match=rf"blue_green\.{field} = {value} -- allowed: {allowed}"):
+        _hook(stack, endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(**construct))])
+
+
+def test_the_endpoint_and_its_refresh_shift_traffic_by_the_same_rules() -> None:
+    from hyperwarm import endpoint_rules
+
+    assert "SHIFT_PERCENT" not in vars(endpoint_rules)  # the contract's, not a copy
+    assert contract.SHIFT_PERCENT == {"CANARY": (1, 50), "LINEAR": (10, 50)}
 
 
 def _hook_with(stack: cdk.Stack, hyperpod: dict, blue_green: dict, endpoint: str) -> CacheRefreshHook:

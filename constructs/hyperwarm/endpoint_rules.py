@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>\S+)$")
-SHIFT_PERCENT = {"CANARY": (1, 50), "LINEAR": (10, 50)}
-"""Allowed canary size and linear step (percent of capacity) per traffic-shift type."""
 # EC2 families with local NVMe instance store beyond hyperwarm's catalog: SageMaker rejects an
 # EndpointConfig KmsKeyId when any variant runs on one (the volumes are hardware-encrypted).
 _LOCAL_STORAGE_FAMILY = re.compile(r"^ml\.([a-z]+\d+[a-z]*d[a-z]*|g5|g6|g6e|g7e|p5|p5e|p5en|p6-[a-z0-9]+|p6e-[a-z0-9]+"
@@ -162,12 +160,17 @@ def guardrail_problems(g: DeploymentGuardrails, endpoint_name: str | None) -> li
     """Problems of blue/green guardrails; the 5XX alarms name the endpoint, so they need ``endpoint_name``."""
     errors: list[str] = []
     shift = g.traffic
-    if shift.type in SHIFT_PERCENT:
-        low, high = SHIFT_PERCENT[shift.type]
+    if shift.type in contract.SHIFT_PERCENT:
+        low, high = contract.SHIFT_PERCENT[shift.type]
         if shift.percent is None or (resolved(shift.percent) and not low <= shift.percent <= high):
             errors.append(f"guardrails.traffic.percent = {shift.percent!r} -- {shift.type} allowed: {low}..{high}")
-    elif shift.type != "ALL_AT_ONCE":
-        errors.append(f"guardrails.traffic.type = {shift.type!r} -- allowed: ALL_AT_ONCE, CANARY, LINEAR")
+    elif shift.type not in contract.TRAFFIC_TYPES:
+        errors.append(f"guardrails.traffic.type = {shift.type!r} -- allowed: {', '.join(contract.TRAFFIC_TYPES)}")
+    low, high = contract.WAIT_SECONDS_RANGE
+    for name, duration in (("guardrails.traffic.wait", shift.wait), ("guardrails.termination_wait", g.termination_wait)):
+        seconds = duration.to_seconds()
+        if resolved(seconds) and not low <= seconds <= high:
+            errors.append(f"{name} = {seconds:g} s -- allowed: {low}..{high} seconds")
     if g.alarm_on_5xx_errors and not endpoint_name:
         errors.append("guardrails.alarm_on_5xx_errors = True -- needs an explicit endpoint_name "
                       "(the alarms name the endpoint before it exists)")

@@ -67,7 +67,8 @@ class BlueGreen:
     traffic: str = contract.BlueGreen.traffic
     """One of ``contract.TRAFFIC_TYPES``: ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
     step_percent: int = contract.BlueGreen.step_percent
-    """Canary size or linear step, in ``contract.STEP_PERCENT_RANGE`` (1..100). Default: 10."""
+    """Canary size (1..50) or linear step (10..50) in percent of the variant's instances
+    (``contract.SHIFT_PERCENT``); unused with ALL_AT_ONCE. Default: 10."""
     wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
     """Bake time between steps. Default: 5 minutes."""
     termination_wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))

@@ -23,11 +23,12 @@ from .naming import (NAME_MAX, NAME_PATTERN, arn_name, endpoint_config_name, end
 __all__ = [
     "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
     "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS",
-    "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN", "PACKAGE", "Problem",
-    "REFRESH_HANDLER", "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "STATE_HANDLER", "STATE_TABLE",
-    "STEP_PERCENT_RANGE", "TRAFFIC_TYPES", "Target", "arn_name", "endpoint_config_name", "endpoint_config_stem",
-    "endpoint_name_problem", "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name",
-    "model_stem", "parse_targets", "prefix_problem", "service_name", "state_pk", "target_problems", "targets_json",
+    "MAX_EXECUTION_SECONDS_RANGE", "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN",
+    "PACKAGE", "Problem", "REFRESH_HANDLER", "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE",
+    "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
+    "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
+    "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
+    "prefix_problem", "service_name", "state_pk", "target_problems", "targets_json",
 ]
 
 # -- environment (README.md, "Environment") ------------------------------------------------------
@@ -65,8 +66,16 @@ REPLAY_KEY = "hyperwarm-replay"
 
 # -- what targets may say -------------------------------------------------------------------------
 HYPERPOD_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
+# SageMaker's TrafficRoutingConfig and BlueGreenUpdatePolicy (API reference): the endpoint's own deployments
+# and the refresh's UpdateEndpoint share them.
 TRAFFIC_TYPES = ("ALL_AT_ONCE", "CANARY", "LINEAR")
-STEP_PERCENT_RANGE = (1, 100)
+SHIFT_PERCENT = {"CANARY": (1, 50), "LINEAR": (10, 50)}
+"""Canary size and linear step, in percent of the variant's instances: CanarySize at most 50 %, LinearStepSize
+10..50 %."""
+WAIT_SECONDS_RANGE = (0, 3600)
+"""WaitIntervalInSeconds and TerminationWaitInSeconds."""
+MAX_EXECUTION_SECONDS_RANGE = (600, 28800)
+"""MaximumExecutionTimeoutInSeconds."""
 _PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
@@ -164,12 +173,24 @@ def target_problems(target: Target, is_token: Any = lambda value: False) -> list
     if isinstance(target, HyperPodTarget) and target.resource not in HYPERPOD_KINDS:
         problems.append(Problem("resource", target.resource, f"allowed: {', '.join(HYPERPOD_KINDS)}"))
     if isinstance(target, EndpointTarget):
-        bg = target.blue_green
-        if bg.traffic not in TRAFFIC_TYPES:
-            problems.append(Problem("blue_green.traffic", bg.traffic, f"allowed: {', '.join(TRAFFIC_TYPES)}"))
-        low, high = STEP_PERCENT_RANGE
+        problems += [Problem(f"blue_green.{f}", v, p) for f, v, p in blue_green_problems(target.blue_green)]
+    return problems
+
+
+def blue_green_problems(bg: BlueGreen) -> list[tuple[str, Any, str]]:
+    """(field, value, what is allowed) of every setting UpdateEndpoint would reject."""
+    problems: list[tuple[str, Any, str]] = []
+    if bg.traffic not in TRAFFIC_TYPES:
+        problems.append(("traffic", bg.traffic, f"allowed: {', '.join(TRAFFIC_TYPES)}"))
+    if bg.traffic in SHIFT_PERCENT:
+        low, high = SHIFT_PERCENT[bg.traffic]
         if not (isinstance(bg.step_percent, int) and low <= bg.step_percent <= high):
-            problems.append(Problem("blue_green.step_percent", bg.step_percent, f"allowed: {low}..{high}"))
+            problems.append(("step_percent", bg.step_percent, f"{bg.traffic} allowed: {low}..{high}"))
+    for name, (low, high) in (("wait_seconds", WAIT_SECONDS_RANGE), ("termination_wait_seconds", WAIT_SECONDS_RANGE),
+                              ("max_execution_seconds", MAX_EXECUTION_SECONDS_RANGE)):
+        value = getattr(bg, name)
+        if not (isinstance(value, int) and low <= value <= high):
+            problems.append((name, value, f"allowed: {low}..{high}"))
     return problems
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from hyperwarm.endpoint_props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.inference_ami import cuda_ami_problem
 from hyperwarm.routing import (
     CONCURRENCY_THRESHOLD_RANGE,
@@ -156,19 +157,19 @@ class VariantConfig(StrictModel):
 
 
 class GuardrailsConfig(StrictModel):
-    traffic: Literal["ALL_AT_ONCE", "CANARY", "LINEAR"] = "ALL_AT_ONCE"
-    percent: int | None = Field(default=None, ge=1, le=50, description="CANARY 1..50, LINEAR 10..50")
-    wait_seconds: int = Field(default=300, ge=0, le=3600)
+    traffic: Literal[contract.TRAFFIC_TYPES] = "ALL_AT_ONCE"
+    percent: int | None = Field(default=None, description="percent of the variant's instances: CANARY 1..50, "
+                                                          "LINEAR 10..50")
+    wait_seconds: int = Field(default=300, ge=contract.WAIT_SECONDS_RANGE[0], le=contract.WAIT_SECONDS_RANGE[1])
     alarm_on_5xx_errors: bool = True
 
     @model_validator(mode="after")
     def _percent(self) -> "GuardrailsConfig":
-        if self.traffic == "ALL_AT_ONCE" and self.percent is not None:
-            raise ValueError("percent only goes with CANARY or LINEAR")
-        if self.traffic != "ALL_AT_ONCE" and self.percent is None:
-            raise ValueError(f"{self.traffic} needs percent")
-        if self.traffic == "LINEAR" and self.percent is not None and self.percent < 10:
-            raise ValueError(f"LINEAR percent {self.percent} -- allowed: 10..50")
+        shift = contract.SHIFT_PERCENT.get(self.traffic)
+        if shift is None and self.percent is not None:
+            raise ValueError(f"percent = {self.percent} -- only CANARY and LINEAR take a percent")
+        if shift is not None and (self.percent is None or not shift[0] <= self.percent <= shift[1]):
+            raise ValueError(f"percent = {self.percent!r} -- {self.traffic} allowed: {shift[0]}..{shift[1]}")
         return self
 
 
