@@ -48,3 +48,14 @@ def test_tune_needs_two_seeds_to_measure_noise():
     w = shared_prefix(n_requests=10)
     with pytest.raises(ValueError, match="seeds=1 is outside the allowed range >= 2"):
         tune(w, 4, seeds=1)
+
+
+def test_more_hits_without_a_faster_p90_is_said_so_with_the_p50_it_buys():
+    # 3,000 requests over 900 prefixes: most are the first of their prefix, so p90 is a miss under
+    # every strategy, while PREFIX_AWARE still hits far more often. "No benefit" would mislead.
+    sc = get_scenario("aws-long-context")
+    res = tune(lambda s: sc.workload(s, 3000), 7, sc.model, prefix_lengths=[1024], thresholds=[16])
+    assert res.routing["strategy"] != "PREFIX_AWARE" and not res.prefix_aware_benefit
+    assert res.reason.startswith("prefix-aware routing has no p90 benefit for this traffic"), res.reason
+    assert res.comparisons[0].hit_gain > 0.3
+    assert "it does raise the KV hit rate and changes p50 from" in res.reason
