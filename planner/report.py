@@ -53,8 +53,9 @@ def to_json(scenario: str, results: List[StrategyResult], **extra) -> str:
     return json.dumps(results_to_dict(scenario, results, **extra), indent=2)
 
 
-def render_table(results: List[StrategyResult], title: str = ""):
-    """A ``rich.table.Table`` with one row per strategy."""
+def render_table(results: List[StrategyResult], title: str = "", closed_loop: bool = False):
+    """A ``rich.table.Table`` with one row per strategy; ``closed_loop`` runs also give each
+    strategy's throughput change (open-loop throughput is the offered rate)."""
     from rich.table import Table
 
     base = results[0] if results else None
@@ -78,7 +79,7 @@ def render_table(results: List[StrategyResult], title: str = ""):
                 cell += f" ({v / base.ttft_ms[q] - 1:+.0%})"
             cells.append(cell)
         rps = f"{r.throughput_rps:,.2f}"
-        if base is not None and r is not base and base.throughput_rps > 0:  # the closed loop's gain
+        if closed_loop and base is not None and r is not base and base.throughput_rps > 0:
             rps += f" ({r.throughput_rps / base.throughput_rps - 1:+.1%})"
         cells += [f"{r.hit_rate_scale_out:.1%}", f"{r.cold_share:.1%}", rps]
         cells.append(f"{min(r.instance_share):.1%}..{max(r.instance_share):.1%}")

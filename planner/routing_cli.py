@@ -266,7 +266,7 @@ def cmd_simulate(args) -> int:
         return 0
     con = _console()
     title = f"{name}: {n} instances, {results[0].requests:,} requests"
-    con.print(render_table(results, title=title))
+    con.print(render_table(results, title=title, closed_loop=args.clients is not None))
     for line in assumed + [f"trace: {note}" for note in wl.notes] + (sc.notes if sc else []):
         con.print(f"[dim]- {line}[/dim]", highlight=False)
     if chart:
@@ -316,7 +316,8 @@ def cmd_tune(args) -> int:
         return 0
     con = _console()
     top = sorted(res.candidates, key=lambda r: r.ttft_ms["p90"])[:5]
-    con.print(render_table(res.baselines + top, title=f"{name}: {n} instances, best PREFIX_AWARE settings by p90"))
+    con.print(render_table(res.baselines + top, title=f"{name}: {n} instances, best PREFIX_AWARE settings by p90",
+                           closed_loop=args.clients is not None))
     for line in assumed + [f"trace: {note}" for note in wl.notes]:
         con.print(f"[dim]- {line}[/dim]", highlight=False)
     r = res.best

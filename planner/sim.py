@@ -334,15 +334,20 @@ def _core(
             full, rest = divmod(unc, chunk)
             rf = rest * per_tok
             svc = ovh + unc * per_tok
-            if step > cf:  # prefill slowed by decode load; the last step's floor is in ovh
-                if full and inflight[i]:
+            if step > tpot:  # prefill slowed by decode load: no step is shorter than the decode step
+                last = rf if rest else cf  # its last step, whose unloaded floor (tpot) ovh holds
+                if step > last:
+                    svc += step - (last if last > tpot else tpot)
+                if step > cf and full:
                     svc += (full if rest else full - 1) * (step - cf)
+            if step > cf:
                 lost = 0.0  # no chunk outlasts the decode step (a rest is never longer than a chunk)
             else:
                 lost = full * (cf - step) + (rf - step if rf > step else 0.0)
-            # decode slowed by prefill: it advances one token per step, so it loses the part
-            # of each prefill step beyond its own step (moving average over the window up to
-            # now; its own prefill is added after, as it ends before this decode starts)
+            # decode slowed by prefill: it advances one token per step, so it loses the part of
+            # each prefill step beyond its own step. The share is the rate of prefill work routed
+            # to the instance over the window before this request, an estimate of the rate while
+            # it decodes; its own prefill joins the window after, for the requests that follow.
             w = work[i] * exp((work_t[i] - t) * inv_tau)
             busy = w * inv_tau
             dec = out * step / (1.0 - (busy if busy < 0.9 else 0.9))

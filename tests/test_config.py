@@ -261,13 +261,45 @@ def test_a_refreshed_target_whose_version_the_refresh_function_cannot_order_is_r
 
 
 @pytest.mark.parametrize("guardrails, expected", [
-    ({"traffic": "CANARY", "percent": 60}, "percent = 60 -- CANARY allowed: 1..50"),
-    ({"traffic": "LINEAR", "percent": 5}, "percent = 5 -- LINEAR allowed: 10..50"),
-    ({"traffic": "CANARY"}, "percent = None -- CANARY allowed: 1..50"),
-    ({"percent": 5}, "percent = 5 -- only CANARY and LINEAR take a percent"),
+    ({"traffic": "CANARY", "percent": 60}, "guardrails.percent: 60 -- Input should be less than or equal to 50"),
+    ({"traffic": "LINEAR", "percent": 5}, "guardrails.percent: 5 -- LINEAR allowed: 10..50"),
+    ({"traffic": "CANARY"}, "guardrails.percent: None -- a percent is needed: CANARY allowed: 1..50"),
+    ({"percent": 5}, "guardrails.percent: 5 -- only CANARY and LINEAR take a percent, not ALL_AT_ONCE"),
     ({"wait_seconds": 3601}, "guardrails.wait_seconds: 3601 -- Input should be less than or equal to 3600"),
 ])
 def test_guardrails_follow_sagemakers_traffic_shift_limits(guardrails: dict, expected: str) -> None:
-    # the same limits as the endpoint construct's and the refresh's (hyperwarm.functions.cache_refresh.contract)
     endpoint = {"name": "chat", "guardrails": guardrails, "variants": [{**VARIANT, "instance_count": 2}]}
     assert expected in error_of({"endpoints": [endpoint]})
+
+
+def test_every_guardrail_problem_is_reported_at_once() -> None:
+    endpoint = {"name": "chat", "guardrails": {"traffic": "LINEAR", "percent": 5, "wait_seconds": -1},
+                "variants": [{**VARIANT, "instance_count": 2}]}
+    message = error_of({"endpoints": [endpoint]})
+    assert "guardrails.percent: 5 -- LINEAR allowed: 10..50" in message
+    assert "guardrails.wait_seconds: -1 -- Input should be greater than or equal to 0" in message
+
+
+@pytest.mark.parametrize("traffic, percent", [(t, p) for t in ("CANARY", "LINEAR") for p in (0, 1, 5, 9, 10, 50, 51)])
+def test_config_endpoint_and_refresh_accept_the_same_traffic_shifts(traffic: str, percent: int) -> None:
+    # one rule, SageMaker's (contract.shift_percent_problem), behind all three layers
+    import aws_cdk as cdk
+
+    from hyperwarm.endpoint_props import DeploymentGuardrails, TrafficShift
+    from hyperwarm.endpoint_rules import guardrail_problems
+    from hyperwarm.functions.cache_refresh import contract
+
+    endpoint = {"name": "chat", "guardrails": {"traffic": traffic, "percent": percent},
+                "variants": [{**VARIANT, "instance_count": 2}]}
+    try:
+        parse_environment("prod", {"endpoints": [endpoint]})
+        config_ok = True
+    except ConfigError as error:
+        config_ok = "guardrails" not in str(error)
+    construct_ok = not [p for p in guardrail_problems(
+        DeploymentGuardrails(traffic=TrafficShift(traffic, percent, cdk.Duration.minutes(5))), "chat")
+        if "percent" in p]
+    refresh_ok = not [p for p in contract.blue_green_problems(contract.BlueGreen(traffic=traffic, step_percent=percent))
+                      if p[0] == "step_percent"]
+    assert config_ok == construct_ok == refresh_ok == (contract.shift_percent_problem(traffic, percent) is None)
+    assert refresh_ok == ((1 if traffic == "CANARY" else 10) <= percent <= 50)

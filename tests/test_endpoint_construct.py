@@ -322,6 +322,10 @@ def test_a_wait_sagemaker_would_reject_is_rejected() -> None:
             guardrails=DeploymentGuardrails(traffic=TrafficShift.linear(10, cdk.Duration.hours(2))))
     rejects(r"guardrails\.termination_wait = 5400 s -- allowed: 0\.\.3600 seconds", variant(), endpoint_name="chat",
             guardrails=DeploymentGuardrails(termination_wait=cdk.Duration.minutes(90)))
+    from hyperwarm.endpoint_rules import guardrail_problems  # a fraction of a second is checked, not a crash
+
+    assert guardrail_problems(DeploymentGuardrails(traffic=TrafficShift.all_at_once(cdk.Duration.millis(1500))),
+                              "chat") == []
 
 
 def test_data_capture_goes_to_an_encrypted_bucket() -> None:

@@ -102,13 +102,6 @@ def test_blue_green_times_updateendpoint_would_reject_fail_synth(wire, construct
         _hook(stack, endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(**construct))])
 
 
-def test_the_endpoint_and_its_refresh_shift_traffic_by_the_same_rules() -> None:
-    from hyperwarm import endpoint_rules
-
-    assert "SHIFT_PERCENT" not in vars(endpoint_rules)  # the contract's, not a copy
-    assert contract.SHIFT_PERCENT == {"CANARY": (1, 50), "LINEAR": (10, 50)}
-
-
 def _hook_with(stack: cdk.Stack, hyperpod: dict, blue_green: dict, endpoint: str) -> CacheRefreshHook:
     if hyperpod:
         cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge")])

@@ -48,3 +48,13 @@ def test_the_cdk_cli_is_the_pinned_pypi_package_and_runs_on_the_venvs_node() -> 
 def test_the_docs_run_cdk_from_the_venv_never_through_npx() -> None:
     docs = [REPO / "README.md", *REPO.glob("docs/*.md"), *REPO.glob("*/README.md"), *REPO.glob("lambdas/*/README.md")]
     assert [str(d.relative_to(REPO)) for d in docs if "npx " in d.read_text()] == []
+
+
+def test_make_names_each_setup_step_before_it_runs() -> None:
+    # the first `make synth` installs for minutes: each step announces itself, pip lists what it fetches
+    plan = subprocess.run(["make", "--dry-run", "--always-make", "synth"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60).stdout
+    steps = [line for line in plan.splitlines() if "==>" in line]
+    assert [s.split("==> ")[1].split(" into")[0].split(" with")[0] for s in steps] == [
+        "[1/2] creating .venv", "[2/2] installing hyperwarm", "installing checkov 3.3.30"]
+    assert "s/^Collecting /  fetching /p" in plan

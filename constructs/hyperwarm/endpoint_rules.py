@@ -160,15 +160,13 @@ def guardrail_problems(g: DeploymentGuardrails, endpoint_name: str | None) -> li
     """Problems of blue/green guardrails; the 5XX alarms name the endpoint, so they need ``endpoint_name``."""
     errors: list[str] = []
     shift = g.traffic
-    if shift.type in contract.SHIFT_PERCENT:
-        low, high = contract.SHIFT_PERCENT[shift.type]
-        if shift.percent is None or (resolved(shift.percent) and not low <= shift.percent <= high):
-            errors.append(f"guardrails.traffic.percent = {shift.percent!r} -- {shift.type} allowed: {low}..{high}")
-    elif shift.type not in contract.TRAFFIC_TYPES:
+    if shift.type not in contract.TRAFFIC_TYPES:
         errors.append(f"guardrails.traffic.type = {shift.type!r} -- allowed: {', '.join(contract.TRAFFIC_TYPES)}")
+    elif resolved(shift.percent) and (problem := contract.shift_percent_problem(shift.type, shift.percent)):
+        errors.append(f"guardrails.traffic.percent = {shift.percent!r} -- {problem}")
     low, high = contract.WAIT_SECONDS_RANGE
     for name, duration in (("guardrails.traffic.wait", shift.wait), ("guardrails.termination_wait", g.termination_wait)):
-        seconds = duration.to_seconds()
+        seconds = duration.to_seconds(integral=False)
         if resolved(seconds) and not low <= seconds <= high:
             errors.append(f"{name} = {seconds:g} s -- allowed: {low}..{high} seconds")
     if g.alarm_on_5xx_errors and not endpoint_name:

@@ -28,7 +28,7 @@ __all__ = [
     "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
-    "prefix_problem", "service_name", "state_pk", "target_problems", "targets_json",
+    "prefix_problem", "service_name", "shift_percent_problem", "state_pk", "target_problems", "targets_json",
 ]
 
 # -- environment (README.md, "Environment") ------------------------------------------------------
@@ -177,15 +177,24 @@ def target_problems(target: Target, is_token: Any = lambda value: False) -> list
     return problems
 
 
+def shift_percent_problem(traffic: str, percent: Any) -> str | None:
+    """What is allowed when ``percent`` cannot be ``traffic``'s canary size or linear step, else None
+    (also for ALL_AT_ONCE, which takes no percent)."""
+    if traffic not in SHIFT_PERCENT:
+        return None
+    low, high = SHIFT_PERCENT[traffic]
+    if isinstance(percent, int) and not isinstance(percent, bool) and low <= percent <= high:
+        return None
+    return f"{traffic} allowed: {low}..{high}"
+
+
 def blue_green_problems(bg: BlueGreen) -> list[tuple[str, Any, str]]:
     """(field, value, what is allowed) of every setting UpdateEndpoint would reject."""
     problems: list[tuple[str, Any, str]] = []
     if bg.traffic not in TRAFFIC_TYPES:
         problems.append(("traffic", bg.traffic, f"allowed: {', '.join(TRAFFIC_TYPES)}"))
-    if bg.traffic in SHIFT_PERCENT:
-        low, high = SHIFT_PERCENT[bg.traffic]
-        if not (isinstance(bg.step_percent, int) and low <= bg.step_percent <= high):
-            problems.append(("step_percent", bg.step_percent, f"{bg.traffic} allowed: {low}..{high}"))
+    if problem := shift_percent_problem(bg.traffic, bg.step_percent):
+        problems.append(("step_percent", bg.step_percent, problem))
     for name, (low, high) in (("wait_seconds", WAIT_SECONDS_RANGE), ("termination_wait_seconds", WAIT_SECONDS_RANGE),
                               ("max_execution_seconds", MAX_EXECUTION_SECONDS_RANGE)):
         value = getattr(bg, name)

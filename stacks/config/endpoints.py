@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from hyperwarm.endpoint_props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
 from hyperwarm.functions.cache_refresh import contract
@@ -157,20 +157,26 @@ class VariantConfig(StrictModel):
 
 
 class GuardrailsConfig(StrictModel):
-    traffic: Literal[contract.TRAFFIC_TYPES] = "ALL_AT_ONCE"
-    percent: int | None = Field(default=None, description="percent of the variant's instances: CANARY 1..50, "
-                                                          "LINEAR 10..50")
+    traffic: Literal["ALL_AT_ONCE", "CANARY", "LINEAR"] = "ALL_AT_ONCE"
+    percent: int | None = Field(default=None, validate_default=True,
+                                ge=min(low for low, _ in contract.SHIFT_PERCENT.values()),
+                                le=max(high for _, high in contract.SHIFT_PERCENT.values()),
+                                description="percent of the variant's instances: CANARY 1..50, LINEAR 10..50")
     wait_seconds: int = Field(default=300, ge=contract.WAIT_SECONDS_RANGE[0], le=contract.WAIT_SECONDS_RANGE[1])
     alarm_on_5xx_errors: bool = True
 
-    @model_validator(mode="after")
-    def _percent(self) -> "GuardrailsConfig":
-        shift = contract.SHIFT_PERCENT.get(self.traffic)
-        if shift is None and self.percent is not None:
-            raise ValueError(f"percent = {self.percent} -- only CANARY and LINEAR take a percent")
-        if shift is not None and (self.percent is None or not shift[0] <= self.percent <= shift[1]):
-            raise ValueError(f"percent = {self.percent!r} -- {self.traffic} allowed: {shift[0]}..{shift[1]}")
-        return self
+    @field_validator("percent")
+    @classmethod
+    def _percent(cls, percent: int | None, info: ValidationInfo) -> int | None:
+        traffic = info.data.get("traffic")  # absent when it failed its own check
+        if traffic is not None and traffic not in contract.SHIFT_PERCENT and percent is not None:
+            raise ValueError(f"only CANARY and LINEAR take a percent, not {traffic}")
+        if traffic is not None and (problem := contract.shift_percent_problem(traffic, percent)):
+            raise ValueError(problem if percent is not None else f"a percent is needed: {problem}")
+        return percent
+
+
+assert GuardrailsConfig.model_fields["traffic"].annotation.__args__ == contract.TRAFFIC_TYPES
 
 
 class DataCaptureConfig(StrictModel):

@@ -241,3 +241,9 @@ def test_the_table_gives_each_strategys_throughput_change_against_the_first(caps
     assert pa > rnd * 1.05
     assert main(args) == 0
     assert f"{pa:,.2f} ({pa / rnd - 1:+.1%})" in capsys.readouterr().out
+    open_loop = [a for a in args if a not in ("--clients", "56")]  # throughput is the offered rate: no change
+    assert main(open_loop + ["--json"]) == 0
+    offered = json.loads(capsys.readouterr().out)["strategies"]["PREFIX_AWARE"]["throughput_rps"]
+    assert main(open_loop) == 0
+    out = capsys.readouterr().out
+    assert f"{offered:,.2f}" in out and f"{offered:,.2f} (" not in out

@@ -48,6 +48,7 @@ def test_long_context_random_hit_rate_near_25_percent(long_ctx):
 
 def test_long_context_prefix_aware_hit_rate_at_least_80_percent(long_ctx):
     _, _, pa = long_ctx
+    # seed 0: 81.3 %; seeds 0..4: 78.9..81.3 %, 1 to 3 points under AWS's 82 % (planner/README.md)
     assert pa.kv_hit_rate >= 0.80
 
 
@@ -57,8 +58,8 @@ def test_long_context_p50_ttft_reduced_by_70_percent(long_ctx):
 
 
 def test_long_context_p50_and_p90_cuts_inside_aws_ranges(long_ctx):
-    # published: P50 -71..77 %, P90 -33..37 %. Measured on seeds 0..4: P50 -76 % on
-    # every seed, P90 -34..35 %: the run-to-run spread (1 point) fits inside both ranges.
+    # published: P50 -71..77 %, P90 -33..37 %. Measured on seeds 0..4: P50 -75.3..75.6 %,
+    # P90 -35.0..36.2 %: the run-to-run spread (1 point) fits inside both ranges.
     _, rnd, pa = long_ctx
     assert 0.71 <= 1 - pa.ttft_ms["p50"] / rnd.ttft_ms["p50"] <= 0.77
     assert 0.33 <= 1 - pa.ttft_ms["p90"] / rnd.ttft_ms["p90"] <= 0.37
@@ -101,8 +102,8 @@ def test_short_context_hit_rate_30_to_80(short_ctx):
 
 def test_short_context_latency_gain_is_modest(short_ctx):
     # short prompts: the fixed part of TTFT dominates, so P50 gains little
-    # published: P50 -13..16 %, P90 -24..37 %; measured on seeds 0..4: P50 -13.1..13.9 %,
-    # P90 -28.8..29.5 % (the lower P50 bound allows one point of run-to-run noise)
+    # published: P50 -13..16 %, P90 -24..37 %; measured on seeds 0..4: P50 -13.1 % on every
+    # seed, P90 -25.9..26.7 % (the lower P50 bound allows one point of run-to-run noise)
     _, rnd, pa = short_ctx
     p50_cut = 1 - pa.ttft_ms["p50"] / rnd.ttft_ms["p50"]
     p90_cut = 1 - pa.ttft_ms["p90"] / rnd.ttft_ms["p90"]

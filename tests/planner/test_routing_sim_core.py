@@ -236,6 +236,18 @@ def test_a_short_prompt_under_decode_load_is_not_floored_twice():
     assert on.ttft_mean_ms == pytest.approx((41 + 50) / 2)
 
 
+def test_a_short_prompts_one_step_lengthens_with_the_decode_batch():
+    # the fixed TTFT holds one unloaded step (tpot 25 ms); with one sequence decoding and a knee of 8
+    # the step takes 25 x (1 + 1/8) = 28.125 ms, so a one-step prompt pays the 3.125 ms more
+    base = dict(kv_capacity_tokens=100_000, block_tokens=10, prefill_tokens_per_s=10_000.0, overhead_ms=40.0,
+                tpot_ms=25.0, decode_knee=8.0)
+    reqs = [req(0.0, [(1, 10)], out=10_000), req(10.0, [(2, 100)])]
+    loaded = simulate(wl(reqs), Random(), 1, InstanceModel(**base))
+    assert loaded.ttft_mean_ms == pytest.approx((41 + 40 + 10 + 3.125) / 2)
+    off = simulate(wl(reqs), Random(), 1, InstanceModel(**base, prefill_chunk_tokens=0))
+    assert off.ttft_mean_ms == pytest.approx((41 + 50) / 2)
+
+
 def test_a_decode_is_not_slowed_by_its_own_prefill():
     # alone on its instance, a request's decode runs after its prefill: nothing else
     # prefills during it, so it takes out x tpot whatever the chunk size or window
