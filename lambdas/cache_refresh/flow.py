@@ -21,7 +21,7 @@ from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
                      parse_manifest_created, valid_version)
-from .state import Busy, StateTable, held_by_rollout, lock_held
+from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse
 
@@ -29,6 +29,8 @@ DLQ_FORMAT = letters.FORMAT
 REPLAY_KEY = contract.REPLAY_KEY
 """Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
 DRAIN_DEPTH = 3
+LOCK_ATTEMPTS = 3
+"""Tries to take a target's lock when its holder lets go between our look and our queue write."""
 
 
 @dataclass
@@ -183,21 +185,27 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
     The first outcome is this event's; a version that waited behind the lock and must be retried adds
     its retry (so this event is retried too, and its retry rolls it)."""
     s, state, owner = ports.settings, ports.state, _owner(ports)
-    try:
-        item = state.acquire(target.id, owner, s.lock_seconds)
-    except Busy as busy:
-        return [_queue_behind(ports, target, created, event, busy.item, replay)]
-    except TransientError as exc:
-        return [Outcome(target.id, "retry", exc.reason, exc.message)]
-    except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
-        ports.log("could not take lock", target=target.id, error=repr(exc))
-        return [Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")]
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            item = state.acquire(target.id, owner, s.lock_seconds)
+            break
+        except Busy as busy:
+            queued = _queue_behind(ports, target, created, event, busy.item, replay)
+            if queued is not None:
+                return [queued]
+        except TransientError as exc:
+            return [Outcome(target.id, "retry", exc.reason, exc.message)]
+        except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
+            ports.log("could not take lock", target=target.id, error=repr(exc))
+            return [Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")]
+    else:
+        return [Outcome(target.id, "retry", "target-busy", f"{target.id}: the lock changed hands {LOCK_ATTEMPTS} times")]
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)
         d = decide.manifest(created.version, item, live, sequencer=created.sequencer, replay=replay)
         if d.action == "queue":
-            state.enqueue(target.id, created.version, created.sequencer, event)
+            state.enqueue(target.id, created.version, created.sequencer, event, behind=owner)
             if item.get("pending"):  # our rollout still runs: it rolls the queued version when it ends
                 state.keep_rollout(target.id, owner, _rollout_seconds(target))
                 return [Outcome(target.id, "queued", d.reason, d.message)]
@@ -253,14 +261,17 @@ def _start_rollout(ports: Ports, target: Target, created: ManifestCreated, event
 
 
 def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
-                  item: dict[str, Any], replay: bool) -> Outcome:
+                  item: dict[str, Any], replay: bool) -> Outcome | None:
+    """Wait behind the lock's holder, or None when it let go meanwhile (then take the lock and roll)."""
     d = decide.busy(created.version, item, sequencer=created.sequencer, replay=replay)
     if d.action == "skip":
         return Outcome(target.id, "skipped", d.reason, d.message)
     if d.action == "fail":
         return Outcome(target.id, "failed", d.reason, d.message)
     try:
-        ports.state.enqueue(target.id, created.version, created.sequencer, event)
+        ports.state.enqueue(target.id, created.version, created.sequencer, event, behind=item["lock_owner"])
+    except Freed:
+        return None
     except PermanentError as exc:
         return Outcome(target.id, "failed", exc.reason, exc.message)
     except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry
@@ -346,10 +357,12 @@ def _record(ports: Ports, event: dict[str, Any], created: ManifestCreated, outco
     for o in failed:
         ports.metric("RefreshFailed", reason=o.reason, target=o.target)
     if failed and not replay:  # a replay keeps its own letter until it succeeds: no second one
-        message = "; ".join(f"{o.target}: {o.message}" for o in failed)
-        ports.dead_letter(_letter(ports, event, failed[0].reason, message, [o.target for o in failed],
-                                  version=created.version, sequencer=created.sequencer))
-        for o in failed:  # after the letter is safe: a retry of this event skips them, a replay does not
+        for reason in dict.fromkeys(o.reason for o in failed):  # one letter (and id) per failure
+            alike = [o for o in failed if o.reason == reason]
+            ports.dead_letter(_letter(ports, event, reason, "; ".join(f"{o.target}: {o.message}" for o in alike),
+                                      [o.target for o in alike], version=created.version,
+                                      sequencer=created.sequencer))
+        for o in failed:  # after the letters are safe: a retry of this event skips them, a replay does not
             try:
                 ports.state.mark_failed(o.target, created.version, created.sequencer, o.reason)
             except Exception as exc:  # noqa: BLE001 - the letter is safe; a retry's second one has its id

@@ -1,10 +1,12 @@
 """Dead letters the refresh function and the deploy guard write: one envelope, one deterministic id.
 
 A letter is ``{"format": "hyperwarm.refresh-dlq/v1", "letter_id", "event", "reason", "message",
-"targets", "request_id", "failed_at"}``. ``letter_id`` depends only on the targets, the version, the
-S3 sequencer and the reason, so the same failure written twice (a crash between the letter and the
-state write that marks it sent, then Lambda's retry; or a move back seen by both the deploy guard
-and the refresh function) carries one id, and ``hyperwarm refresh replay`` replays it once.
+"targets", "request_id", "failed_at"}``. ``letter_id`` depends only on what identifies the failure:
+the version, its S3 sequencer and the reason. Not on which targets are named: a crash between marking
+one target failed and the next makes Lambda's retry dead-letter the rest alone, and a move back is
+seen by the deploy guard and the refresh function, target by target; each is still one failure with
+one id, which ``hyperwarm refresh replay`` replays once (the letter's event moves every target of the
+prefix that is behind).
 
 Standard library only: the deploy guard imports it too.
 """
@@ -24,15 +26,15 @@ MOVED_BACK = "moved-back"
 """Reason of a target found serving an older version than the one the function made serve."""
 
 
-def letter_id(targets: list[str], version: str, sequencer: str, reason: str) -> str:
-    """The same for the same failure, whoever writes it and however often."""
-    text = json.dumps([sorted(targets), version, sequencer, reason])
+def letter_id(version: str, sequencer: str, reason: str) -> str:
+    """The same for the same failure, whoever writes it, however often and for whichever targets."""
+    text = json.dumps([version, sequencer, reason])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, version: str,
              sequencer: str, request_id: str, failed_at: float | None = None) -> dict[str, Any]:
-    return {"format": FORMAT, "letter_id": letter_id(targets, version, sequencer, reason), "event": event,
+    return {"format": FORMAT, "letter_id": letter_id(version, sequencer, reason), "event": event,
             "reason": reason, "message": message, "targets": targets, "request_id": request_id,
             "failed_at": int(time.time() if failed_at is None else failed_at)}
 
@@ -56,7 +58,7 @@ def moved_back(target: str, item: dict[str, Any], bucket: str | None, message: s
     if not (version and location and bucket):
         return None
     sequencer = str(item.get("current_sequencer") or "0")
-    ident = letter_id([target], version, sequencer, MOVED_BACK)
+    ident = letter_id(version, sequencer, MOVED_BACK)
     return envelope(manifest_event(bucket, location, sequencer, f"hyperwarm-moved-back-{ident}"), MOVED_BACK,
                     message, [target], version=version, sequencer=sequencer, request_id=request_id,
                     failed_at=failed_at)

@@ -30,6 +30,14 @@ class Busy(Exception):
         self.item = item
 
 
+class Freed(TransientError):
+    """The lock a version was about to wait behind is no longer held by the same owner: whoever held it
+    has released it, and may already have looked for a waiting version. The caller takes the lock itself."""
+
+    def __init__(self, target_id: str, owner: str) -> None:
+        super().__init__("lock-lost", f"{target_id}: {owner} no longer holds the lock")
+
+
 class LockLost(TransientError):
     def __init__(self, target_id: str) -> None:
         super().__init__("lock-lost", f"{target_id}: lock expired and was taken over")
@@ -206,15 +214,20 @@ class StateTable:
                     "last_failed": pending}
         return self._owned(target_id, owner, finish)
 
-    def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any]) -> bool:
+    def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any], *, behind: str) -> bool:
         """Remember ``version`` to roll when the target is free, unless an equal or newer one waits.
 
+        ``behind``: the lock owner whose release rolls it. The write lands only while that owner still
+        holds the lock (else :class:`Freed`): an owner releases before it looks for a waiting version,
+        so a version written after that look would wait for nobody.
         A failure mark of the same version goes: only a replay queues a version that failed.
         """
         queued_now = False
 
         def put(item: dict[str, Any]) -> dict[str, Any] | None:
             nonlocal queued_now
+            if item.get("lock_owner") != behind or not lock_held(item, self.clock()):
+                raise Freed(target_id, behind)
             waiting = item.get("queued")
             try:
                 if waiting and not newer(version, waiting["version"]):

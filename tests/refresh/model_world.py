@@ -10,6 +10,7 @@ A fault plan can fail or crash any of those calls, or run a second invocation in
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -48,14 +49,68 @@ def _not_found(what: str) -> ClientError:
     return ClientError({"Error": {"Code": "ValidationError", "Message": f"Could not find {what}."}}, "op")
 
 
+FAULT_KINDS = ("error", "lost", "crash", "crash-after")
+"""What a planned fault does to one call: ``error`` fails it before it runs; ``lost`` runs it and the
+client still sees an error (a timed-out answer); ``crash`` kills the invocation before the call and
+``crash-after`` right after it (no cleanup code runs either way)."""
+
+
+def _api_error(site: str, name: str, *, lost: bool) -> Exception:
+    """What each boundary's real client raises for a throttled call, or for a lost answer (what the
+    SDK's own retry then sees: an UpdateEndpoint that went through answers "in progress")."""
+    if name == "update_endpoint" and lost:
+        return ClientError({"Error": {"Code": "ValidationError",
+                                      "Message": "Cannot update in-progress endpoint"}}, name)
+    if name.startswith(("describe_", "create_", "update_", "delete_")):  # SageMaker, through boto3
+        return ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, name)
+    if site == "dead_letter":
+        return ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "try again"}}, "SendMessage")
+    reason = {"state.get": "state-unavailable", "state.put": "state-unavailable", "verify": "s3-unavailable"}
+    return TransientError(reason.get(site, "target-unreachable"), f"injected {site}.{name} failure")
+
+
 class Faults:
-    """Per call site: maybe raise a transient or permanent error, crash, or run another invocation first."""
+    """Per call site: maybe raise a transient or permanent error, crash, or run another invocation first.
+
+    Random faults (``rate``) serve the model tests; a ``plan`` (call index -> one of
+    :data:`FAULT_KINDS`) and ``pauses`` (call index -> another invocation run to its end before that
+    call) serve the fault sweep, which numbers every boundary call of a run in ``calls``.
+    """
 
     def __init__(self, rng: random.Random, rate: float, interleave_share: float = 0.3) -> None:
         self.rng, self.rate, self.on, self.share = rng, rate, True, interleave_share
         self.interleave: Callable[[], None] | None = None
         self.nesting = 0
         self.permanent_sites = {"live", "apply", "start"}
+        self.calls: list[str] = []
+        self.plan: dict[int, str] = {}
+        self.pauses: dict[int, Callable[[], None]] = {}
+        self.on_call: dict[str, str] = {}
+        """Method name -> fault kind for its next call (then forgotten): a plan by name."""
+
+    def before(self, site: str, name: str) -> int:
+        """Number the call; run a paused-for invocation, a random or a planned fault before it."""
+        index = len(self.calls)
+        self.calls.append(f"{site}.{name}")
+        pause = self.pauses.pop(index, None)
+        if pause is not None:
+            pause()
+        self.at(site)
+        if name in self.on_call:
+            self.plan[index] = self.on_call.pop(name)
+        kind = self.plan.get(index)
+        if kind == "error":
+            raise _api_error(site, name, lost=False)
+        if kind == "crash":
+            raise Crash(f"{site}.{name} #{index}")
+        return index
+
+    def after(self, site: str, name: str, index: int) -> None:
+        kind = self.plan.get(index)
+        if kind == "lost":
+            raise _api_error(site, name, lost=True)
+        if kind == "crash-after":
+            raise Crash(f"after {site}.{name} #{index}")
 
     def at(self, site: str) -> None:
         if not self.on or self.rng.random() >= self.rate:
@@ -77,6 +132,19 @@ class Faults:
             raise Crash(site)
 
 
+def boundary(site: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A fake's method is one call at the API boundary ``site``: numbered, and faulted as planned."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            index = self.faults.before(site, method.__name__)
+            result = method(self, *args, **kwargs)
+            self.faults.after(site, method.__name__, index)
+            return result
+        return call
+    return wrap
+
+
 class MemStore:
     """Items kept as JSON text: every get is a fresh copy, as from DynamoDB."""
 
@@ -85,12 +153,12 @@ class MemStore:
         self.revs: dict[str, int] = {}
         self.faults = faults
 
+    @boundary("state.get")
     def get(self, pk: str) -> dict[str, Any]:
-        self.faults.at("state.get")
         return json.loads(self.items.get(pk, "{}"))
 
+    @boundary("state.put")
     def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
-        self.faults.at("state.put")
         if self.revs.get(pk, 0) != expected_rev:
             return False
         self.items[pk], self.revs[pk] = json.dumps(item), int(item["rev"])
@@ -109,12 +177,12 @@ class FakeKube:
                            "spec": {"modelSourceConfig": dict(source), "modelVersion": version}}
             for kind, name in (("InferenceEndpointConfig", "llama"), ("ModelWeightsCacheConfig", "llama-weights"))}
 
+    @boundary("live")
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
-        self.faults.at("live")
         return _copy(self.objects[(kind, name)])
 
+    @boundary("apply")
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        self.faults.at("apply")
         obj = self.objects[(kind, name)]
         if patch["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             return 409, {}
@@ -164,36 +232,36 @@ class FakeSageMaker:
                              "detail": {"EndpointName": ENDPOINT.endpoint, "EndpointConfigName": self.config,
                                         "EndpointStatus": self.status}})
 
+    @boundary("live")
     def describe_endpoint(self, EndpointName: str) -> dict[str, Any]:
-        self.faults.at("live")
         return {"EndpointName": EndpointName, "EndpointStatus": self.status, "EndpointConfigName": self.config}
 
+    @boundary("live")
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
-        self.faults.at("live")
         if EndpointConfigName not in self.configs:
             raise _not_found(f"endpoint configuration {EndpointConfigName}")
         return _copy(self.configs[EndpointConfigName])
 
+    @boundary("live")
     def describe_model(self, ModelName: str) -> dict[str, Any]:
-        self.faults.at("live")
         if ModelName not in self.models:
             raise _not_found(f"model {ModelName}")
         return _copy(self.models[ModelName])
 
+    @boundary("start")
     def create_model(self, **spec: Any) -> None:
-        self.faults.at("start")
         if spec["ModelName"] in self.models:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Model already exists"}}, "CreateModel")
         self.models[spec["ModelName"]] = spec
 
+    @boundary("start")
     def create_endpoint_config(self, **spec: Any) -> None:
-        self.faults.at("start")
         if spec["EndpointConfigName"] in self.configs:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Config already exists"}}, "Create")
         self.configs[spec["EndpointConfigName"]] = spec
 
+    @boundary("start")
     def update_endpoint(self, EndpointName: str, EndpointConfigName: str, **_: Any) -> None:
-        self.faults.at("start")
         if self.status != "InService":
             raise ClientError({"Error": {"Code": "ValidationError",
                                          "Message": "Cannot update in-progress endpoint"}}, "UpdateEndpoint")
@@ -204,15 +272,15 @@ class FakeSageMaker:
         names = {self.config, self.updating_to} - {None}
         return names | {v["ModelName"] for n in names for v in self.configs[n]["ProductionVariants"]}
 
+    @boundary("delete")
     def delete_endpoint_config(self, EndpointConfigName: str) -> None:
-        self.faults.at("delete")
         if EndpointConfigName in self._in_use() or EndpointConfigName.startswith("cfn-config"):
             self.violations.append(f"deleted config {EndpointConfigName} while in use")
         if self.configs.pop(EndpointConfigName, None) is None:
             raise _not_found(EndpointConfigName)
 
+    @boundary("delete")
     def delete_model(self, ModelName: str) -> None:
-        self.faults.at("delete")
         if ModelName in self._in_use() or ModelName.startswith("cfn-model"):
             self.violations.append(f"deleted model {ModelName} while in use")
         if self.models.pop(ModelName, None) is None:
@@ -262,11 +330,15 @@ class FakeSqs:
         self.ids = itertools.count(1)
         self.sent: list[tuple[int, dict[str, Any]]] = []  # (invocation number, letter)
 
+    @boundary("dead_letter")
     def send(self, body: dict[str, Any], invocation: int = 0) -> None:
-        self.faults.at("dead_letter")
         mid = f"m{next(self.ids)}"
         self.messages[mid] = {"MessageId": mid, "ReceiptHandle": mid, "Body": json.dumps(body), "visible": True}
         self.sent.append((invocation, body))
+
+    def put_raw(self, body: dict[str, Any], mid: str) -> None:
+        """A message another sender wrote (Lambda's on-failure destination, EventBridge's DLQ, the deploy guard)."""
+        self.messages[mid] = {"MessageId": mid, "ReceiptHandle": mid, "Body": json.dumps(body), "visible": True}
 
     def receive_message(self, QueueUrl: str, MaxNumberOfMessages: int = 1, **_: Any) -> dict[str, Any]:
         out = [m for m in self.messages.values() if m["visible"]][:MaxNumberOfMessages]
@@ -321,8 +393,8 @@ class World:
         self.changing: dict[str, int] = {}  # target id -> the invocation inside a change of it
         self.violations: list[str] = []
 
+    @boundary("verify")
     def verify(self, created: Any) -> None:
-        self.faults.at("verify")
         state = self.files.get(created.version, "missing")
         if state == "corrupt":
             raise PermanentError("corrupt-manifest", f"{created.version}: manifest is not JSON")
@@ -429,3 +501,81 @@ class _Body:
 
     def read(self) -> bytes:
         return self.text.encode()
+
+
+def scheduled_event(number: int = 0) -> dict[str, Any]:
+    """EventBridge's scheduled event, which runs the reconciliation."""
+    return {"version": "0", "id": f"schedule-{number}", "detail-type": "Scheduled Event", "source": "aws.events",
+            "time": "2026-11-29T12:00:00Z", "resources": ["arn:aws:events:us-west-2:1:rule/reconcile"], "detail": {}}
+
+
+class AsyncLambda:
+    """Lambda's asynchronous delivery over a :class:`World`: an event that raises (or crashes) is retried
+    twice, then its on-failure record lands in the dead-letter queue; SageMaker's state changes are
+    delivered as they are emitted. :meth:`quiesce` continues as AWS does until nothing changes."""
+
+    RETRIES = 2
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.inflight: list[tuple[dict[str, Any], int]] = []
+        self.answers: list[tuple[str, Any]] = []  # (event id, answer or repr of what it raised)
+        self.schedules = itertools.count(1)
+
+    def send(self, *events: dict[str, Any]) -> None:
+        self.inflight += [(e, 0) for e in events]
+
+    def flush(self) -> None:
+        self.inflight += [(e, 0) for e in self.world.sm.emitted]
+        self.world.sm.emitted = []
+
+    def deliver_next(self) -> None:
+        event, attempts = self.inflight.pop(0)
+        self.deliver(event, attempts)
+
+    def deliver(self, event: dict[str, Any], attempts: int = 0) -> None:
+        try:
+            _, answer = self.world.invoke(event)
+            self.answers.append((event["id"], answer))
+        except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
+            self.answers.append((event["id"], repr(exc)))
+            if attempts < self.RETRIES:
+                self.inflight.append((event, attempts + 1))
+            else:
+                self.world.sqs.put_raw(on_failure_record(event, repr(exc)), f"failure-{event['id']}-{attempts}")
+        self.flush()
+
+    def drain(self) -> None:
+        while self.inflight:
+            self.deliver_next()
+
+    def reconcile(self) -> None:
+        """The scheduled reconciliation (not retried: the next schedule is its retry)."""
+        event = scheduled_event(next(self.schedules))
+        try:
+            self.answers.append((event["id"], self.world.invoke(event)[1]))
+        except (Exception, Crash) as exc:  # noqa: BLE001
+            self.answers.append((event["id"], repr(exc)))
+        self.flush()
+
+    def quiesce(self, *, rounds: int = 30) -> None:
+        """Faults off; deliver, end SageMaker's updates, let locks expire, reconcile and replay the
+        dead-letter queue until a round changes nothing."""
+        w = self.world
+        w.faults.on = False
+        for _ in range(rounds):
+            before = (w.snapshot(), len(w.sqs.messages))
+            self.drain()
+            if w.sm.status == "Updating":
+                w.sm.settle(True)
+                self.flush()
+                continue
+            w.clock.now += 6000  # invocation locks (900 s) and rollout locks of a lost rollout expire
+            self.reconcile()
+            self.drain()
+            w.replay()
+            self.flush()
+            self.drain()
+            if (w.snapshot(), len(w.sqs.messages)) == before and not self.inflight and w.sm.status == "InService":
+                return
+        raise AssertionError(f"no quiescence after {rounds} rounds")

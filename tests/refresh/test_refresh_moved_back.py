@@ -211,7 +211,10 @@ def test_a_failure_next_to_a_drained_version_that_must_be_retried_is_still_dead_
     v3 whose patch fails transiently: 2.0's letter is written, v3 still waits, and the event is raised."""
     world = mw.World(random.Random(1), initial="v2")
     world.files.update({"v3": "complete", "2.0": "complete"})
-    state_mod.StateTable(world.store, world.clock).enqueue(mw.HYPERPOD.id, "v3", "102", mw.manifest_event("v3", 0x102))
+    table = state_mod.StateTable(world.store, world.clock)
+    table.acquire(mw.HYPERPOD.id, "died", 60)  # v3 waits behind an invocation that died holding the lock
+    table.enqueue(mw.HYPERPOD.id, "v3", "102", mw.manifest_event("v3", 0x102), behind="died")
+    world.clock.now += 120
     patch = world.kube.merge_patch
 
     def flaky(kind, namespace, name, body):
