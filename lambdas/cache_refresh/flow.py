@@ -42,7 +42,8 @@ class Ports:
     verify: Callable[[ManifestCreated], None]
     live: Callable[[Target, str], decide.Live]
     apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
-    start_endpoint: Callable[[EndpointTarget, ManifestCreated], dict[str, Any]]
+    start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], None]], dict[str, Any]]
+    """(target, event, reserve): ``reserve`` records the names before anything is created."""
     delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
     dead_letter: Callable[[dict[str, Any]], None]
     metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
@@ -253,8 +254,9 @@ def _start_rollout(ports: Ports, target: Target, created: ManifestCreated, event
                    owner: str) -> Outcome:
     """Start the endpoint update and hand the lock to the rollout (its end is a state change)."""
     ports.metric("RefreshStarted", target=target.id)
-    pending = ports.start_endpoint(target, created)
-    pending.update(bucket=created.bucket, event=json.dumps(event))
+    known = {"bucket": created.bucket, "event": json.dumps(event)}
+    pending = {**ports.start_endpoint(target, created, lambda rollout: ports.state.reserve(
+        target.id, owner, {**rollout, **known})), **known}
     ports.state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
     ports.log("endpoint update started", target=target.id, config=pending["config"])
     return Outcome(target.id, "started")
@@ -303,16 +305,27 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     """Finish a recorded rollout that the endpoint says has ended (its state-change event may be lost).
 
     The returned item carries ``settled``: (state, reason) of :func:`.decide.rollout`, for the caller.
+    An update whose start was never recorded (``starting``: its answer was lost, or the function died
+    after it) is settled first: adopted when its config serves, its resources deleted when it never ran.
     """
-    pending = item.get("pending")
+    record = "pending"
+    if item.get("starting") and not item.get("pending"):
+        if live.status != "InService" or live.config == item["starting"]["config"]:
+            record = "starting"  # ours ended (serves), or an update runs that may be ours: decided at its end
+        else:  # it never ran (or ended on another config): what it created serves nothing
+            deleted = ports.delete_superseded(item["starting"]["config"], item["starting"]["created_models"],
+                                              live.config)
+            ports.log("unstarted endpoint update cleaned up", target=target.id, deleted=deleted)
+            return {**ports.state.drop_start(target.id, owner), "settled": ("start-abandoned", "", deleted)}
+    pending = item.get(record)
     if not pending:
         return item
     status, reason = decide.rollout(pending, live)
-    if status == "in-progress":
+    if status == "in-progress" or (record == "starting" and status != "succeeded"):
         return item
     if status == "succeeded":
         deleted = ports.delete_superseded(item.get("owned_config"), list(item.get("owned_models") or []), live.config)
-        item = ports.state.finish_rollout(target.id, owner, succeeded=True, keep_lock=True)
+        item = ports.state.finish_rollout(target.id, owner, succeeded=True, keep_lock=True, record=record)
         started = float(pending.get("started", ports.state.clock()))
         ports.metric("TimeToRefresh", value=max(0.0, ports.state.clock() - started), unit="Seconds")
         ports.metric("RefreshSucceeded", target=target.id)
@@ -322,9 +335,12 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     ports.metric("RefreshFailed", reason=reason, target=target.id)
     ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id],
                               version=pending["version"], sequencer=pending["sequencer"]))
-    ports.log("endpoint refresh failed; previous config and models kept", target=target.id, reason=reason)
+    # The previous config and models serve; what the failed rollout created goes (a replay creates it again).
+    deleted = ports.delete_superseded(pending["config"], list(pending["created_models"]), live.config)
+    ports.log("endpoint refresh failed; previous config and models kept", target=target.id, reason=reason,
+              deleted=deleted)
     item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True)
-    return {**item, "settled": ("rollout-failed", reason, [])}  # dead-lettered: this event itself is done
+    return {**item, "settled": ("rollout-failed", reason, deleted)}  # dead-lettered: this event itself is done
 
 
 def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
@@ -398,7 +414,7 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
     if target is None:
         raise Skip("unknown-endpoint", f"{change.endpoint} is not a refresh target")
     item = ports.state.get(target.id)
-    if not item.get("pending") and not item.get("queued"):
+    if not any(item.get(k) for k in ("pending", "starting", "queued")):
         return _moved_back(ports, target, item, change)
     if ports.settings.dry_run:  # a rollout a live run started ends while dry run is on: keep the event
         raise TransientError("dry-run", f"{target.id}: dry run changes nothing; replay this state change "

@@ -98,7 +98,8 @@ def ports(request_id: str) -> flow.Ports:
     return flow.Ports(
         settings=s, state=StateTable(DynamoStore(client("dynamodb"), s.state_table)), verify=_verify, live=_live,
         apply_hyperpod=lambda target, created: hyperpod.apply(target, created, _region()),
-        start_endpoint=lambda target, created: endpoint_target.start(client("sagemaker"), target, created),
+        start_endpoint=lambda target, created, reserve: endpoint_target.start(client("sagemaker"), target, created,
+                                                                               reserve),
         delete_superseded=lambda cfg, models, serving: endpoint_target.delete_superseded(
             client("sagemaker"), cfg, models, serving),
         dead_letter=_dead_letter, metric=_metric, log=lambda message, **extra: logger.info(message, extra=extra),

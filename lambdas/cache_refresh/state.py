@@ -188,11 +188,19 @@ class StateTable:
                     "current_bucket": bucket}
         return self._owned(target_id, owner, seen)
 
+    def reserve(self, target_id: str, owner: str, rollout: dict[str, Any]) -> dict[str, Any]:
+        """Name what an endpoint update is about to create (``starting``), before it creates anything."""
+        return self._owned(target_id, owner, lambda item: {**item, "starting": rollout})
+
+    def drop_start(self, target_id: str, owner: str) -> dict[str, Any]:
+        """Forget a ``starting`` record whose update never ran (its resources are deleted)."""
+        return self._owned(target_id, owner, lambda item: {k: v for k, v in item.items() if k != "starting"})
+
     def start_rollout(self, target_id: str, owner: str, pending: dict[str, Any], seconds: int) -> dict[str, Any]:
         """Hand our lock to the rollout (owner ``rollout:<config>``) until SageMaker ends it."""
         return self._owned(target_id, owner, lambda item: {
-            **item, "pending": pending, "lock_owner": ROLLOUT + pending["config"],
-            "lock_expires": int(self.clock()) + seconds})
+            **{k: v for k, v in item.items() if k != "starting"}, "pending": pending,
+            "lock_owner": ROLLOUT + pending["config"], "lock_expires": int(self.clock()) + seconds})
 
     def keep_rollout(self, target_id: str, owner: str, seconds: int) -> dict[str, Any]:
         """A rollout whose lock expired is still running: give the lock back to it."""
@@ -200,11 +208,12 @@ class StateTable:
             **item, "lock_owner": ROLLOUT + item["pending"]["config"], "lock_expires": int(self.clock()) + seconds})
 
     def finish_rollout(self, target_id: str, owner: str, *, succeeded: bool, reason: str = "",
-                       keep_lock: bool = False) -> dict[str, Any]:
-        """End the pending rollout under ``owner``'s lock: the new version serves, or it failed."""
+                       keep_lock: bool = False, record: str = "pending") -> dict[str, Any]:
+        """End the rollout under ``owner``'s lock: the new version serves, or it failed. ``record``:
+        ``starting`` for an update whose start was never recorded (its answer was lost) but that serves."""
         def finish(item: dict[str, Any]) -> dict[str, Any]:
-            pending = item["pending"]
-            rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != "pending"}
+            pending = item[record]
+            rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != record}
             if succeeded:
                 return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
                         "current_location": pending["location"], "current_bucket": pending["bucket"],

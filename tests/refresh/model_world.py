@@ -412,8 +412,8 @@ class World:
             verify=self.verify, live=self.live,
             apply_hyperpod=lambda target, created: self._alone(target.id, lambda: hyperpod.apply(
                 target, created, "us-west-2", kube=self.kube)),
-            start_endpoint=lambda target, created: self._alone(target.id, lambda: endpoint_target.start(
-                self.sm, target, created)),
+            start_endpoint=lambda target, created, reserve: self._alone(target.id, lambda: endpoint_target.start(
+                self.sm, target, created, reserve)),
             delete_superseded=lambda cfg, models, serving: self._alone(ENDPOINT.id, lambda: (
                 endpoint_target.delete_superseded(self.sm, cfg, models, serving))),
             dead_letter=lambda body: self.sqs.send(body, self.running[-1]),

@@ -62,7 +62,6 @@ def test_a_version_queued_while_its_rollout_ends_is_rolled_not_lost(monkeypatch)
     assert not world.sqs.messages
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet")
 @pytest.mark.parametrize("fault", ["lost", "crash-after"])
 def test_a_lost_answer_to_update_endpoint_leaks_no_config_or_model(fault):
     """UpdateEndpoint went through, but the function never recorded the rollout: the version is adopted
@@ -80,7 +79,6 @@ def test_a_lost_answer_to_update_endpoint_leaks_no_config_or_model(fault):
     assert not world.sqs.messages
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet")
 def test_a_rolled_back_rollout_leaks_no_config_or_model():
     world, aws = _world("v2")
     aws.deliver(mw.manifest_event("v2", 0x101))

@@ -99,14 +99,16 @@ def test_superseded_refresh_resources_are_deleted_once_the_next_version_serves(w
     assert "llama-prod-cfn" in names  # created by CloudFormation: never deleted by a refresh
 
 
-def test_rollback_keeps_the_old_version_deletes_nothing_and_is_dead_lettered(world, context):
+def test_rollback_keeps_the_old_version_deletes_only_what_it_created_and_is_dead_lettered(world, context):
     event = world.upload("v2")
+    configs, models = world.sm.list_endpoint_configs()["EndpointConfigs"], world.sm.list_models()["Models"]
     refresh(world, event, context)
-    configs = world.sm.list_endpoint_configs()["EndpointConfigs"]
+    assert len(world.sm.list_endpoint_configs()["EndpointConfigs"]) == len(configs) + 1
     result = finish_endpoint(world, context, succeed=False)
     assert (result["status"], result["reason"]) == ("rollout-failed", "rolled-back")
     assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
-    assert world.sm.list_endpoint_configs()["EndpointConfigs"] == configs
+    assert world.sm.list_endpoint_configs()["EndpointConfigs"] == configs  # the replay creates them again
+    assert world.sm.list_models()["Models"] == models
     [letter] = world.dead_letters()  # the README promised it; before, nothing was sent
     assert (letter["reason"], letter["event"], letter["targets"]) == ("rolled-back", event, [f"endpoint:{ENDPOINT}"])
 

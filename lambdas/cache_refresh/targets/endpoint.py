@@ -15,7 +15,7 @@ The old config and models serve until SageMaker reports InService on the new con
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 from botocore.exceptions import ClientError
 
@@ -67,8 +67,9 @@ def repointed_container(container: dict[str, Any], event: ManifestCreated) -> di
     return None
 
 
-def clone_model(sm: Any, model_name: str, name: str, event: ManifestCreated) -> str | None:
-    """Create the new-version copy of ``model_name`` named ``name``; None when the model does not use the prefix."""
+def model_copy(sm: Any, model_name: str, name: str, event: ManifestCreated) -> dict[str, Any] | None:
+    """The CreateModel request for the new-version copy of ``model_name`` named ``name``; None when the
+    model does not use the prefix. Reads only."""
     try:
         live = sm.describe_model(ModelName=model_name)
     except ClientError as exc:
@@ -88,13 +89,16 @@ def clone_model(sm: Any, model_name: str, name: str, event: ManifestCreated) -> 
         spec["Containers"] = containers
     if not changed:
         return None
-    spec.update(ModelName=name, Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
+    return {**spec, "ModelName": name, "Tags": [TAG, {"Key": "hyperwarm:model-version", "Value": event.version}]}
+
+
+def _create(create: Callable[..., Any], spec: dict[str, Any], what: str) -> None:
+    """A Create* call that takes "already exists" as done: a retry of the same refresh asks again (same names)."""
     try:
-        sm.create_model(**spec)
+        create(**spec)
     except ClientError as exc:
         if "already exist" not in exc.response["Error"].get("Message", ""):
-            raise _fail(exc, f"CreateModel {name}") from None
-    return name
+            raise _fail(exc, what) from None
 
 
 def deployment_config(bg: BlueGreen) -> dict[str, Any]:
@@ -117,8 +121,14 @@ def rollout_seconds(bg: BlueGreen) -> int:
     return bg.max_execution_seconds + bg.termination_wait_seconds + 900
 
 
-def start(sm: Any, target: EndpointTarget, event: ManifestCreated) -> dict[str, Any]:
-    """Clone models and config for ``event`` and start the update; returns the rollout record."""
+def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
+          reserve: Callable[[dict[str, Any]], None] = lambda rollout: None) -> dict[str, Any]:
+    """Clone models and config for ``event`` and start the update; returns the rollout record.
+
+    ``reserve`` gets that record after the reads and before anything is created: whatever this call
+    creates is named in the state first, so a lost answer, a failed write after it or a crash leaves
+    names to clean up or adopt, never resources nobody knows about.
+    """
     try:
         endpoint = sm.describe_endpoint(EndpointName=target.endpoint)
     except ClientError as exc:
@@ -132,36 +142,36 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated) -> dict[str, 
         raise _fail(exc, f"DescribeEndpointConfig {live_name}") from None
     spec = _accepted(sm, "CreateEndpointConfig", live)
     salt = f"{target.endpoint}|{event.sequencer}"
-    created: list[str] = []
+    models: list[dict[str, Any]] = []
     variants = []
     for variant in spec.get("ProductionVariants", []):
         if "ModelName" not in variant:
             raise PermanentError("target-rejected", f"{target.endpoint}: variant {variant['VariantName']} uses "
                                  "inference components, which cache refresh does not update")
-        new_model = clone_model(sm, variant["ModelName"],
-                                naming.model_name(target.endpoint, variant["VariantName"], event.version, salt), event)
-        if new_model:
-            created.append(new_model)
-            variant = {**variant, "ModelName": new_model}
+        model = model_copy(sm, variant["ModelName"],
+                           naming.model_name(target.endpoint, variant["VariantName"], event.version, salt), event)
+        if model:
+            models.append(model)
+            variant = {**variant, "ModelName": model["ModelName"]}
         variants.append(variant)
-    if not created:
+    if not models:
         raise PermanentError("target-rejected", f"{target.endpoint}: no variant reads s3://{event.bucket}/{event.prefix}/")
     config_name = naming.endpoint_config_name(target.endpoint, event.version, salt)
+    rollout = {"version": event.version, "sequencer": event.sequencer, "location": event.location,
+               "config": config_name, "created_models": [m["ModelName"] for m in models],
+               "previous_config": live_name, "started": int(time.time()), "event_time": event.time}
+    reserve(rollout)
+    for model in models:
+        _create(sm.create_model, model, f"CreateModel {model['ModelName']}")
     spec.update(EndpointConfigName=config_name, ProductionVariants=variants,
                 Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
-    try:
-        sm.create_endpoint_config(**spec)
-    except ClientError as exc:
-        if "already exist" not in exc.response["Error"].get("Message", ""):
-            raise _fail(exc, f"CreateEndpointConfig {config_name}") from None
+    _create(sm.create_endpoint_config, spec, f"CreateEndpointConfig {config_name}")
     try:
         sm.update_endpoint(EndpointName=target.endpoint, EndpointConfigName=config_name,
                            RetainAllVariantProperties=True, DeploymentConfig=deployment_config(target.blue_green))
     except ClientError as exc:
         raise _fail(exc, f"UpdateEndpoint {target.endpoint}") from None
-    return {"version": event.version, "sequencer": event.sequencer, "location": event.location,
-            "config": config_name, "created_models": created, "previous_config": live_name,
-            "started": int(time.time()), "event_time": event.time}
+    return rollout
 
 
 def _container_uris(model: dict[str, Any]) -> list[str]:
