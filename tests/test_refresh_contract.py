@@ -160,7 +160,8 @@ def test_the_contract_values_are_written_nowhere_else_in_the_code() -> None:
     SageMaker's and the operator's own enumerations, used by code that implements each of them.)"""
     values = {contract.REFRESH_TARGETS, contract.STATE_TABLE, contract.ALLOWED_BUCKETS, contract.DLQ_URL,
               contract.DRY_RUN, contract.LOCK_SECONDS, contract.METRICS_NAMESPACE, contract.LETTER_FORMAT,
-              contract.REPLAY_KEY, contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.DEPLOY_GUARD_HANDLER}
+              contract.REPLAY_KEY, contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.DEPLOY_GUARD_HANDLER,
+              contract.RECONCILE_HANDLER, contract.RECONCILED_METRIC}
     library = [p for p in _SOURCES if not p.is_relative_to(REPO / "tests") and p.name != "contract.py"]
     written = {f"{p.relative_to(REPO)}: {v}" for p in library for v in _string_constants(p) & values}
     assert not written
@@ -208,8 +209,9 @@ def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_p
                  for f in synthesized.resources(stack, "AWS::Lambda::Function").values()
                  if str(f["Properties"].get("Handler", "")).startswith(f"{contract.PACKAGE}.")]
     handlers = {f["Handler"] for f in functions}
-    assert handlers == {contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.DEPLOY_GUARD_HANDLER}
-    (asset,) = {f["Code"]["S3Key"].removesuffix(".zip") for f in functions}  # one bundle for all three
+    assert handlers == {contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.RECONCILE_HANDLER,
+                        contract.DEPLOY_GUARD_HANDLER}
+    (asset,) = {f["Code"]["S3Key"].removesuffix(".zip") for f in functions}  # one bundle for all four
     copy = tmp_path / "asset"
     shutil.copytree(synthesized.outdir / f"asset.{asset}", copy)
     site = str(Path(boto3.__file__).resolve().parent.parent)

@@ -148,7 +148,7 @@ def test_delete_always_succeeds(state, responses) -> None:
 
 
 def test_an_unreadable_state_stops_the_deploy_and_still_answers(responses, monkeypatch) -> None:
-    def denied(properties: dict[str, Any]) -> list[str]:
+    def denied(properties: dict[str, Any], budget_s: float = 0.0) -> list[str]:
         raise RuntimeError("AccessDeniedException: not authorized to perform dynamodb:GetItem")
 
     monkeypatch.setattr(deploy_guard, "check", denied)
@@ -227,6 +227,80 @@ def test_a_rollback_still_succeeds_and_counts_when_the_letter_cannot_be_sent(sta
     assert "0 dead letter(s)" in responses[-1]["Reason"]
     out = capsys.readouterr().out
     assert len(_emf(out)) == 1 and "NonExistentQueue" in out  # counted, and the lost letter is in the log
+
+
+# -- faults at the guard's AWS calls -----------------------------------------------------------------
+
+def _throttle(monkeypatch: pytest.MonkeyPatch, operation: str, times: int) -> list[float]:
+    """``operation`` answers ThrottlingException ``times`` times (every time: -1), as AWS does under load;
+    returns the back-off pauses the guard took."""
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
+
+    real, calls, pauses = BaseClient._make_api_call, {"n": 0}, []
+
+    def throttled(self: Any, name: str, params: dict[str, Any]) -> Any:
+        if name == operation and (times < 0 or calls["n"] < times):
+            calls["n"] += 1
+            raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"},
+                               "ResponseMetadata": {"HTTPStatusCode": 400}}, name)
+        return real(self, name, params)
+    monkeypatch.setattr(BaseClient, "_make_api_call", throttled)
+    monkeypatch.setattr(deploy_guard, "_sleep", pauses.append)
+    return pauses
+
+
+@dataclass
+class _Context:
+    remaining_ms: int
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_a_throttled_describe_stacks_is_retried_and_the_rollback_succeeds(state, responses, monkeypatch) -> None:
+    refreshed(state, "v3")
+    _rolling_back(state)
+    pauses = _throttle(monkeypatch, "DescribeStacks", 4)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), _Context(300_000))
+    assert responses[-1]["Status"] == "SUCCESS" and responses[-1]["Reason"].startswith("stack rollback")
+    assert len(pauses) == 4  # backed off once per throttled answer
+
+
+def test_a_rollback_whose_state_stays_unreadable_is_never_blocked_and_is_reported(state, responses, monkeypatch,
+                                                                                   capsys) -> None:
+    """Throttled to the end of the function's time: it may be a rollback, so it passes, and every target it
+    may move back is counted and dead-lettered as in a rollback."""
+    sqs = boto3.client("sqs", region_name="us-west-2")
+    url = sqs.create_queue(QueueName="hyperwarm-test-cache-refresh-dead-letters")["QueueUrl"]
+    refreshed(state, "v3", current_bucket="models")
+    _rolling_back(state)
+    pauses = _throttle(monkeypatch, "DescribeStacks", -1)
+    event = cfn_event(state.stack_id, version="v1")
+    event["ResourceProperties"]["DeadLetterQueue"] = url
+    capsys.readouterr()
+    deploy_guard.on_event(event, _Context(90_000))
+    answer = responses[-1]
+    assert answer["Status"] == "SUCCESS", answer
+    assert "could not be read (ClientError" in answer["Reason"] and "may be a rollback" in answer["Reason"]
+    assert "1 dead letter(s) to replay" in answer["Reason"]
+    assert len(_emf(capsys.readouterr().out)) == 1
+    assert sum(pauses) <= 60  # 90 s left, 30 s kept for the answer
+
+
+def test_a_throttled_state_read_is_retried_and_still_stops_a_deploy_that_moves_back(state, responses,
+                                                                                    monkeypatch) -> None:
+    refreshed(state, "v3")
+    _throttle(monkeypatch, "GetItem", 3)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), _Context(300_000))
+    assert responses[-1]["Status"] == "FAILED"
+    assert responses[-1]["Reason"].startswith("this deploy would roll back refreshed models")
+
+
+def test_an_error_that_is_no_throttling_is_not_retried(state, responses, monkeypatch) -> None:
+    pauses = _throttle(monkeypatch, "GetItem", 0)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1", table="no-such-table"), _Context(300_000))
+    assert responses[-1]["Status"] == "SUCCESS" and pauses == []  # no table: never refreshed, at once
 
 
 # -- the synthesized app ---------------------------------------------------------------------------

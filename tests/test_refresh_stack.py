@@ -31,7 +31,7 @@ def statements(synthesized, stack: str = PROD) -> list[dict]:
 
 
 def test_rule_matches_only_manifests_of_configured_prefixes(synthesized) -> None:
-    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule")]
+    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule") if "EventPattern" in r]
     manifest = next(p for p in patterns if p["source"] == ["aws.s3"])
     assert manifest == {"source": ["aws.s3"], "detail-type": ["Object Created"], "detail": {
         "bucket": {"name": ["hyperwarm-models-prod"]},
@@ -40,7 +40,7 @@ def test_rule_matches_only_manifests_of_configured_prefixes(synthesized) -> None
 
 
 def test_endpoint_state_rule_names_only_refreshed_endpoints(synthesized) -> None:
-    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule")]
+    patterns = [r["EventPattern"] for r in resources(synthesized, "AWS::Events::Rule") if "EventPattern" in r]
     state = next(p for p in patterns if p["source"] == ["aws.sagemaker"])
     assert state["detail"] == {"EndpointName": ["hyperwarm-prod-chat"]}
 
@@ -49,7 +49,7 @@ def test_rule_targets_retry_then_dead_letter_to_an_encrypted_queue(synthesized) 
     (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
     queue = synthesized.resources(PROD, "AWS::SQS::Queue")[queue_id]["Properties"]
     assert queue["SqsManagedSseEnabled"] is True
-    for rule in resources(synthesized, "AWS::Events::Rule"):
+    for rule in (r for r in resources(synthesized, "AWS::Events::Rule") if "EventPattern" in r):
         (target,) = rule["Targets"]
         assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
         assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}
@@ -64,20 +64,21 @@ def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> N
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
 
 
-def test_alarms_over_both_functions_count_a_silent_function_as_zero(synthesized) -> None:
+def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesized) -> None:
     # CloudWatch metric math leaves a + b missing where one series has no point: the state-change function
     # is idle most of the time, so a failing refresh function alone would never raise the alarm.
     expressions = [m["Expression"] for a in resources(synthesized, "AWS::CloudWatch::Alarm")
                    for m in a.get("Metrics", []) if "Expression" in m]
-    assert len(expressions) == 2 and set(expressions) == {"FILL(a, 0) + FILL(b, 0)"}
+    assert sorted(expressions) == ["FILL(a, 0) + FILL(b, 0)", "FILL(a, 0) + FILL(b, 0) + FILL(c, 0)"]
 
 
-def test_both_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
+def test_both_event_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
     """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches."""
     (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
     functions = {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
-                 if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")}
-    configs = resources(synthesized, "AWS::Lambda::EventInvokeConfig")
+                 if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")
+                 and not f["Properties"]["Handler"].endswith(".on_schedule")}
+    configs = [c for c in resources(synthesized, "AWS::Lambda::EventInvokeConfig") if "DestinationConfig" in c]
     assert {c["FunctionName"]["Ref"] for c in configs} == functions and len(functions) == 2
     for config in configs:
         assert config["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}}
@@ -96,7 +97,33 @@ def test_a_failure_that_cannot_reach_the_queue_raises_an_alarm(synthesized) -> N
     (alarm,) = undelivered
     assert {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in alarm["Metrics"] if "MetricStat" in m} \
         == {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
-            if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.handler")}
+            if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.handler")
+            and not f["Properties"]["Handler"].endswith(".on_schedule")}  # no destination: nothing undelivered
+
+
+def test_the_reconciliation_runs_every_five_minutes_without_retries_and_counts_in_the_errors_alarm(synthesized) -> None:
+    """Lost state changes are settled within one period; a run that fails is retried by the next one."""
+    functions = synthesized.resources(PROD, "AWS::Lambda::Function")
+    (reconciler,) = [k for k, f in functions.items() if f["Properties"].get("Handler", "").endswith(".on_schedule")]
+    (rule,) = [r for r in resources(synthesized, "AWS::Events::Rule") if "ScheduleExpression" in r
+               and r["Targets"][0]["Arn"] == {"Fn::GetAtt": [reconciler, "Arn"]}]
+    assert rule["ScheduleExpression"] == "rate(5 minutes)" and rule["Targets"][0]["RetryPolicy"]["MaximumRetryAttempts"] == 0
+    (invoke,) = [c for c in resources(synthesized, "AWS::Lambda::EventInvokeConfig")
+                 if c["FunctionName"] == {"Ref": reconciler}]
+    assert invoke["MaximumRetryAttempts"] == 0 and "DestinationConfig" not in invoke
+    errors = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm") if "FILL(c, 0)" in json.dumps(a)]
+    assert len(errors) == 1 and reconciler in json.dumps(errors[0])
+
+
+def test_reconcile_every_is_whole_minutes_up_to_an_hour() -> None:
+    from hyperwarm.refresh import CacheRefreshHookProps, RefreshedPrefix, props_problems
+
+    def problems(every: cdk.Duration) -> list[str]:
+        return [p for p in props_problems(CacheRefreshHookProps(models=[RefreshedPrefix("m", endpoints=())],
+                                                                reconcile_every=every)) if "reconcile" in p]
+    assert problems(cdk.Duration.minutes(5)) == [] and problems(cdk.Duration.hours(1)) == []
+    assert problems(cdk.Duration.seconds(90)) == ["reconcile_every = 90 seconds -- allowed: whole minutes, 1..60"]
+    assert problems(cdk.Duration.hours(2)) == ["reconcile_every = 7200 seconds -- allowed: whole minutes, 1..60"]
 
 
 def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
@@ -111,7 +138,8 @@ def test_functions_run_in_the_cluster_vpc_on_python_3_13(synthesized) -> None:
     functions = [f for f in resources(synthesized, "AWS::Lambda::Function")
                  if str(f.get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")]
     assert {f["Handler"] for f in functions} == {"hyperwarm.functions.cache_refresh.handler.lambda_handler",
-                                                 "hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change"}
+                                                 "hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change",
+                                                 "hyperwarm.functions.cache_refresh.handler.on_schedule"}
     for function in functions:
         assert function["Runtime"] == "python3.13" and function["VpcConfig"]["SubnetIds"]
 

@@ -1,5 +1,6 @@
-"""The cache refresh hook's EventBridge rules: a complete model version, and a refreshed endpoint's
-state change. A plain helper adding to the hook itself (its logical ids stay the hook's)."""
+"""The cache refresh hook's EventBridge rules: a complete model version, a refreshed endpoint's state
+change, and the reconciliation's schedule. A plain helper adding to the hook itself (its logical ids
+stay the hook's)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,13 @@ def endpoint_state_pattern(endpoint_names: Sequence[str]) -> events.EventPattern
 
 
 class RefreshEvents:
-    """Both rules deliver with retries and the hook's dead-letter queue for what they cannot deliver."""
+    """The event rules deliver with retries and the hook's dead-letter queue for what they cannot
+    deliver; the schedule does not retry (its next run does)."""
 
     def __init__(self, scope: Construct, *, bucket_name: str, prefixes: Sequence[str], endpoint_names: Sequence[str],
-                 function: lambda_.IFunction, state_handler: lambda_.IFunction, dead_letter_queue: sqs.IQueue,
-                 retry_attempts: int, max_event_age: cdk.Duration) -> None:
+                 function: lambda_.IFunction, state_handler: lambda_.IFunction, reconciler: lambda_.IFunction,
+                 reconcile_every: cdk.Duration, dead_letter_queue: sqs.IQueue, retry_attempts: int,
+                 max_event_age: cdk.Duration) -> None:
         def target(handler: lambda_.IFunction) -> targets.LambdaFunction:
             return targets.LambdaFunction(handler, dead_letter_queue=dead_letter_queue,
                                           retry_attempts=retry_attempts, max_event_age=max_event_age)
@@ -47,3 +50,7 @@ class RefreshEvents:
                                              description="a refreshed endpoint changed state",
                                              event_pattern=endpoint_state_pattern(endpoint_names))
             self.endpoint_rule.add_target(target(state_handler))
+        self.reconcile_rule = events.Rule(scope, "ReconcileSchedule", schedule=events.Schedule.rate(reconcile_every),
+                                          description="settle refresh rollouts whose end was never announced")
+        self.reconcile_rule.add_target(targets.LambdaFunction(reconciler, retry_attempts=0,
+                                                              max_event_age=cdk.Duration.minutes(5)))

@@ -28,10 +28,10 @@ _RUNTIME_REASON = ("Python 3.13 is the runtime this function and its bundled dep
 
 
 class RefreshFunctions:
-    """The refresh function (manifest events) and the state handler (endpoint state changes): one
-    code asset, one role, in the cluster's private subnets when there is a cluster (its EKS API
+    """The refresh function (manifest events), the state handler (endpoint state changes) and the
+    reconciler (a schedule): one code asset, one role, in the cluster's private subnets when there is a cluster (its EKS API
     endpoint is private). Every invocation that still fails after Lambda's retries goes to
-    ``dead_letter_queue`` (the on-failure destination)."""
+    ``dead_letter_queue`` (the on-failure destination), except the reconciler's: its next run retries."""
 
     def __init__(self, scope: Construct, *, cluster: IHyperPodCluster | None, environment: Mapping[str, str],
                  dead_letter_queue: sqs.IQueue, function_name: str | None, lock: cdk.Duration,
@@ -63,6 +63,20 @@ class RefreshFunctions:
         _acknowledge_function_checkov(self.state_handler)
         for function in (self.function, self.state_handler):
             _dead_letter_failures(function, dead_letter_queue, retry_attempts, max_event_age)
+        self.reconciler = lambda_.Function(
+            scope, "ReconcileFunction", runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64, handler=contract.RECONCILE_HANDLER, code=code, role=self.role,
+            memory_size=256, timeout=cdk.Duration.minutes(5), environment=dict(environment),
+            log_group=logs.LogGroup(scope, "ReconcileLogs", retention=logs.RetentionDays.THREE_MONTHS),
+            tracing=lambda_.Tracing.ACTIVE,
+            description="hyperwarm: settle refresh rollouts and waiting versions whose end was never announced",
+            **network)
+        acknowledge(self.reconciler, _RUNTIME_REASON, "L1")
+        _acknowledge_function_checkov(self.reconciler)
+        # The next schedule is its retry; a run that could not reconcile every target raises (Errors alarm).
+        self.reconciler.configure_async_invoke(retry_attempts=0, max_event_age=cdk.Duration.minutes(5))
+        acknowledge_checkov(self.reconciler, "a scheduled run with no event worth keeping: the next run "
+                            "retries it, and a failed run counts in the Errors alarm", "CKV_AWS_116")
 
 
 def _role(scope: Construct, *, in_vpc: bool) -> iam.Role:

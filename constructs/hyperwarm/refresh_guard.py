@@ -120,7 +120,7 @@ class RefreshGuard(Construct):
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
             handler=contract.DEPLOY_GUARD_HANDLER, code=function_code(), role=role, memory_size=256,
-            timeout=cdk.Duration.minutes(1),
+            timeout=cdk.Duration.minutes(5),  # room to back off throttled reads and still answer
             log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
             description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")
         acknowledge(self.function, "Python 3.13 is the runtime this function and its bundled dependencies are "

@@ -24,8 +24,8 @@ __all__ = [
     "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
     "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS",
     "MAX_EXECUTION_SECONDS_RANGE", "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN",
-    "PACKAGE", "Problem", "REFRESH_HANDLER", "REFRESH_TARGETS", "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE",
-    "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
+    "PACKAGE", "Problem", "RECONCILED_METRIC", "RECONCILE_HANDLER", "REFRESH_HANDLER", "REFRESH_TARGETS",
+    "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
     "prefix_problem", "service_name", "shift_percent_problem", "state_pk", "target_problems", "targets_json",
@@ -56,6 +56,9 @@ def service_name(env: Mapping[str, str] | None = None) -> str:
 PACKAGE = "hyperwarm.functions.cache_refresh"
 REFRESH_HANDLER = f"{PACKAGE}.handler.lambda_handler"
 STATE_HANDLER = f"{PACKAGE}.handler.on_endpoint_state_change"
+RECONCILE_HANDLER = f"{PACKAGE}.handler.on_schedule"
+RECONCILED_METRIC = "RefreshReconciled"
+"""What the scheduled reconciliation repaired (Reason: rollout-ended, start-abandoned, queued-rolled)."""
 DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------

@@ -14,8 +14,10 @@ Resource properties (Create and Update; Delete always succeeds)::
                   "Field": "<config field that sets it>", "Value": "<field value, with {version}>"}]}
 
 A table or item that does not exist means the target was never refreshed: the deploy proceeds.
+Every AWS read is retried with back-off (throttling, 5xx) within the function's time.
 While CloudFormation rolls the stack back it sends an Update with the previous properties: the
-guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED; but every target
+guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED (so it does when
+the stack's state cannot be read at all: it may be a rollback); but every target
 whose previous properties name a version older than the one it serves may now be moved back, so it
 is reported as a failure of the refresh (``moved-back``): the ``RefreshFailed`` metric (an embedded
 metric format log line, which the refresh alarm watches) and, with ``"DeadLetterQueue": "<queue URL>"``
@@ -28,18 +30,56 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 import urllib.request
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from . import contract, letters
 from .contract import state_pk
 from .versions import compare
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
+_ANSWER_MARGIN_S = 30.0
+"""Of the function's time, what is kept for answering CloudFormation after the last retried read."""
+_FIRST_DELAY_S, _MAX_DELAY_S = 0.5, 16.0
+_RETRYABLE = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+              "ProvisionedThroughputExceededException", "TooManyRequestsException", "RequestThrottled",
+              "InternalFailure", "InternalServerError", "ServiceUnavailable", "RequestTimeout"}
+_sleep: Callable[[float], None] = time.sleep
+T = TypeVar("T")
+
+
+def _patiently(call: Callable[[], T], budget_s: float) -> T:
+    """``call`` (one AWS read), retried with jittered exponential back-off while it is throttled or
+    fails on AWS's side, for at most ``budget_s`` seconds of waiting; then its last error is raised."""
+    waited, delay = 0.0, _FIRST_DELAY_S
+    while True:
+        try:
+            return call()
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            if error.get("Code") not in _RETRYABLE and status < 500:
+                raise
+            if waited + delay > budget_s:
+                raise
+        except BotoCoreError:  # a connection or read timeout
+            if waited + delay > budget_s:
+                raise
+        pause = delay * random.uniform(0.5, 1.0)
+        _sleep(pause)
+        waited += pause
+        delay = min(delay * 2, _MAX_DELAY_S)
+
+
+def _budget(context: Any) -> float:
+    """Seconds of back-off the remaining invocation time allows (60 without a Lambda context)."""
+    remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 60.0 + _ANSWER_MARGIN_S
+    return max(0.0, remaining - _ANSWER_MARGIN_S)
 NAMESPACE = contract.METRICS_NAMESPACE
 SERVICE = contract.service_name()
 """The refresh function's metric dimension: its ``RefreshFailed`` alarm counts the guard's too."""
@@ -57,11 +97,11 @@ def _served(item: dict[str, Any]) -> list[tuple[str, str]]:
                                     ((item.get("pending") or {}).get("version"), "is rolling out")) if v]
 
 
-def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
+def stale_targets(table: Any, targets: list[dict[str, str]], budget_s: float = 0.0) -> list[str]:
     """A message for every target this deploy would move back to an older version."""
     problems = []
     for target in targets:
-        item = _item(table, target["Id"])  # no table yet (None): nothing was ever refreshed
+        item = _item(table, target["Id"], budget_s)  # no table yet (None): nothing was ever refreshed
         rolling = ((item or {}).get("pending") or {}).get("version")
         if rolling:  # any change now would collide with the rollout (an Updating endpoint rejects updates)
             value = target["Value"].replace("{version}", rolling)
@@ -83,22 +123,23 @@ def stale_targets(table: Any, targets: list[dict[str, str]]) -> list[str]:
     return problems
 
 
-def _item(table: Any, target_id: str) -> dict[str, Any] | None:
+def _item(table: Any, target_id: str, budget_s: float = 0.0) -> dict[str, Any] | None:
     """The target's state item; None when it or the table does not exist (never refreshed)."""
     try:
-        return table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True).get("Item")
+        return _patiently(lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
+                          budget_s).get("Item")
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
             return None
         raise
 
 
-def moved_back(table: Any, properties: dict[str, Any], request_id: str) -> list[dict[str, Any]]:
+def moved_back(table: Any, properties: dict[str, Any], request_id: str, budget_s: float = 0.0) -> list[dict[str, Any]]:
     """A ``moved-back`` letter for every target whose rolled-back properties name a version older than
     (or not comparable with) the one it serves."""
     found = []
     for target in properties.get("Targets", []):
-        item = _item(table, target["Id"]) or {}
+        item = _item(table, target["Id"], budget_s) or {}
         served = item.get("current_version")
         if not served:
             continue
@@ -127,12 +168,12 @@ def _metric(target_id: str) -> None:
         "service": SERVICE, "Reason": letters.MOVED_BACK, "RefreshFailed": 1, "target": target_id}))
 
 
-def report_moved_back(event: dict[str, Any]) -> str:
+def report_moved_back(event: dict[str, Any], budget_s: float = 0.0) -> str:
     """During a rollback: count and dead-letter every target it may move back; never raises."""
     properties = {**event.get("OldResourceProperties", {}), **event.get("ResourceProperties", {})}
     try:
         found = moved_back(boto3.resource("dynamodb").Table(properties["Table"]), properties,
-                           event.get("RequestId", ""))
+                           event.get("RequestId", ""), budget_s)
     except Exception as exc:  # noqa: BLE001 - a rollback must go on; the log says what was not checked
         return f"; could not check for targets moved back: {type(exc).__name__}: {exc}"
     queue = properties.get("DeadLetterQueue")
@@ -151,15 +192,16 @@ def report_moved_back(event: dict[str, Any]) -> str:
             + "; ".join(letter["message"] for letter in found))
 
 
-def rolling_back(stack_id: str) -> bool:
+def rolling_back(stack_id: str, budget_s: float = 0.0) -> bool:
     """True while CloudFormation rolls the stack back (it then sends the previous properties)."""
-    (stack,) = boto3.client("cloudformation").describe_stacks(StackName=stack_id)["Stacks"]
+    cloudformation = boto3.client("cloudformation")
+    (stack,) = _patiently(lambda: cloudformation.describe_stacks(StackName=stack_id), budget_s)["Stacks"]
     return stack["StackStatus"].endswith("ROLLBACK_IN_PROGRESS")
 
 
-def check(properties: dict[str, Any]) -> list[str]:
+def check(properties: dict[str, Any], budget_s: float = 0.0) -> list[str]:
     table = boto3.resource("dynamodb").Table(properties["Table"])
-    return stale_targets(table, list(properties.get("Targets", [])))
+    return stale_targets(table, list(properties.get("Targets", [])), budget_s)
 
 
 def _respond(event: dict[str, Any], status: str, reason: str) -> None:
@@ -174,15 +216,35 @@ def _respond(event: dict[str, Any], status: str, reason: str) -> None:
         response.read()
 
 
-def on_event(event: dict[str, Any], context: Any) -> None:
-    """CloudFormation custom resource handler: always answers, so a deploy never hangs on it."""
-    status, reason = "SUCCESS", "no refresh target would move to an older version"
+def _rollback_state(stack_id: str, budget_s: float) -> bool | str:
+    """Whether the stack rolls back, or why that could not be read (after the back-off)."""
     try:
-        if event["RequestType"] == "Update" and rolling_back(event["StackId"]):
+        return rolling_back(stack_id, budget_s)
+    except Exception as exc:  # noqa: BLE001 - unknown is answered by the caller, never raised
+        return f"{type(exc).__name__}: {exc}"
+
+
+def on_event(event: dict[str, Any], context: Any) -> None:
+    """CloudFormation custom resource handler: always answers, so a deploy never hangs on it.
+
+    AWS reads are retried with back-off within the function's time. A Delete always succeeds; so does
+    an Update while its stack rolls back, and one whose stack state cannot be read even then: it may be
+    a rollback, and failing one leaves the stack in UPDATE_ROLLBACK_FAILED. Such an Update is reported
+    as a rollback is (every target it may move back counted and dead-lettered), so nothing moves back
+    unseen.
+    """
+    status, reason = "SUCCESS", "no refresh target would move to an older version"
+    budget = _budget(context)
+    try:
+        rollback = _rollback_state(event["StackId"], budget) if event["RequestType"] == "Update" else False
+        if rollback is True:
             reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
-                      + report_moved_back(event))
+                      + report_moved_back(event, budget))
+        elif rollback is not False:
+            reason = (f"the stack's state could not be read ({rollback}): this update may be a rollback, so it "
+                      "is not blocked" + report_moved_back(event, budget))
         elif event["RequestType"] in ("Create", "Update"):
-            problems = check(event["ResourceProperties"])
+            problems = check(event["ResourceProperties"], budget)
             if problems:
                 status = "FAILED"
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)

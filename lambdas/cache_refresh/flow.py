@@ -80,6 +80,8 @@ def handle(ports: Ports, event: Any) -> dict[str, Any]:
     if replay:
         event = {k: v for k, v in event.items() if k != REPLAY_KEY}
     try:
+        if event_source(event) == "aws.events" and event.get("detail-type") == "Scheduled Event":
+            return reconcile(ports)
         if event_source(event) == "aws.sagemaker":
             try:
                 return on_state_change(ports, parse_endpoint_state_change(event))
@@ -419,6 +421,23 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
     if ports.settings.dry_run:  # a rollout a live run started ends while dry run is on: keep the event
         raise TransientError("dry-run", f"{target.id}: dry run changes nothing; replay this state change "
                              "after turning dry run off")
+    item, live, outcomes = _revisit(ports, target)
+    if item.get("pending"):
+        return {"status": "ignored", "reason": "in-progress", "detail": f"{target.id}: {live.status} on {live.config}"}
+    if live.status != "InService":  # someone else's update: its end is another state change
+        return {"status": "ignored", "reason": "endpoint-busy", "detail": f"{target.id}: {live.status}"}
+    status, reason, deleted = item.get("settled", ("settled", "", []))
+    retry = [o for o in outcomes if o.status == "retry"]
+    if retry:  # the version waiting is still waiting: this state change's retry rolls it
+        raise TransientError(retry[0].reason, retry[0].message)
+    return {"status": status, "target": target.id, "version": item.get("current_version"), "deleted": deleted,
+            **({"reason": reason} if reason else {}), "next": [o.status for o in outcomes]}
+
+
+def _revisit(ports: Ports, target: Target) -> tuple[dict[str, Any], decide.Live, list[Outcome]]:
+    """Under the target's lock (taken over a rollout, whose end may never be announced): settle what
+    ended, give a rollout still running its lock back, else release and roll the version that waits.
+    Returns the item, what the target serves and the waiting version's outcomes."""
     owner = _owner(ports)
     try:
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
@@ -429,23 +448,76 @@ def on_state_change(ports: Ports, change: EndpointStateChange) -> dict[str, Any]
         item = _settle(ports, target, item, live, owner)
         if item.get("pending"):
             ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
-            return {"status": "ignored", "reason": "in-progress", "detail": f"{target.id}: {live.status} on {live.config}"}
+            return item, live, []
         ports.state.release(target.id, owner)
-        if live.status != "InService":  # someone else's update: its end is another state change
-            return {"status": "ignored", "reason": "endpoint-busy", "detail": f"{target.id}: {live.status}"}
     except (PermanentError, TransientError):
         _release_quietly(ports, target, owner)
         raise
     except Exception as exc:  # noqa: BLE001
         _release_quietly(ports, target, owner)
         raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
-    status, reason, deleted = item.get("settled", ("settled", "", []))
-    outcomes = _drain(ports, target, 0)
+    if live.status != "InService":
+        return item, live, []
+    return item, live, _drain(ports, target, 0)
+
+
+# -- the scheduled reconciliation -----------------------------------------------------------------
+
+RECONCILED = contract.RECONCILED_METRIC
+"""With Reason: rollout-ended (a rollout, or an unrecorded update, whose end was never announced),
+start-abandoned (an update that never ran: its resources deleted), queued-rolled (a version that
+waited for an event that never came)."""
+
+
+def reconcile(ports: Ports) -> dict[str, Any]:
+    """Settle every recorded rollout, unrecorded update or waiting version whose target says it can
+    move on, so that no state waits on an event that may never come (a state change lost to an
+    undeliverable target or a disabled rule, a lock whose holder died). Raises after visiting every
+    target when one could not be reconciled (the function's Errors), the next schedule tries again."""
+    if ports.settings.dry_run:
+        return {"status": "dry-run", "repaired": {}}
+    repaired: dict[str, list[str]] = {}
+    problems = []
+    for target in (t for targets in ports.settings.targets.values() for t in targets):
+        try:
+            fixed = _reconcile(ports, target)
+        except Exception as exc:  # noqa: BLE001 - every target is visited
+            problems.append(f"{target.id}: {exc}")
+            ports.log("could not reconcile", target=target.id, error=repr(exc))
+            continue
+        for reason in fixed:
+            ports.metric(RECONCILED, reason=reason, target=target.id)
+        if fixed:
+            repaired[target.id] = fixed
+    if problems:
+        raise TransientError("reconcile-incomplete", "; ".join(problems))
+    return {"status": "reconciled", "repaired": repaired}
+
+
+def _reconcile(ports: Ports, target: Target) -> list[str]:
+    item = ports.state.get(target.id)
+    if not any(item.get(k) for k in ("pending", "starting", "queued")):
+        return []
+    if lock_held(item, ports.state.clock()) and not held_by_rollout(item):
+        return []  # an invocation is at work: it settles and rolls what waits itself
+    if item.get("pending") and decide.rollout(item["pending"], ports.live(
+            target, _prefix_of(ports.settings, target)))[0] == "in-progress":
+        return []  # still running: nothing to write
+    try:
+        item, _, outcomes = _revisit(ports, target)
+    except TransientError as exc:
+        if exc.reason == "target-busy":
+            return []
+        raise
+    settled = item.get("settled", ("", "", []))[0]
+    fixed = {"refreshed": ["rollout-ended"], "rollout-failed": ["rollout-ended"],
+             "start-abandoned": ["start-abandoned"]}.get(settled, [])
+    if any(o.status in ("refreshed", "started") for o in outcomes):
+        fixed.append("queued-rolled")
     retry = [o for o in outcomes if o.status == "retry"]
-    if retry:  # the version waiting is still waiting: this state change's retry rolls it
+    if retry:
         raise TransientError(retry[0].reason, retry[0].message)
-    return {"status": status, "target": target.id, "version": item.get("current_version"), "deleted": deleted,
-            **({"reason": reason} if reason else {}), "next": [o.status for o in outcomes]}
+    return fixed
 
 
 def _moved_back(ports: Ports, target: EndpointTarget, item: dict[str, Any], change: EndpointStateChange) -> dict[str, Any]:

@@ -4,6 +4,8 @@ Entry points (one code asset, two EventBridge rules):
 
 - ``hyperwarm.functions.cache_refresh.handler.lambda_handler``: S3 "Object Created" for ``<prefix>/<version>/manifest.json``
   (it also takes a "SageMaker Endpoint State Change", so one function name replays any dead letter).
+- ``hyperwarm.functions.cache_refresh.handler.on_schedule``: EventBridge's schedule; the reconciliation settles
+  every rollout, unrecorded update and waiting version whose end was never announced.
 - ``hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change``: "SageMaker Endpoint State Change"; finishes
   endpoint rollouts (deletes superseded resources once the new config serves, dead-letters a
   rollback or failure), rolls a version that waited behind the rollout, and dead-letters an endpoint
@@ -122,6 +124,13 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
 @logger.inject_lambda_context(correlation_id_path="id", clear_state=True)
 @metrics.log_metrics
 def on_endpoint_state_change(event: Any, context: Any) -> dict[str, Any]:
+    return _handle(event, context)
+
+
+@logger.inject_lambda_context(correlation_id_path="id", clear_state=True)
+@metrics.log_metrics
+def on_schedule(event: Any, context: Any) -> dict[str, Any]:
+    """The scheduled reconciliation: settles what waits on an event that never came (:func:`.flow.reconcile`)."""
     return _handle(event, context)
 
 

@@ -65,7 +65,7 @@ def _api_error(site: str, name: str, *, lost: bool) -> Exception:
         return ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, name)
     if site == "dead_letter":
         return ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "try again"}}, "SendMessage")
-    reason = {"state.get": "state-unavailable", "state.put": "state-unavailable", "verify": "s3-unavailable"}
+    reason = {"state": "state-unavailable", "verify": "s3-unavailable"}
     return TransientError(reason.get(site, "target-unreachable"), f"injected {site}.{name} failure")
 
 
@@ -153,11 +153,11 @@ class MemStore:
         self.revs: dict[str, int] = {}
         self.faults = faults
 
-    @boundary("state.get")
+    @boundary("state")
     def get(self, pk: str) -> dict[str, Any]:
         return json.loads(self.items.get(pk, "{}"))
 
-    @boundary("state.put")
+    @boundary("state")
     def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
         if self.revs.get(pk, 0) != expected_rev:
             return False
@@ -306,6 +306,8 @@ class FakeSageMaker:
 
     def settle(self, succeed: bool) -> None:
         """The blue/green update ends: the new config serves, or the endpoint rolls back to the old one."""
+        if self.updating_to is None:
+            return  # no update runs
         if succeed:
             self.config = self.updating_to
         self.status, self.updating_to = "InService", None
@@ -380,6 +382,8 @@ class World:
     dry_run: bool = False
     metrics: list[tuple[str, str | None, str | None, int]] = field(default_factory=list)
     """(name, reason, target, invocation number) of every metric the function emitted."""
+    observer: Callable[[], None] | None = None
+    """Called after every invocation, however it ended (the sweep checks its invariants there)."""
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.rng, self.fault_rate, self.interleave_share)
@@ -442,6 +446,8 @@ class World:
             return number, flow.handle(self.ports(), event)
         finally:
             self.running.pop()
+            if self.observer is not None:
+                self.observer()
 
     def served(self) -> dict[str, str]:
         """Target -> the version it serves right now, read from the fakes."""

@@ -120,7 +120,6 @@ def test_letter_ids_follow_the_failure_not_the_targets_left():
                 letters.letter_id("v3", "5F01", "rolled-back")}) == 4
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet")
 def test_a_lost_state_change_is_settled_by_the_reconciliation():
     """The rollout's end is never announced (an undeliverable target, a disabled rule): the schedule
     settles it, rolls the version that waited, and counts what it repaired."""
