@@ -106,6 +106,8 @@ class Faults:
         return index
 
     def after(self, site: str, name: str, index: int) -> None:
+        if self.on and self.rate and self.rng.random() < self.rate / 3:  # the call went through; its answer did not
+            raise Crash(f"after {site}.{name}") if self.rng.random() < 0.3 else _api_error(site, name, lost=True)
         kind = self.plan.get(index)
         if kind == "lost":
             raise _api_error(site, name, lost=True)

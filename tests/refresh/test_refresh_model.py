@@ -3,8 +3,8 @@
 Each history uploads versions (complete, incomplete, corrupt, unorderable), delivers their manifest
 events and SageMaker's state changes duplicated, reordered, late or lost (to the dead-letter queue),
 ends blue/green updates in success or rollback, runs a deploy's own endpoint update, lets locks expire, toggles dry run, replays the
-dead-letter queue, and injects failures and crashes at every external call, including a second
-invocation run in the middle of one. After every step:
+dead-letter queue, and injects failures and crashes at every external call (before it, or after it
+went through: a lost answer), including a second invocation run in the middle of one. After every step:
 
 - I2: no target ever moves to an older version;
 - I3: a target only ever serves the version it started on or a complete version;
@@ -14,6 +14,8 @@ invocation run in the middle of one. After every step:
   unorderable upload (also a version that is no folder name, ``1.0.0+build``) ahead of what a target
   serves is in a dead letter or a failure record with its event;
 - I5: no endpoint config or model is deleted while it serves or is being moved to;
+- I6 (at the end): every endpoint config and model a refresh created serves, or the record names it
+  (``owned_*``: deleted when the next refresh serves; a deploy may have replaced it meanwhile);
 - dry run changes nothing at all.
 
 At the end the world quiesces (faults off, rollouts end, retries and the queue are replayed) and
@@ -308,6 +310,12 @@ class History:
             # a version a live attempt started before the event went dry may serve too: at least the newest
             assert versions.compare(now, newest) >= 0, f"I1: {target} serves {now}, newest complete is {newest}"
         assert w.sm.status == "InService"
+        serving = w.sm.configs[w.sm.config]
+        record = mw.json.loads(w.store.items.get(StateTable.key(mw.ENDPOINT.id), "{}"))
+        known = {record.get("owned_config"), *(record.get("owned_models") or [])}
+        in_use = {w.sm.config, *(v["ModelName"] for v in serving["ProductionVariants"])} | known
+        leaked = {n for n in [*w.sm.configs, *w.sm.models] if n not in in_use and not n.startswith("cfn-")}
+        assert not leaked, f"I6: refresh-created {sorted(leaked)} serve nothing and no record names them"
 
 
 class _Table:
