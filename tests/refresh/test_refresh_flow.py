@@ -241,3 +241,39 @@ def test_dry_run_changes_nothing_and_a_live_run_then_refreshes(kube_server, monk
         handler._settings = None
         assert refresh(world, event, context)["status"] == "refreshed"  # the same event, now live
         assert world.served_hyperpod() == f"{PREFIX}/v2"
+
+
+def test_a_timed_out_update_endpoint_that_went_through_is_adopted_and_leaks_nothing(world, context, monkeypatch):
+    """At the boto3 boundary: SageMaker accepts UpdateEndpoint, the answer times out. The retry finds the
+    endpoint updating; its end is adopted as the refresh, and its config and models are deleted once v3 serves."""
+    import pytest
+    from botocore.client import BaseClient
+    from botocore.exceptions import ReadTimeoutError
+
+    from hyperwarm.functions.cache_refresh.errors import TransientError
+
+    real = BaseClient._make_api_call
+
+    def lost_answer(self, name, params):
+        answer = real(self, name, params)
+        if name == "UpdateEndpoint" and len(moto_ext.UPDATES) == 1:
+            raise ReadTimeoutError(endpoint_url="https://api.sagemaker.us-west-2.amazonaws.com")
+        return answer
+    monkeypatch.setattr(BaseClient, "_make_api_call", lost_answer)
+    configs = {c["EndpointConfigName"] for c in world.sm.list_endpoint_configs()["EndpointConfigs"]}
+    models = {m["ModelName"] for m in world.sm.list_models()["Models"]}
+    event = world.upload("v2")
+    with pytest.raises(TransientError):
+        refresh(world, event, context)
+    with pytest.raises(TransientError, match="Updating"):
+        refresh(world, event, context)  # Lambda's retry: the endpoint is updating (to v2, unrecorded)
+    assert finish_endpoint(world, context)["status"] == "refreshed"
+    assert world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v2/"
+    refresh(world, world.upload("v3"), context)
+    finish_endpoint(world, context)
+    serving = world.endpoint_config()
+    left_configs = {c["EndpointConfigName"] for c in world.sm.list_endpoint_configs()["EndpointConfigs"]} - configs
+    left_models = {m["ModelName"] for m in world.sm.list_models()["Models"]} - models
+    assert left_configs == {serving["EndpointConfigName"]}
+    assert left_models == {v["ModelName"] for v in serving["ProductionVariants"]} - models
+    assert len(moto_ext.UPDATES) == 2
