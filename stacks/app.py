@@ -6,6 +6,7 @@ targets one; without it every environment is synthesized.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 import aws_cdk as cdk
@@ -13,6 +14,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import declare_existing_buckets
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
+from stacks.config.environment import load_context
 
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
@@ -98,6 +100,8 @@ def build_app(outdir: str | None = None, context: Mapping[str, Any] | None = Non
     kwargs: dict[str, Any] = {"outdir": outdir} if outdir else {}
     if context is not None:
         kwargs["context"] = dict(context)
+    elif Path("cdk.json").exists():  # run by the cdk CLI: what it passes has lost the file's nulls
+        load_context("cdk.json")
     app = cdk.App(**kwargs)
     for env_name, config in selected_environments(app).items():
         add_environment(app, env_name, config)

@@ -303,3 +303,48 @@ def test_config_endpoint_and_refresh_accept_the_same_traffic_shifts(traffic: str
                       if p[0] == "step_percent"]
     assert config_ok == construct_ok == refresh_ok == (contract.shift_percent_problem(traffic, percent) is None)
     assert refresh_ok == ((1 if traffic == "CANARY" else 10) <= percent <= 50)
+
+
+# -- what the region offers ---------------------------------------------------------------------------
+
+_G6E = {"region": "ca-central-1", "instance_groups": [
+    {"name": "system", "instance_type": "ml.c5.4xlarge"},
+    {"name": "gpu", "instance_type": "ml.g6e.48xlarge", "threads_per_core": 2}]}
+
+
+def test_an_instance_type_the_region_lacks_is_one_message_naming_the_field() -> None:
+    """Before aws-cdk-lib's template validation stops synth with a report and a traceback."""
+    message = error_of(_G6E)
+    assert ("environments.prod.instance_groups[1].instance_type: 'ml.g6e.48xlarge' -- not offered for HyperPod "
+            "clusters in ca-central-1") in message
+    assert "ml.g5.12xlarge" in message  # what the region does offer
+    parse_environment("prod", {**_G6E, "region": "us-east-1"})
+
+
+def _variant(**overrides: object) -> dict:
+    return {"name": "main", "image": {"uri": "123456789012.dkr.ecr.af-south-1.amazonaws.com/srv:1"},
+            "model_data": "s3://my-models/m/v1/", "instance_type": "ml.g5.xlarge",
+            "serving": {"framework": "vllm"}, **overrides}
+
+
+def _with_bucket(raw: dict) -> dict:
+    return {**raw, "model_buckets": [{"name": "my-models"}]}
+
+
+def test_an_endpoint_instance_type_the_region_lacks_is_rejected() -> None:
+    raw = {"region": "af-south-1", "endpoints": [{"name": "chat", "variants": [_variant(instance_type="ml.p5.48xlarge")]}]}
+    assert "environments.prod.endpoints[0].variants[0].instance_type: 'ml.p5.48xlarge' -- not offered for " \
+           "SageMaker endpoints in af-south-1" in error_of(_with_bucket(raw))
+
+
+def test_an_image_from_another_region_is_rejected_for_caches_and_endpoints() -> None:
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
+    raw = cached("my-models")
+    raw["caches"]["models"][0]["image"] = image
+    message = error_of(_with_bucket({"region": "us-east-1", **raw}))
+    assert (f"environments.prod.caches.models[0].image: {image!r} -- an ECR image in us-west-2, while the "
+            "environment runs in us-east-1") in message and "use the us-east-1 URI" in message
+    variant = _variant(image={"uri": image.replace("763104351884", "123456789012")},
+                       inference_ami_version="al2023-ami-sagemaker-inference-gpu-4-1")
+    message = error_of(_with_bucket({"region": "us-east-1", "endpoints": [{"name": "chat", "variants": [variant]}]}))
+    assert "environments.prod.endpoints[0].variants[0].image.uri: " in message and "in us-west-2" in message

@@ -52,6 +52,18 @@ def test_cdk_app_entry_point_prints_one_message_for_a_config_error(project: Path
     assert_one_message(result, "environments.dev.region: 'mars'")
 
 
+def test_a_null_environment_in_cdk_json_fails_the_cdk_app_though_the_cli_drops_it(tmp_path: Path) -> None:
+    """The cdk CLI passes cdk.json's context without its null values: dev would vanish without a word."""
+    (tmp_path / "cdk.json").write_text(json.dumps({"context": {"environments": {"dev": None, "prod": {}}}}))
+    dropped = json.dumps({"environments": {"prod": {}}})  # what the CLI puts into CDK_CONTEXT_JSON
+    result = run([str(REPO / "app.py")], tmp_path, CDK_CONTEXT_JSON=dropped, CDK_OUTDIR=str(tmp_path / "out"))
+    assert_one_message(result, "cdk.json: environments.dev: null -- give a value or remove the key")
+    nested = json.dumps({"context": {"environments": {"dev": {"observability": {"ttft_p99": None}}}}})
+    (tmp_path / "cdk.json").write_text(nested)
+    result = run(["-m", "stacks.synth", "--outdir", str(tmp_path / "out")], tmp_path)
+    assert_one_message(result, "cdk.json: environments.dev.observability.ttft_p99: null")
+
+
 def test_unknown_environment_selection_names_the_configured_ones(project: Path) -> None:
     context = json.dumps({"environments": {"dev": {}}, "env": "prod"})
     result = run([str(REPO / "app.py")], project, CDK_CONTEXT_JSON=context, CDK_OUTDIR=str(project / "out"))

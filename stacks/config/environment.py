@@ -34,6 +34,7 @@ from .caches import CachesConfig, cache_problems
 from .endpoints import Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
+from .regional import regional_problems
 from .strict import REGION, StrictModel, described, pattern_in_words, repeated
 
 _NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
@@ -368,7 +369,7 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         errors = exc.errors(include_url=False)
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
-    lines = _endpoint_name_problems(name, config)
+    lines = _endpoint_name_problems(name, config) + regional_problems(name, config)
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config
@@ -410,4 +411,19 @@ def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:
     context = document.get("context") if isinstance(document, dict) else None
     if not isinstance(context, dict):
         raise ConfigError(f"{path}: needs a \"context\" object holding \"environments\"")
+    nulls = _nulls(context.get("environments"), "environments")
+    if nulls:  # the CDK CLI drops null context values: caught here, as the file is read
+        raise ConfigError("\n  ".join(f"{path}: {where}: null -- give a value or remove the key; the cdk CLI "
+                                       "drops null context values, so it would be silently ignored" for where in nulls))
     return context
+
+
+def _nulls(value: Any, where: str) -> list[str]:
+    """Paths of the nulls in ``value``."""
+    if value is None:
+        return [where]
+    if isinstance(value, Mapping):
+        return [n for key, item in value.items() for n in _nulls(item, f"{where}.{key}")]
+    if isinstance(value, list):
+        return [n for i, item in enumerate(value) for n in _nulls(item, f"{where}[{i}]")]
+    return []
