@@ -44,7 +44,7 @@ def probes(model: CachedModel, p: Probes) -> dict[str, Any]:
     result = {"startupProbe": http(math.ceil(startup_budget_s(model) / p.period_s)),
               "livenessProbe": http(p.liveness_failures)}
     if p.readiness:
-        result["readinessProbe"] = http(1)
+        result["readinessProbe"] = http(p.readiness_failures)
     return result
 
 

@@ -307,8 +307,12 @@ def test_canary_guardrails_roll_back_on_5xx_alarms() -> None:
     deployment = endpoint["Properties"]["DeploymentConfig"]
     assert deployment["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"] == {
         "Type": "CANARY", "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}, "WaitIntervalInSeconds": 600}
-    (alarm_id,) = of_type(tpl, "AWS::CloudWatch::Alarm")
+    ((alarm_id, alarm),) = of_type(tpl, "AWS::CloudWatch::Alarm").items()
     assert deployment["AutoRollbackConfiguration"]["Alarms"] == [{"AlarmName": {"Ref": alarm_id}}]
+    # a share of failed requests sustained over minutes, not a single 5XX in one minute
+    props = alarm["Properties"]
+    assert (props["MetricName"], props["Statistic"], props["Period"]) == ("Invocation5XXErrors", "Average", 60)
+    assert (props["Threshold"], props["DatapointsToAlarm"], props["EvaluationPeriods"]) == (0.05, 2, 3)
 
 
 def test_canary_above_50_percent_is_rejected() -> None:

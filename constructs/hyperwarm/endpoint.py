@@ -33,6 +33,15 @@ from .model import InferenceModel, InferenceModelProps
 from .nag import acknowledge, arn_prefix, pseudo
 
 
+ROLLBACK_5XX_SHARE = 0.05
+ROLLBACK_5XX_MINUTES = (2, 3)
+"""A blue/green update rolls back when at least 5 % of a variant's requests fail with a 5XX in 2 of 3
+minutes. A single 5XX in one minute is noise for a canary: its first requests reach copies whose KV
+cache is cold and whose queue is filling (a timed-out or shed request answers 5XX), and with a canary
+of one instance at low traffic one error is a large share of one minute; sustained failure is a bad
+version."""
+
+
 @jsii.implements(iam.IGrantable)
 class InferenceEndpoint(EndpointBase):
     """A SageMaker real-time endpoint with per-variant routing.
@@ -193,12 +202,16 @@ class InferenceEndpoint(EndpointBase):
         alarms = list(g.rollback_alarms)
         if g.alarm_on_5xx_errors:
             alarms += [cloudwatch.Alarm(
-                self, f"{name}5xxAlarm", metric=self.metric_invocation_5xx_errors(name, period=cdk.Duration.minutes(1)),
-                threshold=1, evaluation_periods=1,
+                self, f"{name}5xxAlarm",
+                # Invocation5XXErrors is 1 or 0 per request: its Average is the share of requests that failed.
+                metric=self.metric_invocation_5xx_errors(name, statistic="Average", period=cdk.Duration.minutes(1)),
+                threshold=ROLLBACK_5XX_SHARE, evaluation_periods=ROLLBACK_5XX_MINUTES[1],
+                datapoints_to_alarm=ROLLBACK_5XX_MINUTES[0],
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"5XX errors on variant {name} of {self._props.endpoint_name}: "
-                                  "rolls a blue/green update back",
+                alarm_description=f"5XX errors on variant {name} of {self._props.endpoint_name} in at least "
+                                  f"{ROLLBACK_5XX_SHARE:.0%} of requests for {ROLLBACK_5XX_MINUTES[0]} of "
+                                  f"{ROLLBACK_5XX_MINUTES[1]} minutes: rolls a blue/green update back",
             ) for name in self.variant_names]
         if alarms:
             # Deployment guardrails prerequisite: the execution role may describe its auto-rollback alarms.

@@ -161,6 +161,19 @@ class Probes(StrictModel):
     timeout_s: int = Field(default=5, ge=1, le=300)
     liveness_failures: int = Field(default=3, ge=1, le=100, description="failed checks before a restart")
     readiness: bool = Field(default=True, description="also take the pod out of service while it fails")
+    # One check fails on one slow answer; a busy 70B pod answers its health path between engine steps,
+    # and the planner's engine (planner/sim.py: 8,192-token prefill steps at 36,900 tokens/s, about
+    # 0.22 s each, behind a queue of them under load) can delay one answer past the timeout. Three
+    # failures in a row at the default period (30 s) are a server that stopped answering, not a busy one.
+    readiness_failures: int = Field(default=3, ge=1, le=100,
+                                    description="failed checks before the pod leaves service; at most liveness_failures")
+
+    @model_validator(mode="after")
+    def _ready_before_restarted(self) -> "Probes":
+        if self.readiness and self.readiness_failures > self.liveness_failures:
+            raise ValueError(f"readiness_failures {self.readiness_failures} -- must not exceed liveness_failures "
+                             f"({self.liveness_failures}): a failing pod leaves service before it is restarted")
+        return self
 
 
 class Metrics(StrictModel):
