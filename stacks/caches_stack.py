@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster, grant_mounted_model_read
+from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.caches import CachedModel
 from stacks.plan import ColdStart, plan_model
@@ -67,7 +68,7 @@ class CachesStack(cdk.Stack):
         for model in config.caches.models:
             bucket = buckets.get(model.source.bucket)
             if bucket is None:
-                bucket = buckets[model.source.bucket] = s3.Bucket.from_bucket_name(
-                    self, f"ModelBucket-{model.source.bucket}", model.source.bucket)
+                bucket = buckets[model.source.bucket] = model_bucket_by_name(
+                    self, f"ModelBucket-{model.source.bucket}", model.source.bucket, config)
             for reader in operator.model_readers:
                 grant_mounted_model_read(reader, bucket, model.source.location)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
@@ -30,4 +31,13 @@ class ClusterStack(cdk.Stack):
             nat_gateways=config.vpc.nat_gateways,
             endpoint_public_access=config.endpoint_public_access,
             addon_versions=dict(config.addon_versions),
+            admin_principals=[_principal(self, f"Admin{i}", arn) for i, arn in enumerate(config.cluster_admins)],
+            image_registry_accounts=config.pull_registry_accounts(),
         ))
+
+
+def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:
+    """An existing role or user by ARN (``cluster_admins``)."""
+    if ":role/" in arn:
+        return iam.Role.from_role_arn(scope, id, arn, mutable=False)
+    return iam.User.from_user_arn(scope, id, arn)

@@ -6,24 +6,30 @@ cluster, so they deploy (and roll back) on their own.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import aws_cdk as cdk
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
 from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
 from stacks.config.endpoints import endpoint_name
+from hyperwarm.endpoint_rules import parse_s3_uri
 from hyperwarm.images import official_image_uri
 from hyperwarm.inference_ami import cuda_ami_problem
 
 
-def variant_props(v: VariantConfig) -> ProductionVariant:
-    """A config variant as the construct's :class:`ProductionVariant`."""
+def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) -> ProductionVariant:
+    """A config variant as the construct's :class:`ProductionVariant`; ``keys``: the customer-managed KMS
+    keys of model buckets, by bucket name."""
     image = ContainerImage.from_uri(v.image.uri) if v.image.uri \
         else ContainerImage.official(str(v.image.framework), str(v.image.version))
     a = v.autoscaling
     return ProductionVariant(
         name=v.name,
-        model=ModelSpec(image=image, model_data=v.model_data, serving=v.serving.to_serving()),
+        model=ModelSpec(image=image, model_data=v.model_data, serving=v.serving.to_serving(),
+                        model_data_key=(keys or {}).get(parse_s3_uri(v.model_data)[0]) if v.model_data else None),
         instance_type=v.instance_type,
         instance_count=v.instance_count,
         initial_weight=v.initial_weight,
@@ -42,7 +48,8 @@ def variant_props(v: VariantConfig) -> ProductionVariant:
     )
 
 
-def endpoint_props(env_name: str, endpoint: EndpointConfig) -> InferenceEndpointProps:
+def endpoint_props(env_name: str, endpoint: EndpointConfig,
+                   keys: Mapping[str, kms.IKey] | None = None) -> InferenceEndpointProps:
     g = endpoint.guardrails
     guardrails = None
     if g is not None:
@@ -53,7 +60,7 @@ def endpoint_props(env_name: str, endpoint: EndpointConfig) -> InferenceEndpoint
         guardrails = DeploymentGuardrails(traffic=traffic, alarm_on_5xx_errors=g.alarm_on_5xx_errors)
     capture = endpoint.data_capture
     return InferenceEndpointProps(
-        variants=[variant_props(v) for v in endpoint.variants],
+        variants=[variant_props(v, keys) for v in endpoint.variants],
         endpoint_name=endpoint_name(env_name, endpoint),
         guardrails=guardrails,
         data_capture=DataCapture(sampling_percentage=capture.sampling_percentage) if capture else None,
@@ -84,8 +91,10 @@ class EndpointsStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         check_official_images(env_name, config)
+        keys = {name: kms.Key.from_key_arn(self, f"ModelBucketKey-{name}", arn)
+                for name, arn in config.bucket_keys().items()}
         self.endpoints = {
-            e.name: InferenceEndpoint(self, e.name, endpoint_props(env_name, e)) for e in config.endpoints
+            e.name: InferenceEndpoint(self, e.name, endpoint_props(env_name, e, keys)) for e in config.endpoints
         }
         for name, endpoint in self.endpoints.items():
             cdk.CfnOutput(self, f"{name}EndpointName", value=endpoint.endpoint_name,

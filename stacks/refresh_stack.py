@@ -7,6 +7,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget, IHyperPodCluster, InferenceEndpoint, RefreshedPrefix
+from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
 from manifests.inference import weights_cache_name
@@ -32,7 +33,7 @@ class RefreshStack(cdk.Stack):
         refresh = config.refresh
         assert refresh.bucket is not None  # the config rules require it with models
         # By name: the bucket exists before this stack (model_buckets: created by the buckets stack, or existing).
-        bucket = s3.Bucket.from_bucket_name(self, "Models", refresh.bucket)
+        bucket = model_bucket_by_name(self, "Models", refresh.bucket, config)
         cached = {m.name: m for m in config.caches.models}
         configured = {e.name: e for e in config.endpoints}
         models = []

@@ -39,7 +39,10 @@ def _instance_groups(config: EnvironmentConfig) -> str:
         cache = "caches" if g.holds_caches else "no caches"
         lines.append(f"{g.name}: {g.instance_count} x {g.instance_type} "
                      f"({spec.gpus} GPU, NVMe {spec.nvme_gb:,} GB, {cache})")
-    return "\n".join(lines + _quota_lines(config, "cluster usage"))
+    admins = (f"cluster admins: {', '.join(config.cluster_admins)}" if config.cluster_admins else
+              "cluster admins: a new role any principal of the account allowed to assume roles can assume "
+              "(name them in cluster_admins; production requires it)")
+    return "\n".join(lines + [admins] + _quota_lines(config, "cluster usage"))
 
 
 def _routing(variant: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 import json
 
 import aws_cdk as cdk
@@ -420,3 +421,20 @@ def test_instance_group_props_and_cluster_rules_load_without_aws_cdk() -> None:
     code = ("import sys, hyperwarm.cluster_rules, hyperwarm.instance_group; from hyperwarm import NVME_PATH; "
             "print(sorted(m for m in ('aws_cdk', 'jsii', 'pydantic') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout == "[]\n"
+
+
+def test_nodes_pull_only_from_the_registries_their_images_come_from() -> None:
+    """Not from any account's repositories in the region: this account, AWS's DLC, EKS add-on and HyperPod
+    agent registries, and the accounts named."""
+    cluster = _cluster([SYSTEM, GPU], install_inference_operator=False, image_registry_accounts=["444455556666"])
+    template = Template.from_stack(cdk.Stack.of(cluster))
+    (pull,) = [s for p in template.find_resources("AWS::IAM::Policy").values()
+               for s in p["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "PullServingImages"]
+    accounts = set()
+    for arn in pull["Resource"]:
+        text = "".join(p if isinstance(p, str) else "<" + p["Ref"] + ">" for p in arn["Fn::Join"][1])
+        match = re.fullmatch(r"arn:<AWS::Partition>:ecr:us-west-2:(\d{12}|<AWS::AccountId>):repository/\*", text)
+        assert match, text
+        accounts.add("own" if match[1] == "<AWS::AccountId>" else match[1])
+    assert {"own", "444455556666", "763104351884", "602401143452", "905418368575"} <= accounts
+    assert "*" not in accounts and len(accounts) < 40

@@ -348,3 +348,31 @@ def test_an_image_from_another_region_is_rejected_for_caches_and_endpoints() -> 
                        inference_ami_version="al2023-ami-sagemaker-inference-gpu-4-1")
     message = error_of(_with_bucket({"region": "us-east-1", "endpoints": [{"name": "chat", "variants": [variant]}]}))
     assert "environments.prod.endpoints[0].variants[0].image.uri: " in message and "in us-west-2" in message
+
+
+# -- who administers the cluster ----------------------------------------------------------------------
+
+def test_production_names_its_cluster_admins() -> None:
+    message = error_of({"production": True})
+    assert "cluster_admins: [] -- a production environment names the IAM roles or users" in message
+    parse_environment("prod", {"production": True, "cluster_admins": ["arn:aws:iam::123456789012:role/admins"]})
+    parse_environment("dev", {})  # elsewhere a new role serves, and synth's summary says who may assume it
+    assert "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins" in error_of(
+        {"cluster_admins": ["admins"]})
+
+
+def test_the_nodes_may_pull_from_the_accounts_of_the_cached_images_and_those_named() -> None:
+    raw = cached("my-models")
+    raw["caches"]["models"][0]["image"] = "444455556666.dkr.ecr.us-west-2.amazonaws.com/srv:1"
+    config = parse_environment("dev", {**raw, "model_buckets": [{"name": "my-models"}],
+                                       "image_registry_accounts": ["777788889999"]})
+    assert config.pull_registry_accounts() == ("444455556666", "777788889999")
+
+
+def test_a_bucket_key_is_for_existing_buckets_and_is_a_kms_key_arn() -> None:
+    key = "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert "kms_key_arn is for existing buckets" in error_of(
+        {"model_buckets": [{"name": "my-models", "create": True, "kms_key_arn": key}]})
+    assert "must be a KMS key ARN" in error_of({"model_buckets": [{"name": "my-models", "kms_key_arn": "alias/x"}]})
+    config = parse_environment("dev", {"model_buckets": [{"name": "my-models", "kms_key_arn": key}]})
+    assert config.bucket_keys() == {"my-models": key}

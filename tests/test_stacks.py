@@ -98,3 +98,22 @@ def test_no_stack_of_any_environment_warns_at_synth(project_context) -> None:
     warnings = {s.stack_name: Annotations.from_stack(s).find_warning("*", Match.any_value())
                 for s in app.node.children if isinstance(s, cdk.Stack)}
     assert {name: found for name, found in warnings.items() if found} == {}
+
+
+def test_every_reader_of_a_bucket_with_a_customer_key_may_decrypt_with_it(project_context) -> None:
+    """SSE-KMS objects cannot be read without kms:Decrypt: the endpoint's role, the operator's model readers
+    and the refresh function all get it on the key model_buckets names."""
+    key = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    context = copy.deepcopy(project_context)
+    context["environments"]["prod"]["model_buckets"] = [{"name": "hyperwarm-models-prod", "kms_key_arn": key}]
+    assembly = build_app(context={**context, "env": "prod"}, nag=False).synth()
+    decrypting = set()
+    for stack in assembly.stacks:
+        for r in stack.template["Resources"].values():
+            if r["Type"] == "AWS::IAM::Policy" and any(
+                    "kms:Decrypt" in json.dumps(s["Action"]) and s["Resource"] == key
+                    for s in r["Properties"]["PolicyDocument"]["Statement"]):
+                decrypting |= {role["Ref"] for role in r["Properties"]["Roles"]}
+    assert {next(r for r in decrypting if r.startswith(prefix)) for prefix in (
+        "chatExecutionRole", "HyperPodInferenceOperatorExecutionRole", "HyperPodInferenceOperatorS3CsiRole",
+        "CacheRefreshRole")}, decrypting

@@ -21,6 +21,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
 from . import hyperpod_dependencies
+from .buckets import grant_bucket_key
 from .cluster_rules import INFERENCE_OPERATOR_ADDON, operator_version_problem
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
                   managed_policy, object_arn_finding, stack_singletons)
@@ -257,4 +258,4 @@ def grant_mounted_model_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix
     if isinstance(grantee.grant_principal, Construct):
         acknowledge(grantee.grant_principal, "reads every object of one model prefix: a model version is many files",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
-    return grant
+    return grant_bucket_key(grantee, bucket, grant)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -42,3 +43,11 @@ def model_bucket(scope: Construct, id: str, bucket_name: str | None = None) -> s
     acknowledge(bucket, no_access_logs, "S1")
     acknowledge_checkov(bucket, no_access_logs, "CKV_AWS_18")
     return bucket
+
+
+def grant_bucket_key(grantee: iam.IGrantable, bucket: s3.IBucket, grant: iam.Grant) -> iam.Grant:
+    """``grant`` plus ``kms:Decrypt`` on the bucket's customer-managed key, when it has one (SSE-KMS objects
+    cannot be read without it; import the bucket with ``Bucket.from_bucket_attributes(encryption_key=...)``)."""
+    if bucket.encryption_key is None:
+        return grant
+    return grant.combine(bucket.encryption_key.grant_decrypt(grantee))

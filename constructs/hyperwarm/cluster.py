@@ -56,6 +56,10 @@ class HyperPodEksClusterProps:
     """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
     install_inference_operator: bool = True
     """Install the HyperPod inference operator and its prerequisites. Default: true."""
+    image_registry_accounts: Sequence[str] = ()
+    """AWS accounts whose ECR repositories (in the cluster's region) the nodes may pull from besides this
+    account, AWS's Deep Learning Containers and the EKS add-on and HyperPod agent registries, e.g. a
+    central image account. Default: none (:func:`hyperwarm.nodes.pull_registry_accounts`)."""
     addon_versions: Mapping[str, str] = field(default_factory=dict)
     """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version.
     A pinned ``amazon-sagemaker-hyperpod-inference`` must be v3.3 or later (model caching)."""
@@ -152,7 +156,8 @@ class HyperPodEksCluster(_HyperPodClusterBase):
         self.nodes = HyperPodNodes(self, HyperPodNodesProps(
             eks_cluster=self.control_plane.cluster, security_group=self.network.security_group,
             subnet_ids=self.network.private_subnet_ids, instance_groups=props.instance_groups,
-            node_recovery=props.node_recovery, after=[self.control_plane.dependencies]))
+            node_recovery=props.node_recovery, after=[self.control_plane.dependencies],
+            image_registry_accounts=props.image_registry_accounts))
         self.node.default_child = self.nodes.resource
 
         self.vpc: ec2.IVpc = self.network.vpc

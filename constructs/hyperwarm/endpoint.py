@@ -152,6 +152,7 @@ class InferenceEndpoint(EndpointBase):
     def _model(self, v: ProductionVariant) -> InferenceModel:
         return InferenceModel(self, f"{v.name}Model", InferenceModelProps(
             image=v.model.image, role=self.execution_role, model_data=v.model.model_data,
+            model_data_key=v.model.model_data_key,
             server_settings=variant_server_settings(v), network_isolation=self._props.network_isolation))
 
     def _endpoint(self) -> sagemaker.CfnEndpoint:

@@ -41,6 +41,9 @@ class ModelSpec:
     model_data: str | None = None
     """``s3://bucket/key``: a ``.tar.gz`` object, or a prefix of uncompressed files (e.g. safetensors).
     Default: none (the container brings or downloads its model)."""
+    model_data_key: kms.IKey | None = None
+    """The customer-managed KMS key of ``model_data``'s bucket (SSE-KMS): the endpoint's role gets
+    ``kms:Decrypt`` on it. Default: none (S3-managed or AWS-managed encryption needs no grant)."""
     serving: Serving = field(default_factory=Serving)
     """What the model server is told beyond what hyperwarm derives from the variant (model at
     ``/opt/ml/model`` when ``model_data`` is given, tensor parallelism = the GPUs of the instance type

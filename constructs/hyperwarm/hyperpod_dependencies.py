@@ -112,11 +112,16 @@ def health_agent_image(region: str) -> str:
     return f"{account}.dkr.ecr.{region}.amazonaws.com/hyperpod-health-monitoring-agent:{HEALTH_AGENT_TAG}"
 
 
+def eks_registry_account(region: str) -> str:
+    """The account of ``region``'s Amazon EKS add-on image registry (EKS add-ons and HyperPod's own
+    images, e.g. ``602401143452.dkr.ecr.us-west-2.amazonaws.com/hyperpod/...``)."""
+    return _EKS_REGISTRY_ACCOUNTS.get(region, "602401143452")
+
+
 def efa_device_plugin_image(region: str) -> str:
     """The EFA device plugin from the EKS add-on registry of ``region``."""
     _check_region(region)
-    account = _EKS_REGISTRY_ACCOUNTS.get(region, "602401143452")
-    return f"{account}.dkr.ecr.{region}.amazonaws.com/eks/{EFA_DEVICE_PLUGIN}:{EFA_DEVICE_PLUGIN_TAG}"
+    return f"{eks_registry_account(region)}.dkr.ecr.{region}.amazonaws.com/eks/{EFA_DEVICE_PLUGIN}:{EFA_DEVICE_PLUGIN_TAG}"
 
 
 def _instance_type_affinity(types: tuple[str, ...], *extra: dict[str, Any]) -> dict[str, Any]:

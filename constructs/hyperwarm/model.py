@@ -12,10 +12,12 @@ from typing import Any
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from .buckets import grant_bucket_key
 from .endpoint_rules import parse_s3_uri
 from .images import ContainerImage
 from .nag import acknowledge, object_arn_finding
@@ -36,7 +38,7 @@ def grant_model_data_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix: s
         acknowledge(principal,
                     f"read-only on the objects of the uncompressed model under s3://{bucket.bucket_name}/{prefix} only",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '*')}]")
-    return grant
+    return grant_bucket_key(grantee, bucket, grant)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class InferenceModelProps:
     model_data: str | None = None
     """``s3://bucket/key``: a ``.tar.gz`` object, or a prefix of uncompressed files; the model is granted
     the read. Default: none (the container brings or downloads its model)."""
+    model_data_key: kms.IKey | None = None
+    """The customer-managed KMS key of ``model_data``'s bucket (SSE-KMS); the model is granted
+    ``kms:Decrypt`` on it. Default: none (S3-managed or AWS-managed encryption needs no grant)."""
     server_settings: ServerSettings | None = None
     """The container's environment, and the serving convention recorded for the deploy rehearsal.
     Default: no environment."""
@@ -77,7 +82,7 @@ class InferenceModel(Construct):
         settings = props.server_settings
         container["environment"] = (settings.environment if settings else None) or None
         if props.model_data:
-            container.update(self._model_data(props.model_data))
+            container.update(self._model_data(props.model_data, props.model_data_key))
         self._resource = sagemaker.CfnModel(
             self, "Default", execution_role_arn=props.role.role_arn, enable_network_isolation=props.network_isolation,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(**container))
@@ -96,16 +101,17 @@ class InferenceModel(Construct):
         """The execution role: what grants to this model give permissions to."""
         return self.role.grant_principal
 
-    def _model_data(self, uri: str) -> dict[str, Any]:
+    def _model_data(self, uri: str, encryption_key: kms.IKey | None) -> dict[str, Any]:
         """The container's model-data property for ``uri``, after granting the role the read."""
         if cdk.Token.is_unresolved(uri):
             raise ValueError(f"{self.node.path}: model_data = {uri!r} -- must be known at synth: the read is "
                              "granted on its bucket and key")
         bucket_name, key = parse_s3_uri(uri)
-        bucket = s3.Bucket.from_bucket_name(self, "ModelBucket", bucket_name)
+        bucket = s3.Bucket.from_bucket_attributes(self, "ModelBucket", bucket_name=bucket_name,
+                                                  encryption_key=encryption_key)
         if key.endswith(".tar.gz"):
-            iam.Grant.add_to_principal(grantee=self.role, actions=["s3:GetObject"],
-                                       resource_arns=[bucket.arn_for_objects(key)])
+            grant_bucket_key(self.role, bucket, iam.Grant.add_to_principal(
+                grantee=self.role, actions=["s3:GetObject"], resource_arns=[bucket.arn_for_objects(key)]))
             return {"model_data_url": uri}
         prefix = key.rstrip("/") + "/"
         grant_model_data_read(self.role, bucket, prefix)

@@ -19,9 +19,11 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
 from . import cluster_rules as rules
+from .hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS, eks_registry_account
 from .instance_group import InstanceGroup, InstanceGroupSpec, NodeTaint
 from .nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, finding_text, \
     logical_id, managed_policy
+from .serving import DLC_ACCOUNTS
 from .validation import raise_problems, repeated
 
 _HYPERPOD_VPC_ACTIONS = (
@@ -33,6 +35,21 @@ AmazonSageMakerClusterInstanceRolePolicy."""
 
 _LIFECYCLE_DIR = Path(__file__).parent / "lifecycle"
 _LIFECYCLE_PREFIX = "lifecycle"
+
+
+def pull_registry_accounts(region: str, extra: Sequence[str] = (), *, for_nag: bool = False) -> list[str]:
+    """The AWS accounts whose ECR repositories in ``region`` the nodes may pull from: this account, AWS's
+    Deep Learning Containers (serving images), the region's EKS add-on registry (EKS add-ons, the
+    inference operator and HyperPod's device plugins) and HyperPod's health agent registry, and ``extra``.
+
+    In an environment-agnostic stack (a token region) the registries cannot be chosen: any account's
+    repositories in the region, as before. ``for_nag``: as cdk-nag prints the own account.
+    """
+    own = "<AWS::AccountId>" if for_nag else cdk.Aws.ACCOUNT_ID
+    if cdk.Token.is_unresolved(region):
+        return ["*"]
+    agent = HEALTH_AGENT_ACCOUNTS.get(region)
+    return [own, *sorted({*DLC_ACCOUNTS, eks_registry_account(region), *([agent] if agent else []), *extra})]
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,10 @@ class HyperPodNodesProps:
     """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
     after: Sequence[IDependable] = ()
     """What must exist before the cluster is created, e.g. HyperPod's in-cluster dependencies. Default: none."""
+    image_registry_accounts: Sequence[str] = ()
+    """Further AWS accounts whose ECR repositories (in the cluster's region) the nodes pull from. Default:
+    none beyond :func:`pull_registry_accounts`' own (this account, AWS's Deep Learning Containers, the
+    EKS add-on registry and HyperPod's agent registry)."""
 
 
 class HyperPodNodes:
@@ -66,7 +87,7 @@ class HyperPodNodes:
                                                                              props.node_recovery))
         self._scope = scope
         self.lifecycle_bucket, self.lifecycle_upload = self._lifecycle_scripts()
-        self.execution_role = self._execution_role(props.eks_cluster)
+        self.execution_role = self._execution_role(props.eks_cluster, props.image_registry_accounts)
         self.instance_groups: dict[str, InstanceGroup] = {g.name: InstanceGroup.of(g) for g in props.instance_groups}
         self.resource = sagemaker.CfnCluster(
             scope, "Resource",
@@ -103,7 +124,7 @@ class HyperPodNodes:
         _acknowledge_bucket_deployment(upload, bucket)
         return bucket, upload
 
-    def _execution_role(self, eks_cluster: eks.ICluster) -> iam.Role:
+    def _execution_role(self, eks_cluster: eks.ICluster, registries: Sequence[str]) -> iam.Role:
         role = iam.Role(
             self._scope, "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -122,30 +143,35 @@ class HyperPodNodes:
             # The folder itself with or without its slash, and what is under it.
             conditions={"StringLike": {"s3:prefix": [_LIFECYCLE_PREFIX, f"{_LIFECYCLE_PREFIX}/",
                                                      f"{_LIFECYCLE_PREFIX}/*"]}}))
+        self._pull_repositories = [
+            cdk.Stack.of(self._scope).format_arn(service="ecr", account=account, resource="repository",
+                                                 resource_name="*")
+            for account in pull_registry_accounts(cdk.Stack.of(self._scope).region, registries)]
         role.add_to_policy(iam.PolicyStatement(
             sid="PullServingImages",
             actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-            resources=[cdk.Stack.of(self._scope).format_arn(service="ecr", account="*", resource="repository",
-                                                     resource_name="*")],
-        ))
+            resources=self._pull_repositories))
         role.add_to_policy(iam.PolicyStatement(
             sid="EcrToken", actions=["ecr:GetAuthorizationToken"], resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(sid="ClusterNetworking", actions=list(_HYPERPOD_VPC_ACTIONS),
                                                resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(
             sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"], resources=[eks_cluster.cluster_arn]))
-        self._acknowledge_execution_role(role)
+        self._acknowledge_execution_role(role, registries)
         return role
 
-    def _acknowledge_execution_role(self, role: iam.Role) -> None:
+    def _acknowledge_execution_role(self, role: iam.Role, registries: Sequence[str]) -> None:
         acknowledge(role, "HyperPod requires these AWS-managed policies on the node role; AWS updates them "
                     "with the service", managed_policy("AmazonSageMakerClusterInstanceRolePolicy"),
                     managed_policy("AmazonEKS_CNI_Policy"))
         acknowledge(role, "nodes read every script under the lifecycle prefix of this stack's own bucket",
                     f"IAM5[Resource::<{logical_id(self.lifecycle_bucket)}.Arn>/{_LIFECYCLE_PREFIX}/*]")
-        acknowledge(role, "pull-only ECR actions: serving images live in AWS-owned accounts' repositories "
-                    "(Deep Learning Containers) as well as the user's own",
-                    f"IAM5[Resource::{arn_prefix(self._scope)}:ecr:{cdk.Stack.of(self._scope).region}:*:repository/*]")
+        region = cdk.Stack.of(self._scope).region
+        acknowledge(role, "pull-only ECR actions on the repositories of the registries the nodes' images come "
+                    "from (this account, AWS's Deep Learning Containers, the EKS add-on and HyperPod agent "
+                    "registries, and those the user names): an image's repository is chosen per model",
+                    *(f"IAM5[Resource::{arn_prefix(self._scope)}:ecr:{region}:{account}:repository/*]"
+                      for account in pull_registry_accounts(region, registries, for_nag=True)))
         acknowledge(role, "ecr:GetAuthorizationToken and the EC2 describe actions have no resource-level "
                     "permissions; HyperPod's prerequisites grant its network-interface permission actions on * "
                     "because the interfaces are created at run time", "IAM5[Resource::*]")

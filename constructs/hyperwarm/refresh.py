@@ -282,7 +282,8 @@ class CacheRefreshHook(Construct):
         """Whatever serves a refreshed prefix reads every version of it, not only the one first deployed.
         By bucket name where the name is known, so the grantees' stacks never depend on this one."""
         name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
-        readable = s3.Bucket.from_bucket_name(self, "ModelsByName", name) \
+        readable = s3.Bucket.from_bucket_attributes(self, "ModelsByName", bucket_name=name,
+                                                    encryption_key=self.bucket.encryption_key) \
             if name and not cdk.Token.is_unresolved(name) else self.bucket
         for model in props.models:
             grant_serving_read(readable, model.prefix, [t.endpoint for t in model.endpoints],

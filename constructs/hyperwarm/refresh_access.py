@@ -37,6 +37,8 @@ class RefreshAccess:
     def __init__(self, scope: Construct, *, role: iam.Role, bucket: s3.IBucket, prefixes: Sequence[str],
                  state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
                  namespaces: Sequence[str], endpoints: Sequence[IInferenceEndpoint]) -> None:
+        if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
+            bucket.encryption_key.grant_decrypt(role)
         for prefix in prefixes:
             role.add_to_principal_policy(iam.PolicyStatement(
                 actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))

@@ -48,6 +48,11 @@ _CIDR = described(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$",
                   "an IPv4 CIDR block with a /16 to /24 mask, e.g. 10.0.0.0/16")
 _ACCOUNT = described(r"^\d{12}$",
                      "a 12-digit AWS account id, e.g. 123456789012")
+_KMS_KEY = described(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$",
+                     "a KMS key ARN, e.g. arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
+_ECR_ACCOUNT = re.compile(r"^(\d{12})\.dkr\.ecr\.")
+_PRINCIPAL = described(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$",
+                       "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins")
 
 
 class ConfigError(ValueError):
@@ -113,6 +118,17 @@ class ModelBucketConfig(StrictModel):
                       description="the global bucket name (see README: choosing bucket names)")
     create: bool = Field(default=False, description="true: the stack hyperwarm-<env>-buckets creates it, before "
                                                     "every reader; false: it exists already")
+    kms_key_arn: str | None = Field(
+        default=None, pattern=_KMS_KEY,
+        description="an existing bucket's customer-managed KMS key (SSE-KMS): every reader gets kms:Decrypt on "
+                    "it; default: none (S3-managed or AWS-managed encryption needs no grant)")
+
+    @model_validator(mode="after")
+    def _own_buckets_need_no_key(self) -> "ModelBucketConfig":
+        if self.create and self.kms_key_arn:
+            raise ValueError(f"bucket {self.name!r}: kms_key_arn is for existing buckets; a bucket hyperwarm creates "
+                             "is encrypted with S3-managed keys")
+        return self
 
 
 class VpcConfig(StrictModel):
@@ -184,6 +200,33 @@ class EnvironmentConfig(StrictModel):
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(
         default_factory=dict, description="pinned EKS add-on versions by name; default: EKS's default")
+    production: bool = Field(default=False, description="a production environment: it must name its cluster "
+                             "admins; default: false")
+    cluster_admins: tuple[Annotated[str, Field(pattern=_PRINCIPAL)], ...] = Field(
+        default=(), description="IAM roles or users given cluster-admin access to the EKS cluster; default: a new "
+        "role every principal of the account that may assume roles can assume (refused in production)")
+    image_registry_accounts: tuple[Annotated[str, Field(pattern=_ACCOUNT)], ...] = Field(
+        default=(), description="further accounts whose ECR repositories the HyperPod nodes pull from (the "
+        "accounts of the cached models' images are added); default: none")
+
+    @model_validator(mode="after")
+    def _production_names_its_admins(self) -> "EnvironmentConfig":
+        if self.production and self.instance_groups and not self.cluster_admins:
+            raise ValueError("cluster_admins: [] -- a production environment names the IAM roles or users that "
+                             "administer its EKS cluster; without them hyperwarm creates an admin role that any "
+                             "principal of the account allowed to assume roles can assume")
+        return self
+
+    def bucket_keys(self) -> dict[str, str]:
+        """Bucket name -> its customer-managed KMS key ARN, for the buckets that have one."""
+        return {b.name: b.kms_key_arn for b in self.model_buckets if b.kms_key_arn}
+
+    def pull_registry_accounts(self) -> tuple[str, ...]:
+        """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured
+        ones and those of the cached models' images."""
+        images = [i for m in self.caches.models for i in (m.image, *(e.image for e in m.extra_images))]
+        found = {m.group(1) for m in map(_ECR_ACCOUNT.match, images) if m}
+        return tuple(sorted(found | set(self.image_registry_accounts)))
 
     @model_validator(mode="after")
     def _something_to_deploy(self) -> "EnvironmentConfig":
