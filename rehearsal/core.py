@@ -157,6 +157,40 @@ def ref_target(value: Any) -> str | None:
     return None
 
 
+_PSEUDO = {"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+"""Pseudo parameters with one value wherever hyperwarm deploys (the commercial partition). The account
+and region stay unresolved on purpose: a grant to ``<AWS::AccountId>`` is not a grant to another account."""
+
+
+def resolve(value: Any, resources: Mapping[str, Any]) -> str | None:
+    """A template value as the literal string it deploys as, following references to resources of the
+    same template whose name is a literal (a bucket's ``BucketName``: its ``Ref`` and ``Arn``); None when
+    any part cannot be known at synth (a generated name, an import, the account or region)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    (function, argument), = value.items()
+    if function == "Ref" and isinstance(argument, str):
+        return _PSEUDO.get(argument) or _named(resources.get(argument, {}), "Ref")
+    if function == "Fn::GetAtt" and isinstance(argument, list) and len(argument) == 2:
+        return _named(resources.get(argument[0], {}), argument[1])
+    if function == "Fn::Join" and isinstance(argument, list) and len(argument) == 2 and isinstance(argument[1], list):
+        parts = [resolve(p, resources) for p in argument[1]]
+        return None if any(p is None for p in parts) or not isinstance(argument[0], str) \
+            else argument[0].join(p for p in parts if p is not None)
+    return None
+
+
+def _named(resource: Mapping[str, Any], attribute: str) -> str | None:
+    """What a reference to ``resource`` deploys as, when its name is a literal in the template."""
+    if resource.get("Type") == "AWS::S3::Bucket":
+        name = resource.get("Properties", {}).get("BucketName")
+        if isinstance(name, str):
+            return {"Ref": name, "Arn": f"arn:aws:s3:::{name}"}.get(attribute)
+    return None
+
+
 def strings(value: Any, placeholder: str = "${TOKEN}") -> Iterator[str]:
     """Every literal string in a template value; an `Fn::Join` reads as one string with its
     unresolved parts replaced by `placeholder`, so a literal name split around tokens stays visible."""

@@ -20,9 +20,10 @@ def _ingress(resources: Mapping[str, Any], group: str) -> list[Mapping[str, Any]
 
 def _covers_vpc(cidr: Any, vpc_cidr: Any) -> bool:
     """An IPv4 range holding the whole VPC (the control plane's interfaces may take any of its addresses).
-    Unknown at synth (a token on either side): assumed to, so the rule never fails on what it cannot read."""
+    Unknown at synth (a token on either side, or a VPC not in the template): not known to hold it, so a
+    range the rule cannot read never passes it (name the control plane's group as the source instead)."""
     if not isinstance(cidr, str) or not isinstance(vpc_cidr, str):
-        return True
+        return False
     try:
         return ipaddress.ip_network(cidr, strict=False).supernet_of(ipaddress.ip_network(vpc_cidr, strict=False))
     except (ValueError, TypeError):  # a malformed or IPv6-against-IPv4 pair: not this VPC's range

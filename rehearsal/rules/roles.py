@@ -14,11 +14,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hyperwarm.addons import LOAD_BALANCER_CONTROLLER_POLICY
-from rehearsal.core import Assembly, Finding, ref_target, rule, strings
+from rehearsal.core import Assembly, Finding, ref_target, resolve, rule, strings
 
 _CFN_JSON = "Custom::AWSCDKCfnJson"
 
@@ -45,23 +45,28 @@ def role_statements(assembly: Assembly, stack: str, role_id: str) -> list[dict[s
     return [s for d in documents for s in _listed(d.get("Statement", [])) if s.get("Effect") == "Allow"]
 
 
-def allows(statements: list[dict[str, Any]], action: str, resource: Any = None) -> bool:
-    """Whether some statement allows `action` (wildcards honoured) on `resource` (None: on anything)."""
+def allows(statements: list[dict[str, Any]], action: str, resource: Any = None,
+           resources: Mapping[str, Any] | None = None) -> bool:
+    """Whether some statement allows `action` (wildcards honoured) on `resource` (None: on anything);
+    `resources`: the template's, to follow a granted ARN's references to what they name."""
     for statement in statements:
         if not any(fnmatch.fnmatchcase(action.lower(), a.lower()) for a in _listed(statement.get("Action", []))
                    if isinstance(a, str)):
             continue
-        if resource is None or any(_covers(r, resource) for r in _listed(statement.get("Resource", []))):
+        if resource is None or any(_covers(r, resource, resources or {})
+                                   for r in _listed(statement.get("Resource", []))):
             return True
     return False
 
 
-def _covers(granted: Any, wanted: Any) -> bool:
+def _covers(granted: Any, wanted: Any, resources: Mapping[str, Any]) -> bool:
+    """A granted resource covers the wanted one: the same reference, or an ARN pattern matching it once
+    its references are resolved. A grant that cannot be resolved covers nothing (a token read as `*`
+    would let a grant on any bucket satisfy a check on one)."""
     if granted == "*" or granted == wanted:
         return True
-    if isinstance(granted, (str, dict)) and isinstance(wanted, str):
-        return any(fnmatch.fnmatchcase(wanted, pattern) for pattern in strings(granted, placeholder="*"))
-    return False
+    pattern = resolve(granted, resources)
+    return isinstance(wanted, str) and pattern is not None and fnmatch.fnmatchcase(wanted, pattern)
 
 
 def _missing(assembly: Assembly, stack: str, role_id: str, actions: list[str], why: str) -> Iterator[Finding]:
@@ -174,11 +179,15 @@ def _containers(model: dict[str, Any]) -> list[dict[str, Any]]:
     return ([props["PrimaryContainer"]] if "PrimaryContainer" in props else []) + list(props.get("Containers", []))
 
 
-def _model_data_object(container: dict[str, Any]) -> str | None:
-    """An object ARN the model server must read: the archive, or a file under the prefix."""
+def _model_data_object(container: dict[str, Any], resources: Mapping[str, Any]) -> str | None:
+    """An object ARN the model server must read: the archive, or a file under the prefix ("" when the
+    container reads no model data; None when its location cannot be known at synth)."""
     source = container.get("ModelDataSource", {}).get("S3DataSource", {})
-    uri = source.get("S3Uri", container.get("ModelDataUrl"))
-    match = _S3_URI.match(uri) if isinstance(uri, str) else None
+    raw = source.get("S3Uri", container.get("ModelDataUrl"))
+    if raw is None:
+        return ""
+    uri = resolve(raw, resources)
+    match = _S3_URI.match(uri) if uri is not None else None
     if not match:
         return None
     key = match["key"] + ("config.json" if source.get("S3DataType") == "S3Prefix" else "")
@@ -196,18 +205,28 @@ def model_execution(assembly: Assembly) -> Iterator[Finding]:
         role_id = ref_target(model.get("Properties", {}).get("ExecutionRoleArn"))
         if not role_id or assembly.templates[stack]["Resources"].get(role_id, {}).get("Type") != "AWS::IAM::Role":
             continue  # an imported role: its policies are not in the assembly
+        resources = assembly.templates[stack]["Resources"]
         statements = role_statements(assembly, stack, role_id)
         wanted: list[tuple[str, str | None]] = [("ecr:GetAuthorizationToken", None)]
+        unknown = []
         for container in _containers(model):
-            image = _ECR_IMAGE.match(container.get("Image")) if isinstance(container.get("Image"), str) else None
+            uri = resolve(container.get("Image"), resources)
+            image = _ECR_IMAGE.match(uri) if uri is not None else None
             if image:
                 repository = f"arn:aws:ecr:{image['region']}:{image['account']}:repository/{image['repository']}"
                 wanted += [("ecr:BatchGetImage", repository), ("ecr:GetDownloadUrlForLayer", repository)]
-            data = _model_data_object(container)
+            elif uri is None:
+                unknown.append("its image")
+            data = _model_data_object(container, resources)
             if data:
                 wanted.append(("s3:GetObject", data))
+            elif data is None:
+                unknown.append("its model data location")
+        if unknown:  # what the rule cannot read, it cannot vouch for
+            yield Finding("roles.model-execution", stack, role_id, f"model {logical_id}: cannot tell from the "
+                          f"template whether the role may read {' and '.join(unknown)} (not known at synth)")
         missing = [f"{action} on {resource}" if resource else action
-                   for action, resource in wanted if not allows(statements, action, resource)]
+                   for action, resource in wanted if not allows(statements, action, resource, resources)]
         if missing:
             yield Finding("roles.model-execution", stack, role_id,
                           f"execution role of model {logical_id} lacks {'; '.join(missing)}")

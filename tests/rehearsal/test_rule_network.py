@@ -75,3 +75,16 @@ def test_an_address_range_counts_only_when_it_holds_the_whole_vpc() -> None:
         assert control_plane_reaches_model_pods(assembly(_from_range(cidr))) == [], cidr
     for cidr in ("10.0.1.0/24", "10.0.0.5/32", "192.168.0.0/16"):
         assert len(list(control_plane_reaches_model_pods(assembly(_from_range(cidr))))) == 1, cidr
+
+
+def test_an_address_range_the_rule_cannot_compare_with_the_vpc_does_not_pass() -> None:
+    """Unknown is a failure: a token range, or a VPC whose range is not in the template."""
+    token = _from_range("10.0.0.0/8")
+    token["Properties"]["CidrIp"] = {"Fn::ImportValue": "some-range"}
+    assert len(list(control_plane_reaches_model_pods(assembly(token)))) == 1
+    unknown_vpc = assembly(_from_range("10.0.0.0/8"))
+    for template in unknown_vpc.templates.values():
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::EC2::VPC":
+                resource["Properties"].pop("CidrBlock", None)
+    assert len(list(control_plane_reaches_model_pods(unknown_vpc))) == 1

@@ -128,3 +128,32 @@ def test_a_model_role_scoped_to_its_prefix_and_repository_passes() -> None:
     resources = {"M": MODEL, "Exec": role(), "P": policy("Exec", allow("ecr:GetAuthorizationToken"), PULL,
                                                          allow(["s3:GetObject*"], objects))}
     assert model_execution(Assembly.from_templates({"s": {"Resources": resources}})) == []
+
+
+def test_a_grant_on_a_bucket_the_template_cannot_name_covers_nothing() -> None:
+    """A token read as * let a grant on any bucket's objects satisfy the model-data check."""
+    some_bucket = {"Fn::Join": ["", [{"Fn::GetAtt": ["Other", "Arn"]}, "/*"]]}
+    resources = {"M": MODEL, "Exec": role(), "Other": {"Type": "AWS::S3::Bucket", "Properties": {}},
+                 "P": policy("Exec", allow("ecr:GetAuthorizationToken"), PULL, allow("s3:GetObject", some_bucket))}
+    (finding,) = model_execution(Assembly.from_templates({"s": {"Resources": resources}}))
+    assert "s3:GetObject on arn:aws:s3:::team-models/llama/v1/config.json" in finding.message
+
+
+def test_a_grant_on_a_bucket_named_in_the_template_is_followed() -> None:
+    named = {"Fn::Join": ["", [{"Fn::GetAtt": ["Models", "Arn"]}, "/llama/*"]]}
+    resources = {"M": MODEL, "Exec": role(), "Models": {"Type": "AWS::S3::Bucket",
+                                                         "Properties": {"BucketName": "team-models"}},
+                 "P": policy("Exec", allow("ecr:GetAuthorizationToken"), PULL, allow("s3:GetObject", named))}
+    assert model_execution(Assembly.from_templates({"s": {"Resources": resources}})) == []
+
+
+def test_a_model_whose_data_or_image_the_template_cannot_name_is_a_finding() -> None:
+    """Unknown is a failure: the rule cannot vouch for a location it cannot read."""
+    model = {"Type": "AWS::SageMaker::Model", "Properties": {
+        "ExecutionRoleArn": {"Fn::GetAtt": ["Exec", "Arn"]},
+        "PrimaryContainer": {"Image": {"Fn::ImportValue": "image-uri"},
+                             "ModelDataUrl": {"Fn::Join": ["", ["s3://", {"Ref": "Bucket"}, "/m.tar.gz"]]}}}}
+    resources = {"M": model, "Exec": role(), "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {}},
+                 "P": policy("Exec", allow(["ecr:*", "s3:*"]))}
+    (finding,) = model_execution(Assembly.from_templates({"s": {"Resources": resources}}))
+    assert "cannot tell from the template whether the role may read its image and its model data" in finding.message
