@@ -202,18 +202,7 @@ class InferenceEndpoint(EndpointBase):
             return []
         alarms = list(g.rollback_alarms)
         if g.alarm_on_5xx_errors:
-            alarms += [cloudwatch.Alarm(
-                self, f"{name}5xxAlarm",
-                # Invocation5XXErrors is 1 or 0 per request: its Average is the share of requests that failed.
-                metric=self.metric_invocation_5xx_errors(name, statistic="Average", period=cdk.Duration.minutes(1)),
-                threshold=ROLLBACK_5XX_SHARE, evaluation_periods=ROLLBACK_5XX_MINUTES[1],
-                datapoints_to_alarm=ROLLBACK_5XX_MINUTES[0],
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"5XX errors on variant {name} of {self._props.endpoint_name} in at least "
-                                  f"{ROLLBACK_5XX_SHARE:.0%} of requests for {ROLLBACK_5XX_MINUTES[0]} of "
-                                  f"{ROLLBACK_5XX_MINUTES[1]} minutes: rolls a blue/green update back",
-            ) for name in self.variant_names]
+            alarms += [_rollback_5xx_alarm(self, name, str(self._props.endpoint_name)) for name in self.variant_names]
         if alarms:
             # Deployment guardrails prerequisite: the execution role may describe its auto-rollback alarms.
             self.execution_role.add_to_principal_policy(iam.PolicyStatement(
@@ -248,3 +237,18 @@ class InferenceEndpoint(EndpointBase):
             spec=v.inference_component))
         component.node.add_dependency(self._resource)  # EndpointName may be a literal name, not a reference
         return component
+
+
+def _rollback_5xx_alarm(endpoint: "InferenceEndpoint", variant: str, endpoint_name: str) -> cloudwatch.Alarm:
+    """The variant's rollback alarm: 5XX on :data:`ROLLBACK_5XX_SHARE` of its requests, sustained."""
+    return cloudwatch.Alarm(
+        endpoint, f"{variant}5xxAlarm",
+        # Invocation5XXErrors is 1 or 0 per request: its Average is the share of requests that failed.
+        metric=endpoint.metric_invocation_5xx_errors(variant, statistic="Average", period=cdk.Duration.minutes(1)),
+        threshold=ROLLBACK_5XX_SHARE, evaluation_periods=ROLLBACK_5XX_MINUTES[1],
+        datapoints_to_alarm=ROLLBACK_5XX_MINUTES[0],
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=f"5XX errors on variant {variant} of {endpoint_name} in at least {ROLLBACK_5XX_SHARE:.0%} "
+                          f"of requests for {ROLLBACK_5XX_MINUTES[0]} of {ROLLBACK_5XX_MINUTES[1]} minutes: rolls "
+                          "a blue/green update back")
