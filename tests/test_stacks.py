@@ -73,6 +73,7 @@ def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> 
             "model_buckets": [{"name": "edge-models"}]}
     for variant in edge["endpoints"][0]["variants"]:
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
+        variant["instance_type"] = "ml.g6e.2xlarge"  # the region offers no ml.g5 for endpoints
     app = build_app(context={**project_context, "environments": {"edge": edge}}, nag=False)
     assert names(app) == ["hyperwarm-edge-endpoints", "hyperwarm-edge-observability"]
 
@@ -80,8 +81,10 @@ def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> 
 def test_a_whole_environment_in_a_newer_supported_region_synthesizes(project_context) -> None:
     # ca-central-1 once failed deep in the build (the health agent's regional image); any region the
     # configuration accepts must build every stack, with the region's images.
-    dev = {**project_context["environments"]["dev"], "region": "ca-central-1"}
+    dev = copy.deepcopy({**project_context["environments"]["dev"], "region": "ca-central-1"})
     dev.pop("vpc", None)  # its zones are us-west-2's
+    for model in dev["caches"]["models"]:  # an image is pulled from its own region's registry
+        model["image"] = model["image"].replace("us-west-2", "ca-central-1")
     app = build_app(context={**project_context, "environments": {"dev": dev}}, nag=False)
     assert names(app) == ["hyperwarm-dev-caches", "hyperwarm-dev-cluster", "hyperwarm-dev-endpoints",
                           "hyperwarm-dev-observability"]
