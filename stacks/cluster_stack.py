@@ -30,4 +30,5 @@ class ClusterStack(cdk.Stack):
             nat_gateways=config.vpc.nat_gateways,
             endpoint_public_access=config.endpoint_public_access,
             addon_versions=dict(config.addon_versions),
+            pods_per_node=dict(config.pods_per_node),
         ))
