@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperwarm.addons import LOAD_BALANCER_CONTROLLER_POLICY
-from rehearsal.core import Assembly, Finding, ref_target, rule, strings
+from rehearsal.core import Assembly, Finding, ref_target, rule, strings, text_of
 
 _CFN_JSON = "Custom::AWSCDKCfnJson"
 
@@ -263,25 +263,13 @@ def _configured_role(configuration: Any, key: str) -> tuple[str | None, str | No
     return None, None
 
 
-def _text(value: Any) -> str:
-    """A template value as text, every part known only at deploy time read as ``${TOKEN}``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
-        return re.sub(r"\$\{[^}]*\}", _TOKEN, value["Fn::Sub"])
-    join = value.get("Fn::Join") if isinstance(value, dict) else None
-    if isinstance(join, list) and len(join) == 2 and isinstance(join[0], str) and isinstance(join[1], list):
-        return join[0].join(_text(part) for part in join[1])
-    return _TOKEN
-
-
 def _name_problem(name: Any, path: Any, pattern: str) -> str | None:
     """Why a role called ``name`` (a template value) at ``path`` is not surely covered by ``role/<pattern>``."""
     if path not in (None, "/"):
         return f"has path {path!r}: its ARN is role{path}<name>, which role/{pattern} does not cover"
     if name is None:
         return f"has a name CloudFormation generates, which role/{pattern} does not cover; name it {pattern}"
-    text = _text(name)
+    text = text_of(name, _TOKEN)
     literal = text.split(_TOKEN)[0]
     if _TOKEN not in text and fnmatch.fnmatchcase(text, pattern):
         return None
