@@ -456,3 +456,15 @@ def test_instance_group_props_and_cluster_rules_load_without_aws_cdk() -> None:
     code = ("import sys, hyperwarm.cluster_rules, hyperwarm.instance_group; from hyperwarm import NVME_PATH; "
             "print(sorted(m for m in ('aws_cdk', 'jsii', 'pydantic') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout == "[]\n"
+
+
+def test_an_imported_operator_states_its_add_on_build() -> None:
+    from hyperwarm import InferenceOperator
+
+    stack = cdk.Stack(cdk.App(), "T")
+    role = iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/SageMakerHyperPodInference-x")
+    operator = InferenceOperator.from_operator_attributes(stack, "Op", execution_role=role, s3_csi_role=role)
+    assert operator.addon_version is None  # unknown: model caches then fail synth (test_caches_stack)
+    with pytest.raises(ValueError, match=r"T/Op2: addon_version = '3.3' -- allowed: an EKS add-on build"):
+        InferenceOperator.from_operator_attributes(stack, "Op2", execution_role=role, s3_csi_role=role,
+                                                   addon_version="3.3")
