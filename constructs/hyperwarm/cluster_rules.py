@@ -46,8 +46,10 @@ OPERATOR_ADDON_BUILDS: dict[str, Version] = {
     "v1.0.0-eksbuild.1": (3, 0),
     # "Introducing Amazon SageMaker HyperPod Inference Gateway" (AWS Machine Learning blog, 2026-09-21,
     # https://aws.amazon.com/blogs/machine-learning/introducing-amazon-sagemaker-hyperpod-inference-gateway/)
-    # installs this build with "inferenceGateway" enabled; the gateway arrived with operator 3.6 (release
-    # notes). So it carries 3.6 or later; 3.6 is the conservative reading.
+    # installs this build with "inferenceGateway" enabled; the gateway opt-in arrived with operator 3.6 (HyperPod
+    # Inference release notes, v3.6). So it carries 3.6 or later; 3.6 is the conservative reading. Not verified:
+    # the post was read through verbatim copies, not on AWS's site, and AWS's gateway page is said to ask for
+    # v2.0.0-eksbuild.2 or later for the gateway itself (which hyperwarm does not use).
     "v2.0.0-eksbuild.1": (3, 6),
 }
 """Add-on builds whose operator version AWS's sources establish. AWS publishes no table of builds to
@@ -76,6 +78,7 @@ _ADDON_BUILD = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.(\d+)$")
 _ADDON_BUILD_WORDS = "an EKS add-on build such as v2.0.0-eksbuild.1"
 _FIND_BUILDS = (f"aws eks describe-addon-versions --addon-name {INFERENCE_OPERATOR_ADDON} "
                 "--kubernetes-version <version> --query 'addons[].addonVersions[].addonVersion'")
+
 GROUP_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 GROUP_NAME_WORDS = "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. inference-p5"
 

@@ -5,8 +5,9 @@ the failure appears at run time (nodes that never join, load balancers never cre
 alarms that cannot be read). These rules find the role each service uses in the templates and
 check its statements (inline policies and `AWS::IAM::Policy` resources of its stack) for the
 documented actions. Covered today: the HyperPod execution role, the AWS Load Balancer Controller
-role and the endpoint execution role's read of its rollback alarms (the three a review found
-short); other roles are covered by their constructs' tests, not yet by a rule here.
+role, the endpoint execution role's read of its rollback alarms, each SageMaker model's role, and the
+name of every role an AWS-managed policy's iam:PassRole must cover; other roles are covered by their
+constructs' tests, not yet by a rule here.
 """
 
 from __future__ import annotations
