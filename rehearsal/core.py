@@ -212,6 +212,19 @@ def strings(value: Any, placeholder: str = "${TOKEN}") -> Iterator[str]:
             yield from strings(item, placeholder)
 
 
+def text_of(value: Any, placeholder: str = "${TOKEN}") -> str:
+    """A template value as one string, every part known only at deploy time (a ``Ref``, ``Fn::GetAtt``,
+    ``Fn::ImportValue``, ``Fn::Sub`` variable ...) read as ``placeholder``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("Fn::Sub"), str):
+        return re.sub(r"\$\{[^}]*\}", placeholder, value["Fn::Sub"])
+    join = value.get("Fn::Join") if isinstance(value, dict) else None
+    if isinstance(join, list) and len(join) == 2 and isinstance(join[0], str) and isinstance(join[1], list):
+        return join[0].join(text_of(part, placeholder) for part in join[1])
+    return placeholder
+
+
 def _joined(join: list[Any], placeholder: str) -> str:
     """An `Fn::Join` as one string, its unresolved parts replaced by `placeholder`."""
     separator, parts = join

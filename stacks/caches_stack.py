@@ -13,8 +13,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster, grant_mounted_model_read
+from hyperwarm.cluster_rules import INFERENCE_OPERATOR_ADDON, operator_pin_problem
 from stacks.buckets_stack import model_bucket_by_name
-from stacks.config import EnvironmentConfig
+from stacks.config import ConfigError, EnvironmentConfig
 from stacks.config.caches import CachedModel
 from stacks.plan import ColdStart, plan_model
 from manifests import build_chart
@@ -56,6 +57,11 @@ class CachesStack(cdk.Stack):
                 cdk.Annotations.of(self).add_warning_v2(f"hyperwarm:cold-scale-out:{model.name}", warning)
         self.chart = build_chart(env_name, config, cluster.eks_cluster.cluster_name)
         self.objects = self.chart.to_json()
+        # The operator must know every field the objects use: an older one drops them without a word.
+        problem = operator_pin_problem(operator.addon_version, self.objects)
+        if problem:
+            raise ConfigError(f"invalid configuration for environment {env_name!r}:\n  environments.{env_name}."
+                              f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}]: {operator.addon_version!r} -- {problem}")
         self.manifest = eks.KubernetesManifest(
             self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects,
             overwrite=True,  # adopt objects a GitOps user already applied from dist/manifests

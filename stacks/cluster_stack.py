@@ -33,6 +33,7 @@ class ClusterStack(cdk.Stack):
             addon_versions=dict(config.addon_versions),
             admin_principals=[_principal(self, f"Admin{i}", arn) for i, arn in enumerate(config.cluster_admins)],
             image_registry_accounts=config.pull_registry_accounts(),
+            pods_per_node=dict(config.pods_per_node),
         ))
 
 

@@ -13,11 +13,14 @@ from aws_cdk import aws_iam as iam
 from hyperwarm import HyperPodEksCluster, IHyperPodCluster, InferenceOperator, InstanceGroupSpec
 
 ACCOUNT = "123456789012"
+OPERATOR_BUILD = "v2.0.0-eksbuild.1"
+"""The inference operator add-on build the stand-in cluster runs (one that holds model caches)."""
 
 
 def imported_cluster(scope: cdk.Stack, groups: Sequence[InstanceGroupSpec], *, operator: bool = True,
-                     id: str = "HyperPod") -> IHyperPodCluster:
-    """A deployed cluster with ``groups``, its kubectl provider and (with ``operator``) its inference operator."""
+                     id: str = "HyperPod", operator_build: str | None = OPERATOR_BUILD) -> IHyperPodCluster:
+    """A deployed cluster with ``groups``, its kubectl provider and (with ``operator``) its inference operator,
+    installed from add-on build ``operator_build``."""
     def arn(service: str, resource: str) -> str:
         return f"arn:aws:{service}:{scope.region}:{ACCOUNT}:{resource}"
 
@@ -34,7 +37,8 @@ def imported_cluster(scope: cdk.Stack, groups: Sequence[InstanceGroupSpec], *, o
         inference_operator = InferenceOperator.from_operator_attributes(
             scope, f"{id}Operator",
             execution_role=iam.Role.from_role_arn(scope, f"{id}OperatorRole", f"arn:aws:iam::{ACCOUNT}:role/operator"),
-            s3_csi_role=iam.Role.from_role_arn(scope, f"{id}CsiRole", f"arn:aws:iam::{ACCOUNT}:role/s3-csi"))
+            s3_csi_role=iam.Role.from_role_arn(scope, f"{id}CsiRole", f"arn:aws:iam::{ACCOUNT}:role/s3-csi"),
+            addon_version=operator_build)
     return HyperPodEksCluster.from_cluster_attributes(
         scope, id, cluster_arn=arn("sagemaker", "cluster/abc123"), eks_cluster=eks_cluster,
         security_group=ec2.SecurityGroup.from_security_group_id(scope, f"{id}Group", "sg-0123456789abcdef0"),

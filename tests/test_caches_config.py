@@ -169,3 +169,12 @@ def test_a_fixed_port_server_on_another_port_is_rejected() -> None:
     image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
     message = problems(environment(model(image=image, port=9000)))
     assert "caches.models[0].port: 9000 -- the lmi container listens on 8080; allowed: 8080" in message
+
+
+def test_a_cached_model_image_needing_a_newer_cuda_than_the_hyperpod_ami_is_rejected() -> None:
+    # HyperPod's EKS AMIs run NVIDIA driver 580 (CUDA <= 13.0): the SageMaker AMI rule never saw these workers.
+    cu131 = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.29.0-gpu-py312-cu131-ubuntu22.04-sagemaker"
+    message = problems(environment(model(image=cu131)))
+    assert f"environments.dev.caches.models[0].image: '{cu131}' -- the image needs CUDA 13.1 but HyperPod's EKS " \
+           "AMIs run NVIDIA driver 580, CUDA <= 13.0" in message
+    parse_environment("dev", environment(model(image=cu131.replace("cu131", "cu130"))))

@@ -86,3 +86,39 @@ def test_caches_need_the_inference_operator() -> None:
                                operator=False)
     with pytest.raises(ValueError, match="Caches: model caches need the HyperPod inference operator"):
         CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
+
+
+def _caches_stack(operator_build: str | None, **model_overrides: object) -> None:
+    import aws_cdk as cdk
+
+    from stacks.caches_stack import CachesStack
+    from stacks.config.environment import parse_environment
+    from stand_ins import imported_cluster
+    from test_caches_config import environment, model
+
+    config = parse_environment("dev", environment(model(**model_overrides)))
+    app = cdk.App()
+    env = cdk.Environment(region="us-west-2")
+    cluster = imported_cluster(cdk.Stack(app, "Cluster", env=env), [g.to_spec() for g in config.instance_groups],
+                               operator_build=operator_build)
+    CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
+
+
+def test_caches_on_an_operator_of_unknown_build_fail_synth() -> None:
+    # Without a pin EKS installs its default build; an operator older than 3.3 drops modelCacheConfig silently.
+    from stacks.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"environments.dev.addon_versions\['amazon-sagemaker-hyperpod-inference'\]: "
+                                          r"None -- no build is pinned, .* InferenceEndpointConfig.spec."
+                                          r"modelCacheConfig needs operator 3.3 or later .* e.g. v2.0.0-eksbuild.1"):
+        _caches_stack(None)
+
+
+def test_caches_on_a_build_that_predates_model_caching_fail_synth() -> None:
+    from stacks.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'v1.0.0-eksbuild.1' -- InferenceEndpointConfig.spec.modelCacheConfig "
+                                          r"needs operator 3.3 or later, and this build carries operator 3.0; "
+                                          r"pin v2.0.0-eksbuild.1 or later"):
+        _caches_stack("v1.0.0-eksbuild.1")
+    _caches_stack("v2.0.0-eksbuild.1")

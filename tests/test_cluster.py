@@ -253,12 +253,12 @@ def test_problems_of_every_part_are_reported_together_before_anything_is_built()
     stack = cdk.Stack(cdk.App(), "T")  # region-agnostic
     with pytest.raises(ValueError) as error:
         _cluster([], stack=stack, kubernetes_version="1.29", node_recovery="Sometimes", nat_gateways=0,
-                 addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2.0-eksbuild.1"})
+                 addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2"}, pods_per_node={"ml.g5.xlarge": 0})
     lines = str(error.value).splitlines()
     assert lines[0] == "T/HyperPod: invalid HyperPodEksClusterProps:"
     assert [line.split(" ")[2] for line in lines[1:]] == [
         "nat_gateways", "stack", "kubernetes_version", "instance_groups", "node_recovery",
-        "addon_versions['amazon-sagemaker-hyperpod-inference']"]
+        "addon_versions['amazon-sagemaker-hyperpod-inference']", "pods_per_node['ml.g5.xlarge']"]
     assert stack.node.find_child("HyperPod").node.children == []
 
 
@@ -406,11 +406,47 @@ def test_load_balancer_controller_role_holds_the_published_policy_not_elb_full_a
     assert policy_id in addon["DependsOn"]
 
 
-def test_pinned_operator_without_model_caching_is_rejected() -> None:
+def test_operator_pin_must_name_an_add_on_build() -> None:
+    # Add-on builds are v1.0.0-eksbuild.1 and the like; an operator release ("v3.3") fails CreateAddon.
     with pytest.raises(ValueError, match=r"addon_versions\['amazon-sagemaker-hyperpod-inference'\] = "
-                                         r"'v3.2.0-eksbuild.1' -- model caches need operator v3.3 or later"):
-        _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.2.0-eksbuild.1"})
-    _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.3.0-eksbuild.1"})
+                                         r"'v3.3' -- allowed: an EKS add-on build such as v2.0.0-eksbuild.1"):
+        _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v3.3"})
+    cluster = _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1"})
+    assert cluster.inference_operator.addon_version == "v1.0.0-eksbuild.1"
+
+
+def _operator_configuration(cluster: HyperPodEksCluster) -> dict:
+    resolved = cdk.Stack.of(cluster).resolve(cluster.inference_operator.addon.configuration_values)
+    return json.loads("".join(p if isinstance(p, str) else "X" for p in resolved["Fn::Join"][1]))
+
+
+def test_a_build_unknown_to_hyperwarm_is_flagged_and_v2_builds_switch_the_operator_on() -> None:
+    from aws_cdk.assertions import Annotations
+
+    old = _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1"})
+    assert "inferenceOperator" not in _operator_configuration(old)
+    newer = _cluster([SYSTEM, GPU], addon_versions={"amazon-sagemaker-hyperpod-inference": "v2.1.0-eksbuild.1"})
+    assert _operator_configuration(newer)["inferenceOperator"] == {"enabled": True}
+    warnings = Annotations.from_stack(cdk.Stack.of(newer)).find_warning("*", Match.string_like_regexp(
+        "add-on build v2.1.0-eksbuild.1 is not in hyperwarm's table of builds"))
+    assert len(warnings) == 1
+
+
+def test_operator_execution_role_is_named_so_its_managed_policy_may_pass_it(synthesized) -> None:
+    # AmazonSageMakerHyperPodInferenceAccess passes only role/SageMakerHyperPodInference* to SageMaker.
+    stack = "hyperwarm-prod-cluster"
+    role = synthesized.resources(stack, "AWS::IAM::Role")[_role_id(synthesized, stack, "InferenceOperatorExecutionRole")]
+    name = role["Properties"]["RoleName"]
+    assert name["Fn::Join"][0] == "-" and name["Fn::Join"][1][0] == "SageMakerHyperPodInference"
+    assert "Path" not in role["Properties"]  # the ARN is role/SageMakerHyperPodInference-<suffix>
+    assert "AWS::StackId" in json.dumps(name)  # unique per stack, and per region for the same stack name
+
+
+def test_pods_per_node_overrides_are_recorded_for_the_rehearsal() -> None:
+    cluster = _cluster([SYSTEM, GPU], pods_per_node={"ml.m5.xlarge": 30}, install_inference_operator=False)
+    template = Template.from_stack(cdk.Stack.of(cluster))
+    (resource,) = template.find_resources("AWS::SageMaker::Cluster").values()
+    assert resource["Metadata"]["hyperwarm:pods-per-node"] == {"ml.m5.xlarge": 30}
 
 
 def test_instance_group_props_and_cluster_rules_load_without_aws_cdk() -> None:
@@ -438,3 +474,15 @@ def test_nodes_pull_only_from_the_registries_their_images_come_from() -> None:
         accounts.add("own" if match[1] == "<AWS::AccountId>" else match[1])
     assert {"own", "444455556666", "763104351884", "602401143452", "905418368575"} <= accounts
     assert "*" not in accounts and len(accounts) < 40
+
+
+def test_an_imported_operator_states_its_add_on_build() -> None:
+    from hyperwarm import InferenceOperator
+
+    stack = cdk.Stack(cdk.App(), "T")
+    role = iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/SageMakerHyperPodInference-x")
+    operator = InferenceOperator.from_operator_attributes(stack, "Op", execution_role=role, s3_csi_role=role)
+    assert operator.addon_version is None  # unknown: model caches then fail synth (test_caches_stack)
+    with pytest.raises(ValueError, match=r"T/Op2: addon_version = '3.3' -- allowed: an EKS add-on build"):
+        InferenceOperator.from_operator_attributes(stack, "Op2", execution_role=role, s3_csi_role=role,
+                                                   addon_version="3.3")

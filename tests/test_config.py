@@ -220,10 +220,23 @@ def test_az_ids_are_rejected_with_how_to_find_the_zone_name() -> None:
     assert "aws ec2 describe-availability-zones --zone-ids use1-az4" in message
 
 
-def test_pinned_operator_without_model_caching_is_rejected_when_models_are_cached() -> None:
-    raw = {**cached("team-models"), "model_buckets": [{"name": "team-models"}],
-           "addon_versions": {"amazon-sagemaker-hyperpod-inference": "v3.2.1-eksbuild.1"}}
-    assert "model caches need operator v3.3 or later" in error_of(raw)
+def test_an_operator_pin_that_is_no_add_on_build_is_rejected() -> None:
+    # "v3.3" names an operator release, not an add-on build: CreateAddon would fail deep into the cluster stack.
+    message = error_of({"addon_versions": {"amazon-sagemaker-hyperpod-inference": "v3.3"}})
+    assert "environments.prod.addon_versions: ['amazon-sagemaker-hyperpod-inference'] = 'v3.3' -- allowed: an EKS " \
+           "add-on build such as v2.0.0-eksbuild.1" in message
+    assert parse_environment("prod", {"addon_versions": {"amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1"}})
+
+
+def test_a_project_environment_with_caches_and_no_operator_pin_fails_synth(project_context) -> None:
+    from stacks.app import build_app
+
+    del project_context["environments"]["prod"]["addon_versions"]
+    with pytest.raises(ConfigError) as info:
+        build_app(context={**project_context, "env": "prod"}, nag=False)
+    assert ("environments.prod.addon_versions['amazon-sagemaker-hyperpod-inference']: None -- no build is pinned, "
+            "so EKS installs its default build, which may be older, and InferenceEndpointConfig.spec.modelCacheConfig, "
+            "ModelImageCache, ModelWeightsCacheConfig need operator 3.3 or later") in str(info.value)
 
 
 def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() -> None:

@@ -68,6 +68,17 @@ def test_too_many_pods_per_node() -> None:
             "(7 daemonsets 7; model qwen (8 pods) 8)") in message
 
 
+def test_pods_per_node_is_an_estimate_a_user_overrides_per_instance_type() -> None:
+    eight_pods = {"instance_groups": [SYSTEM, GPU], "caches": {"models": [
+        model(replicas=8, resources={"gpus": 0, "cpu": "100m", "memory": "100Mi"})]}}
+    assert ("14 pods per node is hyperwarm's estimate for ml.g5.xlarge: AWS publishes no figure; kubectl get node "
+            "<node> -o jsonpath={.status.allocatable.pods} shows the real one, and pods_per_node['ml.g5.xlarge'] "
+            "overrides the estimate") in error_of(eight_pods)
+    parse({**eight_pods, "pods_per_node": {"ml.g5.xlarge": 29}})
+    message = error_of({**eight_pods, "pods_per_node": {"ml.g5.xlarge": 12}})
+    assert "pods per node: need 15, have 12" in message and "estimate for ml.g5.xlarge" not in message
+
+
 def test_memory_per_node() -> None:
     message = error_of({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(resources={"memory": "15Gi"})]}})
     assert "instance group 'inference' (ml.g5.xlarge x 1, ThreadsPerCore 2): memory per node: need 15.6 GiB, " \

@@ -22,7 +22,7 @@ from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
 from . import hyperpod_dependencies
 from .buckets import grant_bucket_key
-from .cluster_rules import INFERENCE_OPERATOR_ADDON, operator_version_problem
+from .cluster_rules import INFERENCE_OPERATOR_ADDON, addon_build_problem, operator_pin_unverified
 from .nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
                   managed_policy, object_arn_finding, stack_singletons)
 
@@ -34,6 +34,13 @@ LOAD_BALANCER_CONTROLLER_POLICY = Path(__file__).parent / "policies" / "aws-load
 
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
 OPERATOR_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
+
+OPERATOR_ROLE_PREFIX = "SageMakerHyperPodInference"
+"""The AWS-managed AmazonSageMakerHyperPodInferenceAccess lets its holder pass only roles named
+``SageMakerHyperPodInference*`` (``iam:PassRole`` on ``arn:aws:iam::*:role/SageMakerHyperPodInference*``, with
+``iam:PassedToService`` sagemaker.amazonaws.com), and the operator passes its own execution role to SageMaker.
+AWS's setup guide and reference stack name the role ``SageMakerHyperPodInference-<suffix>``
+(aws/sagemaker-hyperpod-cluster-setup, eks/cloudformation/inference-addon-iam-roles-template.yaml)."""
 
 
 def addon(scope: Construct, name: str, cluster: eks.ICluster, versions: Mapping[str, str], *,
@@ -55,7 +62,8 @@ def addon(scope: Construct, name: str, cluster: eks.ICluster, versions: Mapping[
 
 
 def irsa_role(scope: Construct, id: str, provider: eks.OidcProviderNative, service_account: str,
-              description: str, extra_principals: Sequence[iam.IPrincipal] = ()) -> iam.Role:
+              description: str, extra_principals: Sequence[iam.IPrincipal] = (),
+              role_name: str | None = None) -> iam.Role:
     """A role only ``namespace:name`` may assume with its projected token (IRSA)."""
     issuer = provider.open_id_connect_provider_issuer
     conditions = cdk.CfnJson(scope, f"{id}Conditions", value={
@@ -66,7 +74,21 @@ def irsa_role(scope: Construct, id: str, provider: eks.OidcProviderNative, servi
         provider.open_id_connect_provider_arn, {"StringEquals": conditions})
     if extra_principals:
         principal = iam.CompositePrincipal(principal, *extra_principals)
-    return iam.Role(scope, id, assumed_by=principal, description=description)
+    return iam.Role(scope, id, assumed_by=principal, description=description, role_name=role_name)
+
+
+def _stack_unique_name(prefix: str) -> str:
+    """``<prefix>-<8 hex>``: the first part of the stack's id, as AWS's reference stacks name roles. Unique
+    per stack (names are global to the account, the same stack name may exist in two regions) and stable
+    across updates of the stack."""
+    stack_uuid = cdk.Fn.select(2, cdk.Fn.split("/", cdk.Aws.STACK_ID))
+    return cdk.Fn.join("-", [prefix, cdk.Fn.select(0, cdk.Fn.split("-", stack_uuid))])
+
+
+def _major(version: str | None) -> int:
+    """The major number of an add-on build (``v2.0.0-eksbuild.1`` -> 2); 0 for none or a token."""
+    match = re.match(r"^v(\d+)\.", version) if isinstance(version, str) else None
+    return int(match[1]) if match else 0
 
 
 def load_balancer_controller_policy(partition: str) -> list[iam.PolicyStatement]:
@@ -119,6 +141,12 @@ class IInferenceOperator(Protocol):
         grant each with :func:`grant_mounted_model_read`."""
         ...
 
+    @property
+    def addon_version(self) -> str | None:
+        """The pinned add-on build, or None (EKS's default build, or not known): what
+        :func:`~hyperwarm.cluster_rules.operator_pin_problem` judges objects applied to the operator against."""
+        ...
+
 
 @dataclass(frozen=True)
 class InferenceOperatorRoles:
@@ -142,9 +170,14 @@ class InferenceOperator(Construct):
                  versions: Mapping[str, str], after: Sequence[IConstruct] = ()) -> None:
         super().__init__(scope, id)
         self.namespace = OPERATOR_NAMESPACE
-        problem = operator_version_problem(versions.get(INFERENCE_OPERATOR_ADDON))
+        self.addon_version: str | None = versions.get(INFERENCE_OPERATOR_ADDON)
+        problem = addon_build_problem(self.addon_version)
         if problem:
-            raise ValueError(f"{self.node.path}: {problem}")
+            raise ValueError(f"{self.node.path}: addon_versions[{INFERENCE_OPERATOR_ADDON!r}] = "
+                             f"{self.addon_version!r} -- {problem}")
+        unverified = operator_pin_unverified(self.addon_version)
+        if unverified:
+            cdk.Annotations.of(self).add_warning_v2("hyperwarm:operator-build", unverified)
         provider = eks.OidcProviderNative(self, "OidcProvider", url=cluster.cluster_open_id_connect_issuer_url)
         self.tls_bucket = s3.Bucket(
             self, "TlsCertificates", encryption=s3.BucketEncryption.S3_MANAGED,
@@ -173,26 +206,38 @@ class InferenceOperator(Construct):
             # from S3, and the driver needs AWS permissions only to provision new file systems dynamically.
             addon(self, "aws-fsx-csi-driver", cluster, versions, after=after),
         ]
+        configuration: dict[str, object] = {
+            "executionRoleArn": self.roles.execution.role_arn,
+            "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
+            "hyperpodClusterArn": hyperpod_cluster_arn,
+            "alb": {"serviceAccount": {"create": True, "roleArn": self.roles.load_balancer.role_arn}},
+            "keda": {"auth": {"aws": {"irsa": {"roleArn": self.roles.keda.role_arn}}}},
+        }
+        if _major(self.addon_version) >= 2:
+            # Builds v2.0.0 and later carry the inference gateway beside the operator, each with its own switch;
+            # AWS's examples for them turn the operator on explicitly (the Inference Gateway blog post and
+            # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html).
+            configuration["inferenceOperator"] = {"enabled": True}
         self.addon = addon(
-            self, INFERENCE_OPERATOR_ADDON, cluster, versions,
-            configuration={
-                "executionRoleArn": self.roles.execution.role_arn,
-                "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
-                "hyperpodClusterArn": hyperpod_cluster_arn,
-                "alb": {"serviceAccount": {"create": True, "roleArn": self.roles.load_balancer.role_arn}},
-                "keda": {"auth": {"aws": {"irsa": {"roleArn": self.roles.keda.role_arn}}}},
-            },
+            self, INFERENCE_OPERATOR_ADDON, cluster, versions, configuration=configuration,
             after=[*after, *prerequisites, self.load_balancer_policy],
         )
         self.node.default_child = self.addon
 
     @staticmethod
     def from_operator_attributes(scope: Construct, id: str, *, execution_role: iam.IRole, s3_csi_role: iam.IRole,
-                                 namespace: str = OPERATOR_NAMESPACE) -> IInferenceOperator:
+                                 namespace: str = OPERATOR_NAMESPACE,
+                                 addon_version: str | None = None) -> IInferenceOperator:
         """An operator installed elsewhere (another app or stack), from its execution role and the
         Mountpoint for S3 CSI driver's role; nothing waits for it (it is installed already).
-        Both roles are its ``model_readers`` (a grant adds nothing to a role imported with ``mutable=False``)."""
-        return _ImportedInferenceOperator(scope, id, roles=(execution_role, s3_csi_role), namespace=namespace)
+        Both roles are its ``model_readers`` (a grant adds nothing to a role imported with ``mutable=False``).
+        ``addon_version`` is the add-on build it was installed with (``aws eks describe-addon``); model caches
+        need it. Default: unknown."""
+        problem = addon_build_problem(addon_version)
+        if problem:
+            raise ValueError(f"{scope.node.path}/{id}: addon_version = {addon_version!r} -- {problem}")
+        return _ImportedInferenceOperator(scope, id, roles=(execution_role, s3_csi_role), namespace=namespace,
+                                          addon_version=addon_version)
 
     @property
     def model_readers(self) -> Sequence[iam.IGrantable]:
@@ -202,7 +247,8 @@ class InferenceOperator(Construct):
     def _roles(self, provider: eks.OidcProviderNative) -> InferenceOperatorRoles:
         execution = irsa_role(
             self, "ExecutionRole", provider, f"{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}",
-            "HyperPod inference operator", extra_principals=[iam.ServicePrincipal("sagemaker.amazonaws.com")])
+            "HyperPod inference operator", extra_principals=[iam.ServicePrincipal("sagemaker.amazonaws.com")],
+            role_name=_stack_unique_name(OPERATOR_ROLE_PREFIX))
         execution.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess"))
         acknowledge(execution, "the operator add-on documents this AWS-managed policy; AWS keeps it in step "
@@ -239,9 +285,11 @@ class InferenceOperator(Construct):
 class _ImportedInferenceOperator(Construct):
     """An inference operator installed elsewhere: see :meth:`InferenceOperator.from_operator_attributes`."""
 
-    def __init__(self, scope: Construct, id: str, *, roles: Sequence[iam.IRole], namespace: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, roles: Sequence[iam.IRole], namespace: str,
+                 addon_version: str | None) -> None:
         super().__init__(scope, id)
         self.namespace = namespace
+        self.addon_version = addon_version
         self.addon: IDependable = DependencyGroup()
         self.model_readers: tuple[iam.IGrantable, ...] = tuple(roles)
 

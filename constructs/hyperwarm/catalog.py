@@ -11,11 +11,16 @@ counted as 30,000 GB, the project's reference figure, below EC2's 8 x 3,800 GB: 
 the capacity guard.
 
 Scheduling numbers (:mod:`hyperwarm.node_capacity`): every type here runs two threads per core,
-so ``ThreadsPerCore: 1`` halves its vCPUs. HyperPod gives pods the addresses of one network
-interface in the cluster VPC, so a node holds at most ``IPv4 addresses per interface - 1`` pods:
-14 on ml.g5.xlarge (observed by users, awslabs/ai-on-sagemaker-hyperpod#142), 29 on
-ml.c5.4xlarge (the smallest type AWS recommends for the inference operator). AWS publishes no
-per-type table; ``kubectl describe node`` shows the real figure.
+so ``ThreadsPerCore: 1`` halves its vCPUs. Pods per node are an ESTIMATE: AWS publishes no
+pods-per-node figure for HyperPod nodes, per type or as a formula. hyperwarm assumes HyperPod gives
+pods the addresses of one network interface in the cluster VPC, so a node holds at most
+``IPv4 addresses per interface - 1`` pods: 14 on ml.g5.xlarge (observed by users,
+awslabs/ai-on-sagemaker-hyperpod#142), 29 on ml.c5.4xlarge (the smallest type AWS recommends for the
+inference operator); the other types are this formula, not observations. AWS's inference-operator
+troubleshooting page quotes EKS's EC2 figures instead (m5.large 29, m5.xlarge 58 pods), which the
+observed 14 on ml.g5.xlarge contradicts: the estimate takes the lower, one-interface reading. ``kubectl get node <node> -o jsonpath={.status.allocatable.pods}``
+shows the real figure; ``pods_per_node`` (cdk.json, ``HyperPodEksClusterProps``) overrides the
+estimate per instance type.
 
 This module imports nothing from aws-cdk: the deploy rehearsal reads it too.
 """
@@ -54,7 +59,8 @@ class InstanceSpec:
 
     @property
     def max_pods(self) -> int:
-        """Pods one HyperPod node of this type holds: one interface's addresses less its primary."""
+        """Pods one HyperPod node of this type holds, ESTIMATED (AWS publishes no figure): one interface's
+        addresses less its primary. Overridable per type (``pods_per_node``)."""
         return self.ipv4_per_interface - 1
 
     def vcpus_at(self, threads_per_core: int) -> int:

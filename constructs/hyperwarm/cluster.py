@@ -22,9 +22,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, Node
 
 from .addons import IInferenceOperator, InferenceOperator
-from .cluster_rules import DEFAULT_KUBERNETES_VERSION, INFERENCE_OPERATOR_ADDON, operator_version_problem
+from .cluster_rules import (DEFAULT_KUBERNETES_VERSION, INFERENCE_OPERATOR_ADDON, addon_build_problem,
+                            pods_per_node_problem)
 from .control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from .instance_group import InstanceGroup, InstanceGroupSpec, find_group
+from .node_capacity import PODS_PER_NODE_METADATA
 from .network import HyperPodNetwork, HyperPodNetworkProps, network_problems
 from .nodes import HyperPodNodes, HyperPodNodesProps, nodes_problems
 from .validation import raise_problems
@@ -61,8 +63,15 @@ class HyperPodEksClusterProps:
     account, AWS's Deep Learning Containers and the EKS add-on and HyperPod agent registries, e.g. a
     central image account. Default: none (:func:`hyperwarm.nodes.pull_registry_accounts`)."""
     addon_versions: Mapping[str, str] = field(default_factory=dict)
-    """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version.
-    A pinned ``amazon-sagemaker-hyperpod-inference`` must be v3.3 or later (model caching)."""
+    """Pinned EKS add-on builds by add-on name, e.g. ``{"amazon-sagemaker-hyperpod-inference": "v2.0.0-eksbuild.1"}``.
+    Default: EKS's default build for the Kubernetes version. Objects applied to the inference operator that use
+    fields newer than its first add-on release (model caches) need a pinned build that carries them
+    (:func:`~hyperwarm.cluster_rules.operator_pin_problem`)."""
+    pods_per_node: Mapping[str, int] = field(default_factory=dict)
+    """Pods one HyperPod node holds, by instance type, where it differs from hyperwarm's estimate (AWS publishes
+    no figure; see :mod:`hyperwarm.catalog`). ``kubectl get node <node> -o jsonpath={.status.allocatable.pods}``
+    shows the real one. Recorded in the ``AWS::SageMaker::Cluster``'s metadata for the deploy rehearsal.
+    Default: the estimates."""
 
 
 class IHyperPodCluster(Protocol):
@@ -140,13 +149,15 @@ class HyperPodEksCluster(_HyperPodClusterBase):
         super().__init__(scope, id)
         network = HyperPodNetworkProps(vpc=props.vpc, availability_zones=props.availability_zones,
                                        vpc_cidr=props.vpc_cidr, max_azs=props.max_azs, nat_gateways=props.nat_gateways)
-        operator = operator_version_problem(props.addon_versions.get(INFERENCE_OPERATOR_ADDON)) \
-            if props.install_inference_operator else None
+        pin = props.addon_versions.get(INFERENCE_OPERATOR_ADDON)
+        operator = addon_build_problem(pin) if props.install_inference_operator else None
         raise_problems(self.node.path, "HyperPodEksClusterProps", [  # every part's problems at once
             *network_problems(network),
             *control_plane_problems(self, props.kubernetes_version, props.admin_principals),
             *nodes_problems(props.instance_groups, props.node_recovery),
-            *([operator] if operator else []),
+            *([f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}] = {pin!r} -- {operator}"] if operator else []),
+            *(f"pods_per_node[{t!r}] = {n!r} -- {problem}" for t, n in props.pods_per_node.items()
+              for problem in [pods_per_node_problem(t, n)] if problem),
         ])
         self.network = HyperPodNetwork(self, network)
         self.control_plane = EksControlPlane(self, EksControlPlaneProps(
@@ -159,6 +170,8 @@ class HyperPodEksCluster(_HyperPodClusterBase):
             node_recovery=props.node_recovery, after=[self.control_plane.dependencies],
             image_registry_accounts=props.image_registry_accounts))
         self.node.default_child = self.nodes.resource
+        if props.pods_per_node:
+            self.nodes.resource.add_metadata(PODS_PER_NODE_METADATA, dict(props.pods_per_node))
 
         self.vpc: ec2.IVpc = self.network.vpc
         self.security_group: ec2.ISecurityGroup = self.network.security_group

@@ -1,4 +1,5 @@
-"""Which SageMaker host AMI (``InferenceAmiVersion``) runs the CUDA a serving image was built for.
+"""Which host AMI runs the CUDA a serving image was built for: a SageMaker variant's ``InferenceAmiVersion``,
+and the HyperPod AMI under a HyperPod worker.
 
 Pure Python, so the cdk.json models and the deploy rehearsal check it without aws-cdk.
 """
@@ -17,6 +18,18 @@ INFERENCE_AMI_CUDA: dict[str, tuple[int, int]] = {
 ``ProductionVariant.InferenceAmiVersion`` documentation). Without one, SageMaker picks a default AMI with
 driver 470 (CUDA 11.4) or 535 (CUDA 12.2) by instance family: "Best practices to minimize interruptions
 during GPU driver upgrades", https://docs.aws.amazon.com/sagemaker/latest/dg/inference-gpu-drivers.html."""
+
+HYPERPOD_AMI_CUDA: tuple[int, int] = (13, 0)
+"""Highest CUDA version the NVIDIA driver of HyperPod's EKS AMIs runs. Every supported HyperPod EKS AMI, 1.0.x
+(January 2026) to 1.3.x (June 2026), ships NVIDIA driver 580 (580.126 to 580.167; the host CUDA toolkit is
+12.8, which a container does not use): the "HyperPod EKS" AMI version list of the SageMaker HyperPod AMI
+support policy, with the full package lists in "SageMaker HyperPod AMI releases for Amazon EKS",
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-release-ami-eks.html. Driver 580 runs
+CUDA 13.0, as for the SageMaker AMI above. HyperPod picks the newest supported AMI when a cluster is created
+and changes it only on ``UpdateClusterSoftware``; a cluster created before 2026 may run an older AMI (driver
+570, CUDA 12.8) until updated."""
+HYPERPOD_AMI_RELEASE = re.compile(r"^1\.\d+\.\d+$")
+"""``ImageReleaseVersion`` values of the HyperPod EKS AMIs above (1.x.y); others have an unknown driver."""
 
 _CUDA_TAG = re.compile(r"(?:^|[-_.])cu(\d{2,3})(?=$|[-_.])")
 
@@ -45,3 +58,14 @@ def cuda_ami_problem(uri: str, ami: str | None) -> str | None:
     have = "SageMaker's default AMI runs CUDA <= 12.2 (driver 470 or 535)" if ami is None \
         else f"that AMI's driver runs CUDA <= {'.'.join(map(str, INFERENCE_AMI_CUDA[ami]))}"
     return f"the image {uri} needs CUDA {cuda[0]}.{cuda[1]} but {have}; {wanted}"
+
+
+def hyperpod_cuda_problem(uri: str) -> str | None:
+    """Why a HyperPod worker running ``uri`` on HyperPod's EKS AMI cannot start its CUDA; None when it can or
+    the image names no CUDA."""
+    cuda = image_cuda(uri)
+    if cuda is None or cuda <= HYPERPOD_AMI_CUDA:
+        return None
+    return (f"the image needs CUDA {cuda[0]}.{cuda[1]} but HyperPod's EKS AMIs run NVIDIA driver 580, CUDA <= "
+            f"{HYPERPOD_AMI_CUDA[0]}.{HYPERPOD_AMI_CUDA[1]}; use an image built for CUDA "
+            f"{HYPERPOD_AMI_CUDA[0]}.{HYPERPOD_AMI_CUDA[1]} or older (e.g. a cu130 tag)")

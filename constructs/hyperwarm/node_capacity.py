@@ -5,7 +5,8 @@ deployments placed on the group are packed onto its nodes (first fit, largest fi
 that fits no node is reported with the numbers of the node it would land on. The cluster-wide
 system pods (the Deployments of the EKS add-ons and the HyperPod inference operator) need room
 left on the nodes after that. A node offers
-what kubelet allocates: the catalog's max pods, its vCPUs at the group's ``ThreadsPerCore`` and its
+what kubelet allocates: the pods per node (hyperwarm's estimate in the catalog, which AWS does not
+publish, unless the user gives the real figure), its vCPUs at the group's ``ThreadsPerCore`` and its
 memory, less the EKS AMI's kube-reserved and eviction reserve
 (https://github.com/awslabs/amazon-eks-ami, ``nodeadm`` kubelet config: CPU 6 % of the first core,
 1 % of the second, 0.5 % of the next two, 0.25 % of the rest; memory 255 MiB + 11 MiB per pod,
@@ -28,6 +29,12 @@ from .catalog import instance_spec
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 """HyperPod labels every node with its instance group's name."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+PODS_PER_NODE_METADATA = "hyperwarm:pods-per-node"
+"""Metadata key of an ``AWS::SageMaker::Cluster`` holding the pods-per-node overrides by instance type, which
+the deploy rehearsal reads."""
+PODS_ESTIMATE_NOTE = ("{pods} pods per node is hyperwarm's estimate for {type}: AWS publishes no figure; "
+                      "kubectl get node <node> -o jsonpath={{.status.allocatable.pods}} shows the real one, and "
+                      "pods_per_node[{type!r}] overrides the estimate")
 SYSTEM_GROUP_ADVICE = ("add an instance group without GPUs for them, e.g. ml.c5.4xlarge (29 pods per node), "
                        "the smallest type AWS recommends for the inference operator")
 
@@ -110,15 +117,26 @@ class NodeGroup:
     instance_type: str
     instance_count: int
     threads_per_core: int = 1
+    max_pods: int | None = None
+    """Pods one node holds, where the user knows it; None: the catalog's estimate."""
+
+    @property
+    def pods(self) -> int:
+        return self.max_pods if self.max_pods is not None else instance_spec(self.instance_type).max_pods
 
     def allocatable(self) -> Requests:
         """What kubelet offers pods on one node of the group."""
         spec = instance_spec(self.instance_type)
         vcpus = spec.vcpus_at(self.threads_per_core)
         reserved_cpu = 60 + 10 * min(1, max(0, vcpus - 1)) + 5 * min(2, max(0, vcpus - 2)) + 2.5 * max(0, vcpus - 4)
-        reserved_memory = 255 + 11 * spec.max_pods + 100
-        return Requests(spec.max_pods, vcpus * 1000 - reserved_cpu, spec.memory_gib * 1024 - reserved_memory,
-                        spec.gpus)
+        reserved_memory = 255 + 11 * self.pods + 100
+        return Requests(self.pods, vcpus * 1000 - reserved_cpu, spec.memory_gib * 1024 - reserved_memory, spec.gpus)
+
+    def pods_note(self) -> str:
+        """Where the pods figure comes from, when it is only an estimate."""
+        if self.max_pods is not None:
+            return ""
+        return "; " + PODS_ESTIMATE_NOTE.format(pods=self.pods, type=self.instance_type)
 
     def describe(self) -> str:
         return f"instance group {self.name!r} ({self.instance_type} x {self.instance_count}, " \
@@ -170,8 +188,9 @@ def node_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload]) ->
             for resource in _RESOURCES:
                 if resource.of(need) > resource.of(have) and resource.name not in reported:
                     reported.add(resource.name)
+                    note = group.pods_note() if resource.name == "pods" else ""
                     problems.append(f"{group.describe()}: {resource.name} per node: need {resource.show(need)}, "
-                                    f"have {resource.show(have)} ({node.describe(resource)}) -- {resource.advice}")
+                                    f"have {resource.show(have)} ({node.describe(resource)}) -- {resource.advice}{note}")
         left = sum((max_zero(_minus(have, node.load())) for node in nodes), Requests())
         free[group.name] = Requests(left.pods, left.cpu_m, left.memory_mi, 0)
     problems.extend(_system_problems(groups, workloads, free))
@@ -237,9 +256,10 @@ def _system_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload],
     for resource in _RESOURCES[:3]:
         if resource.of(need) > resource.of(have):
             spread = ", ".join(f"{g.name!r} {resource.show(max_zero(free[g.name]))}" for g in eligible) or "no nodes"
+            notes = "".join(g.pods_note() for g in eligible) if resource.name == "pods" else ""
             problems.append(f"system pods ({len(system)} add-on and operator deployments): {resource.name}: "
                             f"need {resource.show(need)}, have {resource.show(have)} left on the nodes ({spread}) "
-                            f"-- {SYSTEM_GROUP_ADVICE}")
+                            f"-- {SYSTEM_GROUP_ADVICE}{notes}")
     return problems
 
 

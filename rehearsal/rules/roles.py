@@ -5,8 +5,9 @@ the failure appears at run time (nodes that never join, load balancers never cre
 alarms that cannot be read). These rules find the role each service uses in the templates and
 check its statements (inline policies and `AWS::IAM::Policy` resources of its stack) for the
 documented actions. Covered today: the HyperPod execution role, the AWS Load Balancer Controller
-role and the endpoint execution role's read of its rollback alarms (the three a review found
-short); other roles are covered by their constructs' tests, not yet by a rule here.
+role, the endpoint execution role's read of its rollback alarms, each SageMaker model's role, and the
+name of every role an AWS-managed policy's iam:PassRole must cover; other roles are covered by their
+constructs' tests, not yet by a rule here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hyperwarm.addons import LOAD_BALANCER_CONTROLLER_POLICY
-from rehearsal.core import Assembly, Finding, ref_target, resolve, rule, strings
+from rehearsal.core import Assembly, Finding, ref_target, resolve, rule, strings, text_of
 
 _CFN_JSON = "Custom::AWSCDKCfnJson"
 
@@ -230,3 +231,126 @@ def model_execution(assembly: Assembly) -> Iterator[Finding]:
         if missing:
             yield Finding("roles.model-execution", stack, role_id,
                           f"execution role of model {logical_id} lacks {'; '.join(missing)}")
+
+
+MANAGED_PASS_ROLE: dict[str, tuple[str, str]] = {
+    # AWS managed policy reference, AmazonSageMakerHyperPodInferenceAccess (v3): its one iam:PassRole statement
+    # covers arn:aws:iam::*:role/SageMakerHyperPodInference* with iam:PassedToService sagemaker.amazonaws.com.
+    "AmazonSageMakerHyperPodInferenceAccess": ("SageMakerHyperPodInference*", "sagemaker.amazonaws.com"),
+}
+"""AWS-managed policy -> (role-name pattern of its only ``iam:PassRole``, the service it may pass roles to).
+Written out here, not imported from the construct: the rule must fail when the construct's name drifts."""
+
+ADDON_PASSED_ROLES: dict[str, tuple[str, str]] = {
+    # The operator passes its execution role to SageMaker under that role's own AmazonSageMakerHyperPodInferenceAccess
+    # (aws/sagemaker-hyperpod-cluster-setup, eks/cloudformation/inference-addon-iam-roles-template.yaml).
+    "amazon-sagemaker-hyperpod-inference": ("executionRoleArn", "AmazonSageMakerHyperPodInferenceAccess"),
+}
+"""EKS add-on -> (configuration key naming a role the add-on passes, the AWS-managed policy that passes it)."""
+
+_TOKEN = "${TOKEN}"
+
+
+def _managed_policies(role: dict[str, Any]) -> set[str]:
+    arns = role.get("Properties", {}).get("ManagedPolicyArns", [])
+    return {name for name in MANAGED_PASS_ROLE for text in strings(arns) if text.endswith(f":policy/{name}")}
+
+
+def _trusted_services(role: dict[str, Any]) -> set[str]:
+    trust = role.get("Properties", {}).get("AssumeRolePolicyDocument", {})
+    services: set[str] = set()
+    for statement in _listed(trust.get("Statement", [])):
+        principal = statement.get("Principal", {}) if isinstance(statement, dict) else {}
+        if isinstance(principal, dict):
+            services.update(s for s in _listed(principal.get("Service", [])) if isinstance(s, str))
+    return services
+
+
+def _configured_role(configuration: Any, key: str) -> tuple[str | None, str | None]:
+    """(logical id, literal ARN) of the role an add-on's configuration names under ``key``: a reference in the
+    ``Fn::Join`` CDK writes, or an ARN in a literal configuration; (None, None) when neither can be read."""
+    if isinstance(configuration, str):
+        try:
+            value = json.loads(configuration).get(key)
+        except (ValueError, AttributeError):
+            return None, None
+        return None, value if isinstance(value, str) else None
+    join = configuration.get("Fn::Join") if isinstance(configuration, dict) else None
+    parts = join[1] if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) else []
+    for before, part in zip(parts, parts[1:]):
+        if isinstance(before, str) and before.endswith(f'"{key}":"'):
+            return ref_target(part), part if isinstance(part, str) else None
+    return None, None
+
+
+def _name_problem(name: Any, path: Any, pattern: str) -> str | None:
+    """Why a role called ``name`` (a template value) at ``path`` is not surely covered by ``role/<pattern>``."""
+    if path not in (None, "/"):
+        return f"has path {path!r}: its ARN is role{path}<name>, which role/{pattern} does not cover"
+    if name is None:
+        return f"has a name CloudFormation generates, which role/{pattern} does not cover; name it {pattern}"
+    text = text_of(name, _TOKEN)
+    literal = text.split(_TOKEN)[0]
+    if _TOKEN not in text and fnmatch.fnmatchcase(text, pattern):
+        return None
+    if _TOKEN in text and pattern.endswith("*") and literal.startswith(pattern[:-1]):
+        return None
+    if _TOKEN in text and pattern.startswith(literal):
+        return f"has a name known only at deploy time ({text}), so the rehearsal cannot tell that role/{pattern} covers it"
+    return f"is named {text}, which role/{pattern} does not cover"
+
+
+def _arn_name_problem(arn: str, pattern: str) -> str | None:
+    match = re.match(r"^arn:[^:]+:iam::[^:]*:role(/.*)$", arn)
+    if match is None:
+        return f"is {arn!r}, not a role ARN the rehearsal can read"
+    if fnmatch.fnmatchcase(match[1], f"/{pattern}"):
+        return None
+    return f"is {arn}, which role/{pattern} does not cover"
+
+
+@rule("roles.managed-pass-role",
+      source="https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonSageMakerHyperPodInferenceAccess.html")
+def managed_pass_role(assembly: Assembly) -> Iterator[Finding]:
+    """Every role an AWS-managed policy's ``iam:PassRole`` must cover matches that policy's resource pattern.
+
+    AmazonSageMakerHyperPodInferenceAccess passes only ``role/SageMakerHyperPodInference*`` to
+    sagemaker.amazonaws.com, and the inference operator passes its own execution role (the role its add-on
+    configuration names as ``executionRoleArn``) to SageMaker. A role that carries such a policy and is trusted
+    by the service it passes to, or that an add-on passes, needs a name the pattern covers (and path ``/``);
+    CloudFormation's generated names never match, and SageMaker refuses the role at run time. A name the
+    rehearsal cannot read, or an add-on role it cannot follow, is a finding too.
+    """
+    must_cover: dict[tuple[str, str], set[str]] = {}
+    for stack, logical_id, role in assembly.resources("AWS::IAM::Role"):
+        services = _trusted_services(role)
+        for policy in _managed_policies(role):
+            if MANAGED_PASS_ROLE[policy][1] in services:
+                must_cover.setdefault((stack, logical_id), set()).add(policy)
+    for stack, logical_id, addon in assembly.resources("AWS::EKS::Addon"):
+        props = addon.get("Properties", {})
+        if props.get("AddonName") not in ADDON_PASSED_ROLES:
+            continue
+        key, policy = ADDON_PASSED_ROLES[props["AddonName"]]
+        pattern = MANAGED_PASS_ROLE[policy][0]
+        role_id, arn = _configured_role(props.get("ConfigurationValues", ""), key)
+        resources = assembly.templates[stack].get("Resources", {})
+        if role_id and resources.get(role_id, {}).get("Type") == "AWS::IAM::Role":
+            must_cover.setdefault((stack, role_id), set()).add(policy)
+        elif arn:
+            problem = _arn_name_problem(arn, pattern)
+            if problem:
+                yield Finding("roles.managed-pass-role", stack, logical_id, f"{key} {problem} ({policy} passes it)")
+        else:
+            yield Finding("roles.managed-pass-role", stack, logical_id,
+                          f"the rehearsal cannot follow {key} of its configuration to a role, so it cannot tell that "
+                          f"{policy}'s iam:PassRole on role/{pattern} covers it")
+    for (stack, role_id), policies in sorted(must_cover.items()):
+        props = assembly.templates[stack]["Resources"][role_id].get("Properties", {})
+        for policy in sorted(policies):
+            pattern = MANAGED_PASS_ROLE[policy][0]
+            problem = _name_problem(props.get("RoleName"), props.get("Path"), pattern)
+            if problem:
+                yield Finding("roles.managed-pass-role", stack, role_id,
+                              f"{problem}: {policy} lets it be passed to {MANAGED_PASS_ROLE[policy][1]} only as "
+                              f"arn:aws:iam::*:role/{pattern}")

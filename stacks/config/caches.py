@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hyperwarm.capacity import CacheFootprint, capacity_problems
 from hyperwarm.catalog import instance_spec
+from hyperwarm.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_settings
 
 from .deployment_options import AutoScaling, KvCache, LoadBalancer, Metrics, Probes, RequestLimits, Tls
@@ -119,6 +120,14 @@ class CachedModel(StrictModel):
     request_limits: RequestLimits | None = Field(default=None, description="per-pod proxy limits; none if unset")
 
     _pinned = field_validator("image")(_pinned_image)
+
+    @field_validator("image")
+    @classmethod
+    def _cuda_runs_on_hyperpod(cls, value: str) -> str:
+        problem = hyperpod_cuda_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _rules(self) -> "CachedModel":

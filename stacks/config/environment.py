@@ -21,8 +21,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from hyperwarm import hyperpod_dependencies
 from hyperwarm.cluster_rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERSION, GROUP_NAME_PATTERN,
                                      GROUP_NAME_WORDS, INFERENCE_OPERATOR_ADDON, SUPPORTED_KUBERNETES_VERSIONS,
-                                     TAINT_EFFECTS, THREADS_PER_CORE, instance_type_problem, nvme_problem,
-                                     operator_version_problem, taints_problem)
+                                     TAINT_EFFECTS, THREADS_PER_CORE, addon_build_problem, instance_type_problem,
+                                     nvme_problem, pods_per_node_problem, taints_problem)
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
@@ -199,7 +199,11 @@ class EnvironmentConfig(StrictModel):
     model_buckets: tuple[ModelBucketConfig, ...] = Field(
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(
-        default_factory=dict, description="pinned EKS add-on versions by name; default: EKS's default")
+        default_factory=dict, description="pinned EKS add-on builds by name; default: EKS's default build. Model "
+                                          "caches need amazon-sagemaker-hyperpod-inference pinned")
+    pods_per_node: dict[str, int] = Field(
+        default_factory=dict, description="pods one HyperPod node holds, by instance type, where it differs from "
+                                          "hyperwarm's estimate (AWS publishes no figure); default: the estimates")
     production: bool = Field(default=False, description="a production environment: it must name its cluster "
                              "admins; default: false")
     cluster_admins: tuple[Annotated[str, Field(pattern=_PRINCIPAL)], ...] = Field(
@@ -208,6 +212,23 @@ class EnvironmentConfig(StrictModel):
     image_registry_accounts: tuple[Annotated[str, Field(pattern=_ACCOUNT)], ...] = Field(
         default=(), description="further accounts whose ECR repositories the HyperPod nodes pull from (the "
         "accounts of the cached models' images are added); default: none")
+
+    @field_validator("addon_versions")
+    @classmethod
+    def _operator_build(cls, value: dict[str, str]) -> dict[str, str]:
+        problem = addon_build_problem(value.get(INFERENCE_OPERATOR_ADDON))
+        if problem:
+            raise ValueError(f"[{INFERENCE_OPERATOR_ADDON!r}] = {value[INFERENCE_OPERATOR_ADDON]!r} -- {problem}")
+        return value
+
+    @field_validator("pods_per_node")
+    @classmethod
+    def _pods_per_node(cls, value: dict[str, int]) -> dict[str, int]:
+        problems = [f"[{t!r}] = {n!r} -- {problem}" for t, n in value.items()
+                    for problem in [pods_per_node_problem(t, n)] if problem]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
     @model_validator(mode="after")
     def _production_names_its_admins(self) -> "EnvironmentConfig":
@@ -271,8 +292,8 @@ class EnvironmentConfig(StrictModel):
     def _nodes_hold_their_pods(self) -> "EnvironmentConfig":
         if not self.instance_groups:  # no HyperPod cluster: nothing runs on nodes
             return self
-        groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core)
-                  for g in self.instance_groups]
+        groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core,
+                            self.pods_per_node.get(g.instance_type)) for g in self.instance_groups]
         problems = node_problems(groups, self.node_workloads())
         if problems:
             raise ValueError("\n  ".join(problems))
@@ -335,10 +356,6 @@ class EnvironmentConfig(StrictModel):
                 problems += [f"{path}: {bucket!r} -- not declared in model_buckets; add "
                              f'{{"name": "{bucket}"}} if it exists already, or {{"name": "{bucket}", "create": true}} '
                              "to have hyperwarm create it before anything reads it" for path in paths]
-        if self.caches.models:
-            problem = operator_version_problem(self.addon_versions.get(INFERENCE_OPERATOR_ADDON))
-            if problem:
-                problems.append(problem)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

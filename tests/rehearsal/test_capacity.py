@@ -69,3 +69,36 @@ def test_the_rule_and_its_catalog_load_without_aws_cdk() -> None:
     code = ("import sys, rehearsal.rules.capacity, hyperwarm.catalog, hyperwarm.hyperpod_dependencies; "
             "sys.exit('aws_cdk' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
+
+
+def test_pods_per_node_is_named_an_estimate_and_an_override_in_the_metadata_is_used() -> None:
+    # Twenty small model pods: more than the 14 pods estimated for ml.g5.xlarge.
+    model = _model(replicas=20, cpu="1m")
+    model["spec"]["worker"]["resources"]["requests"].update({"memory": "64Mi", "nvidia.com/gpu": 0})
+    groups = [_group("system", "ml.c5.4xlarge"), _group("inference", "ml.g5.xlarge", threads_per_core=2)]
+    (finding,) = every_node_holds_its_pods(_assembly(groups, model))
+    assert "pods per node: need" in finding.message
+    assert "14 pods per node is hyperwarm's estimate for ml.g5.xlarge: AWS publishes no figure" in finding.message
+    assert "pods_per_node['ml.g5.xlarge'] overrides the estimate" in finding.message
+    assembly = _assembly(groups, model)
+    assembly.templates["cluster"]["Resources"]["HyperPod"]["Metadata"] = {"hyperwarm:pods-per-node": {"ml.g5.xlarge": 58}}
+    assert every_node_holds_its_pods(assembly) == []
+    assembly.templates["cluster"]["Resources"]["HyperPod"]["Metadata"] = {"hyperwarm:pods-per-node": {"ml.g5.xlarge": 16}}
+    (finding,) = every_node_holds_its_pods(assembly)
+    assert "have 16" in finding.message and "estimate" not in finding.message
+
+
+def test_what_the_rule_cannot_see_is_a_finding() -> None:
+    # An instance type outside the catalog: its pods, CPU and memory per node are unknown.
+    (finding,) = every_node_holds_its_pods(_assembly([_group("inference", "ml.g7.xlarge")], _model()))
+    assert "instance type 'ml.g7.xlarge' is not in hyperwarm's catalog" in finding.message
+    # A count known only at deploy time.
+    group = {**_group("inference", "ml.g5.12xlarge"), "InstanceCount": {"Ref": "Count"}}
+    (finding,) = every_node_holds_its_pods(_assembly([group], _model()))
+    assert "known only at deploy time" in finding.message
+    # A HyperPod cluster whose EKS cluster the rule cannot follow: nothing placed on it can be counted.
+    assembly = _assembly([_group("inference", "ml.g5.12xlarge")], _model())
+    assembly.templates["cluster"]["Resources"]["HyperPod"]["Properties"]["Orchestrator"]["Eks"]["ClusterArn"] = \
+        "arn:aws:eks:us-west-2:123456789012:cluster/elsewhere"
+    (finding,) = every_node_holds_its_pods(assembly)
+    assert "cannot follow Orchestrator.Eks.ClusterArn" in finding.message

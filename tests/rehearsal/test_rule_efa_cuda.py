@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rehearsal import Assembly
-from rehearsal.rules.cuda import inference_ami
+from rehearsal.rules.cuda import hyperpod_ami, inference_ami
 from rehearsal.rules.efa import efa_security_group
 
 SELF = {"Fn::GetAtt": ["Sg", "GroupId"]}
@@ -38,7 +39,7 @@ def test_efa_cluster_with_self_egress_passes_and_non_efa_clusters_are_not_checke
 CU130 = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
 
 
-def endpoint_stack(image: str, ami: str | None) -> dict[str, Any]:
+def endpoint_stack(image: Any, ami: str | None) -> dict[str, Any]:
     variant: dict[str, Any] = {"VariantName": "v", "ModelName": {"Fn::GetAtt": ["Model", "ModelName"]}}
     if ami:
         variant["InferenceAmiVersion"] = ami
@@ -76,3 +77,63 @@ def test_inference_component_image_is_checked_against_its_variants_ami() -> None
     template["Resources"]["Config"]["Properties"]["ProductionVariants"][0]["InferenceAmiVersion"] = \
         "al2023-ami-sagemaker-inference-gpu-4-1"
     assert inference_ami(Assembly.from_templates({"s": template})) == []
+
+
+def test_an_ami_or_an_image_tag_the_rule_cannot_see_is_a_finding() -> None:
+    (finding,) = inference_ami(Assembly.from_templates({"s": endpoint_stack(CU130, "al2023-ami-sagemaker-inference-gpu-9")}))
+    assert "InferenceAmiVersion 'al2023-ami-sagemaker-inference-gpu-9' is unknown to hyperwarm" in finding.message
+    tagged_at_deploy = {"Fn::Join": ["", ["763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:", {"Ref": "Tag"}]]}
+    (finding,) = inference_ami(Assembly.from_templates({"s": endpoint_stack(tagged_at_deploy, None)}))
+    assert "has a tag known only at deploy time" in finding.message
+    # A repository URI built from tokens with a literal tag is read.
+    repository = {"Fn::Join": ["", [{"Ref": "AWS::AccountId"}, ".dkr.ecr.", {"Ref": "AWS::Region"},
+                                    ".amazonaws.com/serving:1.0-cu130"]]}
+    (finding,) = inference_ami(Assembly.from_templates({"s": endpoint_stack(repository, None)}))
+    assert "needs CUDA 13.0" in finding.message
+
+
+CU131 = CU130.replace("cu130", "cu131")
+
+
+def hyperpod_stack(image: Any, **group: Any) -> Assembly:
+    """A HyperPod cluster on an EKS cluster and one InferenceEndpointConfig on its group "gpu"."""
+    worker = {"apiVersion": "inference.sagemaker.aws.amazon.com/v1", "kind": "InferenceEndpointConfig",
+              "metadata": {"name": "qwen"}, "spec": {"worker": {"image": "__IMAGE__"}, "nodeAffinity": {
+                  "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                      {"key": "sagemaker.amazonaws.com/instance-group-name", "operator": "In", "values": ["gpu"]}]}]}}}}
+    before, after = json.dumps([worker]).split("__IMAGE__")
+    manifest = before + image + after if isinstance(image, str) else {"Fn::Join": ["", [before, image, after]]}
+    groups = [{"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "ImageId": "ami-0123"},
+              {"InstanceGroupName": "gpu", "InstanceType": "ml.g5.12xlarge", **group}]
+    return Assembly.from_templates({"s": {"Resources": {
+        "Eks": {"Type": "AWS::EKS::Cluster", "Properties": {}},
+        "HyperPod": {"Type": "AWS::SageMaker::Cluster", "Properties": {
+            "Orchestrator": {"Eks": {"ClusterArn": {"Fn::GetAtt": ["Eks", "Arn"]}}}, "InstanceGroups": groups}},
+        "Manifest": {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {
+            "ClusterName": {"Ref": "Eks"}, "Manifest": manifest}},
+    }}})
+
+
+def test_a_hyperpod_worker_needing_a_newer_cuda_than_the_hyperpod_ami_is_found() -> None:
+    # HyperPod EKS AMIs 1.x run NVIDIA driver 580: CUDA 13.0 at most. The system group's custom AMI is not
+    # judged: the worker cannot land there.
+    (finding,) = hyperpod_ami(hyperpod_stack(CU131))
+    assert (finding.rule, finding.resource) == ("cuda.hyperpod-ami", "Manifest")
+    assert "InferenceEndpointConfig qwen: instance group 'gpu': the image needs CUDA 13.1 but HyperPod's EKS AMIs " \
+           "run NVIDIA driver 580, CUDA <= 13.0" in finding.message
+    assert hyperpod_ami(hyperpod_stack(CU130)) == []
+    assert hyperpod_ami(hyperpod_stack(CU130, ImageReleaseVersion="1.3.0")) == []
+    assert hyperpod_ami(hyperpod_stack("123456789012.dkr.ecr.us-west-2.amazonaws.com/server:2")) == []
+
+
+def test_a_hyperpod_node_driver_or_worker_image_the_rule_cannot_see_is_a_finding() -> None:
+    (finding,) = hyperpod_ami(hyperpod_stack(CU130, ImageId="ami-0abc"))
+    assert "runs a custom AMI (ImageId)" in finding.message
+    (finding,) = hyperpod_ami(hyperpod_stack(CU130, ImageReleaseVersion="0.9.1"))
+    assert "pins ImageReleaseVersion '0.9.1'" in finding.message
+    (finding,) = hyperpod_ami(hyperpod_stack({"Ref": "ImageUri"}))
+    assert "is known only at deploy time" in finding.message
+    assembly = hyperpod_stack(CU130)
+    assembly.templates["s"]["Resources"]["Manifest"]["Properties"]["ClusterName"] = "team-cluster"
+    (finding,) = hyperpod_ami(assembly)
+    assert "cannot follow its ClusterName to a HyperPod cluster" in finding.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rehearsal import Assembly
@@ -10,6 +11,7 @@ from rehearsal.rules.roles import (
     hyperpod_execution,
     load_balancer_controller,
     load_balancer_controller_actions,
+    managed_pass_role,
     model_execution,
 )
 
@@ -157,3 +159,70 @@ def test_a_model_whose_data_or_image_the_template_cannot_name_is_a_finding() -> 
                  "P": policy("Exec", allow(["ecr:*", "s3:*"]))}
     (finding,) = model_execution(Assembly.from_templates({"s": {"Resources": resources}}))
     assert "cannot tell from the template whether the role may read its image and its model data" in finding.message
+
+
+INFERENCE_ACCESS = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                      ":iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"]]}
+SAGEMAKER_TRUST = {"Statement": [{"Action": "sts:AssumeRole", "Effect": "Allow",
+                                  "Principal": {"Service": "sagemaker.amazonaws.com"}}]}
+STACK_SUFFIX = {"Fn::Select": [0, {"Fn::Split": ["-", {"Ref": "AWS::StackId"}]}]}
+
+
+def operator_stack(role_name: Any = None, **role_props: Any) -> dict[str, Any]:
+    """The inference operator's execution role (as the cluster stack writes it) and the add-on naming it."""
+    props: dict[str, Any] = {"AssumeRolePolicyDocument": SAGEMAKER_TRUST, "ManagedPolicyArns": [INFERENCE_ACCESS],
+                             **role_props}
+    if role_name is not None:
+        props["RoleName"] = role_name
+    configuration = {"Fn::Join": ["", ['{"executionRoleArn":"', {"Fn::GetAtt": ["Exec", "Arn"]},
+                                       '","tlsCertificateS3Bucket":"', {"Ref": "Tls"}, '"}']]}
+    return {"Resources": {"Exec": {"Type": "AWS::IAM::Role", "Properties": props},
+                          "Operator": {"Type": "AWS::EKS::Addon", "Properties": {
+                              "AddonName": "amazon-sagemaker-hyperpod-inference",
+                              "ConfigurationValues": configuration}}}}
+
+
+def test_an_operator_role_with_a_generated_name_is_found() -> None:
+    # The managed policy's PassRole covers role/SageMakerHyperPodInference* only: a generated name never matches.
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": operator_stack()}))
+    assert (finding.rule, finding.resource) == ("roles.managed-pass-role", "Exec")
+    assert "a name CloudFormation generates" in finding.message
+    assert "arn:aws:iam::*:role/SageMakerHyperPodInference*" in finding.message
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": operator_stack("hyperwarm-operator")}))
+    assert "is named hyperwarm-operator" in finding.message
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": operator_stack(
+        "SageMakerHyperPodInference-x", Path="/hyperwarm/")}))
+    assert "has path '/hyperwarm/'" in finding.message
+
+
+def test_an_operator_role_named_as_aws_names_it_passes() -> None:
+    for name in ("SageMakerHyperPodInference-prod",
+                 {"Fn::Join": ["-", ["SageMakerHyperPodInference", STACK_SUFFIX]]},
+                 {"Fn::Sub": "SageMakerHyperPodInference-${AWS::StackName}"}):
+        assert managed_pass_role(Assembly.from_templates({"s": operator_stack(name)})) == []
+
+
+def test_a_role_the_add_on_passes_is_checked_even_without_the_policy_or_the_trust() -> None:
+    template = operator_stack()
+    template["Resources"]["Exec"]["Properties"] = {"AssumeRolePolicyDocument": {"Statement": []}}
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": template}))
+    assert finding.resource == "Exec"
+    # A role holding the policy but passed nowhere (not trusted by SageMaker, named by no add-on) is not judged.
+    template = operator_stack()
+    template["Resources"]["Exec"]["Properties"]["AssumeRolePolicyDocument"] = {"Statement": []}
+    del template["Resources"]["Operator"]
+    assert managed_pass_role(Assembly.from_templates({"s": template})) == []
+
+
+def test_a_role_name_or_an_add_on_role_the_rehearsal_cannot_see_is_a_finding() -> None:
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": operator_stack({"Ref": "RoleNameParameter"})}))
+    assert "cannot tell that role/SageMakerHyperPodInference* covers it" in finding.message
+    template = operator_stack("SageMakerHyperPodInference-x")
+    template["Resources"]["Operator"]["Properties"]["ConfigurationValues"] = {"Fn::Join": ["", [
+        '{"executionRoleArn":"', {"Fn::ImportValue": "operator-role-arn"}, '"}']]}
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": template}))
+    assert finding.resource == "Operator" and "cannot follow executionRoleArn" in finding.message
+    template["Resources"]["Operator"]["Properties"]["ConfigurationValues"] = json.dumps(
+        {"executionRoleArn": "arn:aws:iam::123456789012:role/operator"})
+    (finding,) = managed_pass_role(Assembly.from_templates({"s": template}))
+    assert "role/operator, which role/SageMakerHyperPodInference* does not cover" in finding.message
