@@ -31,3 +31,8 @@ class ClusterStack(cdk.Stack):
             endpoint_public_access=config.endpoint_public_access,
             addon_versions=dict(config.addon_versions),
         ))
+        if config.production:
+            # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
+            # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
+            for cluster in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
+                cluster.apply_removal_policy(cdk.RemovalPolicy.RETAIN)

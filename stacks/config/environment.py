@@ -163,6 +163,9 @@ class EnvironmentConfig(StrictModel):
 
     account: str | None = Field(default=None, pattern=_ACCOUNT, description="none: environment-agnostic")
     region: str = Field(default="us-west-2", pattern=REGION)
+    production: bool = Field(
+        default=False, description="termination protection on every stack and the EKS and HyperPod clusters "
+                                   "retained; `make deploy` also sets the stack policy (README: Protecting production)")
     vpc: VpcConfig = Field(default_factory=VpcConfig)
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     endpoint_public_access: bool = Field(
