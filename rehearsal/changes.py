@@ -17,7 +17,8 @@ deployed. Three such updates, each from an AWS document, are found by comparing 
   endpoints that use auto scaling": https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html).
 - `changes.export-in-use`: an export a deployed stack imports that this update removes or whose value
   it changes (its resource is replaced). The producer deploys first and CloudFormation refuses it
-  ("Export ... cannot be deleted as it is in use": https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html).
+  ("Export ... cannot be deleted as it is in use":
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html).
 
 What cannot be read (a protected type without a schema, a scaled variant whose configuration the
 templates do not show) is a finding too.
@@ -79,9 +80,10 @@ def _replacing_change(old: Mapping[str, Any], new: Mapping[str, Any], resources:
         was, now = at_pointer(old.get("Properties", {}), pointer), at_pointer(new.get("Properties", {}), pointer)
         if was != now:
             return f"{field} changes from {_short(was)} to {_short(now)}"
-        for named in sorted(_references(now) & set(replaced)):
-            return (f"{field} names {named} ({resources[named].get('Type')}), which is replaced: "
-                    f"{replaced[named]}")
+        moved = sorted(_references(now) & set(replaced))
+        if moved:
+            named = moved[0]
+            return f"{field} names {named} ({resources[named].get('Type')}), which is replaced: {replaced[named]}"
     return None
 
 
@@ -127,8 +129,8 @@ def autoscaled_variant_changes(previous: Assembly, current: Assembly) -> Iterato
     """An update that changes the instance type of, or removes, a variant with a scalable target."""
     for stack, logical_id, target in previous.resources("AWS::ApplicationAutoScaling::ScalableTarget"):
         props = target.get("Properties", {})
-        if props.get("ServiceNamespace") != "sagemaker" or stack not in current.templates:
-            continue
+        if props.get("ScalableDimension") != "sagemaker:variant:DesiredInstanceCount" or stack not in current.templates:
+            continue  # an inference component's copies scale on whatever instances the variant has
         resource_id = props.get("ResourceId")
         parts = resource_id.split("/") if isinstance(resource_id, str) else []
         if len(parts) != 4 or parts[0] != "endpoint" or parts[2] != "variant":

@@ -88,7 +88,8 @@ def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_impor
 
 def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch) -> None:
     # What the refresh stack did before: import each endpoint's role, key and 5XX alarms.
-    monkeypatch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH", stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
+    monkeypatch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
+                        stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
     deployed = assembly(prod(project_context), tmp_path / "deployed")
     changed = assembly(prod(project_context, lambda c: c["endpoints"][0]["variants"].pop(1)), tmp_path / "changed")
     (finding,) = exports_in_use(deployed, changed)

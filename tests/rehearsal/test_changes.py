@@ -38,7 +38,8 @@ def findings(check, before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 
 def test_create_only_properties_are_the_resource_schemas_cfn_lint_ships() -> None:
     # FACTS 10: VpcConfig and Orchestrator.Eks replace a HyperPod cluster; EncryptionConfig and RoleArn an EKS one.
-    assert {"/properties/VpcConfig", "/properties/Orchestrator/Eks"} <= set(create_only_properties("AWS::SageMaker::Cluster"))
+    hyperpod = set(create_only_properties("AWS::SageMaker::Cluster"))
+    assert {"/properties/VpcConfig", "/properties/Orchestrator/Eks"} <= hyperpod
     assert {"/properties/EncryptionConfig", "/properties/RoleArn"} <= set(create_only_properties("AWS::EKS::Cluster"))
     assert create_only_properties("AWS::Nothing::Known") is None
 
@@ -110,11 +111,16 @@ def test_removing_an_autoscaled_variant_is_found_even_with_its_target_removed_to
     assert "removes variant 'a' of endpoint 'chat', which autoscaling still scales" in finding
 
 
-def test_a_new_model_an_unscaled_variant_or_a_deleted_endpoint_pass() -> None:
+def test_a_new_model_an_unscaled_variant_a_deleted_endpoint_or_scaled_component_copies_pass() -> None:
     before = endpoint_stack({"a": "ml.g5.2xlarge", "b": "ml.g5.2xlarge"})
     assert findings(autoscaled_variant_changes, before,
                     endpoint_stack({"a": "ml.g5.2xlarge", "b": "ml.g6e.2xlarge"}, model="m2")) == []
     assert findings(autoscaled_variant_changes, before, {"Resources": {}}) == []
+    copies = endpoint_stack({"a": "ml.g5.2xlarge"}, scaled=())
+    copies["Resources"]["Copies"] = {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": {
+        "ServiceNamespace": "sagemaker", "ResourceId": "inference-component/chat-a",
+        "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount"}}
+    assert findings(autoscaled_variant_changes, copies, endpoint_stack({"a": "ml.g6e.2xlarge"}, scaled=())) == []
 
 
 def test_a_scaled_variant_the_templates_do_not_show_cannot_be_judged() -> None:
