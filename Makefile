@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(VENV)/checkov/.installed-$(CHECKOV_VERSION)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: synth test bench wheel cdk clean
+.PHONY: synth test bench wheel cdk deploy protect clean
 
 $(STAMP): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
@@ -45,6 +45,20 @@ bench: $(STAMP)
 # The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
 cdk: $(STAMP)
 	$(VENV)/bin/cdk $(ARGS)
+
+# Deploy one environment: make deploy ENV=prod [ARGS="--require-approval never"]. The templates are compared
+# with the deployed ones first (stacks/baseline.py: credentials from AWS_PROFILE); a stack created again adopts
+# what its predecessor retained under a fixed name (the refresh state table, created model buckets) instead of
+# failing on it (--import-existing-resources); a production environment then gets its stack policy.
+deploy: $(STAMP)
+	@test -n "$(ENV)" || { echo "usage: make deploy ENV=<environment> [ARGS=...]" >&2; exit 2; }
+	$(VENV)/bin/cdk deploy --all -c env=$(ENV) -c baseline=cloudformation --import-existing-resources $(ARGS)
+	$(PY) -m stacks.protect $(ENV)
+
+# The stack policy on a production environment's deployed cluster and endpoints stacks (stacks/protect.py).
+protect: $(STAMP)
+	@test -n "$(ENV)" || { echo "usage: make protect ENV=<environment>" >&2; exit 2; }
+	$(PY) -m stacks.protect $(ENV)
 
 wheel: $(STAMP)
 	$(PY) -m build --wheel --outdir dist/wheel .

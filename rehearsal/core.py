@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pkgutil
@@ -56,8 +57,9 @@ class Assembly:
         return cls(dict(templates), deps)
 
     def referenced(self, stack: str, value: Any) -> tuple[str, str] | None:
-        """(stack, logical id) of the resource a ``Ref``, ``Fn::GetAtt`` or ``Fn::ImportValue`` (of an
-        export that is itself such a reference) names: how rules follow references across stacks."""
+        """(stack, logical id) of the resource a ``Ref``, ``Fn::GetAtt``, ``Fn::ImportValue`` (of an
+        export) or ``Fn::GetStackOutput`` (of an output) names, where that export or output is itself
+        such a reference: how rules follow references across stacks."""
         target = ref_target(value)
         if target:
             return stack, target
@@ -66,6 +68,11 @@ class Assembly:
                 for output in template.get("Outputs", {}).values():
                     if output.get("Export", {}).get("Name") == value["Fn::ImportValue"]:
                         return self.referenced(other, output.get("Value"))
+        if isinstance(value, dict) and isinstance(value.get("Fn::GetStackOutput"), dict):
+            other, name = value["Fn::GetStackOutput"].get("StackName"), value["Fn::GetStackOutput"].get("OutputName")
+            output = self.templates.get(other, {}).get("Outputs", {}).get(name) if isinstance(other, str) else None
+            if output is not None:
+                return self.referenced(other, output.get("Value"))
         return None
 
     def deploys_after(self, stack: str, other: str) -> bool:
@@ -144,6 +151,29 @@ def direct_dependencies(resource: Mapping[str, Any]) -> set[str]:
 
     walk({k: v for k, v in resource.items() if k != "DependsOn"})
     return found
+
+
+@functools.cache
+def resource_schema(resource_type: str) -> Mapping[str, Any] | None:
+    """The resource provider schema cfn-lint ships for a type (``createOnlyProperties``,
+    ``primaryIdentifier`` ...); None when it has none. Read for us-east-1, which has every type."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER, ResourceNotFoundError
+
+    try:
+        return PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", resource_type).schema
+    except ResourceNotFoundError:
+        return None
+
+
+def at_pointer(properties: Mapping[str, Any], pointer: str) -> Any:
+    """The value at a resource schema's property pointer (``/properties/A/B``) in a resource's
+    ``Properties``; None where it is not set. A ``*`` step keeps the whole list."""
+    value: Any = properties
+    for step in pointer.split("/")[2:]:
+        if step == "*" and isinstance(value, list):
+            continue
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
 
 
 def ref_target(value: Any) -> str | None:

@@ -44,28 +44,29 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
 
 def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
     """Every stack of one environment, keyed by part name."""
-    env = cdk.Environment(account=config.account, region=config.region)
-    tags = {"hyperwarm:environment": env_name}
+    # Production stacks refuse deletion (termination protection); see README "Protecting production".
+    common = {"env": cdk.Environment(account=config.account, region=config.region),
+              "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}
     stacks: dict[str, cdk.Stack] = {}
     cluster = None
     if config.instance_groups:  # an endpoints-only environment has no HyperPod cluster
-        stacks["cluster"] = ClusterStack(app, stack_name(env_name, "cluster"), config=config, env=env, tags=tags,
+        stacks["cluster"] = ClusterStack(app, stack_name(env_name, "cluster"), config=config, **common,
                                          description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
         cluster = stacks["cluster"].cluster
     if config.caches.models:
         assert cluster is not None  # the config rules place every cached model on an instance group
         stacks["caches"] = CachesStack(app, stack_name(env_name, "caches"), env_name=env_name, config=config,
-                                       cluster=cluster, env=env, tags=tags,
+                                       cluster=cluster, **common,
                                        description=f"hyperwarm {env_name}: model weights and image caches")
     if config.endpoints:
         stacks["endpoints"] = EndpointsStack(app, stack_name(env_name, "endpoints"), env_name=env_name,
-                                             config=config, env=env, tags=tags,
+                                             config=config, **common,
                                              description=f"hyperwarm {env_name}: SageMaker inference endpoints")
     if config.refresh.models:
         endpoints = stacks["endpoints"].endpoints if "endpoints" in stacks else {}
         stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), env_name=env_name, config=config,
                                          cluster=cluster,
-                                         endpoints=endpoints, env=env, tags=tags,
+                                         endpoints=endpoints, **common,
                                          description=f"hyperwarm {env_name}: cache and endpoint refresh on new "
                                                      "model versions")
         for part in ("caches", "endpoints"):
@@ -77,7 +78,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         stacks["observability"] = ObservabilityStack(
             app, stack_name(env_name, "observability"), env_name=env_name, config=config,
             cluster=cluster if "caches" in stacks else None,
-            endpoints=stacks["endpoints"].endpoints if "endpoints" in stacks else {}, env=env, tags=tags,
+            endpoints=stacks["endpoints"].endpoints if "endpoints" in stacks else {}, **common,
             description=f"hyperwarm {env_name}: dashboard, alarms and the cache metrics exporter")
         if "caches" in stacks:  # the models' deployments exist before their metrics are read
             stacks["observability"].add_stack_dependency(stacks["caches"])
@@ -86,7 +87,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     for stack in stacks.values():
         declare_existing_buckets(stack, [name for name, create in declared.items() if not create])
     if any(declared.values()):
-        buckets = BucketsStack(app, stack_name(env_name, "buckets"), config=config, env=env, tags=tags,
+        buckets = BucketsStack(app, stack_name(env_name, "buckets"), config=config, **common,
                                description=f"hyperwarm {env_name}: model buckets, created before their readers")
         for stack in stacks.values():
             stack.add_stack_dependency(buckets)

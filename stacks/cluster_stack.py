@@ -35,6 +35,11 @@ class ClusterStack(cdk.Stack):
             image_registry_accounts=config.pull_registry_accounts(),
             pods_per_node=dict(config.pods_per_node),
         ))
+        if config.production:
+            # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
+            # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
+            for cluster in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
+                cluster.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
 
 
 def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:

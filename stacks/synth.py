@@ -13,6 +13,7 @@ from stacks.config.environment import load_context
 from manifests import write_manifests
 
 from .app import build_app, selected_environments
+from .baseline import CONTEXT_KEY, synthesize
 from .errors import exit_on_config_error
 from .summary import environment_rows
 
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--outdir", default="cdk.out")
     parser.add_argument("--env", help="comma-separated environments (default: all)")
+    parser.add_argument("--baseline", help="templates to compare with: cloudformation, none or a directory "
+                                           "(default: the previous synth in --outdir; see stacks/baseline.py)")
     args = parser.parse_args(argv)
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that rows do not wrap
@@ -33,10 +36,12 @@ def _synth(args: argparse.Namespace, console: Console) -> int:
     context = load_context("cdk.json")
     if args.env:
         context["env"] = args.env
+    if args.baseline:
+        context[CONTEXT_KEY] = args.baseline
     start = time.perf_counter()
     with console.status("synthesizing ..."):
         app = build_app(outdir=args.outdir, context=context)
-        assembly = app.synth()
+        assembly = synthesize(app)
     console.print(f"synthesized {len(assembly.stacks)} stacks into {args.outdir}/ "
                   f"in {time.perf_counter() - start:.1f} s")
     for env_name, config in selected_environments(app).items():

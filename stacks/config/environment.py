@@ -180,6 +180,10 @@ class EnvironmentConfig(StrictModel):
 
     account: str | None = Field(default=None, pattern=_ACCOUNT, description="none: environment-agnostic")
     region: str = Field(default="us-west-2", pattern=REGION)
+    production: bool = Field(
+        default=False, description="termination protection on every stack, the EKS and HyperPod clusters "
+                                   "retained, cluster_admins required; `make deploy` also sets the stack policy "
+                                   "(README: Protecting production)")
     vpc: VpcConfig = Field(default_factory=VpcConfig)
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     endpoint_public_access: bool = Field(
@@ -204,8 +208,6 @@ class EnvironmentConfig(StrictModel):
     pods_per_node: dict[str, int] = Field(
         default_factory=dict, description="pods one HyperPod node holds, by instance type, where it differs from "
                                           "hyperwarm's estimate (AWS publishes no figure); default: the estimates")
-    production: bool = Field(default=False, description="a production environment: it must name its cluster "
-                             "admins; default: false")
     cluster_admins: tuple[Annotated[str, Field(pattern=_PRINCIPAL)], ...] = Field(
         default=(), description="IAM roles or users given cluster-admin access to the EKS cluster; default: a new "
         "role every principal of the account that may assume roles can assume (refused in production)")

@@ -1,0 +1,231 @@
+"""Updates the deployed stacks must survive: synth against the deployed templates, production protection,
+no exports that pin the endpoints, and a refresh stack that can be created again."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+import stacks.endpoints_stack
+from rehearsal import Assembly
+from rehearsal.changes import compare, exports_in_use
+from rehearsal.core import resource_schema
+from stacks.app import build_app
+from stacks.baseline import deployed_templates, synthesize
+from stacks.config import ConfigError, parse_environment
+from stacks.protect import POLICY_FILE, main as protect_main, protect
+from stacks.refresh_guards import state_table_name
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def prod(project_context: dict[str, Any], edit=None, **context: Any) -> dict[str, Any]:
+    """The project's context for prod alone, after ``edit`` of prod's configuration."""
+    environments = copy.deepcopy(project_context["environments"])
+    if edit:
+        edit(environments["prod"])
+    return {**project_context, "environments": environments, "env": "prod", **context}
+
+
+def assembly(context: dict[str, Any], outdir: Path) -> Assembly:
+    return Assembly.from_outdir(build_app(outdir=str(outdir), context=context, nag=False).synth().directory)
+
+
+def variant(n: int, **changes: Any):
+    def edit(config: dict[str, Any]) -> None:
+        config["endpoints"][0]["variants"][n].update(changes)
+        for key in [k for k, v in changes.items() if v is None]:
+            del config["endpoints"][0]["variants"][n][key]
+    return edit
+
+
+# -- (a) an autoscaled variant's instance type ---------------------------------------------------------------
+
+def test_an_autoscaled_variants_new_instance_type_fails_synth_until_autoscaling_goes_first(project_context,
+                                                                                        tmp_path) -> None:
+    def run(edit=None) -> None:
+        synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, edit), nag=False))
+
+    run()  # what is deployed
+    bigger = variant(1, instance_type="ml.p5en.48xlarge")
+    for _ in range(2):  # the previous templates are put back: the second try compares with them again
+        with pytest.raises(ConfigError, match=re.escape(f"compared with {tmp_path}/ of the previous synth")) as error:
+            run(bigger)
+        assert "changes the instance type of variant 'random' of endpoint 'hyperwarm-prod-chat' from " \
+               "ml.p5.48xlarge to ml.p5en.48xlarge while autoscaling scales it" in str(error.value)
+        assert "deploy first with autoscaling removed from variant 'random'" in str(error.value)
+    run(variant(1, autoscaling=None))  # step 1: CloudFormation deregisters the scalable target
+    run(bigger)  # step 2: the new type, autoscaling back
+
+
+# -- (b) no exports that pin the endpoints stack ---------------------------------------------------------------
+
+def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized) -> None:
+    for env in ("staging", "prod"):
+        text = json.dumps(synthesized.template(f"hyperwarm-{env}-refresh"))
+        assert f"hyperwarm-{env}-endpoints:" not in text  # no Fn::ImportValue of its exports
+        assert '"StackName": "hyperwarm-%s-endpoints"' % env in text  # Fn::GetStackOutput: the role, key, alarms
+
+
+@pytest.mark.parametrize("edit", [
+    lambda config: config["endpoints"][0]["variants"].pop(1),  # remove 'random' (its alarm and scaling go)
+    variant(1, name="uniform"),  # rename it
+], ids=["remove", "rename"])
+def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_imports(project_context, tmp_path,
+                                                                                  edit) -> None:
+    deployed = assembly(prod(project_context), tmp_path / "deployed")
+    changed = assembly(prod(project_context, edit), tmp_path / "changed")
+    assert list(exports_in_use(deployed, changed)) == []
+
+
+def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch) -> None:
+    # What the refresh stack did before: import each endpoint's role, key and 5XX alarms.
+    monkeypatch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
+                        stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
+    deployed = assembly(prod(project_context), tmp_path / "deployed")
+    changed = assembly(prod(project_context, lambda c: c["endpoints"][0]["variants"].pop(1)), tmp_path / "changed")
+    (finding,) = exports_in_use(deployed, changed)
+    assert finding.stack == "hyperwarm-prod-endpoints" and "chatrandom5xxAlarm" in finding.resource
+    assert "deployed stack(s) hyperwarm-prod-refresh import" in finding.message
+
+
+def test_stacks_deployed_with_imported_exports_take_this_version_in_one_deploy(project_context, tmp_path,
+                                                                             monkeypatch) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
+                      stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
+        deployed = assembly(prod(project_context), tmp_path / "deployed")
+    assert compare(deployed, assembly(prod(project_context), tmp_path / "now")) == []
+
+
+# -- (c) production ----------------------------------------------------------------------------------------------
+
+def test_production_stacks_have_termination_protection_and_the_others_do_not(synthesized) -> None:
+    protected = {s.stack_name: s.termination_protection for s in synthesized.assembly.stacks}
+    assert {n for n, on in protected.items() if on} == {n for n in protected if n.startswith("hyperwarm-prod-")}
+
+
+def test_production_clusters_are_retained(synthesized) -> None:
+    for env, policy in (("prod", "Retain"), ("staging", None)):
+        template = synthesized.template(f"hyperwarm-{env}-cluster")["Resources"]
+        clusters = [r for r in template.values() if r["Type"] in ("AWS::EKS::Cluster", "AWS::SageMaker::Cluster")]
+        assert len(clusters) == 2
+        assert all((r.get("DeletionPolicy"), r.get("UpdateReplacePolicy")) == (policy, policy) for r in clusters)
+
+
+def test_production_is_off_unless_set() -> None:
+    assert parse_environment("x", {}).production is False
+    with pytest.raises(ConfigError, match=r"environments\.x\.production: 'yes'"):
+        parse_environment("x", {"production": "yes"})
+
+
+def stack_policy_effect(action: str, resource_type: str) -> str:
+    """How CloudFormation judges an update action on a resource under stack_policy.json: an explicit
+    Deny wins, then an Allow, else denied (protect-stack-resources.html)."""
+    effects = set()
+    for statement in json.loads(POLICY_FILE.read_text())["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        types = statement.get("Condition", {}).get("StringEquals", {}).get("ResourceType")
+        if statement["Principal"] == "*" and statement["Resource"] == "*" and \
+                any(a in (action, "Update:*") for a in actions) and (types is None or resource_type in types):
+            effects.add(statement["Effect"])
+    return "Deny" if "Deny" in effects or "Allow" not in effects else "Allow"
+
+
+def test_the_stack_policy_denies_replacing_the_clusters_and_endpoints() -> None:
+    assert {(a, t): stack_policy_effect(a, t) for a in ("Update:Modify", "Update:Replace", "Update:Delete")
+            for t in ("AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "AWS::SageMaker::Endpoint",
+                      "AWS::SageMaker::EndpointConfig", "AWS::EC2::SecurityGroup")} == {
+        **{(a, t): "Allow" for a in ("Update:Modify", "Update:Replace", "Update:Delete")
+           for t in ("AWS::SageMaker::EndpointConfig", "AWS::EC2::SecurityGroup")},
+        **{("Update:Modify", t): "Allow" for t in ("AWS::SageMaker::Cluster", "AWS::EKS::Cluster",
+                                                   "AWS::SageMaker::Endpoint")},
+        **{("Update:Replace", t): "Deny" for t in ("AWS::SageMaker::Cluster", "AWS::EKS::Cluster",
+                                                   "AWS::SageMaker::Endpoint")},
+        ("Update:Delete", "AWS::SageMaker::Cluster"): "Deny", ("Update:Delete", "AWS::EKS::Cluster"): "Deny",
+        ("Update:Delete", "AWS::SageMaker::Endpoint"): "Allow",  # an endpoint removed from cdk.json goes
+    }
+
+
+_EMPTY = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+
+
+@mock_aws
+def test_protect_sets_the_stack_policy_on_the_deployed_cluster_and_endpoints_stacks(project_context) -> None:
+    client = boto3.client("cloudformation", region_name="us-east-1")
+    client.create_stack(StackName="hyperwarm-prod-cluster", TemplateBody=_EMPTY, EnableTerminationProtection=True)
+    config = parse_environment("prod", project_context["environments"]["prod"])
+    assert protect("prod", config, client) == ["hyperwarm-prod-cluster: stack policy set (stack_policy.json)",
+                                               "hyperwarm-prod-endpoints: not deployed, nothing to protect"]
+    assert json.loads(client.get_stack_policy(StackName="hyperwarm-prod-cluster")["StackPolicyBody"]) == \
+        json.loads(POLICY_FILE.read_text())
+
+
+@mock_aws
+def test_protect_fails_on_a_deployed_stack_without_termination_protection(project_context) -> None:
+    client = boto3.client("cloudformation", region_name="us-east-1")
+    client.create_stack(StackName="hyperwarm-prod-endpoints", TemplateBody=_EMPTY)
+    config = parse_environment("prod", project_context["environments"]["prod"])
+    with pytest.raises(ConfigError, match="hyperwarm-prod-endpoints: termination protection is off"):
+        protect("prod", config, client)
+
+
+def test_protect_leaves_other_environments_alone(monkeypatch, capsys) -> None:
+    monkeypatch.chdir(REPO)
+    assert protect_main(["staging"]) == 0
+    assert "staging: not a production environment" in capsys.readouterr().out
+
+
+def test_a_change_that_replaces_the_hyperpod_cluster_fails_synth_naming_the_field(project_context,
+                                                                                tmp_path) -> None:
+    kept = tmp_path / "deployed"
+    build_app(outdir=str(kept), context=prod(project_context), nag=False).synth()  # kept from the last deploy
+    cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"), baseline=str(kept))
+    with pytest.raises(ConfigError) as error:
+        synthesize(build_app(outdir=str(tmp_path / "out"), context=cidr, nag=False))
+    message = str(error.value)
+    assert message.startswith(f"compared with the templates in {kept}/, this deploy would fail or replace")
+    assert re.search(r"changes\.replacement: hyperwarm-prod-cluster/HyperPod\w+: AWS::SageMaker::Cluster: VpcConfig "
+                     r"names .*CidrBlock changes from \"10\.0\.0\.0/16\" to \"10\.1\.0\.0/16\" .*would replace the "
+                     r"HyperPod cluster", message)
+    synthesize(build_app(outdir=str(tmp_path / "out"), context={**cidr, "baseline": "none"}, nag=False))
+
+
+@mock_aws
+def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exist(project_context,
+                                                                                   tmp_path) -> None:
+    boto3.client("cloudformation", region_name="us-east-1").create_stack(
+        StackName="hyperwarm-prod-endpoints", TemplateBody=_EMPTY)
+    cloud = build_app(outdir=str(tmp_path / "a"), context=prod(project_context), nag=False).synth()
+    baseline = deployed_templates(cloud)
+    assert baseline.templates == {"hyperwarm-prod-endpoints": json.loads(_EMPTY)}
+    assert baseline.source == "the deployed templates (CloudFormation GetTemplate)"
+    elsewhere = prod(project_context, lambda c: c.update(account="999999999999"))
+    cloud = build_app(outdir=str(tmp_path / "b"), context=elsewhere, nag=False).synth()
+    with pytest.raises(ConfigError, match="the AWS credentials are account 123456789012, hyperwarm-prod-cluster "
+                                          "deploys to 999999999999; set AWS_PROFILE"):
+        deployed_templates(cloud)
+
+
+# -- (d) the refresh stack can be created again ------------------------------------------------------------------
+
+def test_the_retained_state_table_is_imported_when_the_refresh_stack_is_created_again(synthesized) -> None:
+    # CloudFormation imports it automatically given a static name that is the type's primary identifier and
+    # DeletionPolicy Retain (import-resources-automatically.html), when the deploy asks for it.
+    assert resource_schema("AWS::DynamoDB::Table")["primaryIdentifier"] == ["/properties/TableName"]
+    for env in ("staging", "prod"):
+        (table,) = synthesized.resources(f"hyperwarm-{env}-refresh", "AWS::DynamoDB::Table").values()
+        assert table["DeletionPolicy"] == "Retain"
+        assert table["Properties"]["TableName"] == state_table_name(env)  # the name the deploy guards read
+    dry_run = subprocess.run(["make", "-n", "deploy", "ENV=prod"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout
+    assert re.search(r"cdk deploy --all -c env=prod -c baseline=cloudformation --import-existing-resources", dry_run)
+    assert "python -m stacks.protect prod" in dry_run
