@@ -30,6 +30,7 @@ from hyperwarm.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
 
+from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
 from .endpoints import Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
@@ -179,6 +180,11 @@ class EnvironmentConfig(StrictModel):
     observability: ObservabilityConfig = Field(
         default_factory=ObservabilityConfig,
         description="dashboard, alarms and the cache metrics exporter (hyperwarm-<env>-observability); on by default")
+    alarms: AlarmsConfig = Field(default_factory=AlarmsConfig,
+                                 description="where every alarm notifies; default: a new topic, no subscribers")
+    production: bool | None = Field(
+        default=None, description="a production environment's alarms must reach someone; default: true for an "
+        "environment named prod or production")
     model_buckets: tuple[ModelBucketConfig, ...] = Field(
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(
@@ -368,10 +374,45 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         errors = exc.errors(include_url=False)
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
-    lines = _endpoint_name_problems(name, config)
+    lines = _endpoint_name_problems(name, config) + alarm_problems(name, is_production(name, config), config.alarms)
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config
+
+
+PRODUCTION_NAMES = ("prod", "production")
+
+
+def is_production(env: str, config: EnvironmentConfig) -> bool:
+    """``production`` where given, else whether the environment is named prod or production."""
+    return config.production if config.production is not None else env in PRODUCTION_NAMES
+
+
+def creates_otel_enrichment(config: EnvironmentConfig) -> bool:
+    """Whether the environment's observability stack creates the account's OTel enrichment: it does where
+    a PromQL alarm reads an endpoint (detailed observability on) and ``otel_enrichment`` is ``create``."""
+    return (config.observability.enabled and config.observability.otel_enrichment == "create"
+            and any(e.detailed_observability for e in config.endpoints))
+
+
+def _enrichment_problems(environments: Mapping[str, EnvironmentConfig]) -> list[str]:
+    """OTel enrichment is one resource per account and region: CloudFormation cannot create it twice, so two
+    environments that may share an account (the same one, or either left to the CLI's credentials) and a
+    region cannot both create it."""
+    problems = []
+    creators = [(n, c) for n, c in environments.items() if creates_otel_enrichment(c)]
+    for i, (name, config) in enumerate(creators):
+        for first, other in creators[:i]:
+            if other.region == config.region and (other.account is None or config.account is None
+                                                   or other.account == config.account):
+                account = config.account or other.account or "the CLI's (no account set)"
+                problems.append(
+                    f"environments.{name}.observability.otel_enrichment: 'create' -- environment {first} creates "
+                    f"the OTel enrichment of the same account ({account}) and region ({config.region}) already, "
+                    "and it is one per account and region: set \"existing\" here, or give both environments "
+                    "their different accounts")
+                break
+    return problems
 
 
 def _endpoint_name_problems(env: str, config: EnvironmentConfig) -> list[str]:
@@ -395,7 +436,11 @@ def parse_environments(raw: Any) -> dict[str, EnvironmentConfig]:
                           "environment name -> settings, e.g. {\"dev\": {}}")
     if not isinstance(raw, Mapping) or not raw:
         raise ConfigError(f"environments: {raw!r} -- must be a non-empty object of environment name -> settings")
-    return {name: parse_environment(name, value) for name, value in raw.items()}
+    environments = {name: parse_environment(name, value) for name, value in raw.items()}
+    problems = _enrichment_problems(environments)
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    return environments
 
 
 def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:
