@@ -204,7 +204,7 @@ def test_a_bucket_models_read_must_be_declared_created_or_existing() -> None:
     assert "caches.models[0].source.bucket: 'team-models' -- not declared in model_buckets" in message
     assert '{"name": "team-models", "create": true}' in message
     for declared in ({"name": "team-models"}, {"name": "team-models", "create": True}):
-        config = parse_environment("prod", {**cached("team-models"), "model_buckets": [declared]})
+        config = parse_environment("qa", {**cached("team-models"), "model_buckets": [declared]})
         assert config.bucket_readers() == {"team-models": ["caches.models[0].source.bucket"]}
 
 
@@ -234,7 +234,7 @@ def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() ->
     assert "environments.prod.endpoints[0].variants[0]" in message
     assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
     ok = {**variant, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}
-    assert parse_environment("prod", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
+    assert parse_environment("qa", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
 
 
 def test_an_environment_with_nothing_to_deploy_is_rejected() -> None:
