@@ -37,4 +37,7 @@ chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointPro
 chat.metric_model_latency("main", statistic="p90").create_alarm(
     stack, "ChatLatencyAlarm", threshold=2_000_000, evaluation_periods=3)  # microseconds
 chat.grant_invoke(cdk.aws_iam.Role(stack, "ChatCaller", assumed_by=cdk.aws_iam.AccountRootPrincipal()))
+# Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call (an example address).
+alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(emails=["oncall@example.com"]))
+hyperwarm.notify_alarms(stack, alarms.topic)
 app.synth()

@@ -13,9 +13,11 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import declare_existing_buckets
+from hyperwarm.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
 
+from .alarms_stack import AlarmsStack, wire_alarms
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
@@ -92,7 +94,21 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for stack in stacks.values():
             stack.add_stack_dependency(buckets)
         stacks = {"buckets": buckets, **stacks}
+    add_alarms(app, env_name, config, stacks, **common)
     return stacks
+
+
+def add_alarms(app: cdk.App, env_name: str, config: EnvironmentConfig, stacks: dict[str, cdk.Stack],
+               **kwargs: Any) -> None:
+    """Every alarm of the environment notifies its topic: ``hyperwarm-<env>-alarms`` (created first) or the
+    existing ``alarms.topic_arn``."""
+    alarms = None
+    if not config.alarms.topic_arn and any(has_alarms(s) for s in stacks.values()):
+        alarms = AlarmsStack(app, stack_name(env_name, "alarms"), env_name=env_name, config=config,
+                             description=f"hyperwarm {env_name}: the alarm topic and its subscribers", **kwargs)
+    wire_alarms(env_name, config, stacks, alarms)
+    if alarms is not None:
+        stacks["alarms"] = alarms
 
 
 def build_app(outdir: str | None = None, context: Mapping[str, Any] | None = None,

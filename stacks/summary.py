@@ -119,6 +119,16 @@ def _observability(env_name: str, config: EnvironmentConfig, resources: dict, ki
             + (f"; every minute: {', '.join(feeds)}" if feeds else ""))
 
 
+def _alarms(env_name: str, config: EnvironmentConfig) -> str:
+    """Who the environment's alarm topic reaches: no one yet is said, so it is not mistaken for on-call."""
+    a = config.alarms
+    reaches = [*a.emails, *(f"https {u.split('/')[2]}" for u in a.https_endpoints),
+               *(f"slack {c.channel_id}" for c in a.slack_channels)]
+    return (f"topic hyperwarm-{env_name}-alarms -> "
+            + (", ".join(reaches) if reaches else "no subscribers yet (set alarms.emails, https_endpoints or "
+               "slack_channels, or subscribe to output AlarmTopicArn)"))
+
+
 def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
                      config: EnvironmentConfig) -> Iterator[tuple[str, str, str]]:
     for stack in assembly.stacks:
@@ -135,6 +145,8 @@ def environment_rows(assembly: cx_api.CloudAssembly, env_name: str,
             details.append(_caches(config))
         if stack.stack_name.endswith("-refresh"):
             details.append(_refresh(config))
+        if stack.stack_name == f"hyperwarm-{env_name}-alarms":
+            details.append(_alarms(env_name, config))
         if kinds.get("AWS::CloudWatch::Dashboard"):
             details.append(_observability(env_name, config, resources, kinds))
         yield stack.stack_name, str(len(resources)), "\n".join(details)

@@ -204,7 +204,7 @@ def test_a_bucket_models_read_must_be_declared_created_or_existing() -> None:
     assert "caches.models[0].source.bucket: 'team-models' -- not declared in model_buckets" in message
     assert '{"name": "team-models", "create": true}' in message
     for declared in ({"name": "team-models"}, {"name": "team-models", "create": True}):
-        config = parse_environment("prod", {**cached("team-models"), "model_buckets": [declared]})
+        config = parse_environment("qa", {**cached("team-models"), "model_buckets": [declared]})
         assert config.bucket_readers() == {"team-models": ["caches.models[0].source.bucket"]}
 
 
@@ -225,7 +225,7 @@ def test_an_operator_pin_that_is_no_add_on_build_is_rejected() -> None:
     message = error_of({"addon_versions": {"amazon-sagemaker-hyperpod-inference": "v3.3"}})
     assert "environments.prod.addon_versions: ['amazon-sagemaker-hyperpod-inference'] = 'v3.3' -- allowed: an EKS " \
            "add-on build such as v2.0.0-eksbuild.1" in message
-    assert parse_environment("prod", {"addon_versions": {"amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1"}})
+    assert parse_environment("qa", {"addon_versions": {"amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1"}})
 
 
 def test_a_project_environment_with_caches_and_no_operator_pin_fails_synth(project_context) -> None:
@@ -247,7 +247,7 @@ def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() ->
     assert "environments.prod.endpoints[0].variants[0]" in message
     assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
     ok = {**variant, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}
-    assert parse_environment("prod", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
+    assert parse_environment("qa", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
 
 
 def test_an_environment_with_nothing_to_deploy_is_rejected() -> None:
@@ -331,7 +331,7 @@ def test_an_instance_type_the_region_lacks_is_one_message_naming_the_field() -> 
     assert ("environments.prod.instance_groups[1].instance_type: 'ml.g6e.48xlarge' -- not offered for HyperPod "
             "clusters in ca-central-1") in message
     assert "ml.g5.12xlarge" in message  # what the region does offer
-    parse_environment("prod", {**_G6E, "region": "us-east-1"})
+    parse_environment("qa", {**_G6E, "region": "us-east-1"})
 
 
 def _variant(**overrides: object) -> dict:
@@ -366,9 +366,12 @@ def test_an_image_from_another_region_is_rejected_for_caches_and_endpoints() -> 
 # -- who administers the cluster ----------------------------------------------------------------------
 
 def test_production_names_its_cluster_admins() -> None:
-    message = error_of({"production": True})
-    assert "cluster_admins: [] -- a production environment names the IAM roles or users" in message
-    parse_environment("prod", {"production": True, "cluster_admins": ["arn:aws:iam::123456789012:role/admins"]})
+    message = error_of({"production": True}, env="qa")
+    assert "environments.qa.cluster_admins: [] -- a production environment names the IAM roles or users" in message
+    assert "environments.prod.cluster_admins: []" in error_of({})  # an environment named prod is production
+    parse_environment("prod", {"cluster_admins": ["arn:aws:iam::123456789012:role/admins"],
+                               "alarms": {"emails": ["oncall@example.com"]}})
+    parse_environment("prod", {"production": False})  # said not to be
     parse_environment("dev", {})  # elsewhere a new role serves, and synth's summary says who may assume it
     assert "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins" in error_of(
         {"cluster_admins": ["admins"]})

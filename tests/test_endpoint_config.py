@@ -47,7 +47,7 @@ def test_cache_aware_routing_on_one_fixed_instance_is_rejected_in_config() -> No
 
 
 def test_autoscaling_max_counts_toward_two_instances() -> None:
-    config = parse_environment("prod", env_with(instance_count=1, routing={"strategy": "KV_AWARE"},
+    config = parse_environment("qa", env_with(instance_count=1, routing={"strategy": "KV_AWARE"},
                                                 autoscaling={"max_capacity": 3, "target_value": 8}))
     assert config.endpoints[0].variants[0].max_instances == 3
 

@@ -156,7 +156,8 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
     alarms = [a["Properties"] for a in _of_type(_stack(synthesized, "prod"), "AWS::CloudWatch::Alarm").values()]
     by_metric: dict[str, list[dict[str, Any]]] = {}
     for alarm in alarms:
-        by_metric.setdefault(alarm.get("MetricName", "PromQL"), []).append(alarm)
+        kind = alarm.get("MetricName") or ("math" if "Metrics" in alarm else "PromQL")
+        by_metric.setdefault(kind, []).append(alarm)
     latency = by_metric["ModelLatency"]
     assert len(latency) == 2  # the two variants of prod's chat endpoint
     assert all(a["ExtendedStatistic"] == "p99" and a["Threshold"] == 60_000_000 for a in latency)  # cdk.json: 60 s
@@ -180,16 +181,69 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
                and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" and "TTFT" in a["AlarmDescription"]
                for a in blind)
     assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
+    assert len(by_metric["math"]) == 2  # no TTFT series while serving, per variant
 
 
-def test_default_topic_is_encrypted_with_a_key_cloudwatch_may_use(synthesized):
+def test_each_variant_alarms_when_its_ttft_query_returns_no_series_while_it_serves(synthesized):
+    """A PromQL alarm whose query returns nothing stays OK (no OTel enrichment, detailed observability off, an
+    engine without the histogram): the bridge's SeriesReturned at 0 while Invocations is above 0 fires."""
+    alarms = {k: a["Properties"] for k, a in _of_type(_stack(synthesized, "prod"), "AWS::CloudWatch::Alarm").items()
+              if "NoSeries" in k}
+    assert len(alarms) == 2
+    for props in alarms.values():
+        expression, *inputs = props["Metrics"]
+        assert expression["Expression"] == "IF(FILL(requests, 0) > 0 AND series == 0, 1, 0)"
+        stats = {m["Id"]: m["MetricStat"] for m in inputs}
+        assert (stats["requests"]["Metric"]["MetricName"], stats["requests"]["Stat"]) == ("Invocations", "Sum")
+        assert stats["series"]["Metric"]["Namespace"] == ENDPOINTS_NAMESPACE
+        assert (stats["series"]["Metric"]["MetricName"], stats["series"]["Stat"]) == ("SeriesReturned", "Maximum")
+        assert {m["Period"] for m in stats.values()} == {300}
+        assert props["EvaluationPeriods"] * 5 == 15 and props["Threshold"] == 1
+        assert props["TreatMissingData"] == "notBreaching" and props["AlarmActions"]
+        assert "OTel enrichment" in props["AlarmDescription"]
+
+
+def test_the_observability_stack_creates_the_accounts_otel_enrichment_once_and_retains_it(synthesized):
+    """PromQL returns no series without it (SageMaker's getting-started guide); one per account: retained."""
     template = _stack(synthesized, "prod")
-    (topic,) = _of_type(template, "AWS::SNS::Topic").values()
-    assert "KmsMasterKeyId" in topic["Properties"]
+    (tags_id, tags), = _of_type(template, "AWS::ObservabilityAdmin::TelemetryEnrichment").items()
+    (enrichment,) = _of_type(template, "AWS::CloudWatch::OTelEnrichment").values()
+    assert tags["Properties"] == {"Scope": "ACCOUNT"} and enrichment["DependsOn"] == [tags_id]
+    assert {r["DeletionPolicy"] for r in (tags, enrichment)} == {"Retain"}
+    staging = _stack(synthesized, "staging")  # cdk.json: otel_enrichment existing (dev creates it, same account)
+    assert not _of_type(staging, "AWS::CloudWatch::OTelEnrichment")
+    assert staging["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
+
+
+def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use_and_lets_its_alarms_publish(synthesized):
+    template = synthesized.template("hyperwarm-prod-alarms")
+    (topic_id, topic), = _of_type(template, "AWS::SNS::Topic").items()
+    assert "KmsMasterKeyId" in topic["Properties"] and topic["Properties"]["TopicName"] == "hyperwarm-prod-alarms"
     (key,) = _of_type(template, "AWS::KMS::Key").values()
     statements = key["Properties"]["KeyPolicy"]["Statement"]
     assert any(s["Principal"].get("Service") == "cloudwatch.amazonaws.com"
                and "kms:GenerateDataKey*" in s["Action"] for s in statements)
+    (policy,) = _of_type(template, "AWS::SNS::TopicPolicy").values()
+    (allow,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Allow"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"} and allow["Action"] == "sns:Publish"
+    assert allow["Resource"] == {"Ref": topic_id}
+    assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert allow["Condition"]["ArnLike"]["aws:SourceArn"] == {"Fn::Join": ["", [
+        "arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]}
+
+
+def test_the_construct_default_topic_lets_cloudwatch_publish():
+    """Without a topic, InferenceObservability's own topic had only the SSL deny in its policy."""
+    import aws_cdk as cdk
+    from aws_cdk import assertions
+
+    from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+
+    stack = cdk.Stack(cdk.App(), "S")
+    InferenceObservability(stack, "Obs", InferenceObservabilityProps())
+    assertions.Template.from_stack(stack).has_resource_properties("AWS::SNS::TopicPolicy", {
+        "PolicyDocument": {"Statement": assertions.Match.array_with([assertions.Match.object_like({
+            "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Action": "sns:Publish"})])}})
 
 
 def test_exporter_runs_every_minute_in_the_private_subnets(synthesized):
@@ -289,15 +343,20 @@ def test_thresholds_come_from_cdk_json(project_context):
         "MetricName": "TimeToFirstToken", "ExtendedStatistic": "p99", "Threshold": 750})
 
 
-def test_an_existing_topic_is_used_and_none_created(project_context):
+def test_an_existing_topic_is_used_declared_and_none_created(project_context):
     import aws_cdk.assertions as assertions
 
     arn = "arn:aws:sns:us-east-1:123456789012:oncall"
-    project_context["environments"]["prod"]["observability"] = {"alarm_topic_arn": arn}
-    stack = _app(project_context, "prod").node.find_child("hyperwarm-prod-observability")
-    template = assertions.Template.from_stack(stack)
-    template.resource_count_is("AWS::SNS::Topic", 0)
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {"AlarmActions": [arn]})
+    project_context["environments"]["prod"]["alarms"] = {"topic_arn": arn}
+    app = _app(project_context, "prod")
+    assert "hyperwarm-prod-alarms" not in [c.node.id for c in app.node.children]
+    for part in ("observability", "endpoints", "refresh"):
+        stack = app.node.find_child(f"hyperwarm-prod-{part}")
+        template = assertions.Template.from_stack(stack)
+        template.resource_count_is("AWS::SNS::Topic", 0)
+        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+            assert alarm["Properties"]["AlarmActions"] == [arn]
+        assert template.to_json()["Metadata"]["hyperwarm:existingAlarmTopics"] == [arn]
 
 
 def test_disabled_observability_adds_no_stack(project_context):
@@ -308,7 +367,9 @@ def test_disabled_observability_adds_no_stack(project_context):
 
 @pytest.mark.parametrize("section, message", [
     ({"cold_pod_share_percent": 150}, "environments.prod.observability.cold_pod_share_percent: 150"),
-    ({"alarm_topic_arn": "oncall"}, "environments.prod.observability.alarm_topic_arn: 'oncall' -- must be an SNS"),
+    ({"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"},
+     "environments.prod.observability: alarm_topic_arn moved to alarms.topic_arn"),
+    ({"otel_enrichment": "on"}, "environments.prod.observability.otel_enrichment: 'on' -- Input should be 'create' or"),
     ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
     ({"ttft_p99_seconds": 0}, "environments.prod.observability.ttft_p99_seconds: 0"),
 ])

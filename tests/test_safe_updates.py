@@ -210,8 +210,8 @@ def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exi
     assert baseline.source == "the deployed templates (CloudFormation GetTemplate)"
     elsewhere = prod(project_context, lambda c: c.update(account="999999999999"))
     cloud = build_app(outdir=str(tmp_path / "b"), context=elsewhere, nag=False).synth()
-    with pytest.raises(ConfigError, match="the AWS credentials are account 123456789012, hyperwarm-prod-cluster "
-                                          "deploys to 999999999999; set AWS_PROFILE"):
+    with pytest.raises(ConfigError, match=r"the AWS credentials are account 123456789012, hyperwarm-prod-\w+ "
+                                          r"deploys to 999999999999; set AWS_PROFILE"):
         deployed_templates(cloud)
 
 

@@ -43,7 +43,8 @@ def test_created_model_buckets_deploy_before_every_other_stack_of_the_environmen
     # Issue 9, finding 2: staging's caches and endpoints read the bucket the refresh stack created last.
     app = build_app(context={**project_context, "env": "staging"}, nag=False)
     buckets = app.node.find_child("hyperwarm-staging-buckets")
-    others = [s for s in app.node.children if hasattr(s, "stack_name") and s is not buckets]
+    alarms = app.node.find_child("hyperwarm-staging-alarms")  # the alarm topic reads no bucket
+    others = [s for s in app.node.children if hasattr(s, "stack_name") and s not in (buckets, alarms)]
     assert {s.stack_name for s in others} == {f"hyperwarm-staging-{p}" for p in ("cluster", "caches", "endpoints",
                                                                                   "refresh", "observability")}
     assert all(buckets in s.dependencies for s in others)
@@ -51,7 +52,7 @@ def test_created_model_buckets_deploy_before_every_other_stack_of_the_environmen
 
 def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(project_context) -> None:
     app = build_app(context={**project_context, "env": "prod"}, nag=False)
-    stacks = [s for s in app.node.children if hasattr(s, "stack_name")]
+    stacks = [s for s in app.node.children if hasattr(s, "stack_name") and not s.stack_name.endswith("-alarms")]
     assert "hyperwarm-prod-buckets" not in {s.stack_name for s in stacks}
     for stack in stacks:
         assert stack.template_options.metadata["hyperwarm:existingBuckets"] == ["hyperwarm-models-prod"]
@@ -75,7 +76,7 @@ def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> 
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
         variant["instance_type"] = "ml.g6e.2xlarge"  # the region offers no ml.g5 for endpoints
     app = build_app(context={**project_context, "environments": {"edge": edge}}, nag=False)
-    assert names(app) == ["hyperwarm-edge-endpoints", "hyperwarm-edge-observability"]
+    assert names(app) == ["hyperwarm-edge-alarms", "hyperwarm-edge-endpoints", "hyperwarm-edge-observability"]
 
 
 def test_a_whole_environment_in_a_newer_supported_region_synthesizes(project_context) -> None:
@@ -86,8 +87,8 @@ def test_a_whole_environment_in_a_newer_supported_region_synthesizes(project_con
     for model in dev["caches"]["models"]:  # an image is pulled from its own region's registry
         model["image"] = model["image"].replace("us-west-2", "ca-central-1")
     app = build_app(context={**project_context, "environments": {"dev": dev}}, nag=False)
-    assert names(app) == ["hyperwarm-dev-caches", "hyperwarm-dev-cluster", "hyperwarm-dev-endpoints",
-                          "hyperwarm-dev-observability"]
+    assert names(app) == ["hyperwarm-dev-alarms", "hyperwarm-dev-caches", "hyperwarm-dev-cluster",
+                          "hyperwarm-dev-endpoints", "hyperwarm-dev-observability"]
     assembly = app.synth()
     cluster = json.dumps(assembly.get_stack_by_name("hyperwarm-dev-cluster").template)
     assert "dkr.ecr.ca-central-1" in cluster and "dkr.ecr.us-west-2" not in cluster

@@ -50,6 +50,14 @@ def test_synth_summary_names_the_scaling_and_the_functions_that_feed_the_dashboa
     assert "every minute: cache exporter, endpoint metrics bridge" in details
 
 
+def test_synth_summary_says_who_the_alarms_reach(synthesized, project_context) -> None:
+    environments = parse_environments(project_context["environments"])
+    rows = {env: "\n".join(row[2] for row in environment_rows(synthesized.assembly, env, environments[env]))
+            for env in ("dev", "prod")}
+    assert "topic hyperwarm-prod-alarms -> oncall-replace-me@example.com" in rows["prod"]
+    assert "topic hyperwarm-dev-alarms -> no subscribers yet" in rows["dev"]
+
+
 def test_an_environment_without_cached_models_does_not_claim_a_cache_exporter(project_context):
     """Both scheduled functions have an EventBridge rule: the summary names them by handler, not by rule."""
     from stacks.app import build_app

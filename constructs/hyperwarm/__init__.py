@@ -16,6 +16,8 @@ use_bundled_node()  # before anything imports aws_cdk
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "addons": ("IInferenceOperator", "InferenceOperator", "grant_mounted_model_read"),
+    "alarms": ("AlarmDestination", "AlarmDestinationProps", "SlackChannel", "alarm_topic", "allow_cloudwatch_alarms",
+               "declare_existing_alarm_topic", "notify_alarms"),
     "autoscaling": ("CloudWatchTrigger", "HyperPodAutoScaling", "PrometheusTrigger"),
     "buckets": ("declare_existing_buckets", "model_bucket"),
     "cache_exporter": ("CacheMetricsExporter", "CacheMetricsExporterProps"),

@@ -106,7 +106,7 @@ class InferenceEndpoint(EndpointBase):
         # The configured name where there is one: IAM policies of other stacks can then name it.
         self.endpoint_name: str = props.endpoint_name or self._resource.attr_endpoint_name
         self.rollback_alarms: list[cloudwatch.IAlarm] = self._rollback_alarms(props.guardrails)
-        """Alarms that roll a blue/green update back (also a refresh's update of this endpoint)."""
+        """Alarms that roll a blue/green update back (a refresh's too); no action until ``notify_alarms``."""
         self._resource.deployment_config = self._deployment_config(props.guardrails)
         self.inference_components: dict[str, InferenceComponent] = {
             v.name: self._inference_component(v) for v in props.variants if v.inference_component}

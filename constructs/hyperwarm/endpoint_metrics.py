@@ -5,8 +5,8 @@ OpenTelemetry metric that only PromQL reads, and a classic CloudWatch dashboard 
 This Lambda function (``lambdas/cache_exporter/endpoints.py``, from the cache exporter's asset, so
 both publish TTFT with the same distribution code) runs each variant's queries (written in the function
 by :mod:`hyperwarm.functions.cache_exporter.promql` from a compact entry per variant) through CloudWatch's QueryMetrics API every minute and publishes
-``TimeToFirstToken``, ``PrefixCacheHitRate`` and ``QueryFailures`` to ``Hyperwarm/Endpoints`` per
-endpoint and variant (see :mod:`hyperwarm.metric_catalog`). Which variants to read is in its
+``TimeToFirstToken``, ``PrefixCacheHitRate``, ``SeriesReturned`` and ``QueryFailures`` to
+``Hyperwarm/Endpoints`` per endpoint and variant (see :mod:`hyperwarm.metric_catalog`). Which variants to read is in its
 environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch's regional API).
 """
 
@@ -63,7 +63,7 @@ class EndpointMetricsBridgeProps:
 
 class EndpointMetricsBridge(Construct):
     """Publishes per SageMaker variant ``TimeToFirstToken`` (a distribution, so any percentile),
-    ``PrefixCacheHitRate`` and ``QueryFailures`` every minute. ``node.default_child`` is the
+    ``PrefixCacheHitRate``, ``SeriesReturned`` and ``QueryFailures`` every minute. ``node.default_child`` is the
     ``AWS::Lambda::Function``; ``variants`` the JSON its environment carries."""
 
     def __init__(self, scope: Construct, id: str, props: EndpointMetricsBridgeProps) -> None:
@@ -110,6 +110,10 @@ class EndpointMetricsBridge(Construct):
                                      **options: Any) -> cloudwatch.Metric:
         """Percent of prompt tokens vLLM found in its prefix cache. Default: Maximum over 1 minute."""
         return self.metric("PrefixCacheHitRate", endpoint, variant, **options)
+
+    def metric_series_returned(self, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
+        """Series the variant's TTFT query returned (0: the source is blind). Default: Maximum over 1 minute."""
+        return self.metric("SeriesReturned", endpoint, variant, **options)
 
     def metric_query_failures(self, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
         """The variant's queries that failed in a run. Default: Maximum over 1 minute."""

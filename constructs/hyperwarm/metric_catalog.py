@@ -66,6 +66,11 @@ _SAGEMAKER_BRIDGE = (  # the bridge's figures from SageMaker AI detailed observa
             "window. UNCONFIRMED: SageMaker's OpenTelemetry metric reference (checked 2026-11-29) does not "
             "list these counters; where detailed observability does not store them the query returns nothing "
             "and nothing is published. Not published for SGLang variants or without queries."),
+    _bridge("SeriesReturned", "Count",
+            "Series the variant's TTFT query returned this run (one per histogram bucket). 0 while the variant "
+            "serves requests means the source is blind: no account-level OTel enrichment (PromQL returns no "
+            "series without it), detailed observability off, or an engine that publishes no such histogram; "
+            "the PromQL TTFT alarm then stays OK whatever the latency. Not published when the query failed."),
     _bridge("QueryFailures", "Count",
             "The variant's QueryMetrics queries that failed this run (HTTP error, timeout, throttling, an "
             "error status): 0..2. While it is above 0 the figures above are missing for the minute."),

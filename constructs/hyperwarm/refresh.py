@@ -193,6 +193,8 @@ class CacheRefreshHook(Construct):
         self.endpoint_rule = rules.endpoint_rule
         self.reconcile_rule = rules.reconcile_rule
         self.alarms = self._alarms()
+        """The four alarms by name, without actions: ``hyperwarm.alarms.notify_alarms(stack, topic)`` gives them
+        the topic on-call reads (the app's stacks do so for every alarm)."""
 
     # -- metrics users alarm on ------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph. 
 so the environment stays small: :class:`.promql.Variant`), this runs the variant's queries through QueryMetrics and publishes to
 :data:`NAMESPACE` (dimensions ``EndpointName``, ``VariantName``): ``TimeToFirstToken`` as a
 distribution (the same :mod:`.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
-series exist, and ``QueryFailures``. A failed query is logged and counted; the run goes on. When every
+series exist, ``SeriesReturned`` (series the TTFT query returned: 0 while the source is blind) and
+``QueryFailures``. A failed query is logged and counted; the run goes on. When every
 query of a run failed, the run raises after publishing (so the function's Errors alarm fires: the
 graphs and the TTFT alarm are blind). The function needs no SageMaker permission: which variants to
 read comes from its environment.
@@ -55,12 +56,16 @@ def variants(text: str) -> list[Variant]:
 
 def variant_datums(variant: Variant, query: Callable[[str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The variant's PutMetricData entries (without timestamp). Published only when measured: no
-    ``TimeToFirstToken`` without first tokens, no ``PrefixCacheHitRate`` without a finite value;
-    ``QueryFailures`` always."""
+    ``TimeToFirstToken`` without first tokens, no ``PrefixCacheHitRate`` without a finite value, no
+    ``SeriesReturned`` when the TTFT query failed; ``QueryFailures`` always."""
     out: list[dict[str, Any]] = []
     failures = 0
     try:
-        ttft = distribution(bucket_counts(cumulative_buckets(query(variant.ttft))))
+        result = query(variant.ttft)
+        # How many series the TTFT query returned: 0 means blind (no OTel enrichment in the account,
+        # detailed observability off, or an engine without this histogram), which an idle variant is not.
+        out.append({"MetricName": "SeriesReturned", "Value": len(result), "Unit": "Count"})
+        ttft = distribution(bucket_counts(cumulative_buckets(result)))
         if ttft is not None:
             out.append({"MetricName": "TimeToFirstToken", "Values": ttft[0], "Counts": ttft[1],
                         "Unit": "Milliseconds"})

@@ -30,6 +30,7 @@ from hyperwarm.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
 
+from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
 from .endpoints import Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
@@ -182,8 +183,9 @@ class EnvironmentConfig(StrictModel):
     region: str = Field(default="us-west-2", pattern=REGION)
     production: bool = Field(
         default=False, description="termination protection on every stack, the EKS and HyperPod clusters "
-                                   "retained, cluster_admins required; `make deploy` also sets the stack policy "
-                                   "(README: Protecting production)")
+                                   "retained, cluster_admins and an alarm destination required; `make deploy` also "
+                                   "sets the stack policy (README: Protecting production); default: true for an "
+                                   "environment named prod or production, else false")
     vpc: VpcConfig = Field(default_factory=VpcConfig)
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
     endpoint_public_access: bool = Field(
@@ -200,6 +202,8 @@ class EnvironmentConfig(StrictModel):
     observability: ObservabilityConfig = Field(
         default_factory=ObservabilityConfig,
         description="dashboard, alarms and the cache metrics exporter (hyperwarm-<env>-observability); on by default")
+    alarms: AlarmsConfig = Field(default_factory=AlarmsConfig,
+                                 description="where every alarm notifies; default: a new topic, no subscribers")
     model_buckets: tuple[ModelBucketConfig, ...] = Field(
         default=(), description="every bucket models are read from, created by hyperwarm or existing")
     addon_versions: dict[str, str] = Field(
@@ -231,14 +235,6 @@ class EnvironmentConfig(StrictModel):
         if problems:
             raise ValueError("; ".join(problems))
         return value
-
-    @model_validator(mode="after")
-    def _production_names_its_admins(self) -> "EnvironmentConfig":
-        if self.production and self.instance_groups and not self.cluster_admins:
-            raise ValueError("cluster_admins: [] -- a production environment names the IAM roles or users that "
-                             "administer its EKS cluster; without them hyperwarm creates an admin role that any "
-                             "principal of the account allowed to assume roles can assume")
-        return self
 
     def bucket_keys(self) -> dict[str, str]:
         """Bucket name -> its customer-managed KMS key ARN, for the buckets that have one."""
@@ -416,6 +412,10 @@ def _consequential(error: Mapping[str, Any], errors: list[Mapping[str, Any]]) ->
         len(other["loc"]) > len(loc) and tuple(other["loc"][:len(loc)]) == loc for other in errors)
 
 
+PRODUCTION_NAMES = ("prod", "production")
+"""Environments that are production unless they say ``"production": false``."""
+
+
 def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
     """Validate one environment; raises :class:`ConfigError` listing every problem."""
     if not _ENV_NAME.match(name):
@@ -424,6 +424,8 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         raise ConfigError(f"environments.{name}: {raw!r} -- must be an object")
     if raw.get("endpoints") and not {"instance_groups", "caches"} & set(raw):
         raw = {**raw, "instance_groups": []}  # endpoints alone need no HyperPod cluster (81 unused resources)
+    if name in PRODUCTION_NAMES and "production" not in raw:  # a prod named so is protected unless it says not
+        raw = {**raw, "production": True}
     try:
         # JSON mode: strict about types, yet JSON arrays become tuples as they should.
         config = EnvironmentConfig.model_validate_json(json.dumps(raw))
@@ -431,10 +433,49 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         errors = exc.errors(include_url=False)
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
-    lines = _endpoint_name_problems(name, config) + regional_problems(name, config)
+    lines = (_endpoint_name_problems(name, config) + regional_problems(name, config)
+             + alarm_problems(name, config.production, config.alarms) + _admin_problems(name, config))
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config
+
+
+
+
+def creates_otel_enrichment(config: EnvironmentConfig) -> bool:
+    """Whether the environment's observability stack creates the account's OTel enrichment: it does where
+    a PromQL alarm reads an endpoint (detailed observability on) and ``otel_enrichment`` is ``create``."""
+    return (config.observability.enabled and config.observability.otel_enrichment == "create"
+            and any(e.detailed_observability for e in config.endpoints))
+
+
+def _enrichment_problems(environments: Mapping[str, EnvironmentConfig]) -> list[str]:
+    """OTel enrichment is one resource per account and region: CloudFormation cannot create it twice, so two
+    environments that may share an account (the same one, or either left to the CLI's credentials) and a
+    region cannot both create it."""
+    problems = []
+    creators = [(n, c) for n, c in environments.items() if creates_otel_enrichment(c)]
+    for i, (name, config) in enumerate(creators):
+        for first, other in creators[:i]:
+            if other.region == config.region and (other.account is None or config.account is None
+                                                   or other.account == config.account):
+                account = config.account or other.account or "the CLI's (no account set)"
+                problems.append(
+                    f"environments.{name}.observability.otel_enrichment: 'create' -- environment {first} creates "
+                    f"the OTel enrichment of the same account ({account}) and region ({config.region}) already, "
+                    "and it is one per account and region: set \"existing\" here, or give both environments "
+                    "their different accounts")
+                break
+    return problems
+
+
+def _admin_problems(env: str, config: EnvironmentConfig) -> list[str]:
+    """A production cluster names its administrators."""
+    if config.production and config.instance_groups and not config.cluster_admins:
+        return [f"environments.{env}.cluster_admins: [] -- a production environment names the IAM roles or users "
+                "that administer its EKS cluster; without them hyperwarm creates an admin role that any principal "
+                "of the account allowed to assume roles can assume"]
+    return []
 
 
 def _endpoint_name_problems(env: str, config: EnvironmentConfig) -> list[str]:
@@ -458,7 +499,11 @@ def parse_environments(raw: Any) -> dict[str, EnvironmentConfig]:
                           "environment name -> settings, e.g. {\"dev\": {}}")
     if not isinstance(raw, Mapping) or not raw:
         raise ConfigError(f"environments: {raw!r} -- must be a non-empty object of environment name -> settings")
-    return {name: parse_environment(name, value) for name, value in raw.items()}
+    environments = {name: parse_environment(name, value) for name, value in raw.items()}
+    problems = _enrichment_problems(environments)
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    return environments
 
 
 def load_context(path: str | Path = "cdk.json") -> dict[str, Any]:

@@ -1,19 +1,17 @@
-"""The ``observability`` section: alarm thresholds and the alarm topic of the environment's dashboard.
+"""The ``observability`` section: alarm thresholds of the environment's dashboard, and OTel enrichment.
 
 The app turns it into :class:`hyperwarm.observability.InferenceObservabilityProps`
-(:meth:`ObservabilityConfig.to_props`); the stack adds the endpoints, cached models and topic.
+(:meth:`ObservabilityConfig.to_props`); the stack adds the endpoints, cached models and topic (the
+``alarms`` section says where alarms go).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from .strict import StrictModel, described
-
-_TOPIC_ARN = described(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$",
-                       "an SNS topic ARN, e.g. arn:aws:sns:us-west-2:123456789012:oncall")
+from .strict import StrictModel
 
 
 class ObservabilityConfig(StrictModel):
@@ -28,8 +26,16 @@ class ObservabilityConfig(StrictModel):
         default=50.0, ge=0, le=100, description="alarm when a cached model's ColdPodShare stays above this")
     cold_pod_share_minutes: int = Field(
         default=15, ge=1, le=1440, description="...for this many minutes (a scale-out is briefly cold by design)")
-    alarm_topic_arn: str | None = Field(
-        default=None, pattern=_TOPIC_ARN, description="existing SNS topic for alarms; none: a new encrypted topic")
+    otel_enrichment: Literal["create", "existing"] = Field(
+        default="create", description="the account's OTel enrichment, which PromQL queries of endpoint metrics "
+        "need: created (and retained) by this environment's observability stack, or existing already")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _topic_moved(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "alarm_topic_arn" in data:
+            raise ValueError("alarm_topic_arn moved to alarms.topic_arn (every stack's alarms notify it)")
+        return data
 
     def to_props(self, **parts: Any) -> Any:
         """:class:`~hyperwarm.observability.InferenceObservabilityProps` with these thresholds; ``parts``
@@ -43,4 +49,4 @@ class ObservabilityConfig(StrictModel):
             model_latency_p99=cdk.Duration.millis(round(self.model_latency_p99_seconds * 1000)),
             ttft_p99=cdk.Duration.millis(round(self.ttft_p99_seconds * 1000)),
             cold_pod_share_percent=self.cold_pod_share_percent,
-            cold_pod_share_minutes=self.cold_pod_share_minutes, **parts)
+            cold_pod_share_minutes=self.cold_pod_share_minutes, otel_enrichment=self.otel_enrichment, **parts)

@@ -174,9 +174,21 @@ def test_ttft_is_published_as_a_distribution_in_milliseconds_per_variant():
     assert chat["QueryFailures"]["Value"] == 0
 
 
-def test_no_first_tokens_and_no_prefix_series_publish_only_the_failure_count():
+def test_no_first_tokens_and_no_prefix_series_publish_only_the_series_and_failure_counts():
     fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(le_0_1=0, inf=0)})  # hit rate: empty vector
-    assert set(_run(fake, CHAT)["chat", "random"]) == {"QueryFailures"}
+    published = _run(fake, CHAT)["chat", "random"]
+    assert set(published) == {"SeriesReturned", "QueryFailures"}
+    assert published["SeriesReturned"]["Value"] == 2  # an idle variant's histogram still answers
+
+
+def test_an_empty_answer_publishes_zero_series_so_a_blind_query_is_seen():
+    """No OTel enrichment, detailed observability off, or an engine without the histogram: the query
+    succeeds and returns nothing. The bridge says so with SeriesReturned 0 (its no-series alarm reads it)."""
+    published = _run(FakeQueryMetrics({}), CHAT)["chat", "random"]
+    assert published["SeriesReturned"] == {
+        "MetricName": "SeriesReturned", "Value": 0, "Unit": "Count", "Timestamp": NOW,
+        "Dimensions": [{"Name": "EndpointName", "Value": "chat"}, {"Name": "VariantName", "Value": "random"}]}
+    assert published["QueryFailures"]["Value"] == 0
 
 
 def test_the_prefix_cache_hit_rate_is_published_when_finite():
@@ -197,6 +209,7 @@ def test_a_failed_query_is_counted_and_the_other_variants_still_publish(failure)
     published = _run(fake, CHAT, CODE)
     assert published["chat", "random"]["QueryFailures"]["Value"] == 1
     assert "TimeToFirstToken" not in published["chat", "random"]
+    assert "SeriesReturned" not in published["chat", "random"]  # unknown, not zero: QueryFailures says so
     assert published["chat", "random"]["PrefixCacheHitRate"]["Value"] == 50  # its other query still ran
     assert published["code", "main"]["QueryFailures"]["Value"] == 0
     assert sum(published["code", "main"]["TimeToFirstToken"]["Counts"]) == pytest.approx(3)
@@ -214,7 +227,7 @@ def test_every_published_metric_is_catalogued():
     for name, datum in _run(fake, CHAT)["chat", "random"].items():
         assert datum["Unit"] == catalogued[name].unit
         assert tuple(d["Name"] for d in datum["Dimensions"]) == catalogued[name].dimensions
-    assert set(catalogued) == {"TimeToFirstToken", "PrefixCacheHitRate", "QueryFailures"}
+    assert set(catalogued) == {"TimeToFirstToken", "PrefixCacheHitRate", "SeriesReturned", "QueryFailures"}
 
 
 def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch):
@@ -231,12 +244,12 @@ def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch)
         answer = endpoints.lambda_handler({}, None)
         listed = {(m["MetricName"], m["Dimensions"][0]["Value"])
                   for m in cw.list_metrics(Namespace=ENDPOINTS_NAMESPACE)["Metrics"]}
-    assert answer == {"variants": ["chat/random", "code/main"], "metrics": 4, "query_failures": 0}
+    assert answer == {"variants": ["chat/random", "code/main"], "metrics": 6, "query_failures": 0}
     assert {p["Namespace"] for p in sent} == {ENDPOINTS_NAMESPACE}
     (ttft,) = [d for p in sent for d in p["MetricData"] if "Values" in d]
     assert len(ttft["Values"]) == len(ttft["Counts"]) <= 150
     assert listed == {("TimeToFirstToken", "chat"), ("PrefixCacheHitRate", "chat"), ("QueryFailures", "chat"),
-                      ("QueryFailures", "code")}
+                      ("SeriesReturned", "chat"), ("SeriesReturned", "code"), ("QueryFailures", "code")}
 
 
 @pytest.mark.parametrize("remaining_s", [None, 900], ids=["no-context", "invocation-has-more-time"])

@@ -1,0 +1,41 @@
+"""The account's OTel enrichment, which PromQL queries of SageMaker endpoint metrics need.
+
+SageMaker's "Getting started with detailed observability" requires account-level OTel enrichment for
+PromQL (``aws observabilityadmin start-telemetry-enrichment``, then ``aws cloudwatch
+start-otel-enrichment``). Without it a query returns no series: a PromQL alarm stays OK however slow
+the endpoint, and the endpoint metrics bridge publishes no TTFT. CloudFormation has both as resources:
+``AWS::ObservabilityAdmin::TelemetryEnrichment`` (resource tags for telemetry, ``Scope: ACCOUNT``; the
+OTel enrichment's page says to enable it first) and ``AWS::CloudWatch::OTelEnrichment``. Each is one per
+account (and region): created by one stack, and retained when that stack goes, since other environments
+and tools of the account query PromQL too. Where enrichment is on already, a stack declares it instead
+(:func:`declare_existing_otel_enrichment`), and the deploy rehearsal accepts the declaration.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_observabilityadmin as observabilityadmin
+from constructs import Construct
+
+METADATA = "hyperwarm:otelEnrichment"
+"""Template metadata key: ``existing`` when the stack relies on enrichment turned on outside the app."""
+CREATE, EXISTING = "create", "existing"
+CHOICES = (CREATE, EXISTING)
+DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-getting-started.html"
+
+
+def otel_enrichment(scope: Construct, id: str = "OTelEnrichment") -> cloudwatch.CfnOTelEnrichment:
+    """Resource tags for telemetry (``<id>Tags``), then OTel enrichment of every supported namespace, both
+    retained (one per account: deleting one stack must not turn PromQL off for the others)."""
+    tags = observabilityadmin.CfnTelemetryEnrichment(scope, f"{id}Tags", scope="ACCOUNT")
+    enrichment = cloudwatch.CfnOTelEnrichment(scope, id)
+    enrichment.node.add_dependency(tags)
+    for resource in (tags, enrichment):
+        resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+    return enrichment
+
+
+def declare_existing_otel_enrichment(stack: cdk.Stack) -> None:
+    """Record in ``stack``'s template that the account's OTel enrichment is on before it deploys."""
+    stack.template_options.metadata = {**(stack.template_options.metadata or {}), METADATA: EXISTING}

@@ -1,0 +1,70 @@
+"""The ``alarms`` section: where every alarm of the environment notifies.
+
+Either an existing SNS topic (``topic_arn``; its policy must let CloudWatch publish), or a new one in
+``hyperwarm-<env>-alarms`` with the subscriptions given here. A production environment must reach
+someone: a topic ARN or at least one subscription (:func:`alarm_problems`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from hyperwarm.validation import repeated
+
+from .strict import StrictModel, described
+
+TOPIC_ARN = described(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$",
+                      "an SNS topic ARN, e.g. arn:aws:sns:us-west-2:123456789012:oncall")
+_EMAIL = described(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an e-mail address, e.g. oncall@example.com")
+_HTTPS = described(r"^https://[^\s/]+(/\S*)?$",
+                   "an https:// URL, e.g. https://events.pagerduty.com/integration/<key>/enqueue")
+_SLACK_WORKSPACE = described(r"^[A-Za-z0-9]{1,255}$", "a Slack workspace id, e.g. T07EA123LEP")
+_SLACK_CHANNEL = described(r"^[A-Za-z0-9]{1,255}$", "a Slack channel id, e.g. C07EZ1ABC23")
+
+
+class SlackChannelConfig(StrictModel):
+    workspace_id: str = Field(pattern=_SLACK_WORKSPACE,
+                              description="authorized once in the AWS Chatbot console, which shows the id")
+    channel_id: str = Field(pattern=_SLACK_CHANNEL)
+
+
+class AlarmsConfig(StrictModel):
+    """Where the environment's alarms go (every alarm of every stack)."""
+
+    topic_arn: str | None = Field(default=None, pattern=TOPIC_ARN,
+                                  description="an existing topic; none: hyperwarm-<env>-alarms creates one")
+    emails: tuple[Annotated[str, Field(pattern=_EMAIL)], ...] = Field(default=(), description="e-mail subscribers")
+    https_endpoints: tuple[Annotated[str, Field(pattern=_HTTPS)], ...] = Field(
+        default=(), description="HTTPS subscribers (PagerDuty, Opsgenie, ...)")
+    slack_channels: tuple[SlackChannelConfig, ...] = Field(default=(), description="Slack channels via AWS Chatbot")
+
+    @model_validator(mode="after")
+    def _one_kind_of_destination(self) -> "AlarmsConfig":
+        if self.topic_arn and self.subscribed:
+            raise ValueError("topic_arn with emails, https_endpoints or slack_channels: subscribe those to the "
+                             "existing topic itself (hyperwarm creates subscriptions only on the topic it creates)")
+        for field, values in (("emails", self.emails), ("https_endpoints", self.https_endpoints),
+                              ("slack_channels", [c.channel_id for c in self.slack_channels])):
+            if repeated(values):
+                raise ValueError(f"{field}: {', '.join(repeated(values))} -- each once")
+        return self
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self.emails or self.https_endpoints or self.slack_channels)
+
+    @property
+    def reaches_someone(self) -> bool:
+        """An existing topic (its owner's subscribers) or at least one subscription."""
+        return bool(self.topic_arn) or self.subscribed
+
+
+def alarm_problems(env: str, production: bool, alarms: AlarmsConfig) -> list[str]:
+    """A production environment's alarms must reach someone; ``environments.<env>.alarms: ... -- rule``."""
+    if production and not alarms.reaches_someone:
+        return [f"environments.{env}.alarms: {alarms.model_dump(exclude_defaults=True)} -- a production environment "
+                "must notify someone: set alarms.topic_arn (an existing topic CloudWatch may publish to), or "
+                "alarms.emails, alarms.https_endpoints or alarms.slack_channels"]
+    return []
