@@ -1,6 +1,6 @@
 """hyperwarm planning tools.
 
-The routing simulator and tuner for SageMaker routing strategies (issue 6)
+The routing simulator and tuner for SageMaker routing strategies
 lives in ``sim``, ``strategies``, ``workloads``, ``traces``, ``scenarios``,
 ``report``, ``tune`` and ``routing_cli``; see planner/README.md.  Names are
 loaded lazily so ``import hyperwarm.planner`` stays cheap for the other tools here.

@@ -350,7 +350,7 @@ def test_custom_bootstrap_qualifier_leaves_no_unacknowledged_cdk_nag_finding(tmp
     assert "AwsSolutions" in [r["pluginName"] for r in reports]
 
 
-# -- deploy semantics (issue 9) ----------------------------------------------------------------
+# -- deploy semantics --------------------------------------------------------------------------
 
 
 def _statements(synthesized, stack: str, role_id: str) -> list[dict]:

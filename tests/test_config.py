@@ -190,7 +190,7 @@ def test_config_is_immutable() -> None:
         config.region = "eu-west-1"  # type: ignore[misc]
 
 
-# -- model buckets, AZ names, add-on versions (issue 9) ----------------------------------------
+# -- model buckets, AZ names, add-on versions --------------------------------------------------
 
 
 def cached(bucket: str) -> dict:

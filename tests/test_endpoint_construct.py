@@ -354,7 +354,7 @@ def test_inference_component_enables_sagemaker_caching_and_leaves_the_variant_mo
     assert component["Properties"]["RuntimeConfig"] == {"CopyCount": 2}
 
 
-# -- deploy semantics (issue 9) ----------------------------------------------------------------
+# -- deploy semantics --------------------------------------------------------------------------
 
 
 def test_scaling_targets_wait_for_the_endpoint_they_name_by_string() -> None:
@@ -476,7 +476,7 @@ def test_a_token_instance_type_needs_explicit_parallelism_and_then_synthesizes()
     assert container(Template.from_stack(stack).to_json())["Environment"]["SM_VLLM_TENSOR_PARALLEL_SIZE"] == "8"
 
 
-# -- construct library surface (issue 12) ------------------------------------------------------
+# -- construct library surface ----------------------------------------------------------------
 
 
 def grantee(stack: cdk.Stack) -> cdk.aws_iam.Role:

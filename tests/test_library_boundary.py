@@ -1,4 +1,4 @@
-"""The boundary between ``hyperwarm`` (the construct library) and the app around it (issue 12).
+"""The boundary between ``hyperwarm`` (the construct library) and the app around it.
 
 The library serves other teams' apps: it knows nothing of cdk.json, its runtime helper loads no
 aws-cdk, and its classes and functions stay small enough to read.
@@ -72,7 +72,7 @@ def _too_long(path: Path, *, class_lines: int, function_lines: int) -> list[str]
 
 
 SIMULATOR_CORE = {("planner/sim.py", "def _core")}  # one hot loop, kept whole for speed (docs/performance.md)
-# Still to split (issue 12); each entry leaves this set when its module is split.
+# Still to split; each entry leaves this set when its module is split.
 PENDING_SPLIT: set[tuple[str, str]] = set()
 
 

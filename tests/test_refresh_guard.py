@@ -1,4 +1,4 @@
-"""The deploy guard: a deploy never moves a refreshed target back to an older version (issue 10, finding 12).
+"""The deploy guard: a deploy never moves a refreshed target back to an older version.
 
 The guard function runs against moto's DynamoDB with state written by the refresh function's own
 state table code; the synthesized app must make every resource that sets a served version wait

@@ -1,4 +1,4 @@
-"""One naming for what the refresh function creates and what the construct grants (issue 10, finding 11).
+"""One naming for what the refresh function creates and what the construct grants.
 
 The function truncates long endpoint names in the Models and EndpointConfigs it creates; the
 construct's IAM must name exactly those, and SageMaker's 63-character endpoint-name limit is

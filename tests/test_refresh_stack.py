@@ -202,7 +202,7 @@ def test_served_models_may_read_every_version_of_a_refreshed_prefix(synthesized)
 
 def test_staging_creates_an_encrypted_versioned_bucket_with_eventbridge_and_runs_dry(synthesized) -> None:
     stack = "hyperwarm-staging-refresh"
-    # The buckets stack creates it, before every stack that reads it (issue 9, finding 2).
+    # The buckets stack creates it, before every stack that reads it.
     (bucket,) = resources(synthesized, "AWS::S3::Bucket", "hyperwarm-staging-buckets")
     assert bucket["BucketName"] == "hyperwarm-models-staging"
     assert bucket["VersioningConfiguration"] == {"Status": "Enabled"} and "BucketEncryption" in bucket

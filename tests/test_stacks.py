@@ -40,7 +40,7 @@ def test_stacks_carry_their_environment_region(project_context) -> None:
 
 
 def test_created_model_buckets_deploy_before_every_other_stack_of_the_environment(project_context) -> None:
-    # Issue 9, finding 2: staging's caches and endpoints read the bucket the refresh stack created last.
+    # Staging's caches and endpoints read the bucket the refresh stack created last.
     app = build_app(context={**project_context, "env": "staging"}, nag=False)
     buckets = app.node.find_child("hyperwarm-staging-buckets")
     alarms = app.node.find_child("hyperwarm-staging-alarms")  # the alarm topic reads no bucket
@@ -59,7 +59,7 @@ def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(p
 
 
 def test_official_cuda_13_image_without_its_ami_fails_naming_the_config_path(project_context) -> None:
-    # Issue 9, finding 10: the vLLM 0.27.1 image is cu130; SageMaker's default AMI cannot run it.
+    # The vLLM 0.27.1 image is cu130; SageMaker's default AMI cannot run it.
     context = copy.deepcopy(project_context)
     del context["environments"]["prod"]["endpoints"][0]["variants"][1]["inference_ami_version"]
     with pytest.raises(ConfigError, match=r"environments\.prod\.endpoints\[0\]\.variants\[1\]\.inference_ami_version: "

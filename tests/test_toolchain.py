@@ -58,3 +58,15 @@ def test_make_names_each_setup_step_before_it_runs() -> None:
     assert [s.split("==> ")[1].split(" into")[0].split(" with")[0] for s in steps] == [
         "[1/2] creating .venv", "[2/2] installing hyperwarm", "installing checkov 3.3.30"]
     assert "s/^Collecting /  fetching /p" in plan
+
+
+def test_no_code_cites_the_trackers_history() -> None:
+    """Comments and docstrings say why; which issue or review round brought a line is the CHANGELOG's and
+    the commits' business (and means nothing to a user reading the code)."""
+    import re
+
+    cited = re.compile(r"(issue|Issue) [0-9]+|review" + " fix")  # split: this line is no citation
+    skip = {".venv", "cdk.out", "dist", "build", ".git", "node_modules"}
+    found = [f"{path.relative_to(REPO)}:{n}" for path in REPO.rglob("*.py") if not skip & set(path.parts)
+             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if cited.search(line)]
+    assert not found, found

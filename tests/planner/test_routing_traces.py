@@ -148,7 +148,7 @@ def test_a_line_that_is_not_json_is_named_by_file_and_line(tmp_path):
             list(reader(str(path)))
 
 
-# --- issue 13 item 11: every bad record is an error naming FILE:LINE, what and why
+# --- every bad record is an error naming FILE:LINE, what and why
 
 
 def _bad(tmp_path, line, raw=None):

@@ -1,6 +1,6 @@
 """``tune`` recommends a strategy only when it beats the run-to-run noise.
 
-Issue 13 item 10: on a workload without shared prefixes (0 % hit for every
+On a workload without shared prefixes (0 % hit for every
 strategy) the old tuner recommended PREFIX_AWARE in 4 of 8 seeds below,
 because the best of 18 candidates beats LEAST_OUTSTANDING_REQUESTS on p90
 by chance alone.

@@ -1,5 +1,5 @@
-"""Moves back, idempotent letters, per-target state errors and equal-rank spellings (issue 10, the last
-items), on the in-memory fakes of model_world.py: a stack rollback or someone's update that puts an
+"""Moves back, idempotent letters, per-target state errors and equal-rank spellings, on the in-memory
+fakes of model_world.py: a stack rollback or someone's update that puts an
 older version back is reported like any failure, and replaying its letter moves the target forward."""
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_a_model_told_its_model_and_all_gpus_passes() -> None:
 
 
 def test_a_model_without_environment_is_flagged() -> None:
-    """The defect of issue 9: SageMaker Models had no Environment at all."""
+    """The defect this rule was written for: SageMaker Models had no Environment at all."""
     assert findings(endpoint_stack(None)) == [
         "Model: no model location: set SM_VLLM_MODEL; without it the vllm server starts no model "
         "or a default one it must download"]
