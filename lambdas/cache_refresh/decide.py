@@ -24,12 +24,16 @@ class Live:
 
     ``version``: the version folder its model location names (None: it reads no version folder of
     the prefix). ``status``/``config``: the endpoint's status and current EndpointConfig; a HyperPod
-    object is always ``InService`` (the operator rolls pods itself).
+    object is always ``InService`` (the operator rolls pods itself). ``updating_to``: the config an
+    update in progress deploys (DescribeEndpoint's ``PendingDeploymentSummary``); ``modified``: when
+    the endpoint last changed (epoch milliseconds).
     """
 
     version: str | None
     status: str = "InService"
     config: str | None = None
+    updating_to: str | None = None
+    modified: int | None = None
 
 
 @dataclass(frozen=True)

@@ -63,10 +63,9 @@ def _owner(ports: Ports) -> str:
     return f"{ports.request_id}:{uuid.uuid4().hex[:8]}"
 
 
-def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str], *,
-            version: str, sequencer: str) -> dict[str, Any]:
-    return letters.envelope(event, reason, message, targets, version=version, sequencer=sequencer,
-                            request_id=ports.request_id, failed_at=ports.state.clock())
+def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str]) -> dict[str, Any]:
+    return letters.envelope(event, reason, message, targets, request_id=ports.request_id,
+                            failed_at=ports.state.clock())
 
 
 def _prefix_of(settings: Settings, target: Target) -> str:
@@ -256,7 +255,7 @@ def _start_rollout(ports: Ports, target: Target, created: ManifestCreated, event
                    owner: str) -> Outcome:
     """Start the endpoint update and hand the lock to the rollout (its end is a state change)."""
     ports.metric("RefreshStarted", target=target.id)
-    known = {"bucket": created.bucket, "event": json.dumps(event)}
+    known = {"bucket": created.bucket, "event": json.dumps(event), "started": int(ports.state.clock())}
     pending = {**ports.start_endpoint(target, created, lambda rollout: ports.state.reserve(
         target.id, owner, {**rollout, **known})), **known}
     ports.state.start_rollout(target.id, owner, pending, _rollout_seconds(target))
@@ -312,18 +311,12 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     """
     record = "pending"
     if item.get("starting") and not item.get("pending"):
-        if live.status != "InService" or live.config == item["starting"]["config"]:
-            record = "starting"  # ours ended (serves), or an update runs that may be ours: decided at its end
-        else:  # it never ran (or ended on another config): what it created serves nothing
-            deleted = ports.delete_superseded(item["starting"]["config"], item["starting"]["created_models"],
-                                              live.config)
-            ports.log("unstarted endpoint update cleaned up", target=target.id, deleted=deleted)
-            return {**ports.state.drop_start(target.id, owner), "settled": ("start-abandoned", "", deleted)}
-    pending = item.get(record)
+        item, record = _settle_start(ports, target, item, live, owner)
+    pending = item.get(record) if record else None
     if not pending:
         return item
     status, reason = decide.rollout(pending, live)
-    if status == "in-progress" or (record == "starting" and status != "succeeded"):
+    if status == "in-progress":
         return item
     if status == "succeeded":
         deleted = ports.delete_superseded(item.get("owned_config"), list(item.get("owned_models") or []), live.config)
@@ -335,14 +328,37 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
         return {**item, "settled": ("refreshed", "", deleted)}
     message = f"{target.id}: rollout of {pending['version']} ended {live.status} on {live.config}"
     ports.metric("RefreshFailed", reason=reason, target=target.id)
-    ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id],
-                              version=pending["version"], sequencer=pending["sequencer"]))
+    ports.dead_letter(_letter(ports, json.loads(pending["event"]), reason, message, [target.id]))
     # The previous config and models serve; what the failed rollout created goes (a replay creates it again).
     deleted = ports.delete_superseded(pending["config"], list(pending["created_models"]), live.config)
     ports.log("endpoint refresh failed; previous config and models kept", target=target.id, reason=reason,
               deleted=deleted)
-    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True)
+    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True, record=record)
     return {**item, "settled": ("rollout-failed", reason, deleted)}  # dead-lettered: this event itself is done
+
+
+def _settle_start(ports: Ports, target: Target, item: dict[str, Any], live: decide.Live,
+                  owner: str) -> tuple[dict[str, Any], str]:
+    """An update whose start was never recorded: (the item, which record now settles as a rollout, or "").
+
+    SageMaker deploying its config: it is the rollout in flight. The endpoint serving its config, or
+    failed, or changed since it was read before the update (``LastModifiedTime``) without serving it
+    (rolled back): it ran, and ends as any rollout ends. Unchanged since: it never ran, and what it
+    created is deleted. Another update running: decided when that one ends.
+    """
+    starting = item["starting"]
+    if live.updating_to == starting["config"]:
+        return ports.state.promote_start(target.id, owner), "pending"
+    before = starting.get("endpoint_modified")
+    changed = live.modified is None or before is None or live.modified != int(before)  # unknown: it may have run
+    if live.config == starting["config"] or live.status in decide.ENDPOINT_FAILED or (
+            live.status == "InService" and changed):
+        return item, "starting"
+    if live.status != "InService":
+        return item, ""
+    deleted = ports.delete_superseded(starting["config"], list(starting["created_models"]), live.config)
+    ports.log("unstarted endpoint update cleaned up", target=target.id, deleted=deleted)
+    return {**ports.state.drop_start(target.id, owner), "settled": ("start-abandoned", "", deleted)}, ""
 
 
 def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
@@ -378,8 +394,7 @@ def _record(ports: Ports, event: dict[str, Any], created: ManifestCreated, outco
         for reason in dict.fromkeys(o.reason for o in failed):  # one letter (and id) per failure
             alike = [o for o in failed if o.reason == reason]
             ports.dead_letter(_letter(ports, event, reason, "; ".join(f"{o.target}: {o.message}" for o in alike),
-                                      [o.target for o in alike], version=created.version,
-                                      sequencer=created.sequencer))
+                                      [o.target for o in alike]))
         for o in failed:  # after the letters are safe: a retry of this event skips them, a replay does not
             try:
                 ports.state.mark_failed(o.target, created.version, created.sequencer, o.reason)

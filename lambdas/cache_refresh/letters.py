@@ -2,7 +2,7 @@
 
 A letter is ``{"format": "hyperwarm.refresh-dlq/v1", "letter_id", "event", "reason", "message",
 "targets", "request_id", "failed_at"}``. ``letter_id`` depends only on what identifies the failure:
-the version, its S3 sequencer and the reason. Not on which targets are named: a crash between marking
+the version's manifest object (bucket and key), its S3 sequencer and the reason. Not on which targets are named: a crash between marking
 one target failed and the next makes Lambda's retry dead-letter the rest alone, and a move back is
 seen by the deploy guard and the refresh function, target by target; each is still one failure with
 one id, which ``hyperwarm refresh replay`` replays once (the letter's event moves every target of the
@@ -26,16 +26,22 @@ MOVED_BACK = "moved-back"
 """Reason of a target found serving an older version than the one the function made serve."""
 
 
-def letter_id(version: str, sequencer: str, reason: str) -> str:
-    """The same for the same failure, whoever writes it, however often and for whichever targets."""
-    text = json.dumps([version, sequencer, reason])
+def letter_id(bucket: str, key: str, sequencer: str, reason: str) -> str:
+    """The same for the same failure (the manifest object, its S3 sequencer, the reason), whoever writes
+    it, however often and for whichever targets; versions named alike under two prefixes differ."""
+    text = json.dumps([bucket, key, sequencer, reason])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, version: str,
-             sequencer: str, request_id: str, failed_at: float | None = None) -> dict[str, Any]:
-    return {"format": FORMAT, "letter_id": letter_id(version, sequencer, reason), "event": event,
-            "reason": reason, "message": message, "targets": targets, "request_id": request_id,
+def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, request_id: str,
+             failed_at: float | None = None) -> dict[str, Any]:
+    """A letter whose event is the S3 manifest event of the version that failed."""
+    detail = event.get("detail") or {}
+    obj = detail.get("object") or {}
+    ident = letter_id(str((detail.get("bucket") or {}).get("name")), str(obj.get("key")), str(obj.get("sequencer")),
+                      reason)
+    return {"format": FORMAT, "letter_id": ident, "event": event, "reason": reason, "message": message,
+            "targets": targets, "request_id": request_id,
             "failed_at": int(time.time() if failed_at is None else failed_at)}
 
 
@@ -58,10 +64,9 @@ def moved_back(target: str, item: dict[str, Any], bucket: str | None, message: s
     if not (version and location and bucket):
         return None
     sequencer = str(item.get("current_sequencer") or "0")
-    ident = letter_id(version, sequencer, MOVED_BACK)
+    ident = letter_id(bucket, f"{location}/manifest.json", sequencer, MOVED_BACK)
     return envelope(manifest_event(bucket, location, sequencer, f"hyperwarm-moved-back-{ident}"), MOVED_BACK,
-                    message, [target], version=version, sequencer=sequencer, request_id=request_id,
-                    failed_at=failed_at)
+                    message, [target], request_id=request_id, failed_at=failed_at)
 
 
 def send(sqs: Any, queue_url: str, letter: dict[str, Any]) -> None:

@@ -192,6 +192,11 @@ class StateTable:
         """Name what an endpoint update is about to create (``starting``), before it creates anything."""
         return self._owned(target_id, owner, lambda item: {**item, "starting": rollout})
 
+    def promote_start(self, target_id: str, owner: str) -> dict[str, Any]:
+        """A ``starting`` update SageMaker is deploying (its answer was lost) becomes the rollout in flight."""
+        return self._owned(target_id, owner, lambda item: {
+            **{k: v for k, v in item.items() if k != "starting"}, "pending": item["starting"]})
+
     def drop_start(self, target_id: str, owner: str) -> dict[str, Any]:
         """Forget a ``starting`` record whose update never ran (its resources are deleted)."""
         return self._owned(target_id, owner, lambda item: {k: v for k, v in item.items() if k != "starting"})

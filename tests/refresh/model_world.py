@@ -14,6 +14,7 @@ import functools
 import itertools
 import json
 import random
+from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -215,8 +216,10 @@ class FakeSageMaker:
 
     meta = _SM_META
 
-    def __init__(self, faults: Faults, version: str) -> None:
+    def __init__(self, faults: Faults, version: str, clock: Callable[[], float] = lambda: 0.0) -> None:
         self.faults = faults
+        self.clock = clock
+        self.modified = 0.0  # LastModifiedTime: the endpoint was created before anything here
         self.models = {name: {"ModelName": name, "ExecutionRoleArn": "arn:aws:iam::1:role/r",
                               "PrimaryContainer": {"Image": "img", "ModelDataSource": {"S3DataSource": {
                                   "S3Uri": f"s3://{BUCKET}/{PREFIX}/{version}/", "S3DataType": "S3Prefix",
@@ -236,7 +239,14 @@ class FakeSageMaker:
 
     @boundary("live")
     def describe_endpoint(self, EndpointName: str) -> dict[str, Any]:
-        return {"EndpointName": EndpointName, "EndpointStatus": self.status, "EndpointConfigName": self.config}
+        described = {"EndpointName": EndpointName, "EndpointStatus": self.status, "EndpointConfigName": self.config,
+                     "LastModifiedTime": datetime.fromtimestamp(self.modified, tz=timezone.utc)}
+        if self.updating_to:
+            described["PendingDeploymentSummary"] = {"EndpointConfigName": self.updating_to}
+        return described
+
+    def _changed(self) -> None:
+        self.modified = max(self.clock(), self.modified) + 1  # every change a later LastModifiedTime
 
     @boundary("live")
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
@@ -268,6 +278,7 @@ class FakeSageMaker:
             raise ClientError({"Error": {"Code": "ValidationError",
                                          "Message": "Cannot update in-progress endpoint"}}, "UpdateEndpoint")
         self.status, self.updating_to = "Updating", EndpointConfigName
+        self._changed()
         self._event()
 
     def _in_use(self) -> set[str]:
@@ -298,11 +309,13 @@ class FakeSageMaker:
         self.configs[f"cfn-config-{number}"] = {**self.configs["cfn-config"], "EndpointConfigName": f"cfn-config-{number}",
                                                 "ProductionVariants": variants}
         self.status, self.updating_to = "Updating", f"cfn-config-{number}"
+        self._changed()
         self._event()
 
     def restore(self, config: str = "cfn-config") -> None:
         """A stack rollback (or someone's update) puts an older EndpointConfig back: it serves at once."""
         self.status, self.updating_to = "Updating", config
+        self._changed()
         self._event()
         self.settle(True)
 
@@ -313,6 +326,7 @@ class FakeSageMaker:
         if succeed:
             self.config = self.updating_to
         self.status, self.updating_to = "InService", None
+        self._changed()
         self._event()
 
     def served(self, variant: int = 0) -> str:
@@ -391,7 +405,7 @@ class World:
         self.faults = Faults(self.rng, self.fault_rate, self.interleave_share)
         self.store = MemStore(self.faults)
         self.kube = FakeKube(self.faults, self.initial)
-        self.sm = FakeSageMaker(self.faults, self.initial)
+        self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
         self.sqs = FakeSqs(self.faults)
         self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
         self._request = itertools.count(1)
@@ -524,11 +538,22 @@ class AsyncLambda:
 
     RETRIES = 2
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, outcomes: tuple[bool, ...] = ()) -> None:
         self.world = world
+        self.outcomes = list(outcomes)
+        """How SageMaker ends its next updates (True: the new config serves; False: rolled back); then True."""
         self.inflight: list[tuple[dict[str, Any], int]] = []
         self.answers: list[tuple[str, Any]] = []  # (event id, answer or repr of what it raised)
         self.schedules = itertools.count(1)
+
+    def next_outcome(self) -> bool:
+        return self.outcomes.pop(0) if self.outcomes else True
+
+    def settle(self) -> None:
+        """SageMaker ends the update in progress as planned, and its state change is in flight."""
+        if self.world.sm.updating_to is not None:
+            self.world.sm.settle(self.next_outcome())
+        self.flush()
 
     def send(self, *events: dict[str, Any]) -> None:
         self.inflight += [(e, 0) for e in events]
@@ -575,8 +600,7 @@ class AsyncLambda:
             before = (w.snapshot(), len(w.sqs.messages))
             self.drain()
             if w.sm.status == "Updating":
-                w.sm.settle(True)
-                self.flush()
+                self.settle()
                 continue
             w.clock.now += 6000  # invocation locks (900 s) and rollout locks of a lost rollout expire
             self.reconcile()

@@ -114,10 +114,19 @@ def test_one_failure_marked_halfway_carries_one_letter_id(monkeypatch):
 
 
 def test_letter_ids_follow_the_failure_not_the_targets_left():
-    one = letters.letter_id("v3", "5F01", "corrupt-manifest")
-    assert one == letters.letter_id("v3", "5F01", "corrupt-manifest")
-    assert len({one, letters.letter_id("v3", "5F02", "corrupt-manifest"), letters.letter_id("v4", "5F01", "corrupt-manifest"),
-                letters.letter_id("v3", "5F01", "rolled-back")}) == 4
+    """The manifest object (bucket, key), its sequencer and the reason: equal versions of two models differ."""
+    one = letters.letter_id("b", "llama/v3/manifest.json", "5F01", "corrupt-manifest")
+    assert one == letters.letter_id("b", "llama/v3/manifest.json", "5F01", "corrupt-manifest")
+    assert len({one, letters.letter_id("b", "llama/v3/manifest.json", "5F02", "corrupt-manifest"),
+                letters.letter_id("b", "llama/v4/manifest.json", "5F01", "corrupt-manifest"),
+                letters.letter_id("b", "embed/v3/manifest.json", "5F01", "corrupt-manifest"),
+                letters.letter_id("c", "llama/v3/manifest.json", "5F01", "corrupt-manifest"),
+                letters.letter_id("b", "llama/v3/manifest.json", "5F01", "rolled-back")}) == 6
+    item = {"current_version": "2026-11-01", "current_sequencer": "", "current_bucket": "b"}
+    chat = letters.moved_back("endpoint:chat", {**item, "current_location": "llama/2026-11-01"}, None, "m", "r")
+    embed = letters.moved_back("endpoint:embed", {**item, "current_location": "embed/2026-11-01"}, None, "m", "r")
+    assert chat and embed and chat["letter_id"] != embed["letter_id"]
+    assert chat["letter_id"] == letters.envelope(chat["event"], "moved-back", "m", [], request_id="r")["letter_id"]
 
 
 def test_a_lost_state_change_is_settled_by_the_reconciliation():
@@ -150,3 +159,23 @@ def test_the_reconciliation_leaves_a_running_rollout_and_a_quiet_target_alone():
     aws.reconcile()  # the rollout still runs
     assert world.snapshot() == before
     assert not [m for m in world.metrics if m[0] == "RefreshReconciled"]
+
+
+def test_an_unrecorded_update_that_rolls_back_is_reported_once_and_not_rolled_again():
+    """UpdateEndpoint went through, its answer was lost, then the blue/green update rolled back: a failure
+    like any rollback (one letter), and the bad version gets no second canary."""
+    world, aws = _world("v2")
+    world.faults.on_call["update_endpoint"] = "lost"
+    aws.deliver(mw.manifest_event("v2", 0x101))
+    aws.drain()  # Lambda's retries see SageMaker deploying the unrecorded config: it is the rollout in flight
+    assert _record(world, mw.ENDPOINT.id)["pending"]["version"] == "v2"
+    world.sm.settle(False)
+    aws.flush()
+    aws.drain()
+    world.clock.now += 6000  # the retries' locks expire; the reconciliation finds nothing left to roll
+    aws.reconcile()
+    aws.drain()
+    assert world.served()[mw.ENDPOINT.id] == "v1" and world.sm.status == "InService"
+    assert [letter["reason"] for _, letter in world.sqs.sent] == ["rolled-back"]
+    assert sum(1 for call in world.faults.calls if call == "start.update_endpoint") == 1
+    assert _refresh_resources(world) == (set(), set())

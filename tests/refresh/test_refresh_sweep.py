@@ -62,6 +62,7 @@ class Run:
     world: mw.World
     aws: mw.AsyncLambda
     history: dict[str, list[str]]
+    outcome: str
 
     def observe(self) -> None:
         """After every invocation: nothing moved back, nothing changed twice at once, nothing in use deleted."""
@@ -79,7 +80,7 @@ def _concurrent(run: Run) -> None:
     arrives; else the next event in flight; else the scheduled reconciliation."""
     world, aws = run.world, run.aws
     if world.sm.status == "Updating":
-        world.sm.settle(True)
+        world.sm.settle(aws.next_outcome())
         changes, world.sm.emitted = world.sm.emitted, []
         for change in changes:
             aws.deliver(change)
@@ -101,16 +102,20 @@ def _script(run: Run) -> None:
                                                         for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)], budget_s=60)
     except mw.Crash:
         pass  # the guard's function died: CloudFormation's own timeout fails that deploy, nothing else
-    world.sm.settle(True)
-    aws.flush()
+    aws.settle()
     aws.drain()
     aws.quiesce()
 
 
-def _new_run(plan: dict[int, str] | None = None) -> Run:
+OUTCOMES = {"v2-serves": (True,), "v2-rolls-back": (False,)}
+"""How SageMaker ends v2's blue/green update: each script runs both ways (later updates serve)."""
+
+
+def _new_run(plan: dict[int, str] | None = None, outcome: str = "v2-serves") -> Run:
     world = mw.World(random.Random(0))
     world.files.update({"v2": "complete", "v3": "complete", "v4": "corrupt"})
-    run = Run(world, mw.AsyncLambda(world), {obj: [v] for obj, v in world.served_objects().items()})
+    run = Run(world, mw.AsyncLambda(world, OUTCOMES[outcome]),
+              {obj: [v] for obj, v in world.served_objects().items()}, outcome)
     world.faults.plan = dict(plan or {})
     world.observer = run.observe
     return run
@@ -123,12 +128,20 @@ def _check_quiet(run: Run) -> None:
     in_use = {v["ModelName"] for v in world.sm.configs[world.sm.config]["ProductionVariants"]}
     models = {m for m in world.sm.models if m not in in_use and not m.startswith("cfn-")}
     assert (configs, models) == (set(), set()), f"leaked: {configs} {models}"
+    # one letter id per permanent failure: the corrupt v4, and the first update's rollback where it rolled
+    # back (v2's, or v3's when a fault delayed v2 until v3 was first to update)
     letters = [letter for _, letter in world.sqs.sent]
-    assert {letter["event"]["detail"]["object"]["key"] for letter in letters} <= {f"{mw.PREFIX}/v4/manifest.json"}, \
-        f"letters for versions that serve: {[(letter['reason'], letter['targets']) for letter in letters]}"
-    assert len({letter["letter_id"] for letter in letters}) == 1, f"one failure, ids {letters}"
-    left = [json.loads(m["Body"]) for m in world.sqs.messages.values()]
-    assert {m.get("letter_id") for m in left} == {letters[0]["letter_id"]}, f"left in the queue: {left}"
+    ids = {(letter["event"]["detail"]["object"]["key"], letter["reason"]): set() for letter in letters}
+    for letter in letters:
+        ids[(letter["event"]["detail"]["object"]["key"], letter["reason"])].add(letter["letter_id"])
+    rolled_back = [key for key, reason in ids if reason == "rolled-back"]
+    assert len(rolled_back) == (run.outcome == "v2-rolls-back"), f"rollbacks lettered: {rolled_back}"
+    assert set(ids) - {(k, "rolled-back") for k in rolled_back} == {(f"{mw.PREFIX}/v4/manifest.json",
+                                                                     "corrupt-manifest")}, f"failures {sorted(ids)}"
+    assert all(len(found) == 1 for found in ids.values()), f"one failure, several ids: {ids}"
+    left = {json.loads(m["Body"]).get("letter_id") for m in world.sqs.messages.values()}
+    assert left <= set().union(*ids.values()) and ids[(f"{mw.PREFIX}/v4/manifest.json", "corrupt-manifest")] <= left, \
+        f"left in the queue: {left}"
     for target in (mw.HYPERPOD.id, mw.ENDPOINT.id):
         item = json.loads(world.store.items.get(StateTable.key(target), "{}"))
         assert item.get("current_version") == "v3", f"{target} recorded {item.get('current_version')}"
@@ -146,23 +159,23 @@ def _execute(run: Run, case: str) -> None:
                              f"state: {run.world.store.items}") from None
 
 
-def _calls() -> list[str]:
-    run = _new_run()
+def _calls(outcome: str) -> list[str]:
+    run = _new_run(outcome=outcome)
     _script(run)
     _check_quiet(run)
     return run.world.faults.calls
 
 
-CALLS = _calls()
+CALLS = {outcome: _calls(outcome) for outcome in OUTCOMES}
 
 
 def _cases() -> dict[str, list[tuple[Any, ...]]]:
-    n = len(CALLS)
-    cases: dict[str, list[tuple[Any, ...]]] = {
-        "fault": [(i, kind) for i in range(n) for kind in mw.FAULT_KINDS],
-        "pair": [(i,) for i in range(n)],
-        "triple": [(i, j) for i in range(n) for j in range(0, 24, 3)],
-    }
+    cases: dict[str, list[tuple[Any, ...]]] = {"fault": [], "pair": [], "triple": []}
+    for outcome, calls in CALLS.items():
+        n = len(calls)
+        cases["fault"] += [(outcome, i, kind) for i in range(n) for kind in mw.FAULT_KINDS]
+        cases["pair"] += [(outcome, i) for i in range(n)]
+        cases["triple"] += [(outcome, i, j) for i in range(n) for j in range(0, 24, 3)]
     if FULL:
         return cases
     rng = random.Random(SEED)
@@ -173,38 +186,40 @@ CASES = _cases()
 
 
 def test_the_script_without_faults_quiesces_and_its_calls_cover_every_boundary():
-    assert {"state.get", "state.put", "live.get", "apply.merge_patch", "live.describe_endpoint",
-            "live.describe_endpoint_config", "live.describe_model", "start.create_model",
-            "start.create_endpoint_config", "start.update_endpoint", "delete.delete_endpoint_config",
-            "delete.delete_model", "dead_letter.send", "verify.verify"} == set(CALLS)
+    for calls in CALLS.values():
+        assert {"state.get", "state.put", "live.get", "apply.merge_patch", "live.describe_endpoint",
+                "live.describe_endpoint_config", "live.describe_model", "start.create_model",
+                "start.create_endpoint_config", "start.update_endpoint", "delete.delete_endpoint_config",
+                "delete.delete_model", "dead_letter.send", "verify.verify"} == set(calls)
 
 
-@pytest.mark.parametrize("index,kind", CASES["fault"])
-def test_one_fault_at_any_call_loses_nothing(index: int, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("outcome,index,kind", CASES["fault"])
+def test_one_fault_at_any_call_loses_nothing(outcome: str, index: int, kind: str,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deploy_guard, "_sleep", lambda seconds: None)
-    _execute(_new_run({index: kind}), f"{kind} at call {index} ({CALLS[index]})")
+    _execute(_new_run({index: kind}, outcome), f"{outcome}: {kind} at call {index} ({CALLS[outcome][index]})")
 
 
 def _pause(run: Run, index: int, then: Callable[[], None]) -> None:
     run.world.faults.pauses[index] = then
 
 
-@pytest.mark.parametrize("index", [c[0] for c in CASES["pair"]])
-def test_a_second_container_at_any_call_loses_nothing(index: int) -> None:
-    run = _new_run()
+@pytest.mark.parametrize("outcome,index", CASES["pair"])
+def test_a_second_container_at_any_call_loses_nothing(outcome: str, index: int) -> None:
+    run = _new_run(outcome=outcome)
     _pause(run, index, lambda: _concurrent(run))
-    _execute(run, f"second container before call {index} ({CALLS[index]})")
+    _execute(run, f"{outcome}: second container before call {index} ({CALLS[outcome][index]})")
 
 
-@pytest.mark.parametrize("index,inner", CASES["triple"])
-def test_a_third_container_inside_the_second_loses_nothing(index: int, inner: int) -> None:
-    run = _new_run()
+@pytest.mark.parametrize("outcome,index,inner", CASES["triple"])
+def test_a_third_container_inside_the_second_loses_nothing(outcome: str, index: int, inner: int) -> None:
+    run = _new_run(outcome=outcome)
 
     def second() -> None:
         _pause(run, len(run.world.faults.calls) + inner, lambda: _concurrent(run))
         _concurrent(run)
     _pause(run, index, second)
-    _execute(run, f"second container before call {index}, third {inner} calls into it")
+    _execute(run, f"{outcome}: second container before call {index}, third {inner} calls into it")
 
 
 def test_the_sweep_catches_a_queue_write_that_ignores_its_lock_holder(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -221,7 +236,7 @@ def test_the_sweep_catches_a_queue_write_that_ignores_its_lock_holder(monkeypatc
         return True
     monkeypatch.setattr(state.StateTable, "enqueue", unconditional)
     failures = []
-    for index in range(len(CALLS)):
+    for index in range(len(CALLS["v2-serves"])):
         run = _new_run()
         _pause(run, index, lambda run=run: _concurrent(run))
         try:
@@ -239,9 +254,32 @@ def test_the_sweep_catches_a_start_that_is_not_recorded_first(monkeypatch: pytes
     monkeypatch.setattr(endpoint, "start", lambda sm, target, event, reserve: start(sm, target, event))
     monkeypatch.setattr(deploy_guard, "_sleep", lambda seconds: None)
     failures = []
-    for index in range(len(CALLS)):
+    for index in range(len(CALLS["v2-serves"])):
         try:
             _execute(_new_run({index: "lost"}), f"lost {index}")
         except AssertionError as exc:
             failures.append(str(exc).splitlines()[0])
     assert any("leaked" in f for f in failures), failures
+
+
+def test_the_sweep_catches_an_unrecorded_update_taken_as_never_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not blind: an update whose answer was lost, then rolled back, taken for one that never ran (its
+    config does not serve) is never reported, and rolls the bad version out again."""
+    from hyperwarm.functions.cache_refresh import flow
+
+    def config_only(ports: Any, target: Any, item: dict[str, Any], live: Any, owner: str) -> tuple[dict[str, Any], str]:
+        starting = item["starting"]
+        if live.status != "InService" or live.config == starting["config"]:
+            return item, "starting" if live.config == starting["config"] else ""
+        ports.delete_superseded(starting["config"], list(starting["created_models"]), live.config)
+        return ports.state.drop_start(target.id, owner), ""
+    monkeypatch.setattr(flow, "_settle_start", config_only)
+    monkeypatch.setattr(deploy_guard, "_sleep", lambda seconds: None)
+    failures = []
+    for index, call in enumerate(CALLS["v2-rolls-back"]):
+        if call == "start.update_endpoint":
+            try:
+                _execute(_new_run({index: "lost"}, "v2-rolls-back"), f"lost {index}")
+            except AssertionError as exc:
+                failures.append(str(exc).splitlines()[0])
+    assert any("rollbacks lettered: []" in f for f in failures), failures

@@ -159,7 +159,8 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
     config_name = naming.endpoint_config_name(target.endpoint, event.version, salt)
     rollout = {"version": event.version, "sequencer": event.sequencer, "location": event.location,
                "config": config_name, "created_models": [m["ModelName"] for m in models],
-               "previous_config": live_name, "started": int(time.time()), "event_time": event.time}
+               "previous_config": live_name, "started": int(time.time()), "event_time": event.time,
+               "endpoint_modified": _timestamp(endpoint.get("LastModifiedTime"))}
     reserve(rollout)
     for model in models:
         _create(sm.create_model, model, f"CreateModel {model['ModelName']}")
@@ -202,7 +203,15 @@ def live(sm: Any, target: EndpointTarget, prefix: str, buckets: frozenset[str]) 
                 newest = version
         except UnorderableVersion as exc:
             raise PermanentError("unorderable-version", f"{target.endpoint} serves {sorted(found)}: {exc}") from None
-    return Live(newest, endpoint["EndpointStatus"], config_name)
+    return Live(newest, endpoint["EndpointStatus"], config_name,
+                updating_to=(endpoint.get("PendingDeploymentSummary") or {}).get("EndpointConfigName"),
+                modified=_timestamp(endpoint.get("LastModifiedTime")))
+
+
+def _timestamp(value: Any) -> int | None:
+    """DescribeEndpoint's ``LastModifiedTime`` (a datetime) in epoch milliseconds (an integer: DynamoDB
+    stores no floats)."""
+    return round(value.timestamp() * 1000) if hasattr(value, "timestamp") else None
 
 
 def delete_superseded(sm: Any, config: str | None, models: list[str], serving: str | None = None) -> list[str]:
