@@ -148,7 +148,7 @@ def test_delete_always_succeeds(state, responses) -> None:
 
 
 def test_an_unreadable_state_stops_the_deploy_and_still_answers(responses, monkeypatch) -> None:
-    def denied(properties: dict[str, Any], budget_s: float = 0.0) -> list[str]:
+    def denied(properties: dict[str, Any], patience: Any = None) -> list[str]:
         raise RuntimeError("AccessDeniedException: not authorized to perform dynamodb:GetItem")
 
     monkeypatch.setattr(deploy_guard, "check", denied)
@@ -295,6 +295,35 @@ def test_a_throttled_state_read_is_retried_and_still_stops_a_deploy_that_moves_b
     deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), _Context(300_000))
     assert responses[-1]["Status"] == "FAILED"
     assert responses[-1]["Reason"].startswith("this deploy would roll back refreshed models")
+
+
+def test_all_reads_of_one_request_share_one_budget_and_the_guard_still_answers(state, responses, monkeypatch,
+                                                                              capsys) -> None:
+    """DescribeStacks and every GetItem throttled to the end: together they wait at most the function's
+    time less the 30 s kept to answer, not that much each."""
+    from botocore.client import BaseClient
+    from botocore.exceptions import ClientError
+
+    refreshed(state, "v3", current_bucket="models")
+    _rolling_back(state)
+    pauses: list[float] = []
+
+    def throttled(self: Any, name: str, params: dict[str, Any]) -> Any:
+        raise ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"},
+                           "ResponseMetadata": {"HTTPStatusCode": 400}}, name)
+    monkeypatch.setattr(BaseClient, "_make_api_call", throttled)
+    monkeypatch.setattr(deploy_guard, "_sleep", pauses.append)
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), _Context(300_000))
+    assert responses[-1]["Status"] == "SUCCESS"  # may be a rollback: never blocked
+    assert "could not check for targets moved back" in responses[-1]["Reason"]
+    assert 200 < sum(pauses) <= 270
+
+
+def test_the_guard_resource_waits_no_longer_than_the_function_can_take(synthesized) -> None:
+    """Without ServiceTimeout CloudFormation waits an hour for an answer that cannot come any more."""
+    for stack in synthesized.stack_names():
+        for guard in synthesized.resources(stack, "Custom::RefreshGuard").values():
+            assert guard["Properties"]["ServiceTimeout"] == "360"
 
 
 def test_an_error_that_is_no_throttling_is_not_retried(state, responses, monkeypatch) -> None:

@@ -131,6 +131,9 @@ class RefreshGuard(Construct):
         self._protected: list[cdk.CfnResource] = []
         self.resource = cdk.CustomResource(
             self, "Resource", service_token=self.function.function_arn, resource_type="Custom::RefreshGuard",
+            # CloudFormation waits up to an hour for an answer by default; the function answers within its
+            # 5 minutes or never: stop waiting soon after.
+            service_timeout=cdk.Duration.minutes(6),
             properties={
                 "Table": props.state_table_name,
                 "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value}

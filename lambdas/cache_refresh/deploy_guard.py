@@ -53,10 +53,18 @@ _sleep: Callable[[float], None] = time.sleep
 T = TypeVar("T")
 
 
-def _patiently(call: Callable[[], T], budget_s: float) -> T:
+class Patience:
+    """One back-off budget shared by every read of an invocation (seconds of waiting left): the reads
+    together, not each one, must leave the function time to answer CloudFormation."""
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        self.left = seconds
+
+
+def _patiently(call: Callable[[], T], patience: Patience) -> T:
     """``call`` (one AWS read), retried with jittered exponential back-off while it is throttled or
-    fails on AWS's side, for at most ``budget_s`` seconds of waiting; then its last error is raised."""
-    waited, delay = 0.0, _FIRST_DELAY_S
+    fails on AWS's side, while ``patience`` lasts; then its last error is raised."""
+    delay = _FIRST_DELAY_S
     while True:
         try:
             return call()
@@ -65,21 +73,21 @@ def _patiently(call: Callable[[], T], budget_s: float) -> T:
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
             if error.get("Code") not in _RETRYABLE and status < 500:
                 raise
-            if waited + delay > budget_s:
+            if delay > patience.left:
                 raise
         except BotoCoreError:  # a connection or read timeout
-            if waited + delay > budget_s:
+            if delay > patience.left:
                 raise
         pause = delay * random.uniform(0.5, 1.0)
         _sleep(pause)
-        waited += pause
+        patience.left -= pause
         delay = min(delay * 2, _MAX_DELAY_S)
 
 
-def _budget(context: Any) -> float:
-    """Seconds of back-off the remaining invocation time allows (60 without a Lambda context)."""
+def _patience(context: Any) -> Patience:
+    """The back-off the remaining invocation time allows, less the time to answer (60 s without a context)."""
     remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 60.0 + _ANSWER_MARGIN_S
-    return max(0.0, remaining - _ANSWER_MARGIN_S)
+    return Patience(max(0.0, remaining - _ANSWER_MARGIN_S))
 NAMESPACE = contract.METRICS_NAMESPACE
 SERVICE = contract.service_name()
 """The refresh function's metric dimension: its ``RefreshFailed`` alarm counts the guard's too."""
@@ -97,11 +105,11 @@ def _served(item: dict[str, Any]) -> list[tuple[str, str]]:
                                     ((item.get("pending") or {}).get("version"), "is rolling out")) if v]
 
 
-def stale_targets(table: Any, targets: list[dict[str, str]], budget_s: float = 0.0) -> list[str]:
+def stale_targets(table: Any, targets: list[dict[str, str]], patience: Patience | None = None) -> list[str]:
     """A message for every target this deploy would move back to an older version."""
     problems = []
     for target in targets:
-        item = _item(table, target["Id"], budget_s)  # no table yet (None): nothing was ever refreshed
+        item = _item(table, target["Id"], patience)  # no table yet (None): nothing was ever refreshed
         rolling = ((item or {}).get("pending") or {}).get("version")
         if rolling:  # any change now would collide with the rollout (an Updating endpoint rejects updates)
             value = target["Value"].replace("{version}", rolling)
@@ -123,23 +131,23 @@ def stale_targets(table: Any, targets: list[dict[str, str]], budget_s: float = 0
     return problems
 
 
-def _item(table: Any, target_id: str, budget_s: float = 0.0) -> dict[str, Any] | None:
+def _item(table: Any, target_id: str, patience: Patience | None = None) -> dict[str, Any] | None:
     """The target's state item; None when it or the table does not exist (never refreshed)."""
     try:
         return _patiently(lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
-                          budget_s).get("Item")
+                          patience or Patience()).get("Item")
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
             return None
         raise
 
 
-def moved_back(table: Any, properties: dict[str, Any], request_id: str, budget_s: float = 0.0) -> list[dict[str, Any]]:
+def moved_back(table: Any, properties: dict[str, Any], request_id: str, patience: Patience | None = None) -> list[dict[str, Any]]:
     """A ``moved-back`` letter for every target whose rolled-back properties name a version older than
     (or not comparable with) the one it serves."""
     found = []
     for target in properties.get("Targets", []):
-        item = _item(table, target["Id"], budget_s) or {}
+        item = _item(table, target["Id"], patience) or {}
         served = item.get("current_version")
         if not served:
             continue
@@ -168,12 +176,12 @@ def _metric(target_id: str) -> None:
         "service": SERVICE, "Reason": letters.MOVED_BACK, "RefreshFailed": 1, "target": target_id}))
 
 
-def report_moved_back(event: dict[str, Any], budget_s: float = 0.0) -> str:
+def report_moved_back(event: dict[str, Any], patience: Patience | None = None) -> str:
     """During a rollback: count and dead-letter every target it may move back; never raises."""
     properties = {**event.get("OldResourceProperties", {}), **event.get("ResourceProperties", {})}
     try:
         found = moved_back(boto3.resource("dynamodb").Table(properties["Table"]), properties,
-                           event.get("RequestId", ""), budget_s)
+                           event.get("RequestId", ""), patience)
     except Exception as exc:  # noqa: BLE001 - a rollback must go on; the log says what was not checked
         return f"; could not check for targets moved back: {type(exc).__name__}: {exc}"
     queue = properties.get("DeadLetterQueue")
@@ -192,16 +200,17 @@ def report_moved_back(event: dict[str, Any], budget_s: float = 0.0) -> str:
             + "; ".join(letter["message"] for letter in found))
 
 
-def rolling_back(stack_id: str, budget_s: float = 0.0) -> bool:
+def rolling_back(stack_id: str, patience: Patience | None = None) -> bool:
     """True while CloudFormation rolls the stack back (it then sends the previous properties)."""
     cloudformation = boto3.client("cloudformation")
-    (stack,) = _patiently(lambda: cloudformation.describe_stacks(StackName=stack_id), budget_s)["Stacks"]
+    (stack,) = _patiently(lambda: cloudformation.describe_stacks(StackName=stack_id),
+                          patience or Patience())["Stacks"]
     return stack["StackStatus"].endswith("ROLLBACK_IN_PROGRESS")
 
 
-def check(properties: dict[str, Any], budget_s: float = 0.0) -> list[str]:
+def check(properties: dict[str, Any], patience: Patience | None = None) -> list[str]:
     table = boto3.resource("dynamodb").Table(properties["Table"])
-    return stale_targets(table, list(properties.get("Targets", [])), budget_s)
+    return stale_targets(table, list(properties.get("Targets", [])), patience)
 
 
 def _respond(event: dict[str, Any], status: str, reason: str) -> None:
@@ -216,10 +225,10 @@ def _respond(event: dict[str, Any], status: str, reason: str) -> None:
         response.read()
 
 
-def _rollback_state(stack_id: str, budget_s: float) -> bool | str:
+def _rollback_state(stack_id: str, patience: Patience) -> bool | str:
     """Whether the stack rolls back, or why that could not be read (after the back-off)."""
     try:
-        return rolling_back(stack_id, budget_s)
+        return rolling_back(stack_id, patience)
     except Exception as exc:  # noqa: BLE001 - unknown is answered by the caller, never raised
         return f"{type(exc).__name__}: {exc}"
 
@@ -234,17 +243,17 @@ def on_event(event: dict[str, Any], context: Any) -> None:
     unseen.
     """
     status, reason = "SUCCESS", "no refresh target would move to an older version"
-    budget = _budget(context)
+    patience = _patience(context)  # one budget for every read of this request
     try:
-        rollback = _rollback_state(event["StackId"], budget) if event["RequestType"] == "Update" else False
+        rollback = _rollback_state(event["StackId"], patience) if event["RequestType"] == "Update" else False
         if rollback is True:
             reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
-                      + report_moved_back(event, budget))
+                      + report_moved_back(event, patience))
         elif rollback is not False:
             reason = (f"the stack's state could not be read ({rollback}): this update may be a rollback, so it "
-                      "is not blocked" + report_moved_back(event, budget))
+                      "is not blocked" + report_moved_back(event, patience))
         elif event["RequestType"] in ("Create", "Update"):
-            problems = check(event["ResourceProperties"], budget)
+            problems = check(event["ResourceProperties"], patience)
             if problems:
                 status = "FAILED"
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)

@@ -99,7 +99,8 @@ def _script(run: Run) -> None:
     aws.send(mw.manifest_event("v4", 0x104))
     try:  # a deploy of v1 during the rollout: the guard must still read and answer
         deploy_guard.stale_targets(_GuardTable(world), [{"Id": t, "Version": "v1", "Field": "f", "Value": "{version}"}
-                                                        for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)], budget_s=60)
+                                                        for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)],
+                                    deploy_guard.Patience(60))
     except mw.Crash:
         pass  # the guard's function died: CloudFormation's own timeout fails that deploy, nothing else
     aws.settle()
