@@ -41,38 +41,32 @@ class RefreshFunctions:
         if cluster is not None:
             self.security_group, network = private_api_network(scope, cluster, "cache refresh function")
         self.role = _role(scope, in_vpc=bool(network))
-        code = function_code()  # one bundle for both functions
-        self.function = lambda_.Function(
-            scope, "Function", function_name=function_name, runtime=lambda_.Runtime.PYTHON_3_13,
-            architecture=lambda_.Architecture.ARM_64, handler=contract.REFRESH_HANDLER, code=code, role=self.role,
-            memory_size=512, timeout=lock, environment=dict(environment),
-            log_group=logs.LogGroup(scope, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
-            tracing=lambda_.Tracing.ACTIVE,
-            description="hyperwarm: a complete new model version refreshes caches and endpoints", **network)
-        _acknowledge_function_checkov(self.function)
-        acknowledge(self.function, _RUNTIME_REASON, "L1")
+        code = function_code()  # one bundle for the three functions
+
+        def function(id: str, logs_id: str, handler: str, memory: int, timeout: cdk.Duration, description: str,
+                     name: str | None = None) -> lambda_.Function:
+            created = lambda_.Function(
+                scope, id, function_name=name, runtime=lambda_.Runtime.PYTHON_3_13,
+                architecture=lambda_.Architecture.ARM_64, handler=handler, code=code, role=self.role,
+                memory_size=memory, timeout=timeout, environment=dict(environment),
+                log_group=logs.LogGroup(scope, logs_id, retention=logs.RetentionDays.THREE_MONTHS),
+                tracing=lambda_.Tracing.ACTIVE, description=description, **network)
+            acknowledge(created, _RUNTIME_REASON, "L1")
+            _acknowledge_function_checkov(created)
+            return created
+
+        self.function = function("Function", "Logs", contract.REFRESH_HANDLER, 512, lock,
+                                 "hyperwarm: a complete new model version refreshes caches and endpoints",
+                                 function_name)
         acknowledge(self.role, "X-Ray trace segment writes have no resource-level permissions", "IAM5[Resource::*]")
-        self.state_handler = lambda_.Function(
-            scope, "EndpointStateFunction", runtime=lambda_.Runtime.PYTHON_3_13,
-            architecture=lambda_.Architecture.ARM_64, handler=contract.STATE_HANDLER, code=code, role=self.role,
-            memory_size=256, timeout=cdk.Duration.minutes(2), environment=dict(environment),
-            log_group=logs.LogGroup(scope, "EndpointStateLogs", retention=logs.RetentionDays.THREE_MONTHS),
-            tracing=lambda_.Tracing.ACTIVE,
-            description="hyperwarm: finish a refreshed endpoint's rollout on its state change", **network)
-        acknowledge(self.state_handler, _RUNTIME_REASON, "L1")
-        _acknowledge_function_checkov(self.state_handler)
-        for function in (self.function, self.state_handler):
-            _dead_letter_failures(function, dead_letter_queue, retry_attempts, max_event_age)
-        self.reconciler = lambda_.Function(
-            scope, "ReconcileFunction", runtime=lambda_.Runtime.PYTHON_3_13,
-            architecture=lambda_.Architecture.ARM_64, handler=contract.RECONCILE_HANDLER, code=code, role=self.role,
-            memory_size=256, timeout=cdk.Duration.minutes(5), environment=dict(environment),
-            log_group=logs.LogGroup(scope, "ReconcileLogs", retention=logs.RetentionDays.THREE_MONTHS),
-            tracing=lambda_.Tracing.ACTIVE,
-            description="hyperwarm: settle refresh rollouts and waiting versions whose end was never announced",
-            **network)
-        acknowledge(self.reconciler, _RUNTIME_REASON, "L1")
-        _acknowledge_function_checkov(self.reconciler)
+        self.state_handler = function("EndpointStateFunction", "EndpointStateLogs", contract.STATE_HANDLER, 256,
+                                      cdk.Duration.minutes(2),
+                                      "hyperwarm: finish a refreshed endpoint's rollout on its state change")
+        for event_function in (self.function, self.state_handler):
+            _dead_letter_failures(event_function, dead_letter_queue, retry_attempts, max_event_age)
+        self.reconciler = function("ReconcileFunction", "ReconcileLogs", contract.RECONCILE_HANDLER, 256,
+                                   cdk.Duration.minutes(5), "hyperwarm: settle refresh rollouts and waiting versions "
+                                   "whose end was never announced")
         # The next schedule is its retry; a run that could not reconcile every target raises (Errors alarm).
         self.reconciler.configure_async_invoke(retry_attempts=0, max_event_age=cdk.Duration.minutes(5))
         acknowledge_checkov(self.reconciler, "a scheduled run with no event worth keeping: the next run "
