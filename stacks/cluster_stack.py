@@ -9,6 +9,7 @@ from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
 from stacks.config import EnvironmentConfig
+from stacks.config.regional import pull_registry_accounts
 
 
 class ClusterStack(cdk.Stack):
@@ -32,7 +33,7 @@ class ClusterStack(cdk.Stack):
             endpoint_public_access=config.endpoint_public_access,
             addon_versions=dict(config.addon_versions),
             admin_principals=[_principal(self, f"Admin{i}", arn) for i, arn in enumerate(config.cluster_admins)],
-            image_registry_accounts=config.pull_registry_accounts(),
+            image_registry_accounts=pull_registry_accounts(config),
             pods_per_node=dict(config.pods_per_node),
         ))
         if config.production:

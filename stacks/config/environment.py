@@ -51,7 +51,6 @@ _ACCOUNT = described(r"^\d{12}$",
                      "a 12-digit AWS account id, e.g. 123456789012")
 _KMS_KEY = described(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$",
                      "a KMS key ARN, e.g. arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
-_ECR_ACCOUNT = re.compile(r"^(\d{12})\.dkr\.ecr\.")
 _PRINCIPAL = described(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$",
                        "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins")
 
@@ -240,12 +239,6 @@ class EnvironmentConfig(StrictModel):
         """Bucket name -> its customer-managed KMS key ARN, for the buckets that have one."""
         return {b.name: b.kms_key_arn for b in self.model_buckets if b.kms_key_arn}
 
-    def pull_registry_accounts(self) -> tuple[str, ...]:
-        """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured
-        ones and those of the cached models' images."""
-        images = [i for m in self.caches.models for i in (m.image, *(e.image for e in m.extra_images))]
-        found = {m.group(1) for m in map(_ECR_ACCOUNT.match, images) if m}
-        return tuple(sorted(found | set(self.image_registry_accounts)))
 
     @model_validator(mode="after")
     def _something_to_deploy(self) -> "EnvironmentConfig":

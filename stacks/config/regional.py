@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .environment import EnvironmentConfig
 
+_ECR_ACCOUNT = re.compile(r"^(\d{12})\.dkr\.ecr\.")
 _ECR_REGION = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/")
 
 
@@ -76,3 +77,11 @@ def regional_problems(env: str, config: "EnvironmentConfig") -> list[str]:
             if problem:
                 problems.append(f"{where}.image.uri: {variant.image.uri!r} -- {problem}")
     return problems
+
+
+def pull_registry_accounts(config: "EnvironmentConfig") -> tuple[str, ...]:
+    """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured ones
+    (``image_registry_accounts``) and those of the cached models' images."""
+    images = [i for m in config.caches.models for i in (m.image, *(e.image for e in m.extra_images))]
+    found = {m.group(1) for m in map(_ECR_ACCOUNT.match, images) if m}
+    return tuple(sorted(found | set(config.image_registry_accounts)))
