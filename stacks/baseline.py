@@ -16,6 +16,8 @@ with one message naming the source it compared with. The context key ``baseline`
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ _UNKNOWN = ("unknown-account", "unknown-region")  # what cx-api writes for an en
 CONTEXT_KEY = "baseline"
 DEPLOYED = "cloudformation"
 NONE = "none"
+_NOTHING_DEPLOYED = ("ROLLBACK_COMPLETE", "REVIEW_IN_PROGRESS", "DELETE_COMPLETE")
+"""Stack states whose template describes no deployed resource (GetTemplate still answers)."""
 
 
 @dataclass
@@ -47,7 +51,12 @@ def synthesize(app: cdk.App) -> cx_api.CloudAssembly:
     """``app.synth()``, failing with every change the baseline's stacks cannot survive."""
     setting = app.node.try_get_context(CONTEXT_KEY)
     previous = previous_synth(Path(app.outdir)) if setting is None else None  # before synth overwrites it
-    assembly = app.synth()
+    try:
+        assembly = app.synth()
+    except BaseException:  # aws-cdk-lib writes the assembly before its validations (cdk-nag) fail: put it back
+        if previous is not None:
+            previous.restore()
+        raise
     baseline = previous if setting is None else load(str(setting), assembly)
     if baseline is None or not baseline.templates:
         return assembly
@@ -110,15 +119,24 @@ def deployed_templates(assembly: cx_api.CloudAssembly) -> Baseline:
     accounts: dict[str, str] = {}
     for stack in assembly.stacks:
         region = None if stack.environment.region in _UNKNOWN else stack.environment.region
+        # An environment-agnostic stack deploys to the account the cdk CLI resolved (CDK_DEFAULT_ACCOUNT):
+        # credentials of another account would find no stack, and the check would compare with nothing.
+        target = stack.environment.account if stack.environment.account not in _UNKNOWN else \
+            os.environ.get("CDK_DEFAULT_ACCOUNT")
         try:
-            if stack.environment.account not in _UNKNOWN:
-                caller = accounts.setdefault(region or "", boto3.client("sts", region_name=region)
-                                             .get_caller_identity()["Account"])
-                if caller != stack.environment.account:
+            if target:
+                key = region or ""
+                if key not in accounts:
+                    accounts[key] = boto3.client("sts", region_name=region).get_caller_identity()["Account"]
+                caller = accounts[key]
+                if caller != target:
                     raise ConfigError(f"-c {CONTEXT_KEY}={DEPLOYED}: the AWS credentials are account {caller}, "
-                                      f"{stack.stack_name} deploys to {stack.environment.account}; set AWS_PROFILE")
-            body = boto3.client("cloudformation", region_name=region).get_template(
-                StackName=stack.stack_name, TemplateStage="Original")["TemplateBody"]
+                                      f"{stack.stack_name} deploys to {target}; set AWS_PROFILE")
+            cloudformation = boto3.client("cloudformation", region_name=region)
+            (described,) = cloudformation.describe_stacks(StackName=stack.stack_name)["Stacks"]
+            if described["StackStatus"] in _NOTHING_DEPLOYED:  # a failed first create, or a change set only
+                continue
+            body = cloudformation.get_template(StackName=stack.stack_name, TemplateStage="Original")["TemplateBody"]
         except ClientError as error:
             if "does not exist" in str(error):  # never deployed: nothing to compare with
                 continue
@@ -127,4 +145,7 @@ def deployed_templates(assembly: cx_api.CloudAssembly) -> Baseline:
         except BotoCoreError as error:
             raise ConfigError(f"-c {CONTEXT_KEY}={DEPLOYED}: cannot reach CloudFormation: {error}") from None
         templates[stack.stack_name] = body if isinstance(body, dict) else json.loads(body)
+    print(f"baseline: compared with the deployed templates of {len(templates)} stack(s)"
+          + (f": {', '.join(sorted(templates))}" if templates else " (none deployed yet in this account and region)"),
+          file=sys.stderr)
     return Baseline("the deployed templates (CloudFormation GetTemplate)", templates)

@@ -159,3 +159,13 @@ def test_alarm_destination_validation_names_every_problem() -> None:
     assert "emails = 'x' -- must be an e-mail address" in message
     assert "https_endpoints = 'ftp://a' -- must be an https:// URL" in message
     assert "slack_channels[].channel_id = '#c' -- must be 1..255 letters and digits" in message
+
+
+def test_an_existing_topic_of_another_region_fails_synth_naming_the_field() -> None:
+    """CloudWatch notifies only a topic of the alarm's region: the deploy would fail on every alarm."""
+    with pytest.raises(ConfigError) as error:
+        parse_environment("qa", {"region": "us-west-2",
+                                 "alarms": {"topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"}})
+    assert ("environments.qa.alarms.topic_arn: 'arn:aws:sns:us-east-1:123456789012:oncall' -- a topic in us-east-1, "
+            "while the environment's alarms are in us-west-2") in str(error.value)
+    parse_environment("qa", {"region": "us-west-2", "alarms": {"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"}})

@@ -215,6 +215,43 @@ def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exi
         deployed_templates(cloud)
 
 
+@mock_aws
+def test_a_failed_first_create_is_no_baseline_and_the_cli_account_is_checked(project_context, tmp_path,
+                                                                            monkeypatch) -> None:
+    """A stack left in ROLLBACK_COMPLETE deployed nothing to keep; an environment-agnostic stack deploys to
+    the account the cdk CLI resolved, so credentials of another one would compare with nothing."""
+    cloudformation = boto3.client("cloudformation", region_name="us-east-1")
+    cloudformation.create_stack(StackName="hyperwarm-prod-endpoints", TemplateBody=_EMPTY)
+    from moto.cloudformation.models import cloudformation_backends
+    for stack in cloudformation_backends["123456789012"]["us-east-1"].stacks.values():
+        stack.status = "ROLLBACK_COMPLETE"
+    cloud = build_app(outdir=str(tmp_path / "a"), context=prod(project_context), nag=False).synth()
+    assert deployed_templates(cloud).templates == {}
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "999999999999")
+    with pytest.raises(ConfigError, match=r"the AWS credentials are account 123456789012, hyperwarm-prod-\w+ "
+                                          r"deploys to 999999999999; set AWS_PROFILE"):
+        deployed_templates(cloud)
+
+
+def test_a_synth_that_fails_its_validations_keeps_the_previous_baseline(project_context, tmp_path,
+                                                                       monkeypatch) -> None:
+    """aws-cdk-lib writes the assembly before cdk-nag fails it: that synth must not become the baseline, or the
+    next one compares with a change that never deployed."""
+    synthesize(build_app(outdir=str(tmp_path), context=prod(project_context), nag=False))  # what is deployed
+    cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"))
+    app = build_app(outdir=str(tmp_path), context=cidr, nag=False)
+    synth = app.synth
+
+    def fails_after_writing() -> Any:
+        synth()
+        raise RuntimeError("ValidationFailed: Validation failed")
+    monkeypatch.setattr(app, "synth", fails_after_writing)
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        synthesize(app)
+    with pytest.raises(ConfigError, match=r"changes\.replacement: hyperwarm-prod-cluster"):
+        synthesize(build_app(outdir=str(tmp_path), context=cidr, nag=False))
+
+
 # -- (d) the refresh stack can be created again ------------------------------------------------------------------
 
 def test_the_retained_state_table_is_imported_when_the_refresh_stack_is_created_again(synthesized) -> None:

@@ -61,10 +61,17 @@ class AlarmsConfig(StrictModel):
         return bool(self.topic_arn) or self.subscribed
 
 
-def alarm_problems(env: str, production: bool, alarms: AlarmsConfig) -> list[str]:
-    """A production environment's alarms must reach someone; ``environments.<env>.alarms: ... -- rule``."""
+def alarm_problems(env: str, production: bool, alarms: AlarmsConfig, region: str) -> list[str]:
+    """A production environment's alarms must reach someone, and an existing topic must be in the alarms'
+    region (CloudWatch notifies only topics of its own region); ``environments.<env>.alarms...: ... -- rule``."""
+    problems = []
     if production and not alarms.reaches_someone:
-        return [f"environments.{env}.alarms: {alarms.model_dump(exclude_defaults=True)} -- a production environment "
-                "must notify someone: set alarms.topic_arn (an existing topic CloudWatch may publish to), or "
-                "alarms.emails, alarms.https_endpoints or alarms.slack_channels"]
-    return []
+        problems.append(f"environments.{env}.alarms: {alarms.model_dump(exclude_defaults=True)} -- a production "
+                        "environment must notify someone: set alarms.topic_arn (an existing topic CloudWatch may "
+                        "publish to), or alarms.emails, alarms.https_endpoints or alarms.slack_channels")
+    topic_region = alarms.topic_arn.split(":")[3] if alarms.topic_arn else region
+    if topic_region != region:
+        problems.append(f"environments.{env}.alarms.topic_arn: {alarms.topic_arn!r} -- a topic in {topic_region}, "
+                        f"while the environment's alarms are in {region}: a CloudWatch alarm notifies only a topic "
+                        f"of its own region; name a topic in {region}")
+    return problems

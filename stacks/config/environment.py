@@ -427,7 +427,7 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
     lines = (_endpoint_name_problems(name, config) + regional_problems(name, config)
-             + alarm_problems(name, config.production, config.alarms) + _admin_problems(name, config))
+             + alarm_problems(name, config.production, config.alarms, config.region) + _admin_problems(name, config))
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config
