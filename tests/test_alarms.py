@@ -11,6 +11,7 @@ from aws_cdk import assertions
 
 from stacks.app import build_app
 from stacks.config import ConfigError, parse_environment, parse_environments
+from test_config import error_of
 
 ENDPOINTS = {"endpoints": [{"name": "chat", "variants": [{
     "name": "main", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge",
@@ -18,10 +19,6 @@ ENDPOINTS = {"endpoints": [{"name": "chat", "variants": [{
     "model_buckets": [{"name": "team-models"}]}
 
 
-def error_of(raw: object, env: str = "prod") -> str:
-    with pytest.raises(ConfigError) as info:
-        parse_environment(env, raw)
-    return str(info.value)
 
 
 def test_production_without_a_destination_refuses_to_synth() -> None:
@@ -163,9 +160,8 @@ def test_alarm_destination_validation_names_every_problem() -> None:
 
 def test_an_existing_topic_of_another_region_fails_synth_naming_the_field() -> None:
     """CloudWatch notifies only a topic of the alarm's region: the deploy would fail on every alarm."""
-    with pytest.raises(ConfigError) as error:
-        parse_environment("qa", {"region": "us-west-2",
-                                 "alarms": {"topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"}})
+    message = error_of({"region": "us-west-2", "alarms": {"topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"}},
+                       env="qa")
     assert ("environments.qa.alarms.topic_arn: 'arn:aws:sns:us-east-1:123456789012:oncall' -- a topic in us-east-1, "
-            "while the environment's alarms are in us-west-2") in str(error.value)
+            "while the environment's alarms are in us-west-2") in message
     parse_environment("qa", {"region": "us-west-2", "alarms": {"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"}})

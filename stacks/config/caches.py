@@ -22,7 +22,7 @@ from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_setti
 
 from .deployment_options import AutoScaling, KvCache, LoadBalancer, Metrics, Probes, RequestLimits, Tls
 from .serving import ServingConfig
-from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, described, repeated
+from .strict import BUCKET, KEY_PREFIX, REGION, StrictModel, by_rule, described, repeated
 
 _K8S_NAME = described(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
                       "1..40 lower-case letters, digits or hyphens, starting and ending with a letter or digit, "
@@ -120,14 +120,7 @@ class CachedModel(StrictModel):
     request_limits: RequestLimits | None = Field(default=None, description="per-pod proxy limits; none if unset")
 
     _pinned = field_validator("image")(_pinned_image)
-
-    @field_validator("image")
-    @classmethod
-    def _cuda_runs_on_hyperpod(cls, value: str) -> str:
-        problem = hyperpod_cuda_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    _cuda_runs_on_hyperpod = field_validator("image")(by_rule(hyperpod_cuda_problem))
 
     @model_validator(mode="after")
     def _rules(self) -> "CachedModel":

@@ -36,7 +36,7 @@ from .endpoints import Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .regional import regional_problems
-from .strict import REGION, StrictModel, described, pattern_in_words, repeated
+from .strict import REGION, StrictModel, by_rule, described, pattern_in_words, repeated
 
 _NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
 _VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
@@ -82,13 +82,7 @@ class InstanceGroupConfig(StrictModel):
         default=False, description="whether model weights and images are cached on this group's NVMe"
     )
 
-    @field_validator("instance_type")
-    @classmethod
-    def _known_type(cls, value: str) -> str:
-        problem = instance_type_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    _known_type = field_validator("instance_type")(by_rule(instance_type_problem))
 
     def to_spec(self) -> InstanceGroupSpec:
         """The construct library's props for this group."""

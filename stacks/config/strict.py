@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,3 +37,14 @@ BUCKET = described(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
                    "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
 KEY_PREFIX = described(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
                        "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
+
+
+def by_rule(rule: Callable[[Any], str | None]) -> Callable[[Any], Any]:
+    """A field check from one of the library's rules (what is wrong, in words, or None): each rule is written
+    once, in the library, and cdk.json fails with its words (``field_validator("x")(by_rule(rule))``)."""
+    def check(value: Any) -> Any:
+        problem = rule(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+    return check

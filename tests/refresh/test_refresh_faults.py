@@ -55,8 +55,7 @@ def test_a_version_queued_while_its_rollout_ends_is_rolled_not_lost(monkeypatch)
     monkeypatch.setattr(StateTable, "enqueue", enqueue)
     aws.drain()
     while world.sm.status == "Updating":
-        world.sm.settle(True)
-        aws.flush()
+        aws.settle()
         aws.drain()
     assert world.served() == {mw.HYPERPOD.id: "v3", mw.ENDPOINT.id: "v3"}
     assert not world.sqs.messages
