@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from hyperwarm import INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.caches import CachedModel
-from hyperwarm.serving import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
+from hyperwarm.serving.settings import MODEL_DIR, SERVING_ANNOTATION, serving_metadata
 
 from .options import CLUSTER_NAME_PLACEHOLDER, options
 
@@ -66,7 +66,7 @@ def inference_endpoint_config(model: CachedModel, *, namespace: str, region: str
 
     Placement is by required affinity on the instance group (``nodeAffinity`` excludes
     ``instanceType``), so the operator warms exactly that group's nodes. The worker is told where the
-    model is and how many GPUs to shard it over (``environmentVariables``, see :mod:`hyperwarm.serving`).
+    model is and how many GPUs to shard it over (``environmentVariables``, see :mod:`hyperwarm.serving.settings`).
     ``cluster_name`` (the EKS cluster's) goes into an autoscaling trigger on the exporter's metrics.
     """
     settings = model.server_settings()

@@ -25,7 +25,7 @@ CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
 
 def autoscaling_spec(scaling: AutoScaling, *, model: str,
                      cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> dict[str, Any]:
-    """``autoScalingSpec``: KEDA's replica range, timings and the one trigger (:mod:`hyperwarm.autoscaling`)."""
+    """``autoScalingSpec``: KEDA's replica range, timings and the one trigger (:mod:`hyperwarm.caches.autoscaling`)."""
     return scaling.to_spec(model=model, cluster_name=cluster_name).to_crd()
 
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from hyperwarm import HEALTH_TAINT_KEY
 from stacks.config.environment import Taint
-from hyperwarm.acknowledgments import checkov_annotations
+from hyperwarm._internal.acknowledgments import checkov_annotations
 
 from .inference import group_requirement, metadata
 

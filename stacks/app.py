@@ -13,7 +13,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import declare_existing_buckets
-from hyperwarm.alarms import has_alarms
+from hyperwarm.observability.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
 

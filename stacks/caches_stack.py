@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster, grant_mounted_model_read
-from hyperwarm.cluster_rules import INFERENCE_OPERATOR_ADDON, operator_pin_problem
+from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON, operator_pin_problem
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import ConfigError, EnvironmentConfig
 from stacks.config.caches import CachedModel

@@ -16,9 +16,9 @@ from constructs import Construct, IConstruct
 from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
 from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
 from stacks.config.endpoints import endpoint_name
-from hyperwarm.endpoint_rules import parse_s3_uri
-from hyperwarm.images import official_image_uri
-from hyperwarm.inference_ami import cuda_ami_problem
+from hyperwarm.endpoints.rules import parse_s3_uri
+from hyperwarm.serving.images import official_image_uri
+from hyperwarm.serving.inference_ami import cuda_ami_problem
 
 
 def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) -> ProductionVariant:

@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster, InferenceEndpoint
-from hyperwarm.observability import HyperPodModels, InferenceObservability
+from hyperwarm.observability.dashboard import HyperPodModels, InferenceObservability
 from stacks.config import EnvironmentConfig
 
 from .alarms_stack import alarm_topic

@@ -9,7 +9,7 @@ Defaults follow AWS's published HyperPod figures: a multi-GB serving image takes
 (6 min), 145 GB of weights take more than 20 min from S3 (an effective ~1 Gbit/s per node, well
 below the ~5 Gbit/s ceiling of one S3 connection), local NVMe reads ~7 GB/s.
 
-``--scenario`` adds the events the dashboard watches (``hyperwarm.cache_events``): a scale-out of K
+``--scenario`` adds the events the dashboard watches (``hyperwarm.caches.events``): a scale-out of K
 pods onto W warm nodes, a rolling deployment (``--version-changed`` for a new model version), a warm
 node replaced, a spot interruption of K pods; each with the dashboard's names (``cold_share``,
 ``hit_rate_scale_out``, ``cold_pods``, ``cold_pod_share``, ``cache_fill_s``, ``time_to_serve_all_s``).
@@ -28,10 +28,10 @@ from rich.console import Console
 from rich.table import Table
 
 from stacks.config.caches import CachedModel
-from hyperwarm import cache_events
-from hyperwarm.cache_events import EVENTS, EventForecast
-from hyperwarm.capacity import group_usage
-from hyperwarm.catalog import instance_spec
+from hyperwarm.caches import events as cache_events
+from hyperwarm.caches.events import EVENTS, EventForecast
+from hyperwarm.caches.capacity import group_usage
+from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_BANDWIDTH_GBPS = 1.0
@@ -78,7 +78,7 @@ class ModelPlan:
     cold_share: float
     """Share of the K new pods that land on unprepared nodes."""
     events: tuple[EventForecast, ...] = ()
-    """The ``--scenario`` events, in the order of :data:`hyperwarm.cache_events.EVENTS`."""
+    """The ``--scenario`` events, in the order of :data:`hyperwarm.caches.events.EVENTS`."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from hyperwarm.functions.cache_refresh import contract
 from hyperwarm import IHyperPodCluster
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import endpoint_name
-from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
+from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 from .caches_stack import CachesStack
 from .endpoints_stack import EndpointsStack

@@ -8,8 +8,8 @@ from typing import Iterator
 from aws_cdk import cx_api
 
 from hyperwarm import group_usage, instance_spec
-from hyperwarm.cache_exporter import HANDLER as CACHE_EXPORTER
-from hyperwarm.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
+from hyperwarm.observability.cache_exporter import HANDLER as CACHE_EXPORTER
+from hyperwarm.observability.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
 from stacks.config import EnvironmentConfig
 
 

@@ -133,7 +133,7 @@ def test_notify_alarms_keeps_actions_alarms_already_have() -> None:
     from aws_cdk import aws_cloudwatch_actions as actions
     from aws_cdk import aws_sns as sns
 
-    from hyperwarm.alarms import notify_alarms
+    from hyperwarm.observability.alarms import notify_alarms
 
     stack = cdk.Stack(cdk.App(), "S")
     metric = cloudwatch.Metric(namespace="N", metric_name="M")
@@ -147,7 +147,7 @@ def test_notify_alarms_keeps_actions_alarms_already_have() -> None:
 
 
 def test_alarm_destination_validation_names_every_problem() -> None:
-    from hyperwarm.alarms import AlarmDestination, AlarmDestinationProps, SlackChannel
+    from hyperwarm.observability.alarms import AlarmDestination, AlarmDestinationProps, SlackChannel
 
     with pytest.raises(ValueError) as info:
         AlarmDestination(cdk.Stack(cdk.App(), "S"), "A", AlarmDestinationProps(

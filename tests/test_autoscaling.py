@@ -1,13 +1,13 @@
-"""hyperwarm.autoscaling: the operator's autoScalingSpec as typed, self-validating library props."""
+"""hyperwarm.caches.autoscaling: the operator's autoScalingSpec as typed, self-validating library props."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
 
-from hyperwarm.autoscaling import (EXPORTER_SCALING_METRICS, CloudWatchTrigger, HyperPodAutoScaling,
+from hyperwarm.caches.autoscaling import (EXPORTER_SCALING_METRICS, CloudWatchTrigger, HyperPodAutoScaling,
                                    PrometheusTrigger)
-from hyperwarm.metric_catalog import EXPORTER_NAMESPACE, find
+from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567"
 

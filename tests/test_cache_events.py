@@ -1,4 +1,4 @@
-"""``hyperwarm.cache_events``: each fleet event against its analytic expectation."""
+"""``hyperwarm.caches.events``: each fleet event against its analytic expectation."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from hyperwarm import cache_events
-from hyperwarm.cache_events import node_replaced, rolling_deployment, scale_out, spot_interruption
+from hyperwarm.caches import events as cache_events
+from hyperwarm.caches.events import node_replaced, rolling_deployment, scale_out, spot_interruption
 
 COLD, WARM, FILL = 1520.0, 20.7, 1160.0  # 145 GB: 6 min pull + 1 Gbit/s download; NVMe 7 GB/s
 
@@ -75,7 +75,7 @@ def test_json_names_are_the_dashboard_names() -> None:
 
 def test_the_forecasts_load_without_aws_cdk() -> None:
     """The planner and synth-time warnings share them; neither should pay for aws-cdk to do arithmetic."""
-    code = "import sys, hyperwarm.cache_events; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, hyperwarm.caches.events; print(' '.join(sorted(sys.modules)))"
     loaded = {n.split(".")[0] for n in subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                                                       text=True).stdout.split()}
     assert not loaded & {"aws_cdk", "jsii", "pydantic"}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from stacks.config.caches import CachedModel
-from hyperwarm.capacity import CacheFootprint, group_usage
+from hyperwarm.caches.capacity import CacheFootprint, group_usage
 from stacks.config.environment import ConfigError, parse_environment, parse_environments
 from stacks.app import build_app
 

@@ -8,11 +8,11 @@ checkov pins boto3 1.35, which conflicts with the project's boto3, so `make synt
 pinned version into its own virtualenv, `.venv/checkov/` (see the Makefile).
 
 To acknowledge a finding, put the acknowledgment next to its resource with a specific reason:
-- CloudFormation: `hyperwarm.nag.acknowledge_checkov(construct, reason, "CKV_AWS_115")` right
+- CloudFormation: `hyperwarm._internal.nag.acknowledge_checkov(construct, reason, "CKV_AWS_115")` right
   after creating the resource (it writes `Metadata.checkov.skip` on the construct's own
   resource; `kind="AWS::Lambda::Function"` marks every resource of that type in its tree);
   deploy-time custom-resource handlers (aws-cdk-lib's or our own): `acknowledge_deploy_time_handlers(scope)`.
-- Kubernetes: `metadata.annotations` from `hyperwarm.nag.checkov_annotations({"CKV_K8S_8": reason})`.
+- Kubernetes: `metadata.annotations` from `hyperwarm._internal.nag.checkov_annotations({"CKV_K8S_8": reason})`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import yaml
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 
-from hyperwarm.nag import acknowledge_checkov, checkov_annotations
+from hyperwarm._internal.nag import acknowledge_checkov, checkov_annotations
 from rehearsal import Assembly
 
 CHECKOV = Path(sys.prefix) / "checkov" / "bin" / "checkov"

@@ -315,7 +315,7 @@ def test_imported_cluster_offers_what_other_stacks_use() -> None:
 
 def test_imported_operator_grants_model_reads_to_its_roles() -> None:
     from hyperwarm import InferenceOperator
-    from hyperwarm.addons import grant_mounted_model_read
+    from hyperwarm.cluster.addons import grant_mounted_model_read
 
     stack = cdk.Stack(cdk.App(), "Other", env=cdk.Environment(region="us-west-2"))
     bucket = cdk.aws_s3.Bucket.from_bucket_name(stack, "Models", "my-models")
@@ -454,7 +454,7 @@ def test_instance_group_props_and_cluster_rules_load_without_aws_cdk() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, hyperwarm.cluster_rules, hyperwarm.instance_group; from hyperwarm import NVME_PATH; "
+    code = ("import sys, hyperwarm.cluster.rules, hyperwarm.cluster.instance_group; from hyperwarm import NVME_PATH; "
             "print(sorted(m for m in ('aws_cdk', 'jsii', 'pydantic') if m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout == "[]\n"
 

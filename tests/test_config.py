@@ -299,8 +299,8 @@ def test_config_endpoint_and_refresh_accept_the_same_traffic_shifts(traffic: str
     # one rule, SageMaker's (contract.shift_percent_problem), behind all three layers
     import aws_cdk as cdk
 
-    from hyperwarm.endpoint_props import DeploymentGuardrails, TrafficShift
-    from hyperwarm.endpoint_rules import guardrail_problems
+    from hyperwarm.endpoints.props import DeploymentGuardrails, TrafficShift
+    from hyperwarm.endpoints.rules import guardrail_problems
     from hyperwarm.functions.cache_refresh import contract
 
     endpoint = {"name": "chat", "guardrails": {"traffic": traffic, "percent": percent},

@@ -298,7 +298,7 @@ def endpoint_config_of(config, name: str) -> dict[str, Any]:
 def test_cdk_json_offers_exactly_the_exporter_metrics_the_library_scales_on() -> None:
     from typing import get_args
 
-    from hyperwarm.autoscaling import EXPORTER_SCALING_METRICS
+    from hyperwarm.caches.autoscaling import EXPORTER_SCALING_METRICS
     from stacks.config.deployment_options import ExporterTrigger
 
     assert get_args(ExporterTrigger.model_fields["metric"].annotation) == EXPORTER_SCALING_METRICS

@@ -7,7 +7,7 @@ import pytest
 from botocore.validate import ParamValidator
 
 from hyperwarm import canonical_json, invoke_endpoint_args, prefix_aware_id
-from hyperwarm.client import routed_prefix, shared_prefix_length
+from hyperwarm.endpoints.client import routed_prefix, shared_prefix_length
 
 SYSTEM = "You are a support assistant for ACME. " * 40
 

@@ -30,7 +30,7 @@ from hyperwarm import (
     TrafficShift,
     grant_model_data_read,
 )
-from hyperwarm.endpoint_rules import endpoint_problems
+from hyperwarm.endpoints.rules import endpoint_problems
 
 IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
 # A repository of the account's own: hyperwarm is told which convention the image follows.
@@ -138,7 +138,7 @@ def test_a_publish_frequency_sagemaker_does_not_accept_is_rejected(frequency: cd
 
 
 def test_the_endpoint_configuration_construct_validates_its_frequency_itself() -> None:
-    from hyperwarm.endpoint_configuration import EndpointConfiguration, EndpointConfigurationProps
+    from hyperwarm.endpoints.configuration import EndpointConfiguration, EndpointConfigurationProps
 
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(ValueError, match=r"^S/Config: metric_publish_frequency = 90 s -- allowed: 10, 30"):
@@ -326,7 +326,7 @@ def test_a_wait_sagemaker_would_reject_is_rejected() -> None:
             guardrails=DeploymentGuardrails(traffic=TrafficShift.linear(10, cdk.Duration.hours(2))))
     rejects(r"guardrails\.termination_wait = 5400 s -- allowed: 0\.\.3600 seconds", variant(), endpoint_name="chat",
             guardrails=DeploymentGuardrails(termination_wait=cdk.Duration.minutes(90)))
-    from hyperwarm.endpoint_rules import guardrail_problems  # a fraction of a second is checked, not a crash
+    from hyperwarm.endpoints.rules import guardrail_problems  # a fraction of a second is checked, not a crash
 
     assert guardrail_problems(DeploymentGuardrails(traffic=TrafficShift.all_at_once(cdk.Duration.millis(1500))),
                               "chat") == []
@@ -599,7 +599,7 @@ def test_an_ecr_repository_image_grants_its_pull_to_the_model() -> None:
 
 
 def test_rule_modules_load_without_aws_cdk() -> None:
-    code = ("import sys, hyperwarm.endpoint_rules, hyperwarm.routing, hyperwarm.endpoint_props; "
+    code = ("import sys, hyperwarm.endpoints.rules, hyperwarm.endpoints.routing, hyperwarm.endpoints.props; "
             "assert 'aws_cdk' not in sys.modules, 'aws_cdk loaded'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import kubernetes_validate
 import pytest
 
-from hyperwarm import hyperpod_dependencies
+from hyperwarm.cluster import hyperpod_dependencies
 
 OBJECTS = hyperpod_dependencies.objects("us-west-2")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hyperwarm.images import _cache_file, official_image_uri
+from hyperwarm.serving.images import _cache_file, official_image_uri
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def _loaded_after(statement: str) -> set[str]:
 
 
 def test_runtime_client_helper_loads_neither_aws_cdk_nor_jsii() -> None:
-    loaded = _loaded_after("import hyperwarm.client")
+    loaded = _loaded_after("import hyperwarm.endpoints.client")
     assert not loaded & {"aws_cdk", "jsii", "constructs", "pydantic"}, sorted(loaded & {"aws_cdk", "jsii"})
 
 
@@ -71,14 +71,14 @@ def _too_long(path: Path, *, class_lines: int, function_lines: int) -> list[str]
     return found
 
 
-SIMULATOR_CORE = {("planner/sim.py", "def _core")}  # one hot loop, kept whole for speed (docs/performance.md)
+SIMULATOR_CORE = {("constructs/hyperwarm/planner/sim.py", "def _core")}  # one hot loop, kept whole for speed (docs/performance.md)
 # Still to split; each entry leaves this set when its module is split.
 PENDING_SPLIT: set[tuple[str, str]] = set()
 
 
 @pytest.mark.parametrize("module", sorted(
     p.relative_to(REPO).as_posix()
-    for root in ("constructs", "stacks", "lambdas", "manifests", "planner", "rehearsal")
+    for root in ("constructs", "stacks", "lambdas", "manifests", "rehearsal")
     for p in (REPO / root).rglob("*.py")
 ))
 def test_no_class_over_200_lines_or_function_over_60(module: str) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "constructs" / "hyperwarm" / "lifecycle" / "on_create.sh"
+SCRIPT = Path(__file__).resolve().parents[1] / "constructs" / "hyperwarm" / "cluster" / "lifecycle" / "on_create.sh"
 
 _STUBS = {
     # A path is a mount point when the scratch tree says so (NVMe) or `mount` made it one.

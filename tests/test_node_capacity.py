@@ -6,7 +6,7 @@ import pytest
 
 from hyperwarm import instance_spec
 from stacks.config import ConfigError, parse_environment
-from hyperwarm.node_capacity import (
+from hyperwarm.cluster.node_capacity import (
     NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod, workloads_from_objects,
 )
 
@@ -125,7 +125,7 @@ def test_memory_quantities(quantity, mib) -> None:
 
 
 def test_workloads_are_read_from_the_objects_the_stacks_apply() -> None:
-    from hyperwarm import hyperpod_dependencies
+    from hyperwarm.cluster import hyperpod_dependencies
     from manifests import build_chart
 
     config = parse({"caches": {"models": [model(prepull="daemonset", replicas=1)]}})

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hyperwarm.functions.cache_exporter import promql
-from hyperwarm.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
+from hyperwarm.observability.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
                                       find, find_promql)
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -237,7 +237,7 @@ def test_the_construct_default_topic_lets_cloudwatch_publish():
     import aws_cdk as cdk
     from aws_cdk import assertions
 
-    from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+    from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 
     stack = cdk.Stack(cdk.App(), "S")
     InferenceObservability(stack, "Obs", InferenceObservabilityProps())
@@ -268,7 +268,7 @@ def test_exporter_iam_is_least_privilege(synthesized):
 
 
 def test_exporter_kubernetes_access_is_read_only():
-    from hyperwarm.cache_exporter import rbac_objects
+    from hyperwarm.observability.cache_exporter import rbac_objects
 
     objects = rbac_objects(["hyperwarm-models"])
     rules = [r for o in objects if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
@@ -386,7 +386,7 @@ def test_construct_validation_names_every_problem():
     import aws_cdk as cdk
 
     from hyperwarm import InferenceEndpoint
-    from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+    from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 
     stack = cdk.Stack(cdk.App(), "S")
     imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat")

@@ -1,10 +1,10 @@
-"""Which inference operator add-on build can serve which objects (hyperwarm.cluster_rules)."""
+"""Which inference operator add-on build can serve which objects (hyperwarm.cluster.rules)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.cluster_rules import (OLDEST_ADDON_OPERATOR, OPERATOR_ADDON_BUILDS, operator_fields,
+from hyperwarm.cluster.rules import (OLDEST_ADDON_OPERATOR, OPERATOR_ADDON_BUILDS, operator_fields,
                                      operator_pin_problem, operator_pin_unverified)
 
 API = "inference.sagemaker.aws.amazon.com/v1"

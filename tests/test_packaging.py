@@ -33,8 +33,8 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     assert "deprecat" not in output.lower(), output  # e.g. setuptools' licence-classifier banner (SPDX licence instead)
     (wheel,) = tmp_path.glob("hyperwarm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "hyperwarm/__init__.py" in names and "hyperwarm/lifecycle/on_create.sh" in names
-    assert "hyperwarm/policies/aws-load-balancer-controller-v2.13.2.json" in names  # the controller's role reads it
+    assert "hyperwarm/__init__.py" in names and "hyperwarm/cluster/lifecycle/on_create.sh" in names
+    assert "hyperwarm/cluster/policies/aws-load-balancer-controller-v2.13.2.json" in names  # the controller's role reads it
     # The refresh function's source (with its pinned requirements) ships inside hyperwarm, with the
     # constructs that bundle it; the planner too.
     function = "hyperwarm/functions/cache_refresh"
@@ -52,7 +52,7 @@ def test_the_refresh_extra_installs_exactly_the_functions_pinned_requirements() 
     """Synth bundles the function's dependencies only at its pins: the extra that installs them must agree."""
     import tomllib
 
-    from hyperwarm.refresh_asset import pinned_requirements
+    from hyperwarm.refresh.asset import pinned_requirements
 
     extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["refresh"]
     assert dict(r.split("==") for r in extra) == pinned_requirements()
@@ -64,7 +64,7 @@ def test_the_exporter_extra_installs_exactly_the_exporters_pinned_requirements()
     import tomllib
 
     from hyperwarm.functions import cache_exporter
-    from hyperwarm.refresh_asset import pinned_requirements
+    from hyperwarm.refresh.asset import pinned_requirements
 
     pins = pinned_requirements(Path(cache_exporter.__file__).parent / "requirements.txt")
     extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["exporter"]

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from hyperwarm.functions.cache_exporter import promql
-from hyperwarm.metric_catalog import PROMQL_METRICS, find_promql
+from hyperwarm.observability.metric_catalog import PROMQL_METRICS, find_promql
 
 # SageMaker's documented example (monitoring-detailed-observability-promql), endpoint "chat".
 DOCUMENTED = ("histogram_quantile(0.99, sum by (le) (rate(vllm_time_to_first_token_seconds_bucket"

@@ -19,7 +19,7 @@ from aws_cdk.assertions import Template
 
 from hyperwarm import (BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget,
                        InferenceEndpoint, InstanceGroupSpec, RefreshedPrefix)
-from hyperwarm import refresh_asset
+from hyperwarm.refresh import asset as refresh_asset
 from hyperwarm.functions.cache_refresh import config, contract
 from stand_ins import imported_cluster
 

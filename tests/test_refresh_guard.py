@@ -19,7 +19,7 @@ from aws_cdk.assertions import Template
 from moto import mock_aws
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard
-from hyperwarm.refresh_guard import GuardedTarget, RefreshGuard, RefreshGuardProps
+from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 TABLE = "hyperwarm-test-cache-refresh-state"
 TARGET = contract.endpoint_target_id("hyperwarm-test-chat")
@@ -192,7 +192,7 @@ def test_a_stack_rollback_dead_letters_and_counts_every_target_it_may_move_back(
     (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
                                      MessageAttributeNames=["All"])["Messages"]
     letter = json.loads(message["Body"])
-    assert (letter["format"], letter["reason"], letter["targets"]) == ("hyperwarm.refresh-dlq/v1", "moved-back", [TARGET])
+    assert (letter["format"], letter["reason"], letter["targets"]) == ("hyperwarm.refresh.hook-dlq/v1", "moved-back", [TARGET])
     assert message["MessageAttributes"]["letter-id"]["StringValue"] == letter["letter_id"]
     assert f"{TARGET} serves v3" in letter["message"] and f"restores {FIELD} to v1" in letter["message"]
     from hyperwarm.functions.cache_refresh.events import parse_manifest_created

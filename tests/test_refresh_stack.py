@@ -16,7 +16,7 @@ from hyperwarm import (
     RefreshedPrefix,
 )
 from stacks.config import ConfigError, parse_environment
-from hyperwarm.refresh import BlueGreen, HyperPodRefreshTarget, rbac_objects
+from hyperwarm.refresh.hook import BlueGreen, HyperPodRefreshTarget, rbac_objects
 from stand_ins import imported_cluster
 
 PROD = "hyperwarm-prod-refresh"
@@ -116,7 +116,7 @@ def test_the_reconciliation_runs_every_five_minutes_without_retries_and_counts_i
 
 
 def test_reconcile_every_is_whole_minutes_up_to_an_hour() -> None:
-    from hyperwarm.refresh import CacheRefreshHookProps, RefreshedPrefix, props_problems
+    from hyperwarm.refresh.hook import CacheRefreshHookProps, RefreshedPrefix, props_problems
 
     def problems(every: cdk.Duration) -> list[str]:
         return [p for p in props_problems(CacheRefreshHookProps(models=[RefreshedPrefix("m", endpoints=())],

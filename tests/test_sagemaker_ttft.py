@@ -10,7 +10,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
 from hyperwarm.functions.cache_exporter import promql
-from hyperwarm.observability import InferenceObservability, InferenceObservabilityProps
+from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 
 _ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"
 
@@ -94,8 +94,8 @@ def test_the_ttft_alarm_notifies_the_topic():
 def test_alarm_ids_keep_endpoint_and_variant_apart():
     """Old: ``a``/``bc`` and ``ab``/``c`` both made the construct id ``abcTtftP99`` and synth failed."""
     from aws_cdk import aws_sns as sns
-    from hyperwarm.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
-    from hyperwarm.sagemaker_ttft import variant_ttft
+    from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
+    from hyperwarm.observability.sagemaker_ttft import variant_ttft
 
     stack = cdk.Stack(cdk.App(), "S")
     a = InferenceEndpoint.from_endpoint_attributes(stack, "a", endpoint_name="a", variant_names=["bc"])

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.serving import (
+from hyperwarm.serving.settings import (
     DLC_ACCOUNTS,
     DLC_REPOSITORIES,
     OFFICIAL_FRAMEWORKS,

@@ -62,7 +62,7 @@ RECONCILED_METRIC = "RefreshReconciled"
 DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
-LETTER_FORMAT = "hyperwarm.refresh-dlq/v1"
+LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"
 """The ``format`` of the function's own dead letters (``hyperwarm refresh replay`` reads them)."""
 REPLAY_KEY = "hyperwarm-replay"
 """The top-level event key ``hyperwarm refresh replay`` adds: the event is a replay."""

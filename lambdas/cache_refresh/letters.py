@@ -1,6 +1,6 @@
 """Dead letters the refresh function and the deploy guard write: one envelope, one deterministic id.
 
-A letter is ``{"format": "hyperwarm.refresh-dlq/v1", "letter_id", "event", "reason", "message",
+A letter is ``{"format": "hyperwarm.refresh.hook-dlq/v1", "letter_id", "event", "reason", "message",
 "targets", "request_id", "failed_at"}``. ``letter_id`` depends only on what identifies the failure:
 the version's manifest object (bucket and key), its S3 sequencer and the reason. Not on which targets are named: a crash between marking
 one target failed and the next makes Lambda's retry dead-letter the rest alone, and a move back is

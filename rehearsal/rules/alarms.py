@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.alarms import CLOUDWATCH, EXISTING_TOPICS_METADATA
+from hyperwarm.observability.alarms import CLOUDWATCH, EXISTING_TOPICS_METADATA
 from rehearsal.core import Assembly, Finding, ref_target, rule, strings
 
 RULE = "alarms.notify"
@@ -38,7 +38,7 @@ def alarms_notify_through_open_topics(assembly: Assembly) -> Iterator[Finding]:
             elif not actions:
                 yield Finding(RULE, stack, logical_id, (
                     "has no AlarmActions: it changes state unseen; give it the environment's alarm topic "
-                    "(hyperwarm.alarms.notify_alarms)"))
+                    "(hyperwarm.observability.alarms.notify_alarms)"))
             for action in actions:
                 problem = _action_problem(assembly, stack, logical_id, action)
                 if problem:
@@ -81,7 +81,7 @@ def _topic_problem(assembly: Assembly, stack: str, topic_id: str) -> str | None:
     if policies and not any(_allows(s, CLOUDWATCH, {"sns:publish"}) for p in policies
                             for s in _statements(p.get("Properties", {}).get("PolicyDocument"))):
         return (f"{where} has a topic policy (it replaces SNS's default one) without an Allow of sns:Publish for "
-                f"{CLOUDWATCH}: CloudWatch cannot deliver the alarm (hyperwarm.alarms.allow_cloudwatch_alarms)")
+                f"{CLOUDWATCH}: CloudWatch cannot deliver the alarm (hyperwarm.observability.alarms.allow_cloudwatch_alarms)")
     key = _resource(assembly, stack, topic_id).get("Properties", {}).get("KmsMasterKeyId")
     if key is None:
         return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.catalog import CATALOG
-from hyperwarm.node_capacity import (PODS_PER_NODE_METADATA, NodeGroup, addon_workloads, node_problems,
+from hyperwarm.cluster.catalog import CATALOG
+from hyperwarm.cluster.node_capacity import (PODS_PER_NODE_METADATA, NodeGroup, addon_workloads, node_problems,
                                      workloads_from_objects)
 from rehearsal.core import Assembly, Finding, rule
 
@@ -40,7 +40,7 @@ def every_node_holds_its_pods(assembly: Assembly) -> Iterator[Finding]:
     that finds no room stays Pending: a HyperPod node holds far fewer pods than an EC2 node of the
     same type (14 on ml.g5.xlarge), and ``ThreadsPerCore: 1`` halves the vCPUs.
 
-    The pods-per-node figure is hyperwarm's estimate (``hyperwarm.catalog``): AWS publishes none for
+    The pods-per-node figure is hyperwarm's estimate (``hyperwarm.cluster.catalog``): AWS publishes none for
     HyperPod. An override per instance type (``pods_per_node``) is read from the cluster's metadata
     (``hyperwarm:pods-per-node``). What the rule cannot read is a finding: a type outside the catalog,
     a count known only at deploy time, a cluster whose EKS cluster it cannot follow.

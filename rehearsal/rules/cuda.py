@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.inference_ami import (HYPERPOD_AMI_RELEASE, INFERENCE_AMI_CUDA, cuda_ami_problem, hyperpod_cuda_problem,
+from hyperwarm.serving.inference_ami import (HYPERPOD_AMI_RELEASE, INFERENCE_AMI_CUDA, cuda_ami_problem, hyperpod_cuda_problem,
                                      image_cuda)
-from hyperwarm.node_capacity import workloads_from_objects
+from hyperwarm.cluster.node_capacity import workloads_from_objects
 from rehearsal.core import Assembly, Finding, ref_target, rule, text_of
 
 _TOKEN = "${TOKEN}"
@@ -47,7 +47,7 @@ def _variant_problem(image: str | None, ami: Any) -> str | None:
     if _unseen_tag(image):
         return f"the image {image} has a tag known only at deploy time, so the CUDA it needs cannot be checked"
     if image_cuda(image) is not None and ami is not None and ami not in INFERENCE_AMI_CUDA:
-        return (f"InferenceAmiVersion {ami!r} is unknown to hyperwarm (hyperwarm.inference_ami), so its driver "
+        return (f"InferenceAmiVersion {ami!r} is unknown to hyperwarm (hyperwarm.serving.inference_ami), so its driver "
                 f"cannot be checked against the CUDA the image {image} needs")
     problem = cuda_ami_problem(image, ami)
     return f"InferenceAmiVersion {ami!r}: {problem}" if problem else None

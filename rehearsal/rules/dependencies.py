@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.buckets import EXISTING_BUCKETS_METADATA
+from hyperwarm.serving.buckets import EXISTING_BUCKETS_METADATA
 from rehearsal.core import Assembly, Finding, rule, strings
 
 _ENDPOINT_RESOURCE_ID = re.compile(r"^endpoint/(?P<name>[^/]+)/variant/")

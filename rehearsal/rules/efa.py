@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.catalog import EFA_INSTANCE_TYPES
+from hyperwarm.cluster.catalog import EFA_INSTANCE_TYPES
 from rehearsal.core import Assembly, Finding, ref_target, rule
 
 

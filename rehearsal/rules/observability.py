@@ -8,9 +8,9 @@ from typing import Any
 
 from hyperwarm.functions.cache_exporter.promql import (ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS,
                                                        VARIANT_LABEL, selectors)
-from hyperwarm.metric_catalog import PROMQL_METRICS
-from hyperwarm.otel_enrichment import DOCS, EXISTING, METADATA
-from hyperwarm.serving import SERVING_METADATA, convention_from_metadata, convention_of_image
+from hyperwarm.observability.metric_catalog import PROMQL_METRICS
+from hyperwarm.observability.otel_enrichment import DOCS, EXISTING, METADATA
+from hyperwarm.serving.settings import SERVING_METADATA, convention_from_metadata, convention_of_image
 from rehearsal.core import Assembly, Finding, rule
 
 RULE = "observability.detailed-observability-for-promql-alarms"

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hyperwarm.addons import LOAD_BALANCER_CONTROLLER_POLICY
+from hyperwarm.cluster.addons import LOAD_BALANCER_CONTROLLER_POLICY
 from rehearsal.core import Assembly, Finding, ref_target, resolve, rule, strings, text_of
 
 _CFN_JSON = "Custom::AWSCDKCfnJson"

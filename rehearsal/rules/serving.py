@@ -6,8 +6,8 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from hyperwarm.catalog import CATALOG
-from hyperwarm.serving import (
+from hyperwarm.cluster.catalog import CATALOG
+from hyperwarm.serving.settings import (
     SERVING_ANNOTATION,
     SERVING_METADATA,
     SERVING_PORT,

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from hyperwarm.validation import repeated
+from hyperwarm._internal.validation import repeated
 
 from .strict import StrictModel, described
 

@@ -15,10 +15,10 @@ from typing import Any, Literal, Protocol, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
-from hyperwarm.capacity import CacheFootprint, capacity_problems
-from hyperwarm.catalog import instance_spec
-from hyperwarm.inference_ami import hyperpod_cuda_problem
-from hyperwarm.serving import MODEL_DIR, Placement, ServerSettings, server_settings
+from hyperwarm.caches.capacity import CacheFootprint, capacity_problems
+from hyperwarm.cluster.catalog import instance_spec
+from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
+from hyperwarm.serving.settings import MODEL_DIR, Placement, ServerSettings, server_settings
 
 from .deployment_options import AutoScaling, KvCache, LoadBalancer, Metrics, Probes, RequestLimits, Tls
 from .serving import ServingConfig

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperwarm import autoscaling
+from hyperwarm.caches import autoscaling
 
 from .strict import StrictModel, described, pattern_in_words
 
@@ -112,7 +112,7 @@ class Trigger(StrictModel):
 
 
 def _bounded(name: str, **kwargs: Any) -> Any:
-    """A field within the library's range for ``name`` (:data:`hyperwarm.autoscaling.RANGES`, the CRD's)."""
+    """A field within the library's range for ``name`` (:data:`hyperwarm.caches.autoscaling.RANGES`, the CRD's)."""
     low, high = autoscaling.RANGES[name]
     return Field(ge=low, le=high, **kwargs)
 
@@ -162,7 +162,7 @@ class Probes(StrictModel):
     liveness_failures: int = Field(default=3, ge=1, le=100, description="failed checks before a restart")
     readiness: bool = Field(default=True, description="also take the pod out of service while it fails")
     # One check fails on one slow answer; a busy 70B pod answers its health path between engine steps,
-    # and the planner's engine (planner/sim.py: 8,192-token prefill steps at 36,900 tokens/s, about
+    # and the planner's engine (constructs/hyperwarm/planner/sim.py: 8,192-token prefill steps at 36,900 tokens/s, about
     # 0.22 s each, behind a queue of them under load) can delay one answer past the timeout. Three
     # failures in a row at the default period (30 s) are a server that stopped answering, not a busy one.
     readiness_failures: int = Field(default=3, ge=1, le=100,

@@ -1,7 +1,7 @@
 """The ``endpoints`` section of an environment: SageMaker real-time endpoints and their variants.
 
 Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
-path). Routing rules come from :func:`hyperwarm.routing.routing_problems`, the same function the
+path). Routing rules come from :func:`hyperwarm.endpoints.routing.routing_problems`, the same function the
 construct uses, so config and library users get the same messages.
 """
 
@@ -11,17 +11,17 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from hyperwarm.endpoint_props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
+from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.inference_ami import cuda_ami_problem
-from hyperwarm.routing import (
+from hyperwarm.serving.inference_ami import cuda_ami_problem
+from hyperwarm.endpoints.routing import (
     CONCURRENCY_THRESHOLD_RANGE,
     PREFIX_LENGTH_RANGE,
     ROUTING_STRATEGIES,
     Routing,
     routing_problems,
 )
-from hyperwarm.serving import sagemaker_placement, server_settings
+from hyperwarm.serving.settings import sagemaker_placement, server_settings
 
 from .serving import ServingConfig
 from .strict import StrictModel, described, repeated
@@ -213,7 +213,7 @@ class EndpointConfig(StrictModel):
 
 
 def serving_problems(endpoints: tuple[EndpointConfig, ...]) -> list[str]:
-    """What each variant's model server is told, checked against its instance type (see :mod:`hyperwarm.serving`)."""
+    """What each variant's model server is told, checked against its instance type (see :mod:`hyperwarm.serving.settings`)."""
     problems = []
     for e, endpoint in enumerate(endpoints):
         for i, v in enumerate(endpoint.variants):

@@ -5,7 +5,7 @@ Every environment (dev, staging, prod, ...) is parsed into a frozen, validated
 :class:`ConfigError` that lists every problem as ``environments.<env>.<field path>: <value> -- <rule>``.
 An environment given as ``{}`` is the small embedded default (an ml.c5.4xlarge system group for
 the operator and add-ons beside one ml.g5.xlarge cache group), which is what ``dev`` uses out of
-the box. Every node must hold the pods placed on it (:mod:`hyperwarm.node_capacity`).
+the box. Every node must hold the pods placed on it (:mod:`hyperwarm.cluster.node_capacity`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from hyperwarm import hyperpod_dependencies
-from hyperwarm.cluster_rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERSION, GROUP_NAME_PATTERN,
+from hyperwarm.cluster import hyperpod_dependencies
+from hyperwarm.cluster.rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERSION, GROUP_NAME_PATTERN,
                                      GROUP_NAME_WORDS, INFERENCE_OPERATOR_ADDON, SUPPORTED_KUBERNETES_VERSIONS,
                                      TAINT_EFFECTS, THREADS_PER_CORE, addon_build_problem, instance_type_problem,
                                      nvme_problem, pods_per_node_problem, taints_problem)
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
-from hyperwarm.instance_group import InstanceGroupSpec, NodeTaint
-from hyperwarm.node_capacity import (
+from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
+from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
+from hyperwarm.cluster.node_capacity import (
     ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
 )
 

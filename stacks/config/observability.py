@@ -1,6 +1,6 @@
 """The ``observability`` section: alarm thresholds of the environment's dashboard, and OTel enrichment.
 
-The app turns it into :class:`hyperwarm.observability.InferenceObservabilityProps`
+The app turns it into :class:`hyperwarm.observability.dashboard.InferenceObservabilityProps`
 (:meth:`ObservabilityConfig.to_props`); the stack adds the endpoints, cached models and topic (the
 ``alarms`` section says where alarms go).
 """
@@ -38,12 +38,12 @@ class ObservabilityConfig(StrictModel):
         return data
 
     def to_props(self, **parts: Any) -> Any:
-        """:class:`~hyperwarm.observability.InferenceObservabilityProps` with these thresholds; ``parts``
+        """:class:`~hyperwarm.observability.dashboard.InferenceObservabilityProps` with these thresholds; ``parts``
         are the props this section does not know (endpoints, hyperpod, topic, dashboard_name).
         (aws-cdk loads here, not when cdk.json is parsed.)"""
         import aws_cdk as cdk
 
-        from hyperwarm.observability import InferenceObservabilityProps
+        from hyperwarm.observability.dashboard import InferenceObservabilityProps
 
         return InferenceObservabilityProps(
             model_latency_p99=cdk.Duration.millis(round(self.model_latency_p99_seconds * 1000)),

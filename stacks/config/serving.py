@@ -1,6 +1,6 @@
 """The ``serving`` block of an endpoint variant or a cached model in ``cdk.json``: what the model
 server is told beyond the model location and tensor parallelism hyperwarm derives
-(:mod:`hyperwarm.serving` holds the rules, shared with the constructs)."""
+(:mod:`hyperwarm.serving.settings` holds the rules, shared with the constructs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from hyperwarm.serving import Serving
+from hyperwarm.serving.settings import Serving
 
 from .strict import StrictModel, described
 

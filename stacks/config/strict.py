@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from hyperwarm.validation import repeated  # noqa: F401  (re-exported: one rule for app and library)
+from hyperwarm._internal.validation import repeated  # noqa: F401  (re-exported: one rule for app and library)
 
 
 class StrictModel(BaseModel):

@@ -5,7 +5,7 @@ AWS, long context (8,000-token shared prefixes): KV hit ~25 % -> 82 %, P50
 TTFT -71..77 %, P90 -33..37 %, per-instance share 13.3..15.4 %, throughput +15..16 %.
 AWS, short context (ShareGPT-like): hit ~30 % -> 80 %, P50 -13..16 %,
 P90 -24..37 %.  Nothing in the scenarios encodes these numbers; they come
-out of the cache and queueing model (see planner/scenarios.py).
+out of the cache and queueing model (see constructs/hyperwarm/planner/scenarios.py).
 """
 import pytest
 
@@ -48,7 +48,7 @@ def test_long_context_random_hit_rate_near_25_percent(long_ctx):
 
 def test_long_context_prefix_aware_hit_rate_at_least_80_percent(long_ctx):
     _, _, pa = long_ctx
-    # seed 0: 81.3 %; seeds 0..4: 78.9..81.3 %, 1 to 3 points under AWS's 82 % (planner/README.md)
+    # seed 0: 81.3 %; seeds 0..4: 78.9..81.3 %, 1 to 3 points under AWS's 82 % (constructs/hyperwarm/planner/README.md)
     assert pa.kv_hit_rate >= 0.80
 
 
@@ -149,7 +149,7 @@ def test_closed_loop_throughput_gain_inside_aws_range(seed):
     # published: +15..16 % with fixed-concurrency clients. 56 clients is the open loop's mean
     # in flight (8 per instance). The gain comes from prefill/decode interference (vLLM V1's
     # 8,192-token steps, the default): RANDOM's decodes share the GPU with 72 % misses.
-    # Seeds 0..4: +15.4..15.6 %; windows 3.2..12.8 s: +15.5..15.7 % (planner/README.md).
+    # Seeds 0..4: +15.4..15.6 %; windows 3.2..12.8 s: +15.5..15.7 % (constructs/hyperwarm/planner/README.md).
     from hyperwarm.planner.sim import simulate_many
 
     sc = get_scenario("aws-long-context")

@@ -478,7 +478,7 @@ class World:
 
     def replay(self, **options: Any) -> list[dict[str, Any]]:
         """``hyperwarm refresh replay`` of the dead-letter queue against this world's function."""
-        from hyperwarm import refresh_cli
+        from hyperwarm.refresh import cli as refresh_cli
         world = self
 
         class Lambda:

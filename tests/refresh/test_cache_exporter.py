@@ -21,7 +21,7 @@ from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figur
 from hyperwarm.functions.cache_exporter.vllm import parse
 from vllm_pages import page, uniform_ttft
 from hyperwarm.functions.cache_exporter.placement import WEIGHTS_READY_LABEL_PREFIX, ModelFigures, model_figures, selector_matches
-from hyperwarm.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE
+from hyperwarm.observability.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE
 
 NOW = datetime.datetime(2026, 11, 29, 17, 0, 0, tzinfo=datetime.timezone.utc)
 MINUTE = datetime.timedelta(minutes=1)

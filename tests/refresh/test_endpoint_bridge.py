@@ -22,7 +22,7 @@ from hyperwarm.functions.cache_exporter import promql
 from hyperwarm.functions.cache_exporter import endpoints
 from hyperwarm.functions.cache_exporter.query_metrics import QueryError, cumulative_buckets, instant
 from hyperwarm.functions.cache_exporter.ttft import bucket_counts
-from hyperwarm.metric_catalog import ENDPOINTS_NAMESPACE, PUBLISHED_METRICS
+from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, PUBLISHED_METRICS
 
 REGION = "us-west-2"
 NOW = datetime.datetime(2026, 11, 29, 18, 0, tzinfo=datetime.timezone.utc)

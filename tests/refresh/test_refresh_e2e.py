@@ -20,7 +20,7 @@ import requests
 from refresh_world import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 from moto.server import ThreadedMotoServer
 
-from hyperwarm.refresh_asset import lay_out
+from hyperwarm.refresh.asset import lay_out
 
 E2E_ENDPOINT = "llama-e2e"
 RANDOM = {"RoutingStrategy": "RANDOM"}

@@ -36,7 +36,7 @@ import pytest
 import model_world as mw
 from hyperwarm.functions.cache_refresh import deploy_guard, versions
 from hyperwarm.functions.cache_refresh.state import StateTable
-from hyperwarm import refresh_cli
+from hyperwarm.refresh import cli as refresh_cli
 
 SEQUENCES = int(os.environ.get("HYPERWARM_MODEL_SEQUENCES", "10000"))
 NUMERIC = [f"v{n}" for n in range(2, 9)] + ["v6rc1", "v6.0.1", "v10"]

@@ -15,7 +15,7 @@ import pytest
 from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
 from hyperwarm.functions.cache_refresh import handler
 from hyperwarm.functions.cache_refresh.versions import compare
-from hyperwarm import refresh_cli
+from hyperwarm.refresh import cli as refresh_cli
 
 
 class InvokeHandler:
@@ -54,7 +54,7 @@ def test_replay_moves_targets_and_removes_the_message(world, context):
 def test_replay_reads_every_dead_letter_shape():
     event = {"source": "aws.s3", "detail": {}}
     state = {"source": "aws.sagemaker", "detail-type": "SageMaker Endpoint State Change", "detail": {}}
-    assert refresh_cli.original_event(json.dumps({"format": "hyperwarm.refresh-dlq/v1", "event": event})) == event
+    assert refresh_cli.original_event(json.dumps({"format": "hyperwarm.refresh.hook-dlq/v1", "event": event})) == event
     on_failure = {"version": "1.0", "timestamp": "2026-11-29T12:00:00.000Z",
                   "requestContext": {"requestId": "r", "functionArn": "arn:aws:lambda:us-west-2:1:function:f",
                                      "condition": "RetriesExhausted", "approximateInvokeCount": 3},

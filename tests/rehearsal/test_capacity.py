@@ -66,7 +66,7 @@ def test_objects_of_another_cluster_are_not_counted() -> None:
 
 
 def test_the_rule_and_its_catalog_load_without_aws_cdk() -> None:
-    code = ("import sys, rehearsal.rules.capacity, hyperwarm.catalog, hyperwarm.hyperpod_dependencies; "
+    code = ("import sys, rehearsal.rules.capacity, hyperwarm.cluster.catalog, hyperwarm.cluster.hyperpod_dependencies; "
             "sys.exit('aws_cdk' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False).returncode == 0
 

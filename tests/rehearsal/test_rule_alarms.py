@@ -29,7 +29,7 @@ def alarm(*actions: Any, **props: Any) -> dict[str, Any]:
 
 def alarms_stack(statements: list[dict[str, Any]] | None = (SSL_ONLY, CLOUDWATCH_PUBLISH),
                  key_statements: list[dict[str, Any]] = (ROOT, KEY_FOR_CLOUDWATCH), key: Any = "ref") -> dict[str, Any]:
-    """The topic of hyperwarm-<env>-alarms as hyperwarm.alarms.alarm_topic writes it (by default)."""
+    """The topic of hyperwarm-<env>-alarms as hyperwarm.observability.alarms.alarm_topic writes it (by default)."""
     resources: dict[str, Any] = {
         "Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": {"Statement": list(key_statements)}}},
         "Topic": {"Type": "AWS::SNS::Topic", "Properties": {

@@ -130,6 +130,6 @@ def test_a_worker_on_another_port_must_move_the_server_there() -> None:
 
 
 def test_the_rule_and_the_serving_rules_load_without_aws_cdk() -> None:
-    code = "import sys, rehearsal.rules.serving, hyperwarm.serving; sys.exit('aws_cdk' in sys.modules)"
+    code = "import sys, rehearsal.rules.serving, hyperwarm.serving.settings; sys.exit('aws_cdk' in sys.modules)"
     repo = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=repo, check=False).returncode == 0

@@ -1,0 +1,1 @@
+"""Shared helpers that are not API: token checks, scanner acknowledgments, validation rules."""

@@ -1,0 +1,161 @@
+"""Autoscaling of a HyperPod model deployment: the inference operator's ``autoScalingSpec`` (KEDA).
+
+Pure, cdk-free frozen dataclasses that validate themselves and render the operator's CRD field
+(:meth:`HyperPodAutoScaling.to_crd`), for whoever writes the ``InferenceEndpointConfig`` (this
+project's cdk8s chart converts ``cdk.json``'s ``autoscaling`` into them; your own chart or
+``KubernetesManifest`` can use them directly). Ranges are the CRD's (operator CRD 3.3). Unresolved
+tokens are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hyperwarm._internal.tokens import resolved
+from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE
+from hyperwarm._internal.validation import raise_problems
+
+AMP_WORKSPACE = r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$"
+"""An Amazon Managed Service for Prometheus workspace URL (a Prometheus trigger's server)."""
+STATISTIC = r"^(Average|Sum|Minimum|Maximum|SampleCount|p\d{1,2}(\.\d+)?)$"
+"""A CloudWatch statistic KEDA's scaler accepts."""
+PERIOD_S = (60, 86400)
+"""A CloudWatch trigger's query period, seconds."""
+METRIC_TYPES = ("Average", "Value")
+EXPORTER_SCALING_METRICS = ("RequestsWaiting",)
+"""The cache metrics exporter's metrics fit to scale on: per model, once a minute, a load figure."""
+
+
+@dataclass(frozen=True)
+class CloudWatchTrigger:
+    """Scale on a CloudWatch metric (KEDA's aws-cloudwatch scaler, with the operator's KEDA role)."""
+
+    namespace: str
+    metric_name: str
+    target_value: float
+    """The value per replica KEDA keeps (> 0)."""
+    dimensions: Mapping[str, str] = field(default_factory=dict)
+    """Dimension name -> value. Default: none."""
+    statistic: str = "Average"
+    """Average, Sum, Minimum, Maximum, SampleCount or a percentile such as p99. Default: Average."""
+    activation_target_value: float = 0
+    """Scale from zero above this (with ``min_replicas`` 0). Default: 0."""
+    metric_type: str = "Average"
+    """Average (per replica) or Value. Default: Average."""
+    period_s: int = 300
+    """The CloudWatch query period, 60..86400 seconds. Default: 300."""
+    min_value: float = 0
+    """What KEDA assumes when CloudWatch returns no data. Default: 0 (fails open: scale in toward
+    ``min_replicas``, even under load); ``target_value`` x N holds N replicas instead."""
+
+    @classmethod
+    def on_exporter(cls, metric: str, *, cluster_name: str, model: str, target_value: float,
+                    **options: Any) -> CloudWatchTrigger:
+        """A trigger on a metric the cache metrics exporter publishes for ``model`` of the EKS cluster
+        ``cluster_name`` (``Hyperwarm/Caches``, the exporter's dimensions; default period 60 s, its rate)."""
+        if metric not in EXPORTER_SCALING_METRICS:
+            raise ValueError(f"metric = {metric!r} -- allowed: {', '.join(EXPORTER_SCALING_METRICS)}")
+        return cls(EXPORTER_NAMESPACE, metric, target_value, {"ClusterName": cluster_name, "Model": model},
+                   **{"period_s": 60, **options})
+
+    def problems(self) -> list[str]:
+        out = []
+        if resolved(self.target_value) and not self.target_value > 0:
+            out.append(f"trigger.target_value = {self.target_value} -- must be positive")
+        if resolved(self.statistic) and not re.match(STATISTIC, self.statistic):
+            out.append(f"trigger.statistic = {self.statistic!r} -- allowed: Average, Sum, Minimum, Maximum, "
+                       "SampleCount or a percentile such as p99")
+        if resolved(self.period_s) and not PERIOD_S[0] <= self.period_s <= PERIOD_S[1]:
+            out.append(f"trigger.period_s = {self.period_s} -- allowed: {PERIOD_S[0]}..{PERIOD_S[1]}")
+        return out + _common(self)
+
+    def to_crd(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "metricName": self.metric_name,
+                "dimensions": [{"name": k, "value": v} for k, v in sorted(self.dimensions.items())],
+                "metricStat": self.statistic, "metricType": self.metric_type, "targetValue": self.target_value,
+                "activationTargetValue": self.activation_target_value, "metricCollectionPeriod": self.period_s,
+                "minValue": self.min_value}
+
+
+@dataclass(frozen=True)
+class PrometheusTrigger:
+    """Scale on a PromQL query against an Amazon Managed Service for Prometheus workspace."""
+
+    server_address: str
+    """The workspace URL, e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd."""
+    query: str
+    target_value: float
+    """The value per replica KEDA keeps (> 0)."""
+    activation_target_value: float = 0
+    """Scale from zero above this. Default: 0."""
+    metric_type: str = "Average"
+    """Average (per replica) or Value. Default: Average."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if resolved(self.server_address) and not re.match(AMP_WORKSPACE, self.server_address):
+            out.append(f"trigger.server_address = {self.server_address!r} -- allowed: an Amazon Managed Service for "
+                       "Prometheus workspace URL, e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123")
+        if resolved(self.target_value) and not self.target_value > 0:
+            out.append(f"trigger.target_value = {self.target_value} -- must be positive")
+        return out + _common(self)
+
+    def to_crd(self) -> dict[str, Any]:
+        return {"serverAddress": self.server_address, "query": self.query, "targetValue": self.target_value,
+                "activationTargetValue": self.activation_target_value, "metricType": self.metric_type}
+
+
+def _common(trigger: CloudWatchTrigger | PrometheusTrigger) -> list[str]:
+    out = []
+    if resolved(trigger.metric_type) and trigger.metric_type not in METRIC_TYPES:
+        out.append(f"trigger.metric_type = {trigger.metric_type!r} -- allowed: {', '.join(METRIC_TYPES)}")
+    if resolved(trigger.activation_target_value) and trigger.activation_target_value < 0:
+        out.append(f"trigger.activation_target_value = {trigger.activation_target_value} -- must not be negative")
+    return out
+
+
+RANGES = {"min_replicas": (0, 1000), "max_replicas": (1, 1000), "polling_interval_s": (1, 3600),
+           "cooldown_s": (0, 86400), "initial_cooldown_s": (0, 86400), "scale_up_stabilization_s": (0, 3600),
+           "scale_down_stabilization_s": (0, 3600)}
+"""Each :class:`HyperPodAutoScaling` number's (low, high), the CRD's."""
+
+
+@dataclass(frozen=True)
+class HyperPodAutoScaling:
+    """Replicas of a model deployment between ``min_replicas`` and ``max_replicas``, driven by one trigger."""
+
+    max_replicas: int
+    """1..1000."""
+    trigger: CloudWatchTrigger | PrometheusTrigger
+    min_replicas: int = 1
+    """0..1000 (0 scales to zero). Default: 1."""
+    polling_interval_s: int = 30
+    """How often KEDA reads the metric, 1..3600 s. Default: 30."""
+    cooldown_s: int = 300
+    """Wait before scaling to zero, 0..86400 s. Default: 300."""
+    initial_cooldown_s: int = 300
+    """No scaling this long after creation, 0..86400 s. Default: 300."""
+    scale_up_stabilization_s: int = 0
+    """0..3600 s. Default: 0."""
+    scale_down_stabilization_s: int = 300
+    """The highest recommendation of this window wins, 0..3600 s. Default: 300."""
+
+    def __post_init__(self) -> None:
+        problems = [f"{name} = {getattr(self, name)} -- allowed: {low}..{high}"
+                    for name, (low, high) in RANGES.items()
+                    if resolved(getattr(self, name)) and not low <= getattr(self, name) <= high]
+        if resolved(self.min_replicas) and resolved(self.max_replicas) and self.min_replicas > self.max_replicas:
+            problems.append(f"min_replicas = {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
+        raise_problems("HyperPodAutoScaling", "autoscaling", problems + self.trigger.problems())
+
+    def to_crd(self) -> dict[str, Any]:
+        """The operator's ``autoScalingSpec``."""
+        key = "cloudWatchTrigger" if isinstance(self.trigger, CloudWatchTrigger) else "prometheusTrigger"
+        return {"minReplicaCount": self.min_replicas, "maxReplicaCount": self.max_replicas,
+                "pollingInterval": self.polling_interval_s, "cooldownPeriod": self.cooldown_s,
+                "initialCooldownPeriod": self.initial_cooldown_s,
+                "scaleUpStabilizationTime": self.scale_up_stabilization_s,
+                "scaleDownStabilizationTime": self.scale_down_stabilization_s, key: self.trigger.to_crd()}

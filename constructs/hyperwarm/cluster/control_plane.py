@@ -1,0 +1,166 @@
+"""``EksControlPlane``: the EKS cluster HyperPod orchestrates with, its core add-ons and HyperPod's dependencies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, addon
+from hyperwarm.cluster.rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
+from hyperwarm._internal.validation import raise_problems
+
+_ALL_CONTROL_PLANE_LOGS = (
+    eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER, eks.ClusterLoggingTypes.SCHEDULER,
+)
+
+
+@dataclass(frozen=True)
+class EksControlPlaneProps:
+    """Properties of :class:`EksControlPlane`."""
+
+    vpc: ec2.IVpc
+    """The VPC of the control plane's network interfaces."""
+    security_group: ec2.ISecurityGroup
+    """The cluster security group, shared with the HyperPod nodes."""
+    subnets: ec2.SubnetSelection
+    """Subnets of the control plane's network interfaces and of the kubectl handler (private)."""
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    """EKS Kubernetes version, 1.30..1.35. Default: 1.33."""
+    endpoint_public_access: bool = False
+    """Expose the EKS API endpoint publicly. Default: private only.
+
+    AWS documents no HyperPod requirement either way; its reference stack (aws-samples/
+    awsome-distributed-training, ``eks-cluster-stack.yaml``) keeps EKS's default public endpoint.
+    Private only works because EKS resolves the endpoint name to VPC addresses from any resolver
+    (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html) and HyperPod nodes
+    reach the VPC through their cluster-VPC interface; if nodes fail to register, set this true."""
+    admin_principals: Sequence[iam.IRole | iam.IUser] = ()
+    """IAM roles or users given cluster-admin access entries. Default: a new role assumable by the account."""
+    addon_versions: Mapping[str, str] = field(default_factory=dict)
+    """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version."""
+
+
+class EksControlPlane:
+    """An EKS cluster (API authentication, private endpoint, every control-plane log, KMS-encrypted
+    secrets, no node groups) with the core add-ons and HyperPod's in-cluster dependencies, which must
+    exist before ``AWS::SageMaker::Cluster``.
+
+    A part of :class:`hyperwarm.HyperPodEksCluster` (see there): it adds ``Eks``, ``SecretsKey``,
+    ``KubectlLayer``, ``AdminRole`` (without ``admin_principals``), one child per core add-on and
+    ``HyperPodDependencies`` to ``scope``.
+    """
+
+    def __init__(self, scope: Construct, props: EksControlPlaneProps) -> None:
+        raise_problems(scope.node.path, "EksControlPlaneProps",
+                       control_plane_problems(scope, props.kubernetes_version, props.admin_principals))
+        self.cluster = eks.Cluster(
+            scope, "Eks",
+            version=eks.KubernetesVersion.of(props.kubernetes_version),
+            vpc=props.vpc,
+            vpc_subnets=[props.subnets],
+            security_group=props.security_group,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            endpoint_access=eks.EndpointAccess.PUBLIC_AND_PRIVATE if props.endpoint_public_access
+            else eks.EndpointAccess.PRIVATE,
+            cluster_logging=list(_ALL_CONTROL_PLANE_LOGS),
+            secrets_encryption_key=kms.Key(scope, "SecretsKey", enable_key_rotation=True,
+                                           description="EKS secrets envelope encryption"),
+            bootstrap_cluster_creator_admin_permissions=False,
+            # Applies the packaged HyperPod dependency manifests; kubectl matches the control plane.
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=_kubectl_layer(scope, props.kubernetes_version)),
+        )
+        acknowledge(self.cluster, "the EKS control-plane service role requires the AWS-managed "
+                    "AmazonEKSClusterPolicy", managed_policy("AmazonEKSClusterPolicy"))
+        _acknowledge_kubectl_provider(self.cluster)
+        self.admin_role: iam.Role | None = self._grant_admins(scope, props.admin_principals)
+        """The cluster-admin role created when no ``admin_principals`` are given."""
+        self.core_addons: list[eks.CfnAddon] = [
+            addon(scope, name, self.cluster, props.addon_versions) for name in CORE_ADDONS]
+        self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", cluster=self.cluster,
+                                                 region=cdk.Stack.of(scope).region, after=self.core_addons)
+
+    def _grant_admins(self, scope: Construct, principals: Sequence[iam.IRole | iam.IUser]) -> iam.Role | None:
+        """Cluster-admin access entries for ``principals``, or for a new role (returned) without any."""
+        arns = [str(_principal_arn(p)) for p in principals]
+        role = None
+        if not arns:
+            role = iam.Role(scope, "AdminRole", assumed_by=iam.AccountRootPrincipal(),
+                            description="Cluster administrators of the HyperPod EKS cluster")
+            arns = [role.role_arn]
+        policy = eks.AccessPolicy.from_access_policy_name(
+            "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)
+        for index, arn in enumerate(arns):
+            self.cluster.grant_access(f"Admin{index}", arn, [policy])
+        return role
+
+
+def _principal_arn(principal: iam.IRole | iam.IUser) -> str | None:
+    """A role's or a user's ARN (jsii interfaces support no isinstance)."""
+    return getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
+
+
+def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
+    """Findings on the kubectl provider aws-cdk-lib adds to apply manifests, found through its public API:
+    the provider's ``role`` belongs to its handler function, which holds the ECR Public condition."""
+    provider = cluster.kubectl_provider
+    assert provider is not None and provider.role is not None  # kubectl_provider_options are always given
+    handler = provider.role.node.scope
+    acknowledge(provider, "aws-cdk-lib's kubectl handler only writes its own logs and runs in the cluster's "
+                "private subnets to reach a private EKS API",
+                managed_policy("service-role/AWSLambdaBasicExecutionRole"),
+                managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
+    ecr_public = [c for c in handler.node.children if isinstance(c, cdk.CfnCondition)]
+    acknowledge(provider, "aws-cdk-lib's kubectl handler pulls chart images read-only, as aws-cdk-lib designs it",
+                managed_policy("AmazonEC2ContainerRegistryReadOnly"),
+                *('IAM4[Policy::{"Fn::If":["' + logical_id(condition) + '",{"Fn::Join":["",["arn:",'
+                  '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
+                  '{"Ref":"AWS::NoValue"}]}]' for condition in ecr_public))
+    acknowledge(provider, "the provider framework may invoke only the kubectl handler and its versions",
+                f"IAM5[Resource::<{logical_id(handler)}.Arn>:*]")
+    acknowledge(provider, "runtimes of aws-cdk-lib's own deployment-time handlers are chosen by aws-cdk-lib "
+                "and move with its upgrades", "L1")
+    acknowledge_deploy_time_handlers(provider)
+
+
+def _kubectl_layer(scope: Construct, kubernetes_version: str) -> lambda_.ILayerVersion:
+    """A kubectl within one minor version of the control plane, as kubectl's skew policy requires."""
+    minor = int(kubernetes_version.split(".")[1])
+    if minor <= 31:
+        from aws_cdk.lambda_layer_kubectl_v31 import KubectlV31Layer
+        return KubectlV31Layer(scope, "KubectlLayer")
+    if minor <= 33:
+        from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+        return KubectlV33Layer(scope, "KubectlLayer")
+    from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
+    return KubectlV34Layer(scope, "KubectlLayer")
+
+
+def control_plane_problems(scope: Construct, kubernetes_version: str,
+                           admin_principals: Sequence[iam.IRole | iam.IUser]) -> list[str]:
+    """``field = value -- rule`` for each problem; the stack of ``scope`` needs a concrete region."""
+    errors = []
+    if cdk.Token.is_unresolved(cdk.Stack.of(scope).region):
+        errors.append("stack region -- a token: a HyperPod EKS cluster needs a stack with a concrete region "
+                      "(HyperPod's health monitoring agent image is published per region)")
+    if cdk.Token.is_unresolved(kubernetes_version):
+        errors.append("kubernetes_version -- a token: the kubectl layer is chosen by the version at synth")
+    elif kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+        errors.append(f"kubernetes_version = {kubernetes_version!r} -- allowed: "
+                      f"{', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+    for index, principal in enumerate(admin_principals):
+        if _principal_arn(principal) is None:
+            errors.append(f"admin_principals[{index}] = {principal!r} -- allowed: an iam.IRole or iam.IUser "
+                          "(EKS access entries name roles and users)")
+    return errors

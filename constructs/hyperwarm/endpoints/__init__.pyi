@@ -1,0 +1,33 @@
+"""Public names of ``hyperwarm.endpoints`` (read by type checkers, and by lazy_loader at run time)."""
+
+from .base import IInferenceEndpoint as IInferenceEndpoint
+from .client import (
+    PREFIX_AWARE_ID_HEADER as PREFIX_AWARE_ID_HEADER,
+    canonical_json as canonical_json,
+    invoke_endpoint_args as invoke_endpoint_args,
+    prefix_aware_id as prefix_aware_id,
+)
+from .configuration import (
+    EndpointConfiguration as EndpointConfiguration,
+    EndpointConfigurationProps as EndpointConfigurationProps,
+    production_variant_api_shape as production_variant_api_shape,
+)
+from .endpoint import InferenceEndpoint as InferenceEndpoint
+from .inference_component import InferenceComponent as InferenceComponent, InferenceComponentProps as InferenceComponentProps
+from .model import (
+    InferenceModel as InferenceModel,
+    InferenceModelProps as InferenceModelProps,
+    grant_model_data_read as grant_model_data_read,
+)
+from .props import (
+    Autoscaling as Autoscaling,
+    DataCapture as DataCapture,
+    DeploymentGuardrails as DeploymentGuardrails,
+    InferenceComponentSpec as InferenceComponentSpec,
+    InferenceEndpointProps as InferenceEndpointProps,
+    ModelSpec as ModelSpec,
+    ProductionVariant as ProductionVariant,
+    ServerlessSpec as ServerlessSpec,
+    TrafficShift as TrafficShift,
+)
+from .routing import Routing as Routing

@@ -1,0 +1,19 @@
+"""Public names of ``hyperwarm.observability`` (read by type checkers, and by lazy_loader at run time)."""
+
+from .alarms import (
+    AlarmDestination as AlarmDestination,
+    AlarmDestinationProps as AlarmDestinationProps,
+    SlackChannel as SlackChannel,
+    alarm_topic as alarm_topic,
+    allow_cloudwatch_alarms as allow_cloudwatch_alarms,
+    declare_existing_alarm_topic as declare_existing_alarm_topic,
+    notify_alarms as notify_alarms,
+)
+from .cache_exporter import CacheMetricsExporter as CacheMetricsExporter, CacheMetricsExporterProps as CacheMetricsExporterProps
+from .dashboard import (
+    HyperPodModels as HyperPodModels,
+    InferenceObservability as InferenceObservability,
+    InferenceObservabilityProps as InferenceObservabilityProps,
+)
+from .endpoint_metrics import EndpointMetricsBridge as EndpointMetricsBridge, EndpointMetricsBridgeProps as EndpointMetricsBridgeProps
+from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric

@@ -1,0 +1,140 @@
+"""What the cache refresh functions may do, and what serving a refreshed prefix needs.
+
+The functions' role names the bucket prefixes, the state table, the queue, the endpoints and the
+models and configs a refresh creates (named by the function's own contract), and the HyperPod
+cluster; inside the cluster it may only get and patch the operator's objects in the targets'
+namespaces. Whatever serves a refreshed prefix (an endpoint's execution role, the inference
+operator's model readers) is granted it through the public grant functions
+(:func:`~hyperwarm.endpoints.model.grant_model_data_read`, :func:`~hyperwarm.cluster.addons.grant_mounted_model_read`),
+whose policies land in the grantee's stack. A plain helper adding to the hook itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from hyperwarm.cluster.addons import grant_mounted_model_read
+from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.endpoints.model import grant_model_data_read
+from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
+
+RBAC_GROUP = "hyperwarm:cache-refresh"
+
+
+class RefreshAccess:
+    """The refresh role's policies and, with a cluster, its access entry and namespace-scoped RBAC."""
+
+    def __init__(self, scope: Construct, *, role: iam.Role, bucket: s3.IBucket, prefixes: Sequence[str],
+                 state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
+                 namespaces: Sequence[str], endpoints: Sequence[IInferenceEndpoint]) -> None:
+        if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
+            bucket.encryption_key.grant_decrypt(role)
+        for prefix in prefixes:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
+            acknowledge(role, "the function reads the manifest and checks every file of a model version under "
+                        "its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
+            resources=[state_table.table_arn]))
+        dead_letter_queue.grant_send_messages(role)
+        self.access_entry: eks.CfnAccessEntry | None = None
+        self.rbac: eks.KubernetesManifest | None = None
+        self.rbac_objects: list[dict[str, Any]] = []
+        if cluster is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["eks:DescribeCluster"], resources=[cluster.eks_cluster.cluster_arn]))
+            self._kubernetes_access(scope, role, cluster, namespaces)
+        if endpoints:
+            _grant_endpoints(cdk.Stack.of(scope), role, endpoints)
+
+    def _kubernetes_access(self, scope: Construct, role: iam.IRole, cluster: IHyperPodCluster,
+                           namespaces: Sequence[str]) -> None:
+        """An access entry in a group that a namespace-scoped Role lets get and patch the operator's objects."""
+        eks_cluster = cluster.eks_cluster
+        self.access_entry = eks.CfnAccessEntry(
+            scope, "AccessEntry", cluster_name=eks_cluster.cluster_name, principal_arn=role.role_arn,
+            kubernetes_groups=[RBAC_GROUP], type="STANDARD")
+        self.rbac_objects = rbac_objects(namespaces)
+        self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=eks_cluster, manifest=self.rbac_objects,
+                                           overwrite=True)
+        if cluster.inference_operator is not None:
+            self.rbac.node.add_dependency(cluster.inference_operator.addon)  # the operator's CRDs exist first
+
+
+def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInferenceEndpoint]) -> None:
+    """Update the endpoints, create and retire the models and configs a refresh names, pass their roles."""
+    def arn(resource: str, name: str) -> str:
+        return stack.format_arn(service="sagemaker", resource=resource, resource_name=name)
+
+    names = [e.endpoint_name for e in endpoints]
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpoint"],
+        resources=[arn("endpoint", contract.arn_name(n)) for n in names]))
+    created = refreshed_resource_names(names)
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="CreateAndRetireRefreshedVersions",
+        actions=["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig",
+                 "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
+        resources=[arn(kind, n) for kind, n in created]))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
+        resources=[arn("model", "*"), arn("endpoint-config", "*")]))
+    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name; "
+                "the live ones CloudFormation created have generated names too, and are only described",
+                *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
+                  for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
+    for endpoint in endpoints:
+        assert endpoint.execution_role is not None  # the hook's validation requires it
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["iam:PassRole"], resources=[endpoint.execution_role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
+        if endpoint.encryption_key is not None:
+            endpoint.encryption_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+
+
+def grant_serving_read(bucket: s3.IBucket, prefix: str, endpoints: Sequence[IInferenceEndpoint],
+                       clusters: Sequence[IHyperPodCluster]) -> list[iam.Grant]:
+    """Whatever serves a refreshed prefix reads every version of it, not only the one first deployed."""
+    grants = [grant_model_data_read(e, bucket, prefix) for e in endpoints]
+    for cluster in clusters:
+        if cluster.inference_operator is not None:
+            grants += [grant_mounted_model_read(reader, bucket, prefix)
+                       for reader in cluster.inference_operator.model_readers]
+    return grants
+
+
+def refreshed_resource_names(endpoint_names: Sequence[str]) -> list[tuple[str, str]]:
+    """(ARN resource type, IAM name pattern) of every Model and EndpointConfig a refresh of these
+    endpoints creates: the function's own naming (:mod:`~hyperwarm.functions.cache_refresh.contract`),
+    truncation included."""
+    stems = (("model", contract.model_stem), ("endpoint-config", contract.endpoint_config_stem))
+    return sorted({(kind, contract.arn_name(f"{stem(n)}-*")) for n in endpoint_names for kind, stem in stems})
+
+
+def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
+    """A Role and RoleBinding per namespace: get and patch the operator's model objects, nothing else."""
+    name = "hyperwarm-cache-refresh"
+    objects: list[dict[str, Any]] = []
+    for namespace in namespaces:
+        meta = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "hyperwarm"}}
+        objects += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+             "rules": [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
+                        "resources": ["inferenceendpointconfigs", "jumpstartmodels", "modelweightscacheconfigs"],
+                        "verbs": ["get", "patch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]},
+        ]
+    return objects

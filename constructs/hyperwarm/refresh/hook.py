@@ -1,0 +1,363 @@
+"""``CacheRefreshHook``: a complete new model version in S3 refreshes caches and endpoints.
+
+The model-source bucket sends events to EventBridge. One rule matches only the object that marks
+a version complete (``<prefix>/<version>/manifest.json``, written last), so a half-uploaded model
+never starts a rollout, and invokes the refresh Lambda (``lambdas/cache_refresh``) with retries
+and an encrypted dead-letter queue. A second rule passes SageMaker endpoint state changes to the
+same code, which finishes endpoint rollouts. Whatever fails reaches that queue: events EventBridge
+cannot deliver, permanent failures the function records, and (the functions' on-failure
+destination) every invocation that still raises after Lambda's retries.
+
+The parts: :mod:`.refresh_functions` (functions, role, logs, failure destination),
+:mod:`.refresh_access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
+:mod:`.refresh_events` (rules), :mod:`.refresh_asset` (the code). What the construct writes and the
+function reads (environment, targets, names, metrics) is the function's own
+:mod:`~hyperwarm.functions.cache_refresh.contract`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from hyperwarm.serving.buckets import model_bucket
+from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
+from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
+from hyperwarm.refresh.functions import RefreshFunctions
+from hyperwarm._internal.validation import raise_problems, repeated
+
+__all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
+           "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
+
+
+@dataclass(frozen=True)
+class HyperPodRefreshTarget:
+    """An operator deployment on a HyperPod cluster, and its stand-alone pre-warm weight caches."""
+
+    cluster: IHyperPodCluster
+    namespace: str
+    name: str
+    resource: str = contract.HyperPodTarget.resource
+    """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
+    InferenceEndpointConfig."""
+    weights_caches: Sequence[str] = ()
+    """``ModelWeightsCacheConfig`` names repointed too. Default: none."""
+
+    def to_contract(self) -> contract.HyperPodTarget:
+        """The target as the function reads it."""
+        return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
+                                       name=self.name, resource=self.resource, caches=tuple(self.weights_caches))
+
+
+@dataclass(frozen=True)
+class BlueGreen:
+    """How a refreshed endpoint shifts traffic (``DeploymentConfig.BlueGreenUpdatePolicy``)."""
+
+    traffic: str = contract.BlueGreen.traffic
+    """One of ``contract.TRAFFIC_TYPES``: ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
+    step_percent: int = contract.BlueGreen.step_percent
+    """Canary size (1..50) or linear step (10..50) in percent of the variant's instances
+    (``contract.SHIFT_PERCENT``); unused with ALL_AT_ONCE. Default: 10."""
+    wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
+    """Bake time between steps. Default: 5 minutes."""
+    termination_wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
+    """How long the old fleet stays after the switch. Default: 5 minutes."""
+    max_execution: cdk.Duration = field(default_factory=lambda: cdk.Duration.hours(1))
+    """Give up (and roll back) after this. Default: 1 hour."""
+    rollback_alarms: Sequence[cloudwatch.IAlarm] = ()
+    """CloudWatch alarms that roll the update back (e.g. the endpoint's own ``rollback_alarms``). Default: none."""
+
+    def to_contract(self) -> contract.BlueGreen:
+        return contract.BlueGreen(
+            traffic=self.traffic, step_percent=self.step_percent, wait_seconds=int(self.wait.to_seconds()),
+            termination_wait_seconds=int(self.termination_wait.to_seconds()),
+            max_execution_seconds=int(self.max_execution.to_seconds()),
+            rollback_alarms=tuple(a.alarm_name for a in self.rollback_alarms))
+
+
+@dataclass(frozen=True)
+class EndpointRefreshTarget:
+    """A SageMaker endpoint whose variants read the refreshed prefix."""
+
+    endpoint: IInferenceEndpoint
+    """The endpoint, with a resolved ``endpoint_name`` and a known ``execution_role`` (what UpdateEndpoint passes)."""
+    blue_green: BlueGreen = field(default_factory=BlueGreen)
+    """Traffic shifting of the refresh's UpdateEndpoint. Default: all at once after 5 minutes."""
+
+    def to_contract(self) -> contract.EndpointTarget:
+        """The target as the function reads it."""
+        return contract.EndpointTarget(endpoint=self.endpoint.endpoint_name, blue_green=self.blue_green.to_contract())
+
+
+@dataclass(frozen=True)
+class RefreshedPrefix:
+    """One model prefix (``<prefix>/<version>/manifest.json``) and everything that serves it."""
+
+    prefix: str
+    hyperpod: Sequence[HyperPodRefreshTarget] = ()
+    endpoints: Sequence[EndpointRefreshTarget] = ()
+
+
+@dataclass(frozen=True)
+class CacheRefreshHookProps:
+    """Properties of :class:`CacheRefreshHook`."""
+
+    models: Sequence[RefreshedPrefix]
+    """The refreshed prefixes (at least one)."""
+    bucket: s3.IBucket | None = None
+    """The model-source bucket. Default: a new versioned, encrypted, SSL-only bucket."""
+    bucket_name: str | None = None
+    """Name of the new bucket when ``bucket`` is not given. Default: generated by CloudFormation."""
+    dry_run: bool = False
+    """Verify and decide, log what would change, change nothing. Default: false."""
+    function_name: str | None = None
+    """Name of the refresh function (what ``hyperwarm refresh replay`` invokes). Default: generated."""
+    retry_attempts: int = 2
+    """EventBridge retries of a failed delivery before the dead-letter queue, 0..185. Default: 2."""
+    function_retry_attempts: int = 2
+    """Lambda's retries of an invocation that raised, before its invocation record goes to the
+    dead-letter queue, 0..2. Default: 2."""
+    max_event_age: cdk.Duration = field(default_factory=lambda: cdk.Duration.hours(2))
+    """Oldest event EventBridge still delivers and Lambda still runs (then: dead-letter queue),
+    1 minute..6 hours. Default: 2 hours."""
+    state_table_name: str | None = None
+    """Name of the state table. Give one when something outside this stack reads the state (the
+    deploy-time :class:`~hyperwarm.refresh.guard.RefreshGuard`). Default: generated by CloudFormation."""
+    dead_letter_queue_name: str | None = None
+    """Name of the dead-letter queue. Give one when something outside this stack writes letters (the
+    deploy-time :class:`~hyperwarm.refresh.guard.RefreshGuard` during a stack rollback). Default:
+    generated by CloudFormation."""
+    lock: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
+    """How long one refresh holds its target (and the function timeout). Default: 15 minutes."""
+    reconcile_every: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
+    """How often the reconciliation settles rollouts and waiting versions whose end was never announced
+    (an event lost to an undeliverable target or a disabled rule, a lock whose holder died), whole
+    minutes, 1..60. The longest a lost event delays a refresh. Default: 5 minutes."""
+
+
+class CacheRefreshHook(Construct):
+    """New model versions in S3 move HyperPod deployments and SageMaker endpoints to them.
+
+    Whatever serves a refreshed prefix is granted to read every version of it (an endpoint's execution
+    role, the inference operator's ``model_readers``), through the public grant functions; those
+    policies land in the grantees' stacks. ``node.default_child`` is the refresh function's
+    ``AWS::Lambda::Function``.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: CacheRefreshHookProps) -> None:
+        super().__init__(scope, id)
+        raise_problems(self.node.path, "CacheRefreshHookProps", props_problems(props))
+        self.bucket: s3.IBucket = props.bucket or model_bucket(self, "Models", props.bucket_name)
+        self.bucket.enable_event_bridge_notification()
+        _acknowledge_notifications_handler(cdk.Stack.of(self))
+        self.state_table = self._state_table(props)
+        self.dead_letter_queue = self._dead_letter_queue(props)
+        self.cluster: IHyperPodCluster | None = next((t.cluster for m in props.models for t in m.hyperpod), None)
+        endpoints = [t.endpoint for m in props.models for t in m.endpoints]
+        functions = RefreshFunctions(
+            self, cluster=self.cluster, environment=self._environment(props), dead_letter_queue=self.dead_letter_queue,
+            function_name=props.function_name, lock=props.lock, retry_attempts=props.function_retry_attempts,
+            max_event_age=props.max_event_age)
+        self.security_group = functions.security_group
+        self.role = functions.role
+        self.function = functions.function
+        self.state_handler = functions.state_handler
+        self.reconciler = functions.reconciler
+        self.node.default_child = self.function.node.default_child
+        access = RefreshAccess(
+            self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
+            state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
+            namespaces=sorted({t.namespace for m in props.models for t in m.hyperpod}), endpoints=endpoints)
+        self.access_entry = access.access_entry
+        self.rbac = access.rbac
+        self.rbac_objects = access.rbac_objects
+        self._grant_serving_read(props)
+        rules = RefreshEvents(
+            self, bucket_name=self.bucket.bucket_name, prefixes=[m.prefix for m in props.models],
+            endpoint_names=[e.endpoint_name for e in endpoints], function=self.function,
+            state_handler=self.state_handler, reconciler=self.reconciler, reconcile_every=props.reconcile_every,
+            dead_letter_queue=self.dead_letter_queue, retry_attempts=props.retry_attempts,
+            max_event_age=props.max_event_age)
+        self.manifest_rule = rules.manifest_rule
+        self.endpoint_rule = rules.endpoint_rule
+        self.reconcile_rule = rules.reconcile_rule
+        self.alarms = self._alarms()
+        """The four alarms by name, without actions: ``hyperwarm.observability.alarms.notify_alarms(stack, topic)`` gives them
+        the topic on-call reads (the app's stacks do so for every alarm)."""
+
+    # -- metrics users alarm on ------------------------------------------------------------------
+
+    def metric_refresh_failed(self, **options: Any) -> cloudwatch.Metric:
+        """Refreshes that failed or were rolled back (the previous version still serves), including
+        targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
+        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
+                                 dimensions_map={"service": contract.SERVICE},
+                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+
+    def metric_dead_letters(self, **options: Any) -> cloudwatch.Metric:
+        """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
+        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+            **{"period": cdk.Duration.minutes(5), "statistic": "Maximum", **options})
+
+    def metric_errors(self, **options: Any) -> cloudwatch.MathExpression:
+        """Invocations of any of the three functions that raised (for the reconciler: a run that could not
+        reconcile every target). Default: Sum over 5 minutes."""
+        return self._sum([fn.metric_errors() for fn in (self.function, self.state_handler, self.reconciler)],
+                         options)
+
+    def metric_undelivered_failures(self, **options: Any) -> cloudwatch.MathExpression:
+        """Failed invocations that could not be sent to the dead-letter queue (lost). Default: Sum over 5 minutes."""
+        return self._sum([fn.metric("DestinationDeliveryFailures", statistic="Sum")
+                          for fn in (self.function, self.state_handler)], options)
+
+    def metric_reconciled(self, **options: Any) -> cloudwatch.Metric:
+        """What the reconciliation repaired: rollouts, unrecorded updates and waiting versions whose end
+        was never announced (above zero means events are being lost). Default: Sum over 1 hour."""
+        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.RECONCILED_METRIC,
+                                 dimensions_map={"service": contract.SERVICE},
+                                 **{"statistic": "Sum", "period": cdk.Duration.hours(1), **options})
+
+    @staticmethod
+    def _sum(metrics: list[cloudwatch.IMetric], options: dict[str, Any]) -> cloudwatch.MathExpression:
+        # One function alone may fail while the others have no data point: missing counts as 0, else
+        # the sum is missing too and the alarm never sees the failure.
+        names = [chr(ord("a") + i) for i in range(len(metrics))]
+        return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
+                                         using_metrics=dict(zip(names, metrics)),
+                                         **{"period": cdk.Duration.minutes(5), **options})
+
+    # -- parts -----------------------------------------------------------------------------------
+
+    def _state_table(self, props: CacheRefreshHookProps) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self, "State", table_name=props.state_table_name,
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute="expiration",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        acknowledge_checkov(table, "holds model prefixes, version ids, target names and refresh status, no "
+                            "secrets; encrypted at rest with the AWS-managed DynamoDB key", "CKV_AWS_119")
+        return table
+
+    def _dead_letter_queue(self, props: CacheRefreshHookProps) -> sqs.Queue:
+        queue = sqs.Queue(self, "DeadLetters", queue_name=props.dead_letter_queue_name,
+                          encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+                          retention_period=cdk.Duration.days(14))
+        acknowledge(queue, "this queue is itself the dead-letter queue of the refresh events and of the refresh "
+                    "functions' failed invocations", "SQS3")
+        acknowledge_checkov(queue, "encrypted with SQS-managed keys (SqsManagedSseEnabled); a KMS key would have "
+                            "to be a customer key whose policy admits EventBridge, which cannot use the "
+                            "AWS-managed alias/aws/sqs key", "CKV_AWS_27")
+        return queue
+
+    def _environment(self, props: CacheRefreshHookProps) -> dict[str, str]:
+        """The function's environment (README.md of ``lambdas/cache_refresh``, "Environment")."""
+        targets = {m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
+                   for m in props.models}
+        return {
+            contract.REFRESH_TARGETS: cdk.Stack.of(self).to_json_string(contract.targets_json(targets)),
+            contract.STATE_TABLE: self.state_table.table_name,
+            contract.ALLOWED_BUCKETS: self.bucket.bucket_name,
+            contract.DLQ_URL: self.dead_letter_queue.queue_url,
+            contract.DRY_RUN: "true" if props.dry_run else "false",
+            contract.LOCK_SECONDS: str(int(props.lock.to_seconds())),
+            contract.SERVICE_VARIABLE: contract.SERVICE,
+            contract.METRICS_NAMESPACE_VARIABLE: contract.METRICS_NAMESPACE,
+        }
+
+    def _grant_serving_read(self, props: CacheRefreshHookProps) -> None:
+        """Whatever serves a refreshed prefix reads every version of it, not only the one first deployed.
+        By bucket name where the name is known, so the grantees' stacks never depend on this one."""
+        name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
+        readable = s3.Bucket.from_bucket_attributes(self, "ModelsByName", bucket_name=name,
+                                                    encryption_key=self.bucket.encryption_key) \
+            if name and not cdk.Token.is_unresolved(name) else self.bucket
+        for model in props.models:
+            grant_serving_read(readable, model.prefix, [t.endpoint for t in model.endpoints],
+                               [t.cluster for t in model.hyperpod])
+
+    def _alarms(self) -> dict[str, cloudwatch.Alarm]:
+        def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
+            return cloudwatch.Alarm(self, name, metric=metric, threshold=1, evaluation_periods=1,
+                                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                                    alarm_description=description)
+        return {
+            "dead_letters": alarm("DeadLettersAlarm", self.metric_dead_letters(),
+                                  "refresh events wait in the dead-letter queue: see `hyperwarm refresh replay`"),
+            "errors": alarm("ErrorsAlarm", self.metric_errors(), "the cache refresh functions failed"),
+            "undelivered": alarm("UndeliveredFailuresAlarm", self.metric_undelivered_failures(),
+                                 "a failed refresh invocation could not be sent to the dead-letter queue: it is "
+                                 "lost; check the queue's policy and the functions' role"),
+            "refresh_failed": alarm("RefreshFailedAlarm", self.metric_refresh_failed(),
+                                    "a refresh failed or was rolled back; the previous version still serves"),
+        }
+
+
+def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
+    """Findings on aws-cdk-lib's singleton handler that turns on the bucket's EventBridge notifications."""
+    for handler in stack.node.children:
+        if handler.node.id.startswith("BucketNotificationsHandler"):
+            acknowledge(handler, "aws-cdk-lib's bucket-notifications handler only writes its own logs besides "
+                        "configuring the bucket's notifications at deploy time",
+                        managed_policy("service-role/AWSLambdaBasicExecutionRole"))
+            acknowledge_deploy_time_handlers(handler)
+
+
+def props_problems(props: CacheRefreshHookProps) -> list[str]:
+    """Every problem of the props, ``field = value -- rule``; the targets' own rules are the contract's."""
+    if not props.models:
+        return ["models = [] -- needs at least one refreshed prefix"]
+    problems = [f"models[].prefix = {p!r} -- prefixes must be unique" for p in repeated(m.prefix for m in props.models)]
+    for i, model in enumerate(props.models):
+        problems += _prefix_problems(f"models[{i}]", model)
+    clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
+    if len(clusters) > 1:
+        problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
+    for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
+                                   ("function_retry_attempts", props.function_retry_attempts, 0, 2)):
+        if not low <= value <= high:
+            problems.append(f"{name} = {value} -- allowed: {low}..{high}")
+    age = props.max_event_age.to_seconds()
+    if not 60 <= age <= 6 * 3600:
+        problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
+    every = props.reconcile_every.to_seconds()
+    if not (60 <= every <= 3600 and every % 60 == 0):
+        problems.append(f"reconcile_every = {every:g} seconds -- allowed: whole minutes, 1..60")
+    return problems
+
+
+def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
+    problem = contract.prefix_problem(model.prefix)
+    problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
+    if not model.hyperpod and not model.endpoints:
+        problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
+    for j, target in enumerate(model.hyperpod):
+        problems += [f"{where}.hyperpod[{j}].{p}" for p in
+                     contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+    for j, target in enumerate(model.endpoints):
+        endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
+        if cdk.Token.is_unresolved(endpoint.endpoint_name):
+            problems.append(f"{at}.endpoint = {endpoint.node.path} -- needs an explicit endpoint_name so the "
+                            "refresh function's IAM and event rule can name it")
+            continue
+        if endpoint.execution_role is None:
+            problems.append(f"{at}.endpoint = {endpoint.node.path} -- its execution_role is unknown; import it "
+                            "with execution_role (the refresh passes it to the models it creates)")
+        problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+    return problems
