@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
                                       find, find_promql)
 
@@ -25,7 +25,7 @@ def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 _EXPORTER = "hyperwarm.functions.cache_exporter.handler.lambda_handler"
-_BRIDGE = "hyperwarm.functions.cache_exporter.endpoints.lambda_handler"
+_BRIDGE = "hyperwarm.functions.endpoint_metrics.handler.lambda_handler"
 
 
 def _function(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 import boto3
 
 from ..eks_auth import cluster_access, eks_token
-from . import publishing
-from .budget import deadline as run_deadline
+from ..metric_publishing import publishing
+from ..metric_publishing.budget import deadline as run_deadline
 from .counters import Scrape, Snapshots
 from .kube import KubeReader, ScrapeError
 from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .ttft import bucket_counts, distribution
+from ..metric_publishing.ttft import bucket_counts, distribution
 from .vllm import EngineSample
 
 

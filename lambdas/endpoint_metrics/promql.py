@@ -11,7 +11,7 @@ The PromQL alarm, the dashboard's text widget and the endpoint metrics bridge (w
 the prefix-cache hit rate as CloudWatch metrics) all take their query from here, and the catalog test and
 the deploy rehearsal read alarms back with :func:`selectors`. Pure (no aws-cdk, no boto3): it lives in
 the bridge's function package so the function writes its queries from a compact :class:`Variant`
-entry, and the constructs import it as ``hyperwarm.functions.cache_exporter.promql``.
+entry, and the constructs import it as ``hyperwarm.functions.endpoint_metrics.promql``.
 """
 
 from __future__ import annotations
