@@ -21,7 +21,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import boto3
 import urllib3
@@ -95,7 +96,7 @@ def metric_data(selected: list[Variant], query: Callable[[str], list[dict[str, A
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     region = os.environ["AWS_REGION"]
     selected = variants(os.environ[VARIANTS])
-    now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    now = datetime.datetime.now(datetime.UTC).replace(second=0, microsecond=0)
     credentials = boto3.Session().get_credentials()
     deadline = run_deadline(context, BUDGET, RESERVE)
 

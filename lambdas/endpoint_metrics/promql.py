@@ -17,8 +17,9 @@ entry, and the constructs import it as ``hyperwarm.functions.endpoint_metrics.pr
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"
 VARIANT_LABEL = "aws.sagemaker.variant.name"
@@ -139,5 +140,5 @@ class Variant:
         return {"endpoint": self.endpoint, "variant": self.variant, "engine": self.engine, "window": self.window}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> "Variant":
+    def from_entry(cls, entry: Mapping[str, Any]) -> Variant:
         return cls(entry["endpoint"], entry["variant"], entry["engine"], entry["window"])

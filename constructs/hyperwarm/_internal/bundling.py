@@ -81,8 +81,8 @@ class FunctionPackage:
             shutil.copytree(package, out / "hyperwarm" / "functions" / package.name, ignore=_IGNORED)
 
     def code(self) -> lambda_.Code:
-        """Its Lambda asset, written by :meth:`bundle` from this environment, offline. The pins are checked here, at construction, so a mismatch fails synth with this module's
-        message."""
+        """Its Lambda asset, written by :meth:`bundle` from this environment, offline. The pins are checked
+        here, at construction, so a mismatch fails synth with this module's message."""
         for name, pinned in self.pins().items():
             self._installed(name, pinned)
         return lambda_.Code.from_asset(
