@@ -83,8 +83,7 @@ class FunctionPackage:
     def code(self) -> lambda_.Code:
         """Its Lambda asset, written by :meth:`bundle` from this environment, offline. The pins are checked
         here, at construction, so a mismatch fails synth with this module's message."""
-        for name, pinned in self.pins().items():
-            self._installed(name, pinned)
+        self._distributions()
         return lambda_.Code.from_asset(
             str(self.source),
             asset_hash_type=cdk.AssetHashType.OUTPUT,
@@ -92,25 +91,32 @@ class FunctionPackage:
                                          local=_Bundle(self)),
         )
 
-    def _installed(self, name: str, pinned: str) -> importlib.metadata.Distribution:
-        """The installed distribution ``name`` at exactly ``pinned``, or a :class:`BundlingError` saying what to do."""
-        requirements = self.requirements or self.source / "requirements.txt"
-        fix = f"install the function's pinned dependencies: pip install -r {requirements} (or hyperwarm[{self.extra}])"
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            raise BundlingError(f"cannot bundle {self.description}: {name}=={pinned} is pinned in "
-                                f"{requirements.name} but not installed; {fix}") from None
-        if dist.version != pinned:
-            raise BundlingError(f"cannot bundle {self.description}: {name} is pinned to {pinned} in "
-                                f"{requirements.name} but {dist.version} is installed; {fix}")
-        return dist
+    def _distributions(self) -> list[importlib.metadata.Distribution]:
+        """The installed distribution of each pin, at exactly the pinned version, or a :class:`BundlingError`
+        saying what to do."""
+        if self.requirements is None:
+            return []
+        fix = f"install the function's pinned dependencies: pip install -r {self.requirements}"
+        fix += f" (or hyperwarm[{self.extra}])" if self.extra else ""
+        where = self.requirements.name
+        found = []
+        for name, pinned in pinned_requirements(self.requirements).items():
+            try:
+                dist = importlib.metadata.distribution(name)
+            except importlib.metadata.PackageNotFoundError:
+                raise BundlingError(f"cannot bundle {self.description}: {name}=={pinned} is pinned in "
+                                    f"{where} but not installed; {fix}") from None
+            if dist.version != pinned:
+                raise BundlingError(f"cannot bundle {self.description}: {name} is pinned to {pinned} in "
+                                    f"{where} but {dist.version} is installed; {fix}")
+            found.append(dist)
+        return found
 
     def bundle(self, out: Path) -> None:
         """Write the whole asset into ``out``: :meth:`lay_out` and the pinned distributions beside it."""
         self.lay_out(out)
-        for name, pinned in self.pins().items():
-            for source in _top_level(self._installed(name, pinned)):
+        for dist in self._distributions():
+            for source in _top_level(dist):
                 if source.is_dir():
                     shutil.copytree(source, out / source.name, ignore=_IGNORED)
                 else:
