@@ -14,8 +14,8 @@ keeps the previous scrape, so counters become per-minute figures.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
@@ -37,10 +37,12 @@ from hyperwarm.functions import eks_auth, metric_publishing
 from hyperwarm._internal.validation import repeated
 
 RBAC_GROUP = "hyperwarm:cache-exporter"
-FUNCTION = FunctionPackage.of(_package, "the cache metrics exporter", shared=(eks_auth, metric_publishing), extra="exporter")
-"""The exporter's code asset, bundled offline (no Docker): ``hyperwarm/functions/cache_exporter/``, the shared
-``eks_auth`` (the EKS token) and ``metric_publishing`` (TTFT distributions, PutMetricData), and the
-distributions pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the runtime."""
+FUNCTION = FunctionPackage.of(_package, "the cache metrics exporter", shared=(eks_auth, metric_publishing),
+                              extra="exporter")
+"""The exporter's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/cache_exporter/``,
+the shared ``eks_auth`` (the EKS token) and ``metric_publishing`` (TTFT distributions, PutMetricData), and the
+distributions pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the
+runtime."""
 HANDLER = f"{_package.__name__}.handler.lambda_handler"
 """``hyperwarm.functions.cache_exporter.handler.lambda_handler``: the same import name in the wheel and the asset."""
 _NAME = "hyperwarm-cache-exporter"

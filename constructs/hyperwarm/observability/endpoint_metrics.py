@@ -4,7 +4,8 @@ SageMaker AI detailed observability stores the vLLM/SGLang container's TTFT hist
 OpenTelemetry metric that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph.
 This Lambda function (``lambdas/endpoint_metrics``; it publishes TTFT with the same distribution code as
 the cache exporter, ``lambdas/metric_publishing``) runs each variant's queries (written in the function
-by :mod:`hyperwarm.functions.endpoint_metrics.promql` from a compact entry per variant) through CloudWatch's QueryMetrics API every minute and publishes
+by :mod:`hyperwarm.functions.endpoint_metrics.promql` from a compact entry per variant) through
+CloudWatch's QueryMetrics API every minute and publishes
 ``TimeToFirstToken``, ``PrefixCacheHitRate``, ``SeriesReturned`` and ``QueryFailures`` to
 ``Hyperwarm/Endpoints`` per endpoint and variant (see :mod:`hyperwarm.observability.metric_catalog`). Which variants to read is in its
 environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch's regional API).
@@ -13,8 +14,8 @@ environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
@@ -36,10 +37,10 @@ from hyperwarm.observability.ttft_source import detailed_observability_off, quer
 from hyperwarm._internal.validation import repeated
 
 FUNCTION = FunctionPackage.of(_package, "the endpoint metrics bridge", shared=(metric_publishing,))
-"""The bridge's code asset, bundled offline (no Docker): ``hyperwarm/functions/endpoint_metrics/`` and the
-shared ``metric_publishing``; no pinned dependencies (boto3, botocore and urllib3 come with the runtime)."""
+"""The bridge's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/endpoint_metrics/``
+and the shared ``metric_publishing``; no pinned dependencies (boto3, botocore and urllib3 come with the runtime)."""
 HANDLER = f"{_package.__name__}.handler.lambda_handler"
-"""``hyperwarm.functions.endpoint_metrics.handler.lambda_handler``: the same import name in the wheel and the asset."""
+"""``hyperwarm.functions.endpoint_metrics.handler.lambda_handler``: one import name in the wheel and the asset."""
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
 SageMaker's PromQL page also names ``cloudwatch:QueryMetrics``, but the IAM service authorization data
