@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER, MAX_VARIANTS, EndpointMetricsBridge,
                                         EndpointMetricsBridgeProps, environment_size)
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE

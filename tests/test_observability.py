@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
                                       find, find_promql)
 
@@ -25,7 +25,7 @@ def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 _EXPORTER = "hyperwarm.functions.cache_exporter.handler.lambda_handler"
-_BRIDGE = "hyperwarm.functions.cache_exporter.endpoints.lambda_handler"
+_BRIDGE = "hyperwarm.functions.endpoint_metrics.handler.lambda_handler"
 
 
 def _function(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
@@ -403,6 +403,7 @@ def test_construct_validation_names_every_problem():
 
 _EXPORTER_RUNTIME = """
 import importlib, importlib.machinery, sys
+from pathlib import Path
 asset, site, handler, bundled = sys.argv[1:5]
 sys.path.insert(0, asset)
 class Runtime:  # what the Lambda Python runtime brings: boto3 and its own dependencies, nothing else
@@ -416,8 +417,12 @@ assert callable(getattr(module, function)) and module.__file__.startswith(asset)
 if bundled == "prometheus_client":
     assert sys.modules["prometheus_client"].__file__.startswith(asset)  # bundled at its pin, not the runtime's
     assert sys.modules["hyperwarm.functions.eks_auth"].__file__.startswith(asset)  # shared with the refresh function
+    assert "hyperwarm.functions.endpoint_metrics" not in sys.modules
 else:
     assert "prometheus_client" not in sys.modules, "the bridge needs nothing beyond the runtime"
+    assert not {"hyperwarm.functions.cache_exporter", "hyperwarm.functions.eks_auth"} & set(sys.modules)
+    assert not (Path(asset) / "hyperwarm" / "functions" / "cache_exporter").exists()  # its own asset alone
+assert sys.modules["hyperwarm.functions.metric_publishing.ttft"].__file__.startswith(asset)  # the shared TTFT code
 assert sys.modules["hyperwarm"].__file__.startswith(asset)  # the asset's empty package, not the library
 assert not {"aws_cdk", "jsii", "constructs", "hyperwarm.cli", "hyperwarm.functions.cache_refresh"} & set(sys.modules), \
     sorted(sys.modules)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,30 +45,33 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
             f"{function}/requirements.txt", "hyperwarm/planner/sim.py"} <= set(names)
     exporter = "hyperwarm/functions/cache_exporter"  # the cache metrics exporter, the same way
     assert {f"{exporter}/handler.py", f"{exporter}/vllm.py", f"{exporter}/requirements.txt"} <= set(names)
+    bridge = "hyperwarm/functions/endpoint_metrics"  # the endpoint metrics bridge, a package of its own
+    assert {f"{bridge}/handler.py", f"{bridge}/promql.py", f"{bridge}/query_metrics.py", f"{bridge}/README.md",
+            "hyperwarm/functions/metric_publishing/ttft.py"} <= set(names)  # what the exporter and the bridge share
+    assert not [n for n in names if n.startswith(exporter) and n.endswith(("/endpoints.py", "/promql.py"))]
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"hyperwarm"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hyperwarm = hyperwarm.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-def test_the_refresh_extra_installs_exactly_the_functions_pinned_requirements() -> None:
-    """Synth bundles the function's dependencies only at its pins: the extra that installs them must agree."""
+@pytest.mark.parametrize("module, extra, pinned", [
+    ("hyperwarm.refresh.asset", "refresh", "aws-lambda-powertools"),
+    ("hyperwarm.observability.cache_exporter", "exporter", "prometheus-client"),
+    ("hyperwarm.observability.endpoint_metrics", None, None),
+])
+def test_each_functions_extra_installs_exactly_its_pinned_requirements(module: str, extra: str | None,
+                                                                        pinned: str | None) -> None:
+    """Synth bundles a function's dependencies only at its pins: the extra that installs them must agree.
+    The bridge needs only what the Lambda runtime brings, so it has neither pins nor an extra."""
+    import importlib
     import tomllib
 
-    from hyperwarm.refresh.asset import pinned_requirements
-
-    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["refresh"]
-    assert dict(r.split("==") for r in extra) == pinned_requirements()
-    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert not [d for d in dependencies if d.startswith("aws-lambda-powertools")]  # a construct user needs none
-
-
-def test_the_exporter_extra_installs_exactly_the_exporters_pinned_requirements() -> None:
-    import tomllib
-
-    from hyperwarm.functions import cache_exporter
-    from hyperwarm.refresh.asset import pinned_requirements
-
-    pins = pinned_requirements(Path(cache_exporter.__file__).parent / "requirements.txt")
-    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["exporter"]
-    assert dict(r.split("==") for r in extra) == pins == {"prometheus-client": "0.26.0"}
+    function = importlib.import_module(module).FUNCTION
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert function.extra == extra
+    assert (function.source / "requirements.txt").is_file() == (extra is not None)
+    pins = function.pins()
+    assert dict(r.split("==") for r in project["optional-dependencies"].get(extra, [])) == pins
+    assert (pinned in pins) if pinned else pins == {}
+    assert not [d for d in project["dependencies"] if re.split(r"[<>=!~;\[ ]", d)[0] in pins]  # a user needs none

@@ -1,4 +1,4 @@
-"""hyperwarm.functions.cache_exporter.promql: the TTFT queries of SageMaker detailed observability, escaping, and reading them back."""
+"""hyperwarm.functions.endpoint_metrics.promql: the TTFT queries of SageMaker detailed observability, escaping, and reading them back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.metric_catalog import PROMQL_METRICS, find_promql
 
 # SageMaker's documented example (monitoring-detailed-observability-promql), endpoint "chat".

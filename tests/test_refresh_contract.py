@@ -5,6 +5,7 @@ side rejects the other rejects too; the bundle runs under the Lambda name with i
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -19,7 +20,8 @@ from aws_cdk.assertions import Template
 
 from hyperwarm import (BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget,
                        InferenceEndpoint, InstanceGroupSpec, RefreshedPrefix)
-from hyperwarm.refresh import asset as refresh_asset
+from hyperwarm._internal.bundling import BundlingError
+from hyperwarm.refresh.asset import FUNCTION
 from hyperwarm.functions.cache_refresh import config, contract
 from stand_ins import imported_cluster
 
@@ -219,17 +221,17 @@ def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_p
                    env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
 
 
-def test_synth_stops_when_the_environment_does_not_hold_the_pinned_dependencies(tmp_path, monkeypatch) -> None:
+def test_synth_stops_when_the_environment_does_not_hold_the_pinned_dependencies(tmp_path) -> None:
     requirements = tmp_path / "requirements.txt"
+    function = dataclasses.replace(FUNCTION, requirements=requirements)
     requirements.write_text("# pins\naws-lambda-powertools==3.0.0\n")
-    monkeypatch.setattr(refresh_asset, "REQUIREMENTS", requirements)
-    with pytest.raises(refresh_asset.BundlingError, match=r"aws-lambda-powertools is pinned to 3\.0\.0 in "
-                                                          r"requirements\.txt but 3\.37\.0 is installed; install"):
-        refresh_asset.function_code()
+    with pytest.raises(BundlingError, match=r"the cache refresh function: aws-lambda-powertools is pinned to 3\.0\.0 "
+                                            r"in requirements\.txt but 3\.37\.0 is installed; install .*hyperwarm\[refresh\]"):
+        function.code()
     requirements.write_text("no-such-distribution-hyperwarm==1.0\n")
-    with pytest.raises(refresh_asset.BundlingError, match=r"no-such-distribution-hyperwarm==1\.0 is pinned in "
-                                                          r"requirements\.txt but not installed"):
-        refresh_asset.function_code()
+    with pytest.raises(BundlingError, match=r"no-such-distribution-hyperwarm==1\.0 is pinned in "
+                                            r"requirements\.txt but not installed"):
+        function.code()
     requirements.write_text("aws-lambda-powertools>=3\n")
-    with pytest.raises(refresh_asset.BundlingError, match=r"exact pins name==version only"):
-        refresh_asset.function_code()
+    with pytest.raises(BundlingError, match=r"exact pins name==version only"):
+        function.code()

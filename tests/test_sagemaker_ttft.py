@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 
 _ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"

@@ -11,8 +11,8 @@ minutes and loses nothing. Pods no longer running are forgotten.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Collection, Mapping
 
 from .vllm import EngineSample
 

@@ -14,15 +14,16 @@ import logging
 import math
 import os
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import boto3
 
 from ..eks_auth import cluster_access, eks_token
-from . import publishing
-from .budget import deadline as run_deadline
+from ..metric_publishing import publishing
+from ..metric_publishing.budget import deadline as run_deadline
 from .counters import Scrape, Snapshots
 from .kube import KubeReader, ScrapeError
 from .placement import NAMESPACE, ModelFigures, metrics_target, model_figures, parse_time, placed_pods, warm_nodes
@@ -50,11 +51,12 @@ class _Model:
     namespace: str
     cache: ModelFigures
     target: tuple[int, str] | None
-    running: list[tuple[dict[str, Any], bool]]
+    running: list[tuple[Mapping[str, Any], bool]]
     """(pod, on a cold node) of each placed, Running pod."""
 
 
-def _model(namespace: str, deployment: dict[str, Any], weights: list, images: list, pods: list, nodes: list,
+def _model(namespace: str, deployment: Mapping[str, Any], weights: list[dict[str, Any]],
+           images: list[dict[str, Any]], pods: list[dict[str, Any]], nodes: list[dict[str, Any]],
            now: datetime.datetime) -> _Model:
     warm = warm_nodes(deployment, weights, nodes)
     running = [(p, p["spec"]["nodeName"] not in warm) for p in placed_pods(deployment, pods)
@@ -63,7 +65,7 @@ def _model(namespace: str, deployment: dict[str, Any], weights: list, images: li
                   metrics_target(deployment), running)
 
 
-def scrape(kube: KubeReader, model: _Model, pod: dict[str, Any], deadline: float) -> EngineSample | None:
+def scrape(kube: KubeReader, model: _Model, pod: Mapping[str, Any], deadline: float) -> EngineSample | None:
     """The pod's vLLM metrics, or None (logged) when they cannot be read: never fails the run."""
     name = pod["metadata"]["name"]
     left = deadline - time.monotonic()
@@ -94,7 +96,7 @@ def collect(kube: KubeReader, namespaces: Sequence[str], now: datetime.datetime,
         for deployment in kube.items(f"{GROUP}/namespaces/{ns}/inferenceendpointconfigs"):
             models.append(_model(ns, deployment, weights, images, pods, nodes, now))
     serving = _serving(kube, models, now, SNAPSHOTS if snapshots is None else snapshots, end)
-    return list(zip([m.cache for m in models], serving))
+    return list(zip([m.cache for m in models], serving, strict=True))
 
 
 def _serving(kube: KubeReader, models: list[_Model], now: datetime.datetime,
@@ -103,16 +105,18 @@ def _serving(kube: KubeReader, models: list[_Model], now: datetime.datetime,
     work = [(m, pod) for m in models for pod, _ in m.running]
     deadline = min(end, time.monotonic() + SCRAPE_BUDGET)
     with ThreadPoolExecutor(max_workers=SCRAPERS) as pool:
-        samples = dict(zip([_uid(p) for _, p in work], pool.map(lambda w: scrape(kube, *w, deadline), work)))
-    scrapes = {_uid(p): Scrape(parse_time(p["status"].get("startTime")), samples[_uid(p)])
-               for _, p in work if samples[_uid(p)] is not None}
+        samples = dict(zip([_uid(p) for _, p in work], pool.map(lambda w: scrape(kube, w[0], w[1], deadline), work),
+                           strict=True))
+    scrapes = {_uid(p): Scrape(parse_time(p["status"].get("startTime")), sample)
+               for _, p in work if (sample := samples[_uid(p)]) is not None}
     deltas = snapshots.advance(scrapes, running=set(samples), now=now)
     return [serving_figures(m.cache.model, [PodServing(cold, samples[_uid(p)], deltas.get(_uid(p)))
                                             for p, cold in m.running]) for m in models]
 
 
-def _uid(pod: dict[str, Any]) -> str:
-    return pod["metadata"]["uid"]
+def _uid(pod: Mapping[str, Any]) -> str:
+    uid: str = pod["metadata"]["uid"]
+    return uid
 
 
 def metric_data(cluster: str, figures: Sequence[tuple[ModelFigures, ServingFigures]],
@@ -133,7 +137,7 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     cluster, region = os.environ["HYPERWARM_CLUSTER_NAME"], os.environ["AWS_REGION"]
     namespaces = [n for n in os.environ["HYPERWARM_NAMESPACES"].split(",") if n]
     endpoint, ca_pem = cluster_access(cluster, region)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     end = run_deadline(context, math.inf, PUBLISH_RESERVE)
     global SNAPSHOTS
     pending = dataclasses.replace(SNAPSHOTS)  # advance() rebinds, never mutates, its fields: a copy suffices

@@ -29,7 +29,8 @@ class KubeReader:
             "Authorization": f"Bearer {self._token}", "Accept": "application/json"})
         if resp.status != 200:
             raise RuntimeError(f"GET {path}: HTTP {resp.status} {resp.data[:200]!r}")
-        return json.loads(resp.data)["items"]
+        items: list[dict[str, Any]] = json.loads(resp.data)["items"]
+        return items
 
     def pod_text(self, namespace: str, pod: str, port: int, path: str, timeout: float) -> str:
         """A pod's HTTP page through the API server's pod proxy (RBAC: ``get`` on ``pods/proxy``); the

@@ -12,8 +12,9 @@ at :func:`metrics_target` (also the port the deploy rehearsal checks the network
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 NAMESPACE = "Hyperwarm/Caches"
 MODEL_LABEL = "hyperwarm.io/model"
@@ -42,7 +43,7 @@ class ModelFigures:
 
     def metrics(self) -> list[tuple[str, float, str]]:
         """(metric name, value, CloudWatch unit) for PutMetricData."""
-        out = [("Pods", self.pods, "Count"), ("WarmNodes", self.warm_nodes, "Count"),
+        out: list[tuple[str, float, str]] = [("Pods", self.pods, "Count"), ("WarmNodes", self.warm_nodes, "Count"),
                ("ColdPods", self.cold_pods, "Count"), ("FailedCaches", self.failed_caches, "Count")]
         if self.cold_pod_share is not None:
             out.append(("ColdPodShare", self.cold_pod_share, "Percent"))

@@ -12,10 +12,11 @@ running pods.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from .ttft import bucket_counts, distribution
+from ..metric_publishing.ttft import bucket_counts, distribution
 from .vllm import EngineSample
 
 
@@ -69,16 +70,16 @@ def serving_figures(model: str, pods: Iterable[PodServing]) -> ServingFigures:
     """Sums over the model's running pods."""
     pods = list(pods)
     scraped = [p.scraped for p in pods if p.scraped is not None]
-    measured = [p for p in pods if p.delta is not None]
+    measured = [(p.delta, p.cold) for p in pods if p.delta is not None]
     buckets: dict[tuple[float, float], float] = {}
-    for pod in measured:
-        for bucket, count in bucket_counts(pod.delta.ttft_buckets).items():
+    for delta, _ in measured:
+        for bucket, count in bucket_counts(delta.ttft_buckets).items():
             buckets[bucket] = buckets.get(bucket, 0.0) + count
     return ServingFigures(
         model=model, ttft_buckets=buckets,
-        requests=sum(p.delta.requests for p in measured) if measured else None,
-        cold_requests=sum(p.delta.requests for p in measured if p.cold) if measured else None,
-        prefix_hits=sum(p.delta.counters.get("prefix_hits", 0.0) for p in measured),
-        prefix_queries=sum(p.delta.counters.get("prefix_queries", 0.0) for p in measured),
+        requests=sum(d.requests for d, _ in measured) if measured else None,
+        cold_requests=sum(d.requests for d, cold in measured if cold) if measured else None,
+        prefix_hits=sum(d.counters.get("prefix_hits", 0.0) for d, _ in measured),
+        prefix_queries=sum(d.counters.get("prefix_queries", 0.0) for d, _ in measured),
         waiting=sum(s.waiting for s in scraped) if scraped and len(scraped) == len(pods) else None,
         scrape_failures=len(pods) - len(scraped))

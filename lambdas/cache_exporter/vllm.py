@@ -9,8 +9,8 @@ format: escapes, ``+Inf``, comments and timestamps handled). Series of every lab
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -1,4 +1,4 @@
-"""The endpoint metrics bridge (lambdas/cache_exporter/endpoints.py) against an in-process QueryMetrics
+"""The endpoint metrics bridge (lambdas/endpoint_metrics) against an in-process QueryMetrics
 API that checks each request's SigV4 signature, and moto's CloudWatch."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from moto import mock_aws
 
-from hyperwarm.functions.cache_exporter import promql
-from hyperwarm.functions.cache_exporter import endpoints
-from hyperwarm.functions.cache_exporter.query_metrics import QueryError, cumulative_buckets, instant
-from hyperwarm.functions.cache_exporter.ttft import bucket_counts
+from hyperwarm.functions.endpoint_metrics import promql
+from hyperwarm.functions.endpoint_metrics import handler as bridge
+from hyperwarm.functions.endpoint_metrics.query_metrics import QueryError, cumulative_buckets, instant
+from hyperwarm.functions.metric_publishing.ttft import bucket_counts
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, PUBLISHED_METRICS
 
 REGION = "us-west-2"
@@ -126,8 +126,8 @@ def _verify_signature(method: str, url: str, body: bytes, headers: dict[str, str
 def _run(fake: FakeQueryMetrics, *scopes: dict[str, str]) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
     """metric_data through the fake, by (endpoint, variant) and metric name."""
     credentials = boto3.Session().get_credentials()
-    selected = endpoints.variants(json.dumps([_entry(s) for s in scopes]))
-    data = endpoints.metric_data(selected, lambda q: instant(fake, q, NOW.timestamp(), REGION, credentials), NOW)
+    selected = bridge.variants(json.dumps([_entry(s) for s in scopes]))
+    data = bridge.metric_data(selected, lambda q: instant(fake, q, NOW.timestamp(), REGION, credentials), NOW)
     out: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for datum in data:
         key = tuple(d["Value"] for d in datum["Dimensions"])
@@ -145,7 +145,7 @@ def test_each_query_is_a_signed_post_of_the_promql_at_the_runs_minute():
 def test_a_tampered_body_fails_the_signature_check():
     """The fake's check is real: the same signed headers over another query do not verify."""
     credentials = boto3.Session().get_credentials()
-    from hyperwarm.functions.cache_exporter.query_metrics import signed
+    from hyperwarm.functions.endpoint_metrics.query_metrics import signed
 
     request = signed("up", NOW.timestamp(), REGION, credentials)
     with pytest.raises(AssertionError):
@@ -233,15 +233,15 @@ def test_every_published_metric_is_catalogued():
 def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch):
     fake = FakeQueryMetrics({_v(CHAT).ttft: buckets(**{f"le_{i}": i * 10 for i in range(1, 40)}, inf=400),
                              _v(CHAT).hit_rate: vector(({}, "12"))})
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
+    monkeypatch.setattr(bridge, "HTTP", fake)
+    monkeypatch.setenv(bridge.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     sent: list[dict] = []
     with mock_aws():
         cw = boto3.client("cloudwatch", region_name=REGION)
-        monkeypatch.setattr(endpoints.boto3, "client", lambda *a, **k: cw)
+        monkeypatch.setattr(bridge.boto3, "client", lambda *a, **k: cw)
         cw.meta.events.register("provide-client-params.monitoring.PutMetricData",  # after botocore validated them
                                 lambda params, **_: sent.append(params))
-        answer = endpoints.lambda_handler({}, None)
+        answer = bridge.lambda_handler({}, None)
         listed = {(m["MetricName"], m["Dimensions"][0]["Value"])
                   for m in cw.list_metrics(Namespace=ENDPOINTS_NAMESPACE)["Metrics"]}
     assert answer == {"variants": ["chat/random", "code/main"], "metrics": 6, "query_failures": 0}
@@ -256,11 +256,11 @@ def test_the_handler_publishes_botocore_valid_data_to_its_namespace(monkeypatch)
 def test_queries_past_the_runs_fixed_budget_are_skipped_and_counted(monkeypatch, remaining_s):
     """The fixed budget bounds the queries with or without an invocation's remaining time beyond it."""
     fake = FakeQueryMetrics({})
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setattr(endpoints, "BUDGET", 0.0)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
-    with mock_aws(), pytest.raises(endpoints.AllQueriesFailed):
-        endpoints.lambda_handler({}, None if remaining_s is None else _context(remaining_s))
+    monkeypatch.setattr(bridge, "HTTP", fake)
+    monkeypatch.setattr(bridge, "BUDGET", 0.0)
+    monkeypatch.setenv(bridge.VARIANTS, json.dumps([_entry(CHAT)]))
+    with mock_aws(), pytest.raises(bridge.AllQueriesFailed):
+        bridge.lambda_handler({}, None if remaining_s is None else _context(remaining_s))
     assert fake.requests == []
 
 
@@ -268,15 +268,15 @@ def test_a_slowly_trickling_answer_is_cut_at_the_runs_deadline_and_the_run_still
     """Old: ``timeout=10.0`` bounded each read only, so a 1 s trickle (a read every 50 ms) was waited out
     past the deadline; the deadline came from the fixed budget, not the invocation's remaining time."""
     fake = TricklingQueryMetrics(seconds=1.0)
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT)]))
+    monkeypatch.setattr(bridge, "HTTP", fake)
+    monkeypatch.setenv(bridge.VARIANTS, json.dumps([_entry(CHAT)]))
     sent: list[dict] = []
     with mock_aws():
         cw = boto3.client("cloudwatch", region_name=REGION)
-        monkeypatch.setattr(endpoints.boto3, "client", lambda *a, **k: cw)
+        monkeypatch.setattr(bridge.boto3, "client", lambda *a, **k: cw)
         cw.meta.events.register("provide-client-params.monitoring.PutMetricData", lambda params, **_: sent.append(params))
-        with pytest.raises(endpoints.AllQueriesFailed):
-            endpoints.lambda_handler({}, _context(endpoints.RESERVE + 0.3))  # 0.3 s left for queries
+        with pytest.raises(bridge.AllQueriesFailed):
+            bridge.lambda_handler({}, _context(bridge.RESERVE + 0.3))  # 0.3 s left for queries
     assert fake.requests == []  # the first query was cut, the second not sent
     (timeout,) = fake.timeouts
     assert isinstance(timeout, urllib3.Timeout) and 0 < timeout.total <= 0.3
@@ -288,28 +288,28 @@ def test_a_run_where_every_query_failed_raises_after_publishing_its_failures(mon
     """Old: caught and returned success, so the bridge's Errors alarm never fired while it read nothing."""
     fake = FakeQueryMetrics({_v(CHAT).ttft: 500, _v(CHAT).hit_rate: 403, _v(CODE).ttft: 500,
                              _v(CODE).hit_rate: urllib3.exceptions.ReadTimeoutError(None, "/", "timed out")})
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
+    monkeypatch.setattr(bridge, "HTTP", fake)
+    monkeypatch.setenv(bridge.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     with mock_aws():
         cw = boto3.client("cloudwatch", region_name=REGION)
-        monkeypatch.setattr(endpoints.boto3, "client", lambda *a, **k: cw)
-        with pytest.raises(endpoints.AllQueriesFailed, match="all 4 queries of 2 variants"):
-            endpoints.lambda_handler({}, None)
+        monkeypatch.setattr(bridge.boto3, "client", lambda *a, **k: cw)
+        with pytest.raises(bridge.AllQueriesFailed, match="all 4 queries of 2 variants"):
+            bridge.lambda_handler({}, None)
         failures = cw.list_metrics(Namespace=ENDPOINTS_NAMESPACE, MetricName="QueryFailures")["Metrics"]
     assert len(failures) == 2
 
 
 def test_one_answered_query_keeps_the_run_a_success(monkeypatch):
     fake = FakeQueryMetrics({_v(CHAT).ttft: 500, _v(CODE).ttft: 500, _v(CODE).hit_rate: 500})
-    monkeypatch.setattr(endpoints, "HTTP", fake)
-    monkeypatch.setenv(endpoints.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
+    monkeypatch.setattr(bridge, "HTTP", fake)
+    monkeypatch.setenv(bridge.VARIANTS, json.dumps([_entry(CHAT), _entry(CODE)]))
     with mock_aws():
-        assert endpoints.lambda_handler({}, None)["query_failures"] == 3
+        assert bridge.lambda_handler({}, None)["query_failures"] == 3
 
 
 def test_the_function_writes_each_variants_queries_from_its_compact_entry():
     sglang = {**CODE, "engine": "sglang", "window": "8m"}
-    (chat, code) = endpoints.variants(json.dumps([_entry(CHAT), sglang]))
+    (chat, code) = bridge.variants(json.dumps([_entry(CHAT), sglang]))
     assert (chat.ttft, chat.hit_rate) == (promql.ttft_buckets_per_minute(**CHAT),
                                           promql.prefix_cache_hit_rate(**CHAT))
     assert (code.ttft, code.hit_rate) == (promql.ttft_buckets_per_minute(**CODE, engine="sglang", window="8m"), None)

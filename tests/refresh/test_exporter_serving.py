@@ -10,7 +10,7 @@ import pytest
 
 from hyperwarm.functions.cache_exporter.counters import Scrape, Snapshots
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
-from hyperwarm.functions.cache_exporter.ttft import MAX_VALUES, bucket_counts, distribution
+from hyperwarm.functions.metric_publishing.ttft import MAX_VALUES, bucket_counts, distribution
 from hyperwarm.functions.cache_exporter.placement import metrics_target
 from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
 from vllm_pages import TTFT_BOUNDS, page, uniform_ttft

@@ -17,10 +17,10 @@ from typing import Any
 import moto_ext
 import pytest
 import requests
-from refresh_world import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
+from refresh_world import BUCKET, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 from moto.server import ThreadedMotoServer
 
-from hyperwarm.refresh.asset import lay_out
+from hyperwarm.refresh.asset import FUNCTION
 
 E2E_ENDPOINT = "llama-e2e"
 RANDOM = {"RoutingStrategy": "RANDOM"}
@@ -52,7 +52,7 @@ def moto_url():
 def asset_folder(tmp_path_factory):
     """The function's package and the shared ``eks_auth`` as the asset lays them out (its pins come from this venv)."""
     out = tmp_path_factory.mktemp("asset")
-    lay_out(out, LAMBDAS / "cache_refresh")
+    FUNCTION.lay_out(out)
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hyperwarm.functions.cache_exporter import promql
+from hyperwarm.functions.endpoint_metrics import promql
 from rehearsal import Assembly
 from rehearsal.rules.observability import promql_alarms_read_published_metrics
 

@@ -14,9 +14,9 @@ keeps the previous scrape, so counters become per-minute figures.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -29,14 +29,20 @@ from constructs import Construct
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
+from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
-from hyperwarm.refresh.asset import pinned_code
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 from hyperwarm.functions import cache_exporter as _package
+from hyperwarm.functions import eks_auth, metric_publishing
 from hyperwarm._internal.validation import repeated
 
 RBAC_GROUP = "hyperwarm:cache-exporter"
-_SOURCE = Path(_package.__file__).resolve().parent
+FUNCTION = FunctionPackage.of(_package, "the cache metrics exporter", shared=(eks_auth, metric_publishing),
+                              extra="exporter")
+"""The exporter's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/cache_exporter/``,
+the shared ``eks_auth`` (the EKS token) and ``metric_publishing`` (TTFT distributions, PutMetricData), and the
+distributions pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the
+runtime."""
 HANDLER = f"{_package.__name__}.handler.lambda_handler"
 """``hyperwarm.functions.cache_exporter.handler.lambda_handler``: the same import name in the wheel and the asset."""
 _NAME = "hyperwarm-cache-exporter"
@@ -81,7 +87,7 @@ class CacheMetricsExporter(Construct):
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=HANDLER, code=function_code(),
+            handler=HANDLER, code=FUNCTION.code(),
             role=self.role, memory_size=256, timeout=cdk.Duration.seconds(50),
             # One execution environment sees every run: it keeps the previous scrape of each pod in memory
             # to turn cumulative counters into per-minute figures (lambdas/cache_exporter/counters.py).
@@ -167,13 +173,6 @@ class CacheMetricsExporter(Construct):
     def metric_scrape_failures(self, model: str, **options: Any) -> cloudwatch.Metric:
         """Running pods of the model whose metrics could not be read. Default: Maximum over 1 minute."""
         return self.metric("ScrapeFailures", model, **options)
-
-
-def function_code() -> lambda_.Code:
-    """The exporter's code asset, bundled offline (no Docker): ``hyperwarm/functions/cache_exporter/``, the
-    shared ``eks_auth`` and the distributions pinned in its ``requirements.txt`` (``prometheus_client``);
-    boto3 and urllib3 come with the runtime."""
-    return pinned_code(_SOURCE, _SOURCE / "requirements.txt", "the cache metrics exporter", "exporter")
 
 
 def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:

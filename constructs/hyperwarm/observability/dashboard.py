@@ -30,7 +30,8 @@ from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps, bridge_groups
 from hyperwarm.observability.metric_catalog import NOT_PUBLISHED
 from hyperwarm.observability import otel_enrichment as otel
-from hyperwarm.observability.sagemaker_ttft import detailed_observability_off, variant_ttft
+from hyperwarm.observability.sagemaker_ttft import variant_ttft
+from hyperwarm.observability.ttft_source import detailed_observability_off
 from hyperwarm._internal.validation import repeated
 
 _LATENCY_STATS = ("p50", "p95", "p99")

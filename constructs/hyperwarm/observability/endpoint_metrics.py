@@ -2,9 +2,10 @@
 
 SageMaker AI detailed observability stores the vLLM/SGLang container's TTFT histogram as an
 OpenTelemetry metric that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph.
-This Lambda function (``lambdas/cache_exporter/endpoints.py``, from the cache exporter's asset, so
-both publish TTFT with the same distribution code) runs each variant's queries (written in the function
-by :mod:`hyperwarm.functions.cache_exporter.promql` from a compact entry per variant) through CloudWatch's QueryMetrics API every minute and publishes
+This Lambda function (``lambdas/endpoint_metrics``; it publishes TTFT with the same distribution code as
+the cache exporter, ``lambdas/metric_publishing``) runs each variant's queries (written in the function
+by :mod:`hyperwarm.functions.endpoint_metrics.promql` from a compact entry per variant) through
+CloudWatch's QueryMetrics API every minute and publishes
 ``TimeToFirstToken``, ``PrefixCacheHitRate``, ``SeriesReturned`` and ``QueryFailures`` to
 ``Hyperwarm/Endpoints`` per endpoint and variant (see :mod:`hyperwarm.observability.metric_catalog`). Which variants to read is in its
 environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch's regional API).
@@ -13,8 +14,9 @@ environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -23,18 +25,22 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from hyperwarm.functions.cache_exporter import promql
-from hyperwarm.observability.cache_exporter import function_code
-from hyperwarm.functions import cache_exporter as _package
+from hyperwarm._internal.bundling import FunctionPackage
+from hyperwarm.functions import endpoint_metrics as _package
+from hyperwarm.functions import metric_publishing
+from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, find
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
-from hyperwarm.observability.sagemaker_ttft import detailed_observability_off, query_window, variant_engine
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
+from hyperwarm.observability.ttft_source import detailed_observability_off, query_window, variant_engine
 from hyperwarm._internal.validation import repeated
 
-HANDLER = f"{_package.__name__}.endpoints.lambda_handler"
-"""``hyperwarm.functions.cache_exporter.endpoints.lambda_handler``, in the exporter's asset."""
+FUNCTION = FunctionPackage.of(_package, "the endpoint metrics bridge", shared=(metric_publishing,))
+"""The bridge's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/endpoint_metrics/``
+and the shared ``metric_publishing``; no pinned dependencies (boto3, botocore and urllib3 come with the runtime)."""
+HANDLER = f"{_package.__name__}.handler.lambda_handler"
+"""``hyperwarm.functions.endpoint_metrics.handler.lambda_handler``: one import name in the wheel and the asset."""
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
 SageMaker's PromQL page also names ``cloudwatch:QueryMetrics``, but the IAM service authorization data
@@ -81,7 +87,7 @@ class EndpointMetricsBridge(Construct):
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=HANDLER, code=function_code(), role=self.role, memory_size=256,
+            handler=HANDLER, code=FUNCTION.code(), role=self.role, memory_size=256,
             timeout=cdk.Duration.seconds(50),
             # One run at a time: a slow minute never overlaps the next (QueryMetrics has per-account limits).
             reserved_concurrent_executions=1,

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hyperwarm.functions.cache_exporter.promql import ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS, VARIANT_LABEL
+from hyperwarm.functions.endpoint_metrics.promql import ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS, VARIANT_LABEL
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 EXPORTER_NAMESPACE = "Hyperwarm/Caches"
 """The cache metrics exporter's namespace (``lambdas/cache_exporter``)."""
 
 ENDPOINTS_NAMESPACE = "Hyperwarm/Endpoints"
-"""The endpoint metrics bridge's namespace (``lambdas/cache_exporter/endpoints.py``)."""
+"""The endpoint metrics bridge's namespace (``lambdas/endpoint_metrics``)."""
 
 _SAGEMAKER_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html"
 _EXPORTER_SOURCE = "lambdas/cache_exporter (hyperwarm's cache metrics exporter)"
-_BRIDGE_SOURCE = "lambdas/cache_exporter/endpoints.py (hyperwarm's endpoint metrics bridge)"
+_BRIDGE_SOURCE = "lambdas/endpoint_metrics (hyperwarm's endpoint metrics bridge)"
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,11 @@ PromQL: a CloudWatch PromQL alarm can watch it, but no documented classic-dashbo
 PromQL. So each variant gets an alarm on p99 that reads the source directly (with an alarm status
 widget), a p50/p95/p99 graph of the endpoint metrics bridge's ``Hyperwarm/Endpoints`` metrics
 (:class:`~hyperwarm.observability.endpoint_metrics.EndpointMetricsBridge`), and a text widget with the queries.
-Every query comes from :mod:`hyperwarm.functions.cache_exporter.promql`.
+Every query comes from :mod:`hyperwarm.functions.endpoint_metrics.promql`; which engine and window it reads,
+from :mod:`hyperwarm.observability.ttft_source`.
 """
 
 from __future__ import annotations
-
-import math
-from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -20,41 +18,16 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from hyperwarm.functions.cache_exporter import promql
 from hyperwarm.endpoints.base import IInferenceEndpoint
-
-if TYPE_CHECKING:
-    from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge
+from hyperwarm.functions.endpoint_metrics import promql
+from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge
+from hyperwarm.observability.ttft_source import query_window, variant_engine
 
 PENDING = cdk.Duration.minutes(5)
 """How long p99 must stay above the threshold before the alarm fires (and below it before it clears)."""
 QUERY_STUDIO_DOCS = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-QueryStudio.html"
 INSIGHTS_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html"
 _STATS = ("p50", "p95", "p99")
-
-
-def variant_engine(endpoint: IInferenceEndpoint, variant: str) -> tuple[str, str]:
-    """(engine whose TTFT metric to read, why): the variant's serving engine where the endpoint knows it;
-    vLLM's metric otherwise, said so (LMI, TGI, custom servers, or an import that did not say)."""
-    name = endpoint.serving_engine(variant)
-    if name in promql.TTFT_METRICS:
-        return name, f"the variant's container follows the {name} convention"
-    if name is None:
-        return "vllm", "assumed: the variant's engine is unknown; vLLM's metric is queried"
-    return "vllm", f"assumed: the {name} container's TTFT metric is not known to hyperwarm; vLLM's is queried"
-
-
-def query_window(endpoint: IInferenceEndpoint) -> str:
-    """The ``rate`` window: 5 minutes (SageMaker's example), or 4 publish intervals where SageMaker publishes
-    less often than every 75 s (``rate`` needs several samples in its window)."""
-    frequency = endpoint.metric_publish_frequency
-    seconds = frequency.to_seconds() if frequency is not None and not frequency.is_unresolved() else 60
-    return f"{max(5, math.ceil(4 * seconds / 60))}m"
-
-
-def detailed_observability_off(endpoint: IInferenceEndpoint) -> bool:
-    """True when the endpoint is known to have detailed observability off (then no TTFT is published)."""
-    return endpoint.detailed_observability is False
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,

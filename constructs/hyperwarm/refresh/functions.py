@@ -21,7 +21,7 @@ from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
-from hyperwarm.refresh.asset import function_code
+from hyperwarm.refresh.asset import FUNCTION
 
 _RUNTIME_REASON = ("Python 3.13 is the runtime this function and its bundled dependencies are tested on; "
                    "moving to a newer one is a deliberate, tested upgrade")
@@ -41,7 +41,7 @@ class RefreshFunctions:
         if cluster is not None:
             self.security_group, network = private_api_network(scope, cluster, "cache refresh function")
         self.role = _role(scope, in_vpc=bool(network))
-        code = function_code()  # one bundle for the three functions
+        code = FUNCTION.code()  # one bundle for the three functions
 
         def function(id: str, logs_id: str, handler: str, memory: int, timeout: cdk.Duration, description: str,
                      name: str | None = None) -> lambda_.Function:

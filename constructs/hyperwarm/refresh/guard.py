@@ -34,7 +34,7 @@ from constructs import Construct, IConstruct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.refresh.asset import function_code
+from hyperwarm.refresh.asset import FUNCTION
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class RefreshGuard(Construct):
             rollback_letters["Bucket"] = props.model_bucket_name
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=contract.DEPLOY_GUARD_HANDLER, code=function_code(), role=role, memory_size=256,
+            handler=contract.DEPLOY_GUARD_HANDLER, code=FUNCTION.code(), role=role, memory_size=256,
             timeout=cdk.Duration.minutes(5),  # room to back off throttled reads and still answer
             log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
             description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")

@@ -8,9 +8,9 @@ same code, which finishes endpoint rollouts. Whatever fails reaches that queue: 
 cannot deliver, permanent failures the function records, and (the functions' on-failure
 destination) every invocation that still raises after Lambda's retries.
 
-The parts: :mod:`.refresh_functions` (functions, role, logs, failure destination),
-:mod:`.refresh_access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
-:mod:`.refresh_events` (rules), :mod:`.refresh_asset` (the code). What the construct writes and the
+The parts: :mod:`.functions` (functions, role, logs, failure destination),
+:mod:`.access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
+:mod:`.events` (rules), :mod:`.asset` (the code). What the construct writes and the
 function reads (environment, targets, names, metrics) is the function's own
 :mod:`~hyperwarm.functions.cache_refresh.contract`.
 """

@@ -6,7 +6,7 @@ that only PromQL reads, and a classic CloudWatch dashboard has no PromQL graph. 
 ``{endpoint, variant, engine, window}`` per variant, from which :mod:`.promql` writes the queries here,
 so the environment stays small: :class:`.promql.Variant`), this runs the variant's queries through QueryMetrics and publishes to
 :data:`NAMESPACE` (dimensions ``EndpointName``, ``VariantName``): ``TimeToFirstToken`` as a
-distribution (the same :mod:`.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
+distribution (the same :mod:`..metric_publishing.ttft` code as the HyperPod exporter), ``PrefixCacheHitRate`` when the
 series exist, ``SeriesReturned`` (series the TTFT query returned: 0 while the source is blind) and
 ``QueryFailures``. A failed query is logged and counted; the run goes on. When every
 query of a run failed, the run raises after publishing (so the function's Errors alarm fires: the
@@ -21,16 +21,17 @@ import json
 import logging
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import boto3
 import urllib3
 
-from . import publishing
-from .budget import deadline as run_deadline
+from ..metric_publishing import publishing
+from ..metric_publishing.budget import deadline as run_deadline
+from ..metric_publishing.ttft import bucket_counts, distribution
 from .promql import Variant
 from .query_metrics import TIMEOUT, QueryError, cumulative_buckets, instant, sample
-from .ttft import bucket_counts, distribution
 
 NAMESPACE = "Hyperwarm/Endpoints"
 VARIANTS = "HYPERWARM_VARIANTS"
@@ -95,7 +96,7 @@ def metric_data(selected: list[Variant], query: Callable[[str], list[dict[str, A
 def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
     region = os.environ["AWS_REGION"]
     selected = variants(os.environ[VARIANTS])
-    now = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+    now = datetime.datetime.now(datetime.UTC).replace(second=0, microsecond=0)
     credentials = boto3.Session().get_credentials()
     deadline = run_deadline(context, BUDGET, RESERVE)
 

@@ -11,14 +11,15 @@ The PromQL alarm, the dashboard's text widget and the endpoint metrics bridge (w
 the prefix-cache hit rate as CloudWatch metrics) all take their query from here, and the catalog test and
 the deploy rehearsal read alarms back with :func:`selectors`. Pure (no aws-cdk, no boto3): it lives in
 the bridge's function package so the function writes its queries from a compact :class:`Variant`
-entry, and the constructs import it as ``hyperwarm.functions.cache_exporter.promql``.
+entry, and the constructs import it as ``hyperwarm.functions.endpoint_metrics.promql``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 ENDPOINT_LABEL = "aws.sagemaker.endpoint.name"
 VARIANT_LABEL = "aws.sagemaker.variant.name"
@@ -139,5 +140,5 @@ class Variant:
         return {"endpoint": self.endpoint, "variant": self.variant, "engine": self.engine, "window": self.window}
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> "Variant":
+    def from_entry(cls, entry: Mapping[str, Any]) -> Variant:
         return cls(entry["endpoint"], entry["variant"], entry["engine"], entry["window"])

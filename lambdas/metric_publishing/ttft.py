@@ -12,7 +12,7 @@ within half of 1/n of its bucket's width from ``histogram_quantile``'s.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 MAX_VALUES = 150
 """PutMetricData's most distinct values per metric in one request."""

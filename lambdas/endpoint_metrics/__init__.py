@@ -1,0 +1,2 @@
+"""The endpoint metrics bridge: SageMaker variants' time to first token, read with PromQL, published to
+CloudWatch every minute."""
