@@ -32,7 +32,7 @@ from hyperwarm.cluster.node_capacity import (
 
 from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
-from .endpoints import Endpoints, endpoint_name, serving_problems
+from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .regional import regional_problems
@@ -382,8 +382,9 @@ _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 def _format(env: str, error: Mapping[str, Any]) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
     message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's, a props dataclass's
+        renamed = RENAMED_KEYS.get(str(error["loc"][-1]))
+        message = f"unknown key; it is now {renamed}" if renamed else "unknown key"
     elif error["type"] == "string_pattern_mismatch":
         message = pattern_in_words(error["ctx"]["pattern"])
     value = error.get("input")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
@@ -48,3 +49,15 @@ def by_rule(rule: Callable[[Any], str | None]) -> Callable[[Any], Any]:
             raise ValueError(problem)
         return value
     return check
+
+
+def library_default(props: type, name: str) -> Any:
+    """The default of field ``name`` of the library's props dataclass ``props``: cdk.json's default is the
+    library's, written once (``Field(default=library_default(DataCapture, "sampling_percentage"))``)."""
+    found = {f.name: f for f in dataclasses.fields(props)}[name]
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    if found.default is dataclasses.MISSING:
+        raise ValueError(f"{props.__name__}.{name} has no default")
+    return found.default
+
