@@ -8,26 +8,45 @@ cdk.json parsing, and both must accept or reject them, as the metadata says.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import annotated_types as at
 import aws_cdk as cdk
 import pytest
-
-from hyperwarm import (Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint,
-                       InferenceEndpointProps, ModelSpec, ProductionVariant, Routing, ServerlessSpec, Serving,
-                       TrafficShift)
-from hyperwarm._internal.constraints import Constraint, Measured, constraints_of
+from hyperwarm import (
+    Autoscaling,
+    BlueGreen,
+    ContainerImage,
+    DataCapture,
+    DeploymentGuardrails,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    Routing,
+    ServerlessSpec,
+    Serving,
+    TrafficShift,
+)
+from hyperwarm._internal.constraints import (
+    Constraint,
+    Measured,
+    constraints_of,
+    field_problems,
+)
 from hyperwarm.endpoints.rules import endpoint_problems
+from hyperwarm.functions.cache_refresh import contract
+
 from stacks.config import ConfigError, parse_environment
 from stacks.endpoints_stack import endpoint_props
 from stacks.refresh_stack import blue_green
 
 URI = "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"
 MODEL = ModelSpec(ContainerImage.from_uri(URI), model_data="s3://models/qwen/v1/", serving=Serving(framework="vllm"))
-INSTANCE = {"instance_type": "ml.g5.2xlarge", "instance_count": 2}
-PREFIX = {"strategy": "PREFIX_AWARE", "prefix_length": 4096, "concurrency_threshold": 8}
-SCALING = {"min_capacity": 1, "max_capacity": 2, "target_value": 4.0}
+INSTANCE: dict[str, Any] = {"instance_type": "ml.g5.2xlarge", "instance_count": 2}
+PREFIX: dict[str, Any] = {"strategy": "PREFIX_AWARE", "prefix_length": 4096, "concurrency_threshold": 8}
+SCALING: dict[str, Any] = {"min_capacity": 1, "max_capacity": 2, "target_value": 4.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,19 +64,20 @@ def _variant_json(**fields: Any) -> dict[str, Any]:
             **fields}
 
 
-def _endpoint_json(*variants: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    return {"name": "chat", "variants": list(variants or [_variant_json(**INSTANCE)]), **fields}
+def _endpoint_json(variant: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    return {"name": "chat", "variants": [variant or _variant_json(**INSTANCE)], **fields}
 
 
-def _props(*variants: ProductionVariant, **fields: Any) -> InferenceEndpointProps:
-    return InferenceEndpointProps(
-        variants=list(variants or [ProductionVariant("v1", MODEL, **INSTANCE)]), endpoint_name="hyperwarm-qa-chat",
-        **fields)
+def _props(variant: ProductionVariant | None = None, **fields: Any) -> InferenceEndpointProps:
+    return InferenceEndpointProps(variants=[variant or ProductionVariant("v1", MODEL, **INSTANCE)],
+                                  endpoint_name="hyperwarm-qa-chat", **fields)
 
 
 def _variants(n: int) -> Place:
-    return Place(config=lambda f: _endpoint_json(*[_variant_json(**INSTANCE, name=f"v{i}") for i in range(n)]),
-                 library=lambda f: _props(*[ProductionVariant(f"v{i}", MODEL, **INSTANCE) for i in range(n)]))
+    return Place(config=lambda f: {**_endpoint_json(), "variants": [
+                     _variant_json(**INSTANCE, name=f"v{i}") for i in range(n)]},
+                 library=lambda f: InferenceEndpointProps(endpoint_name="hyperwarm-qa-chat", variants=[
+                     ProductionVariant(f"v{i}", MODEL, **INSTANCE) for i in range(n)]))
 
 
 PLACES: dict[type, Place] = {
@@ -89,23 +109,25 @@ def _constraints() -> list[tuple[type, Constraint]]:
 def _edges(c: Constraint) -> list[float]:
     """Values at and just beyond each bound, and one inside the range that breaks a MultipleOf."""
     step = 1
-    values: list[float] = []
+    values: list[Any] = []
+    item: Any
     for item in c.constraints:
-        if isinstance(item, at.Ge):
+        kind = type(item)
+        if kind is at.Ge:
             values += [item.ge - step, item.ge]
-        elif isinstance(item, at.Gt):
+        elif kind is at.Gt:
             values += [item.gt, item.gt + step]
-        elif isinstance(item, at.Le):
+        elif kind is at.Le:
             values += [item.le, item.le + step]
-        elif isinstance(item, at.MultipleOf):
-            low = next(x.ge for x in c.constraints if isinstance(x, at.Ge))
+        elif kind is at.MultipleOf:
+            low: Any = next(x.ge for x in c.constraints if isinstance(x, at.Ge))
             values.append(low + item.multiple_of // 2)
     return values
 
 
 def _allowed(c: Constraint, value: float) -> bool:
     """What the metadata says, by annotated_types' own meaning."""
-    checks = {at.Ge: lambda x: value >= x.ge, at.Gt: lambda x: value > x.gt, at.Le: lambda x: value <= x.le,
+    checks: dict[type, Callable[[Any], bool]] = {at.Ge: lambda x: value >= x.ge, at.Gt: lambda x: value > x.gt, at.Le: lambda x: value <= x.le,
               at.Lt: lambda x: value < x.lt, at.MultipleOf: lambda x: value % x.multiple_of == 0}
     return all(checks[type(x)](x) for x in c.constraints)
 
@@ -121,7 +143,7 @@ def _config_accepts(endpoint: dict[str, Any]) -> bool:
 def _library_accepts(build: Callable[[], InferenceEndpointProps]) -> bool:
     try:
         props = build()
-    except Exception:  # aws-cdk refuses it already (e.g. a negative Duration)
+    except RuntimeError:  # aws-cdk (jsii) refuses it already, e.g. a negative Duration
         return False
     return not endpoint_problems(props)
 
@@ -153,10 +175,24 @@ def test_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, const
         is expected
 
 
+BLUE_GREEN = [(c, value) for c in constraints_of(BlueGreen).values() for value in _edges(c)]
+
+
+@pytest.mark.parametrize("constraint, value", BLUE_GREEN, ids=[f"{c.field}={v:g}" for c, v in BLUE_GREEN])
+def test_a_refresh_shift_and_the_refresh_function_accept_the_same_values(constraint: Constraint, value: int) -> None:
+    """The hook's BlueGreen states SageMaker's ranges once; the function checks what it is given by its contract."""
+    try:
+        bg = BlueGreen(traffic="CANARY", **{constraint.field: _library_value(BlueGreen, constraint, value)})
+    except RuntimeError:  # aws-cdk refuses a negative Duration
+        assert not _allowed(constraint, value)
+        return
+    assert (not field_problems(bg)) is _allowed(constraint, value)
+    assert (not contract.blue_green_problems(bg.to_contract())) is _allowed(constraint, value)
+
+
 @pytest.mark.parametrize("count, expected", [(0, False), (1, True), (10, True), (11, False)])
 def test_both_take_one_to_ten_variants(count: int, expected: bool) -> None:
-    lengths = constraints_of(InferenceEndpointProps)["variants"].constraints
-    assert (at.MinLen(1) in lengths, at.MaxLen(10) in lengths) == (True, True)
+    assert constraints_of(InferenceEndpointProps)["variants"].allowed() == "at least 1 item(s), at most 10 item(s)"
     assert _config_accepts(_variants(count).config({})) is expected
     assert _library_accepts(lambda: _variants(count).library({})) is expected
 

@@ -6,8 +6,14 @@ constructs' props. Parsing imports no aws-cdk, so a bad ``cdk.json`` fails fast,
 
 from .caches import CachedModel, CachesConfig, S3ModelSource
 from .endpoints import EndpointConfig, VariantConfig
-from .environment import (ConfigError, EnvironmentConfig, InstanceGroupConfig, load_context, parse_environment,
-                          parse_environments)
+from .environment import (
+                          ConfigError,
+                          EnvironmentConfig,
+                          InstanceGroupConfig,
+                          load_context,
+                          parse_environment,
+                          parse_environments,
+)
 from .refresh import RefreshConfig, RefreshedModel
 from .serving import ServingConfig
 

@@ -10,20 +10,39 @@ Rules across fields are the library's functions, so config and library users get
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Literal
 
 import aws_cdk as cdk
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
-
 from hyperwarm.endpoints.props import (
-    METRIC_PUBLISH_FREQUENCIES, Autoscaling, DataCapture, DeploymentGuardrails, InstanceCount, MetricPublishFrequency, ProductionVariant, SamplingPercentage, ServerlessSpec, ShiftPercent,
-    ShiftWait, StartupTimeout, TrafficShift, VariantWeight,
+    METRIC_PUBLISH_FREQUENCIES,
+    VARIANT_COUNT,
+    Autoscaling,
+    DataCapture,
+    DeploymentGuardrails,
+    InstanceCount,
+    MetricPublishFrequency,
+    ProductionVariant,
+    SamplingPercentage,
+    ServerlessSpec,
+    ShiftPercent,
+    ShiftWait,
+    StartupTimeout,
+    TrafficShift,
+    VariantWeight,
 )
+from hyperwarm.endpoints.routing import Routing, routing_problems
 from hyperwarm.endpoints.rules import autoscaling_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import cuda_ami_problem
-from hyperwarm.endpoints.routing import Routing, routing_problems
 from hyperwarm.serving.settings import sagemaker_placement, server_settings
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .serving import ServingConfig
 from .strict import StrictModel, described, library_default, repeated
@@ -60,7 +79,7 @@ class ImageConfig(StrictModel):
     version: str | None = Field(default=None, pattern=_VERSION)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ImageConfig":
+    def _one_source(self) -> ImageConfig:
         if bool(self.uri) == bool(self.framework):
             raise ValueError("give either uri, or framework with version")
         if self.framework and not self.version:
@@ -116,7 +135,7 @@ class VariantConfig(StrictModel):
         return self.autoscaling.min_capacity if self.autoscaling else self.instance_count
 
     @model_validator(mode="after")
-    def _capacity(self) -> "VariantConfig":
+    def _capacity(self) -> VariantConfig:
         if self.serverless is None and self.instance_type is None:
             raise ValueError(f"variant {self.name!r}: instance_type is required unless the variant is serverless")
         if self.serverless is not None and (self.instance_type or self.autoscaling):
@@ -158,7 +177,7 @@ class GuardrailsConfig(StrictModel):
         return percent
 
 
-assert GuardrailsConfig.model_fields["traffic"].annotation.__args__ == contract.TRAFFIC_TYPES
+assert typing.get_args(GuardrailsConfig.model_fields["traffic"].annotation) == contract.TRAFFIC_TYPES
 
 
 class DataCaptureConfig(StrictModel):
@@ -169,7 +188,7 @@ class EndpointConfig(StrictModel):
     """One SageMaker endpoint of the environment (named ``hyperwarm-<env>-<name>``)."""
 
     name: str = Field(pattern=_ENDPOINT_NAME, description="1..41 letters, digits or hyphens")
-    variants: tuple[VariantConfig, ...] = Field(min_length=1, max_length=10)
+    variants: Annotated[tuple[VariantConfig, ...], VARIANT_COUNT]
     guardrails: GuardrailsConfig | None = None
     data_capture: DataCaptureConfig | None = None
     network_isolation: bool = True
@@ -186,7 +205,7 @@ class EndpointConfig(StrictModel):
         return value
 
     @model_validator(mode="after")
-    def _unique_variants(self) -> "EndpointConfig":
+    def _unique_variants(self) -> EndpointConfig:
         names = [v.name for v in self.variants]
         dupes = repeated(names)
         if dupes:

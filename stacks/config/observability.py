@@ -42,7 +42,6 @@ class ObservabilityConfig(StrictModel):
         are the props this section does not know (endpoints, hyperpod, topic, dashboard_name).
         (aws-cdk loads here, not when cdk.json is parsed.)"""
         import aws_cdk as cdk
-
         from hyperwarm.observability.dashboard import InferenceObservabilityProps
 
         return InferenceObservabilityProps(

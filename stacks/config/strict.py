@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from hyperwarm._internal.validation import (
+    repeated,  # re-exported: one rule for app and library
+)
 from pydantic import BaseModel, ConfigDict
 
-from hyperwarm._internal.validation import repeated  # noqa: F401  (re-exported: one rule for app and library)
+__all__ = ["BUCKET", "KEY_PREFIX", "REGION", "StrictModel", "by_rule", "described", "library_default", "pattern_in_words",
+           "repeated"]
 
 
 class StrictModel(BaseModel):

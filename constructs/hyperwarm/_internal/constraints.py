@@ -14,8 +14,9 @@ import dataclasses
 import sys
 import types
 import typing
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Union
 
 import annotated_types as at
 
@@ -105,18 +106,18 @@ def constraints_of(cls: type) -> dict[str, Constraint]:
 def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = ()) -> list[str]:
     """``field = value -- allowed: ...`` for each field of the dataclass instance ``props`` (and of the
     dataclasses it holds) that breaks its ``Annotated`` constraints; unresolved tokens are skipped.
-    ``exclude``: fields whose own rule reports their ranges."""
+    ``exclude``: dotted paths of fields whose own rule reports their ranges (``"guardrails.traffic.percent"``)."""
     problems: list[str] = []
     rules = constraints_of(type(props))
     for item in dataclasses.fields(props):
-        if item.name in exclude:
+        if prefix + item.name in exclude:
             continue
         value = getattr(props, item.name)
         rule = rules.get(item.name)
         if rule is not None and (problem := rule.problem(value)):
             problems.append(prefix + problem)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            problems += field_problems(value, f"{prefix}{item.name}.")
+            problems += field_problems(value, f"{prefix}{item.name}.", exclude=exclude)
     return problems
 
 
@@ -135,7 +136,11 @@ def _metadata(hint: Any) -> tuple[Any, ...]:
 
 
 def _flat(constraints: tuple[Any, ...]) -> tuple[at.BaseMetadata, ...]:
-    return tuple(c for group in constraints for c in (group if isinstance(group, at.GroupedMetadata) else (group,)))
+    """``Interval(ge=1, le=200)`` as ``Ge(1), Le(200)``: what a GroupedMetadata stands for."""
+    flat: list[at.BaseMetadata] = []
+    for item in constraints:
+        flat += [c for c in item if isinstance(c, at.BaseMetadata)] if isinstance(item, at.GroupedMetadata) else [item]
+    return tuple(flat)
 
 
 def _scalar(value: Any) -> bool:

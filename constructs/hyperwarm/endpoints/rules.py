@@ -7,22 +7,31 @@ construct reports all of them at once. Values that are CDK tokens are skipped (k
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from hyperwarm.functions.cache_refresh import contract
-
-from hyperwarm._internal.constraints import constraints_of, field_problems
+from hyperwarm._internal.constraints import field_problems
 from hyperwarm._internal.tokens import resolved, unresolved
 from hyperwarm.cluster.catalog import CATALOG
-from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS, TrafficShift
-from hyperwarm.serving.inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
+from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
 from hyperwarm.endpoints.routing import routing_problems
-from hyperwarm.serving.settings import ServerSettings, sagemaker_placement, server_settings
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.serving.inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
+from hyperwarm.serving.settings import (
+    ServerSettings,
+    sagemaker_placement,
+    server_settings,
+)
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
 
-    from hyperwarm.endpoints.props import Autoscaling, DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
+    from hyperwarm.endpoints.props import (
+        Autoscaling,
+        DeploymentGuardrails,
+        InferenceEndpointProps,
+        ProductionVariant,
+    )
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>\S+)$")
@@ -67,8 +76,10 @@ def variant_server_settings(variant: ProductionVariant) -> ServerSettings:
 
 def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
     """Every problem of ``props``, variant problems prefixed with ``variant '<name>': ``."""
-    errors = field_problems(props)  # the props' ranges, guardrails and data capture included
-    name_problem = contract.endpoint_name_problem(props.endpoint_name) if resolved(props.endpoint_name) else None
+    # the props' ranges, guardrails and data capture included; a shift's percent has its rule per type below
+    errors = field_problems(props, exclude=("guardrails.traffic.percent",))
+    name = props.endpoint_name
+    name_problem = contract.endpoint_name_problem(name) if name is not None and resolved(name) else None
     if name_problem:
         errors.append(f"endpoint_name = {props.endpoint_name!r} -- {name_problem}")
     seen: set[str] = set()
@@ -108,7 +119,7 @@ def variant_problems(v: ProductionVariant) -> list[str]:
         errors += routing_problems(v.routing, serverless=v.serverless is not None,
                                    min_instances=v.min_instances, max_instances=v.max_instances)[0]
     data = v.model.model_data
-    if resolved(data) and not S3_URI.match(data):
+    if data is not None and resolved(data) and not S3_URI.match(data):
         errors.append(f"model.model_data = {data!r} -- allowed: s3://bucket/key")
     errors += [f"model.{p}" for p in variant_server_settings(v).problems]
     if v.autoscaling is not None:
@@ -150,10 +161,9 @@ def guardrail_problems(g: DeploymentGuardrails, endpoint_name: str | None) -> li
     need ``endpoint_name``."""
     errors: list[str] = []
     shift = g.traffic
-    in_range = constraints_of(TrafficShift)["percent"].problem(shift.percent) is None  # else reported already
     if shift.type not in contract.TRAFFIC_TYPES:
         errors.append(f"guardrails.traffic.type = {shift.type!r} -- allowed: {', '.join(contract.TRAFFIC_TYPES)}")
-    elif resolved(shift.percent) and in_range and (problem := contract.shift_percent_problem(shift.type, shift.percent)):
+    elif resolved(shift.percent) and (problem := contract.shift_percent_problem(shift.type, shift.percent)):
         errors.append(f"guardrails.traffic.percent = {shift.percent!r} -- {problem}")
     if g.alarm_on_5xx_errors and not endpoint_name:
         errors.append("guardrails.alarm_on_5xx_errors = True -- needs an explicit endpoint_name "
@@ -170,8 +180,8 @@ def image_problems(v: ProductionVariant, image_uri: str) -> tuple[list[str], lis
     if problem:
         return [f"variant {v.name!r}: inference_ami_version = {ami!r} -- {problem}"], []
     if ami is not None and ami not in INFERENCE_AMI_CUDA and resolved(ami):
-        return [], [f"variant {v.name!r}: inference_ami_version {ami!r} is unknown to hyperwarm; its driver is not "
-                    "checked against the image"]
+        return [], [(f"variant {v.name!r}: inference_ami_version {ami!r} is unknown to hyperwarm; its driver is not "
+                     "checked against the image")]
     return [], []
 
 
