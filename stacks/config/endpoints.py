@@ -49,7 +49,7 @@ from .strict import StrictModel, described, library_default, repeated
 
 RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
     "model_data_download_timeout", "container_startup_health_check_timeout", "scale_in_cooldown",
-    "scale_out_cooldown", "wait", "metric_publish_frequency")} | {"memory_size_mb": "memory_size (MiB, as before)"}
+    "scale_out_cooldown", "wait", "metric_publish_frequency", "model_latency_p99", "ttft_p99")} | {"memory_size_mb": "memory_size (MiB, as before)"}
 """Keys of the earlier release, named by the error for an unknown key (the props' names carry no unit)."""
 
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",

@@ -29,6 +29,8 @@ class Measured:
 
     unit: str
     constraints: tuple[at.BaseMetadata | at.GroupedMetadata, ...]
+    fractional: bool = False
+    """Whether a fraction is allowed (an alarm threshold of 0.75 s); SageMaker's ``*InSeconds`` are integers."""
 
     def number(self, value: Any) -> float:
         """The value in :attr:`unit`."""
@@ -36,23 +38,27 @@ class Measured:
             return float(value.to_seconds(integral=False))
         return float(value.to_mebibytes(rounding=_size_rounding()))
 
-    def make(self, number: int) -> Any:
+    def make(self, number: float) -> Any:
         """A ``Duration`` or ``Size`` of ``number`` :attr:`unit` (aws-cdk loads here, when a value is parsed)."""
         import aws_cdk as cdk
 
-        return cdk.Duration.seconds(number) if self.unit == "seconds" else cdk.Size.mebibytes(number)
+        if self.unit != "seconds":
+            return cdk.Size.mebibytes(number)
+        return cdk.Duration.seconds(number) if float(number).is_integer() else cdk.Duration.millis(round(number * 1000))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> dict[str, Any]:
         """For pydantic (duck-typed, so the library needs no pydantic): an integer in :attr:`unit` with
         the constraints, then made a ``Duration`` or ``Size``; errors name the number as given."""
-        number = handler.generate_schema(typing.Annotated[(int, *self.constraints)] if self.constraints else int)
+        kind = float if self.fractional else int
+        number = handler.generate_schema(typing.Annotated[(kind, *self.constraints)] if self.constraints else kind)
         return {"type": "function-after", "function": {"type": "no-info", "function": self.make}, "schema": number,
                 "serialization": {"type": "function-plain", "function": self.number}}
 
 
-def seconds(*constraints: at.BaseMetadata | at.GroupedMetadata) -> Measured:
-    """A ``Duration`` field's range in whole seconds, as SageMaker's ``*InSeconds`` fields take it."""
-    return Measured("seconds", constraints)
+def seconds(*constraints: at.BaseMetadata | at.GroupedMetadata, fractional: bool = False) -> Measured:
+    """A ``Duration`` field's range in seconds: whole ones, as SageMaker's ``*InSeconds`` fields take them,
+    unless ``fractional``."""
+    return Measured("seconds", constraints, fractional)
 
 
 def mebibytes(*constraints: at.BaseMetadata | at.GroupedMetadata) -> Measured:
