@@ -13,13 +13,18 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
-from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
+from hyperwarm.cluster.instance_group import (
+    EbsVolumeGb,
+    GroupInstanceCount,
+    InstanceGroupSpec,
+    NodeTaint,
+)
 from hyperwarm.cluster.node_capacity import (
     ADDON_WORKLOADS,
     NodeGroup,
@@ -54,7 +59,15 @@ from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .regional import regional_problems
-from .strict import REGION, StrictModel, by_rule, described, pattern_in_words, repeated
+from .strict import (
+    REGION,
+    StrictModel,
+    by_rule,
+    described,
+    library_default,
+    pattern_in_words,
+    repeated,
+)
 
 _NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
 _VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
@@ -88,12 +101,12 @@ class InstanceGroupConfig(StrictModel):
 
     name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
     instance_type: str = Field(description="an ml.* type from hyperwarm's instance catalog")
-    instance_count: int = Field(default=1, ge=0, le=1000)
+    instance_count: GroupInstanceCount = library_default(InstanceGroupSpec, "instance_count")
     threads_per_core: Literal[THREADS_PER_CORE] = 1
     deep_health_checks: tuple[Literal[DEEP_HEALTH_CHECKS], ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
-    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] | None = Field(
+    ebs_volume_gb: EbsVolumeGb | None = Field(
         default=None, description="extra EBS volume mounted at /opt/sagemaker; none by default"
     )
     holds_caches: bool = Field(
@@ -387,7 +400,7 @@ class EnvironmentConfig(StrictModel):
 @functools.cache
 def sagemaker_regions() -> tuple[str, ...]:
     """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data."""
-    import boto3
+    import boto3  # type: ignore[import-untyped]  # boto3 ships no type information
 
     session = boto3.session.Session()
     return tuple(sorted({region for partition in session.get_available_partitions()
@@ -411,7 +424,7 @@ def _format(env: str, error: Mapping[str, Any]) -> str:
     return f"environments.{env}{path}: {value!r} -- {message}"
 
 
-def _consequential(error: Mapping[str, Any], errors: list[Mapping[str, Any]]) -> bool:
+def _consequential(error: Mapping[str, Any], errors: Sequence[Mapping[str, Any]]) -> bool:
     """A "too short" list whose items failed: only the items' own errors say anything."""
     loc = tuple(error["loc"])
     return error["type"] == "too_short" and any(
