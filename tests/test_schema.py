@@ -84,9 +84,9 @@ PLACES: dict[type, Place] = {
     ProductionVariant: Place(lambda f: _endpoint_json(_variant_json(**{**INSTANCE, **f})),
                              lambda f: _props(ProductionVariant("v1", MODEL, **{**INSTANCE, **f}))),
     ServerlessSpec: Place(
-        lambda f: _endpoint_json(_variant_json(serverless={"memory_size": 2048, "max_concurrency": 5, **f})),
+        lambda f: _endpoint_json(_variant_json(serverless={"memory_size": 2048, "max_concurrency": 200, **f})),
         lambda f: _props(ProductionVariant("v1", MODEL, serverless=ServerlessSpec(
-            **{"memory_size": cdk.Size.mebibytes(2048), "max_concurrency": 5, **f})))),
+            **{"memory_size": cdk.Size.mebibytes(2048), "max_concurrency": 200, **f})))),
     Autoscaling: Place(lambda f: _endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING, **f})),
                        lambda f: _props(ProductionVariant("v1", MODEL, **INSTANCE,
                                                           autoscaling=Autoscaling(**{**SCALING, **f})))),
@@ -230,6 +230,14 @@ def test_a_canary_without_a_wait_bakes_the_librarys_ten_minutes_everywhere() -> 
 
     refresh = blue_green(endpoint, Built())  # type: ignore[arg-type]  # only its rollback alarms are read
     assert refresh.wait is not None and refresh.wait.to_seconds() == 600  # a refresh shifts alike
+
+
+@pytest.mark.parametrize("provisioned, allowed", [(5, True), (6, False)])
+def test_both_keep_provisioned_concurrency_within_max_concurrency(provisioned: int, allowed: bool) -> None:
+    place = PLACES[ServerlessSpec]
+    assert _config_accepts(place.config({"max_concurrency": 5, "provisioned_concurrency": provisioned})) is allowed
+    assert _library_accepts(lambda: place.library({"max_concurrency": 5, "provisioned_concurrency": provisioned})) \
+        is allowed
 
 
 @pytest.mark.parametrize("old, path, value, new", [

@@ -32,7 +32,7 @@ from hyperwarm.endpoints.props import (
     VariantWeight,
 )
 from hyperwarm.endpoints.routing import Routing, routing_problems
-from hyperwarm.endpoints.rules import autoscaling_problems
+from hyperwarm.endpoints.rules import autoscaling_problems, serverless_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import cuda_ami_problem
 from hyperwarm.serving.settings import sagemaker_placement, server_settings
@@ -117,6 +117,14 @@ class VariantConfig(StrictModel):
         if errors:
             raise ValueError("; ".join(errors))
         return routing
+
+    @field_validator("serverless")
+    @classmethod
+    def _provisioned(cls, serverless: ServerlessSpec | None) -> ServerlessSpec | None:
+        errors = serverless_problems(serverless) if serverless else []
+        if errors:
+            raise ValueError("; ".join(errors))
+        return serverless
 
     @field_validator("autoscaling")
     @classmethod

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         DeploymentGuardrails,
         InferenceEndpointProps,
         ProductionVariant,
+        ServerlessSpec,
     )
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -133,13 +134,22 @@ def _capacity_problems(v: ProductionVariant) -> list[str]:
             if v.instance_type is not None else []
         if v.autoscaling is not None or v.inference_component is not None:
             errors.append("serverless -- serverless variants take neither autoscaling nor inference components")
-        return errors
+        return errors + serverless_problems(v.serverless)
     errors = []
     if v.instance_type is None:
         errors.append("instance_type = None -- an ml.* instance type is required unless the variant is serverless")
     elif resolved(v.instance_type) and not v.instance_type.startswith("ml."):
         errors.append(f"instance_type = {v.instance_type!r} -- allowed: an ml.* SageMaker instance type")
     return errors
+
+
+def serverless_problems(s: ServerlessSpec) -> list[str]:
+    """Problems of a serverless variant beyond its fields' ranges: botocore's ``ServerlessProvisionedConcurrency``
+    "should be less than or equal to ``MaxConcurrency``"."""
+    provisioned, most = s.provisioned_concurrency, s.max_concurrency
+    if provisioned is not None and resolved(provisioned) and resolved(most) and provisioned > most:
+        return [f"serverless.provisioned_concurrency = {provisioned!r} -- allowed: at most max_concurrency ({most})"]
+    return []
 
 
 def autoscaling_problems(a: Autoscaling, *, component: bool = False) -> list[str]:
