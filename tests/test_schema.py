@@ -20,6 +20,7 @@ from hyperwarm import (
     ContainerImage,
     DataCapture,
     DeploymentGuardrails,
+    InferenceComponentSpec,
     InferenceEndpoint,
     InferenceEndpointProps,
     ModelSpec,
@@ -98,11 +99,13 @@ PLACES: dict[type, Place] = {
     DataCapture: Place(lambda f: _endpoint_json(data_capture=f), lambda f: _props(data_capture=DataCapture(**f))),
 }
 LIBRARY_ONLY = {(DeploymentGuardrails, "termination_wait"): "cdk.json does not offer it (the library's 5 minutes)",
+                **{(InferenceComponentSpec, name): "cdk.json offers no inference components"
+                   for name in ("copies", "accelerators_per_copy", "min_memory")},
                 (InferenceEndpointProps, "variants"): "a list: its length is swept in its own test below"}
 
 
 def _constraints() -> list[tuple[type, Constraint]]:
-    classes = (*PLACES, DeploymentGuardrails, InferenceEndpointProps)
+    classes = (*PLACES, DeploymentGuardrails, InferenceComponentSpec, InferenceEndpointProps)
     return [(cls, c) for cls in classes for c in constraints_of(cls).values()]
 
 
@@ -252,3 +255,13 @@ def test_a_key_of_the_earlier_release_names_its_new_key(old: dict[str, Any], pat
                                    "model_buckets": [{"name": "models"}]})
     assert f"environments.qa.endpoints[0].variants[0].{path}: {value!r} -- unknown key; it is now {new}" \
         in str(info.value)
+
+
+@pytest.mark.parametrize("spec, problem", [
+    (InferenceComponentSpec(min_memory=cdk.Size.mebibytes(127), accelerators_per_copy=1),
+     "inference_component.min_memory = 127 MiB -- allowed: >= 128 MiB"),
+    (InferenceComponentSpec(copies=0, accelerators_per_copy=1), "inference_component.copies = 0 -- allowed: >= 1"),
+])
+def test_the_construct_checks_what_cdk_json_does_not_offer(spec: InferenceComponentSpec, problem: str) -> None:
+    props = _props(ProductionVariant("v1", MODEL, **INSTANCE, inference_component=spec))
+    assert f"variant 'v1': {problem}" in endpoint_problems(props)

@@ -116,12 +116,13 @@ class InferenceComponentSpec:
     """Serve the variant's model as an inference component: copies share instances, routing applies
     per copy, and SageMaker can cache the model artifacts and image on the instances."""
 
-    copies: int = 1
-    """Model copies. Default: 1."""
-    accelerators_per_copy: float | None = None
-    """GPUs each copy needs. Default: none (SageMaker places by memory)."""
-    min_memory_mb: int = 1024
-    """Host memory each copy needs. Default: 1024."""
+    copies: Annotated[int, Ge(1)] = 1
+    """Model copies, at least one (``InferenceComponentCopyCount`` allows 0, a component that serves nothing).
+    Default: 1."""
+    accelerators_per_copy: Annotated[float, Ge(1)] | None = None
+    """GPUs each copy needs, at least 1 (``NumberOfAcceleratorDevices``). Default: none (SageMaker places by memory)."""
+    min_memory: Annotated[cdk.Size, mebibytes(Ge(128))] = field(default_factory=lambda: cdk.Size.mebibytes(1024))
+    """Host memory each copy needs, at least 128 MiB (``MemoryInMb``). Default: 1024 MiB."""
     enable_caching: bool = True
     """``DataCacheConfig.EnableCaching``: keep artifacts and image on the instance for faster scale-out. Default: true."""
 
