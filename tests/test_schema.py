@@ -98,10 +98,12 @@ PLACES: dict[type, Place] = {
                                                                                          "percent": 10, **f})))),
     DataCapture: Place(lambda f: _endpoint_json(data_capture=f), lambda f: _props(data_capture=DataCapture(**f))),
 }
-LIBRARY_ONLY = {(DeploymentGuardrails, "termination_wait"): "cdk.json does not offer it (the library's 5 minutes)",
-                **{(InferenceComponentSpec, name): "cdk.json offers no inference components"
-                   for name in ("copies", "accelerators_per_copy", "min_memory")},
-                (InferenceEndpointProps, "variants"): "a list: its length is swept in its own test below"}
+LIBRARY_ONLY: dict[tuple[type, str], str] = {
+    (DeploymentGuardrails, "termination_wait"): "cdk.json does not offer it (the library's 5 minutes)",
+    **{(InferenceComponentSpec, name): "cdk.json offers no inference components"
+       for name in ("copies", "accelerators_per_copy", "min_memory")},
+    (InferenceEndpointProps, "variants"): "a list: its length is swept in its own test below",
+}
 
 
 def _constraints() -> list[tuple[type, Constraint]]:
