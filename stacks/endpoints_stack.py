@@ -13,7 +13,7 @@ import jsii
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
+from hyperwarm import ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant
 from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
 from stacks.config.endpoints import endpoint_name
 from hyperwarm.endpoints.rules import parse_s3_uri
@@ -26,7 +26,6 @@ def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) 
     keys of model buckets, by bucket name."""
     image = ContainerImage.from_uri(v.image.uri) if v.image.uri \
         else ContainerImage.official(str(v.image.framework), str(v.image.version))
-    a = v.autoscaling
     return ProductionVariant(
         name=v.name,
         model=ModelSpec(image=image, model_data=v.model_data, serving=v.serving.to_serving(),
@@ -34,17 +33,9 @@ def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) 
         instance_type=v.instance_type,
         instance_count=v.instance_count,
         initial_weight=v.initial_weight,
-        routing=v.routing.to_routing() if v.routing else None,
-        serverless=ServerlessSpec(v.serverless.memory_size_mb, v.serverless.max_concurrency) if v.serverless else None,
-        autoscaling=Autoscaling(
-            min_capacity=a.min_capacity, max_capacity=a.max_capacity, target_value=a.target_value, metric=a.metric,
-            scale_in_cooldown=cdk.Duration.seconds(a.scale_in_cooldown_seconds),
-            scale_out_cooldown=cdk.Duration.seconds(a.scale_out_cooldown_seconds),
-        ) if a else None,
-        model_data_download_timeout=cdk.Duration.seconds(v.model_data_download_timeout_seconds)
-        if v.model_data_download_timeout_seconds else None,
-        container_startup_health_check_timeout=cdk.Duration.seconds(v.container_startup_health_check_timeout_seconds)
-        if v.container_startup_health_check_timeout_seconds else None,
+        routing=v.routing, serverless=v.serverless, autoscaling=v.autoscaling,  # parsed into the props already
+        model_data_download_timeout=v.model_data_download_timeout,
+        container_startup_health_check_timeout=v.container_startup_health_check_timeout,
         inference_ami_version=v.inference_ami_version,
     )
 
@@ -52,13 +43,7 @@ def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) 
 def endpoint_props(env_name: str, endpoint: EndpointConfig,
                    keys: Mapping[str, kms.IKey] | None = None) -> InferenceEndpointProps:
     g = endpoint.guardrails
-    guardrails = None
-    if g is not None:
-        wait = cdk.Duration.seconds(g.wait_seconds)
-        traffic = {"ALL_AT_ONCE": lambda: TrafficShift.all_at_once(wait),
-                   "CANARY": lambda: TrafficShift.canary(int(g.percent or 0), wait),
-                   "LINEAR": lambda: TrafficShift.linear(int(g.percent or 0), wait)}[g.traffic]()
-        guardrails = DeploymentGuardrails(traffic=traffic, alarm_on_5xx_errors=g.alarm_on_5xx_errors)
+    guardrails = DeploymentGuardrails(traffic=g.to_traffic(), alarm_on_5xx_errors=g.alarm_on_5xx_errors) if g else None
     capture = endpoint.data_capture
     return InferenceEndpointProps(
         variants=[variant_props(v, keys) for v in endpoint.variants],
@@ -67,8 +52,7 @@ def endpoint_props(env_name: str, endpoint: EndpointConfig,
         data_capture=DataCapture(sampling_percentage=capture.sampling_percentage) if capture else None,
         network_isolation=endpoint.network_isolation,
         detailed_observability=endpoint.detailed_observability,
-        metric_publish_frequency=cdk.Duration.seconds(endpoint.metric_publish_frequency_seconds)
-        if endpoint.metric_publish_frequency_seconds else None,
+        metric_publish_frequency=endpoint.metric_publish_frequency,
     )
 
 

@@ -21,7 +21,7 @@ def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGr
     alarms = construct.rollback_alarms
     if g is None:
         return BlueGreen(rollback_alarms=alarms)
-    return BlueGreen(traffic=g.traffic, step_percent=g.percent or 10, wait=cdk.Duration.seconds(g.wait_seconds),
+    return BlueGreen(traffic=g.traffic, step_percent=g.percent or 10, wait=g.to_traffic().bake_time(),
                      rollback_alarms=alarms)
 
 

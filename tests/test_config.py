@@ -279,7 +279,7 @@ def test_a_refreshed_target_whose_version_the_refresh_function_cannot_order_is_r
     ({"traffic": "LINEAR", "percent": 5}, "guardrails.percent: 5 -- LINEAR allowed: 10..50"),
     ({"traffic": "CANARY"}, "guardrails.percent: None -- a percent is needed: CANARY allowed: 1..50"),
     ({"percent": 5}, "guardrails.percent: 5 -- only CANARY and LINEAR take a percent, not ALL_AT_ONCE"),
-    ({"wait_seconds": 3601}, "guardrails.wait_seconds: 3601 -- Input should be less than or equal to 3600"),
+    ({"wait": 3601}, "guardrails.wait: 3601 -- Input should be less than or equal to 3600"),
 ])
 def test_guardrails_follow_sagemakers_traffic_shift_limits(guardrails: dict, expected: str) -> None:
     endpoint = {"name": "chat", "guardrails": guardrails, "variants": [{**VARIANT, "instance_count": 2}]}
@@ -287,11 +287,11 @@ def test_guardrails_follow_sagemakers_traffic_shift_limits(guardrails: dict, exp
 
 
 def test_every_guardrail_problem_is_reported_at_once() -> None:
-    endpoint = {"name": "chat", "guardrails": {"traffic": "LINEAR", "percent": 5, "wait_seconds": -1},
+    endpoint = {"name": "chat", "guardrails": {"traffic": "LINEAR", "percent": 5, "wait": -1},
                 "variants": [{**VARIANT, "instance_count": 2}]}
     message = error_of({"endpoints": [endpoint]})
     assert "guardrails.percent: 5 -- LINEAR allowed: 10..50" in message
-    assert "guardrails.wait_seconds: -1 -- Input should be greater than or equal to 0" in message
+    assert "guardrails.wait: -1 -- Input should be greater than or equal to 0" in message
 
 
 @pytest.mark.parametrize("traffic, percent", [(t, p) for t in ("CANARY", "LINEAR") for p in (0, 1, 5, 9, 10, 50, 51)])

@@ -111,7 +111,7 @@ def test_serving_overrides_in_config_reach_the_endpoints_models() -> None:
 
 
 def test_detailed_observability_settings_in_config_reach_the_endpoint_config() -> None:
-    endpoint = {**env_with()["endpoints"][0], "detailed_observability": False, "metric_publish_frequency_seconds": 30}
+    endpoint = {**env_with()["endpoints"][0], "detailed_observability": False, "metric_publish_frequency": 30}
     app = build_app(context={"environments": {"dev": {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]}}},
                     nag=False)
     template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
@@ -122,7 +122,7 @@ def test_detailed_observability_settings_in_config_reach_the_endpoint_config() -
 
 def test_a_publish_frequency_sagemaker_does_not_accept_is_rejected_in_config() -> None:
     raw = env_with()
-    raw["endpoints"][0]["metric_publish_frequency_seconds"] = 45
+    raw["endpoints"][0]["metric_publish_frequency"] = 45
     message = rejected(raw)
-    assert "environments.prod.endpoints[0].metric_publish_frequency_seconds: 45 -- " in message
+    assert "environments.prod.endpoints[0].metric_publish_frequency: 45 -- " in message
     assert "allowed: 10, 30, 60, 120, 180, 240, 300 seconds" in message

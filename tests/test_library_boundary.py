@@ -46,9 +46,15 @@ def test_runtime_client_helper_loads_neither_aws_cdk_nor_jsii() -> None:
     assert not loaded & {"aws_cdk", "jsii", "constructs", "pydantic"}, sorted(loaded & {"aws_cdk", "jsii"})
 
 
-def test_parsing_the_app_configuration_loads_no_aws_cdk() -> None:
-    """A bad cdk.json fails fast: the config models use the library's pure rules, never its constructs."""
-    loaded = _loaded_after("import stacks.config")
+@pytest.mark.parametrize("statement", [
+    "import hyperwarm.endpoints.routing",  # the routing rules
+    "import hyperwarm.planner",  # the routing planner (`hyperwarm routing`), a command outside any synth
+    "import hyperwarm._internal.constraints",  # reading the props' constraints needs no aws-cdk of its own
+])
+def test_runtime_pieces_load_no_aws_cdk(statement: str) -> None:
+    """cdk.json is parsed into the library's props, whose Duration and Size fields are aws-cdk's: parsing it
+    loads aws-cdk. What runs outside a synth (the rehearsal, the planner's routing rules) must not."""
+    loaded = _loaded_after(statement)
     assert not loaded & {"aws_cdk", "jsii", "constructs"}, sorted(loaded & {"aws_cdk", "jsii", "constructs"})
 
 

@@ -126,7 +126,7 @@ def test_each_sagemaker_variant_has_a_ttft_alarm_its_status_and_the_queries_behi
     assert len(alarms) == len(status) == len(variants)
     for variant in variants:
         scope = dict(endpoint="hyperwarm-prod-chat", variant=variant)
-        query = promql.ttft_above(5, **scope)  # cdk.json: ttft_p99_seconds default 5
+        query = promql.ttft_above(5, **scope)  # cdk.json: ttft_p99 default 5
         assert alarms[query]["EvaluationCriteria"]["PromQLCriteria"]["PendingPeriod"] == 300
         assert alarms[query]["EvaluationInterval"] == 60
         (text,) = [t for t in texts if f"chat/{variant}: TTFT sources" in t]
@@ -328,8 +328,8 @@ def test_thresholds_come_from_cdk_json(project_context):
     import aws_cdk.assertions as assertions
 
     project_context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99_seconds": 2.5,
-        "ttft_p99_seconds": 0.75}
+        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99": 2.5,
+        "ttft_p99": 0.75}
     app = _app(project_context, "prod")
     stack = app.node.find_child("hyperwarm-prod-observability")
     template = assertions.Template.from_stack(stack)
@@ -371,7 +371,8 @@ def test_disabled_observability_adds_no_stack(project_context):
      "environments.prod.observability: alarm_topic_arn moved to alarms.topic_arn"),
     ({"otel_enrichment": "on"}, "environments.prod.observability.otel_enrichment: 'on' -- Input should be 'create' or"),
     ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
-    ({"ttft_p99_seconds": 0}, "environments.prod.observability.ttft_p99_seconds: 0"),
+    ({"ttft_p99": 0}, "environments.prod.observability.ttft_p99: 0"),
+    ({"ttft_p99_seconds": 5}, "environments.prod.observability.ttft_p99_seconds: 5 -- unknown key; it is now ttft_p99"),
 ])
 def test_bad_observability_config_fails_with_the_field(project_context, section, message):
     from stacks.config import ConfigError, parse_environments
@@ -398,7 +399,7 @@ def test_construct_validation_names_every_problem():
     assert "S/Obs: " in text and "variant_names must be known" in text
     assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
     assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
-    assert "ttft_p99 = 0 ms -- must be positive" in text
+    assert "ttft_p99 = 0 seconds -- allowed: > 0 seconds" in text
 
 
 _EXPORTER_RUNTIME = """

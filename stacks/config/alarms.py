@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
-
 from hyperwarm._internal.validation import repeated
+from pydantic import Field, model_validator
 
 from .strict import StrictModel, described
 
@@ -41,7 +40,7 @@ class AlarmsConfig(StrictModel):
     slack_channels: tuple[SlackChannelConfig, ...] = Field(default=(), description="Slack channels via AWS Chatbot")
 
     @model_validator(mode="after")
-    def _one_kind_of_destination(self) -> "AlarmsConfig":
+    def _one_kind_of_destination(self) -> AlarmsConfig:
         if self.topic_arn and self.subscribed:
             raise ValueError("topic_arn with emails, https_endpoints or slack_channels: subscribe those to the "
                              "existing topic itself (hyperwarm creates subscriptions only on the topic it creates)")

@@ -1,30 +1,56 @@
 """The ``endpoints`` section of an environment: SageMaker real-time endpoints and their variants.
 
 Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
-path). Routing rules come from :func:`hyperwarm.endpoints.routing.routing_problems`, the same function the
-construct uses, so config and library users get the same messages.
+path). The library's props are the schema: ``routing``, ``autoscaling`` and ``serverless`` are parsed
+into :class:`~hyperwarm.endpoints.routing.Routing`, :class:`~hyperwarm.endpoints.props.Autoscaling` and
+:class:`~hyperwarm.endpoints.props.ServerlessSpec` themselves, and the other fields take their type,
+range and default from the props field of the same name (times are numbers of seconds, sizes of MiB).
+Rules across fields are the library's functions, so config and library users get the same messages.
 """
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
-
-from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
+import aws_cdk as cdk
+from hyperwarm.endpoints.props import (
+    METRIC_PUBLISH_FREQUENCIES,
+    VARIANT_COUNT,
+    Autoscaling,
+    DataCapture,
+    DeploymentGuardrails,
+    InstanceCount,
+    MetricPublishFrequency,
+    ProductionVariant,
+    SamplingPercentage,
+    ServerlessSpec,
+    ShiftPercent,
+    ShiftWait,
+    StartupTimeout,
+    TrafficShift,
+    VariantWeight,
+)
+from hyperwarm.endpoints.routing import Routing, routing_problems
+from hyperwarm.endpoints.rules import autoscaling_problems, serverless_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import cuda_ami_problem
-from hyperwarm.endpoints.routing import (
-    CONCURRENCY_THRESHOLD_RANGE,
-    PREFIX_LENGTH_RANGE,
-    ROUTING_STRATEGIES,
-    Routing,
-    routing_problems,
-)
 from hyperwarm.serving.settings import sagemaker_placement, server_settings
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .serving import ServingConfig
-from .strict import StrictModel, described, repeated
+from .strict import StrictModel, described, library_default, repeated
+
+RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
+    "model_data_download_timeout", "container_startup_health_check_timeout", "scale_in_cooldown",
+    "scale_out_cooldown", "wait", "metric_publish_frequency", "model_latency_p99", "ttft_p99")} | {"memory_size_mb": "memory_size (MiB, as before)"}
+"""Keys of the earlier release, named by the error for an unknown key (the props' names carry no unit)."""
 
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
                   "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. prefix-aware")
@@ -44,28 +70,6 @@ _ENDPOINT_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,40}$",
                            "1..41 letters, digits or hyphens, starting and ending with a letter or digit, e.g. chat")
 
 
-class RoutingConfig(StrictModel):
-    """``RoutingConfig`` of a variant; PREFIX_AWARE needs both prefix fields, others take none."""
-
-    strategy: Literal["RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE"]
-    prefix_length: Annotated[int, Field(ge=PREFIX_LENGTH_RANGE[0], le=PREFIX_LENGTH_RANGE[1])] | None = None
-    concurrency_threshold: Annotated[
-        int, Field(ge=CONCURRENCY_THRESHOLD_RANGE[0], le=CONCURRENCY_THRESHOLD_RANGE[1])] | None = None
-
-    def to_routing(self) -> Routing:
-        return Routing(self.strategy, self.prefix_length, self.concurrency_threshold)
-
-    @model_validator(mode="after")
-    def _prefix_fields(self) -> "RoutingConfig":
-        errors, _ = routing_problems(self.to_routing(), max_instances=2, min_instances=2)
-        if errors:
-            raise ValueError("; ".join(errors))
-        return self
-
-
-assert set(ROUTING_STRATEGIES) == set(RoutingConfig.model_fields["strategy"].annotation.__args__)
-
-
 class ImageConfig(StrictModel):
     """Either an explicit ECR ``uri`` or an official ``framework`` with its ``version``."""
 
@@ -75,7 +79,7 @@ class ImageConfig(StrictModel):
     version: str | None = Field(default=None, pattern=_VERSION)
 
     @model_validator(mode="after")
-    def _one_source(self) -> "ImageConfig":
+    def _one_source(self) -> ImageConfig:
         if bool(self.uri) == bool(self.framework):
             raise ValueError("give either uri, or framework with version")
         if self.framework and not self.version:
@@ -83,29 +87,6 @@ class ImageConfig(StrictModel):
         if self.uri and self.version:
             raise ValueError("version goes with framework, not with uri")
         return self
-
-
-class AutoscalingConfig(StrictModel):
-    min_capacity: int = Field(default=1, ge=1)
-    max_capacity: int = Field(ge=1)
-    metric: Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"] = "ConcurrentRequestsPerModel"
-    target_value: float = Field(gt=0)
-    scale_in_cooldown_seconds: int = Field(default=600, ge=0, le=86400)
-    scale_out_cooldown_seconds: int = Field(default=120, ge=0, le=86400)
-
-    @model_validator(mode="after")
-    def _order(self) -> "AutoscalingConfig":
-        if self.max_capacity < self.min_capacity:
-            raise ValueError(f"max_capacity {self.max_capacity} is below min_capacity {self.min_capacity}")
-        return self
-
-
-assert set(SCALING_METRICS) == set(AutoscalingConfig.model_fields["metric"].annotation.__args__)
-
-
-class ServerlessConfig(StrictModel):
-    memory_size_mb: Literal[1024, 2048, 3072, 4096, 5120, 6144]
-    max_concurrency: int = Field(ge=1, le=200)
 
 
 class VariantConfig(StrictModel):
@@ -118,16 +99,40 @@ class VariantConfig(StrictModel):
                                    description="what the model server is told beyond the derived settings")
     instance_type: str | None = Field(default=None, pattern=_INSTANCE_TYPE,
                                       description="an ml.* instance type")
-    instance_count: int = Field(default=1, ge=1)
-    initial_weight: float = Field(default=1.0, gt=0)
-    routing: RoutingConfig | None = Field(default=None, description="none means RANDOM, as in SageMaker")
-    autoscaling: AutoscalingConfig | None = None
-    serverless: ServerlessConfig | None = None
-    model_data_download_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
-    container_startup_health_check_timeout_seconds: int | None = Field(default=None, ge=60, le=3600)
+    instance_count: InstanceCount = library_default(ProductionVariant, "instance_count")
+    initial_weight: VariantWeight = library_default(ProductionVariant, "initial_weight")
+    routing: Routing | None = Field(default=None, description="none means RANDOM, as in SageMaker")
+    autoscaling: Autoscaling | None = Field(default=None, description="cooldowns in seconds")
+    serverless: ServerlessSpec | None = Field(default=None, description="memory_size in MiB")
+    model_data_download_timeout: StartupTimeout | None = Field(default=None, description="seconds")
+    container_startup_health_check_timeout: StartupTimeout | None = Field(default=None, description="seconds")
     inference_ami_version: str | None = Field(
         default=None, pattern=_AMI_VERSION,
         description="InferenceAmiVersion (host AMI and GPU driver); needed for images built for a newer CUDA")
+
+    @field_validator("routing")
+    @classmethod
+    def _prefix_fields(cls, routing: Routing | None) -> Routing | None:
+        errors = routing_problems(routing, max_instances=2, min_instances=2)[0] if routing else []
+        if errors:
+            raise ValueError("; ".join(errors))
+        return routing
+
+    @field_validator("serverless")
+    @classmethod
+    def _provisioned(cls, serverless: ServerlessSpec | None) -> ServerlessSpec | None:
+        errors = serverless_problems(serverless) if serverless else []
+        if errors:
+            raise ValueError("; ".join(errors))
+        return serverless
+
+    @field_validator("autoscaling")
+    @classmethod
+    def _scaling_order(cls, autoscaling: Autoscaling | None) -> Autoscaling | None:
+        errors = autoscaling_problems(autoscaling) if autoscaling else []
+        if errors:
+            raise ValueError("; ".join(errors))
+        return autoscaling
 
     @property
     def max_instances(self) -> int:
@@ -138,7 +143,7 @@ class VariantConfig(StrictModel):
         return self.autoscaling.min_capacity if self.autoscaling else self.instance_count
 
     @model_validator(mode="after")
-    def _capacity(self) -> "VariantConfig":
+    def _capacity(self) -> VariantConfig:
         if self.serverless is None and self.instance_type is None:
             raise ValueError(f"variant {self.name!r}: instance_type is required unless the variant is serverless")
         if self.serverless is not None and (self.instance_type or self.autoscaling):
@@ -149,7 +154,7 @@ class VariantConfig(StrictModel):
                 raise ValueError(f"variant {self.name!r}: inference_ami_version = {self.inference_ami_version!r} "
                                  f"-- {problem}")
         if self.routing is not None:
-            errors, _ = routing_problems(self.routing.to_routing(), serverless=self.serverless is not None,
+            errors, _ = routing_problems(self.routing, serverless=self.serverless is not None,
                                          min_instances=self.min_instances, max_instances=self.max_instances)
             if errors:
                 raise ValueError(f"variant {self.name!r}: " + "; ".join(errors))
@@ -157,13 +162,17 @@ class VariantConfig(StrictModel):
 
 
 class GuardrailsConfig(StrictModel):
+    """:class:`~hyperwarm.endpoints.props.DeploymentGuardrails` with its :class:`TrafficShift` flattened."""
+
     traffic: Literal["ALL_AT_ONCE", "CANARY", "LINEAR"] = "ALL_AT_ONCE"
-    percent: int | None = Field(default=None, validate_default=True,
-                                ge=min(low for low, _ in contract.SHIFT_PERCENT.values()),
-                                le=max(high for _, high in contract.SHIFT_PERCENT.values()),
-                                description="percent of the variant's instances: CANARY 1..50, LINEAR 10..50")
-    wait_seconds: int = Field(default=300, ge=contract.WAIT_SECONDS_RANGE[0], le=contract.WAIT_SECONDS_RANGE[1])
-    alarm_on_5xx_errors: bool = True
+    percent: ShiftPercent | None = Field(default=None, validate_default=True,
+                                         description="percent of the variant's instances: CANARY 1..50, LINEAR 10..50")
+    wait: ShiftWait | None = Field(default=None, description="seconds; default: TrafficShift's (CANARY 600, else 300)")
+    alarm_on_5xx_errors: bool = library_default(DeploymentGuardrails, "alarm_on_5xx_errors")
+
+    def to_traffic(self) -> TrafficShift:
+        """The library's :class:`TrafficShift`: its defaults (e.g. the bake time) apply where cdk.json says nothing."""
+        return TrafficShift(self.traffic, self.percent, self.wait)
 
     @field_validator("percent")
     @classmethod
@@ -176,35 +185,35 @@ class GuardrailsConfig(StrictModel):
         return percent
 
 
-assert GuardrailsConfig.model_fields["traffic"].annotation.__args__ == contract.TRAFFIC_TYPES
+assert typing.get_args(GuardrailsConfig.model_fields["traffic"].annotation) == contract.TRAFFIC_TYPES
 
 
 class DataCaptureConfig(StrictModel):
-    sampling_percentage: int = Field(default=10, ge=0, le=100)
+    sampling_percentage: SamplingPercentage = library_default(DataCapture, "sampling_percentage")
 
 
 class EndpointConfig(StrictModel):
     """One SageMaker endpoint of the environment (named ``hyperwarm-<env>-<name>``)."""
 
     name: str = Field(pattern=_ENDPOINT_NAME, description="1..41 letters, digits or hyphens")
-    variants: tuple[VariantConfig, ...] = Field(min_length=1, max_length=10)
+    variants: Annotated[tuple[VariantConfig, ...], VARIANT_COUNT]
     guardrails: GuardrailsConfig | None = None
     data_capture: DataCaptureConfig | None = None
     network_isolation: bool = True
     detailed_observability: bool = Field(
         default=True, description="SageMaker AI detailed observability: the container's metrics, TTFT among them")
-    metric_publish_frequency_seconds: int | None = Field(
-        default=None, description="10, 30, 60, 120, 180, 240 or 300; none: SageMaker's 60")
+    metric_publish_frequency: MetricPublishFrequency | None = Field(
+        default=None, description="seconds: 10, 30, 60, 120, 180, 240 or 300; none: SageMaker's 60")
 
-    @field_validator("metric_publish_frequency_seconds")
+    @field_validator("metric_publish_frequency")
     @classmethod
-    def _frequency(cls, value: int | None) -> int | None:
-        if value is not None and value not in METRIC_PUBLISH_FREQUENCIES:
+    def _frequency(cls, value: cdk.Duration | None) -> cdk.Duration | None:
+        if value is not None and value.to_seconds() not in METRIC_PUBLISH_FREQUENCIES:
             raise ValueError(f"allowed: {', '.join(str(s) for s in METRIC_PUBLISH_FREQUENCIES)} seconds")
         return value
 
     @model_validator(mode="after")
-    def _unique_variants(self) -> "EndpointConfig":
+    def _unique_variants(self) -> EndpointConfig:
         names = [v.name for v in self.variants]
         dupes = repeated(names)
         if dupes:

@@ -13,30 +13,61 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping
-
-from pydantic import Field, ValidationError, field_validator, model_validator
+from typing import Annotated, Any, Literal
 
 from hyperwarm.cluster import hyperpod_dependencies
-from hyperwarm.cluster.rules import (DEEP_HEALTH_CHECKS, DEFAULT_KUBERNETES_VERSION, GROUP_NAME_PATTERN,
-                                     GROUP_NAME_WORDS, INFERENCE_OPERATOR_ADDON, SUPPORTED_KUBERNETES_VERSIONS,
-                                     TAINT_EFFECTS, THREADS_PER_CORE, addon_build_problem, instance_type_problem,
-                                     nvme_problem, pods_per_node_problem, taints_problem)
-from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
-from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
-from hyperwarm.cluster.node_capacity import (
-    ADDON_WORKLOADS, NodeGroup, Requests, Workload, addon_workloads, node_problems, pod, workloads_from_objects,
+from hyperwarm.cluster.instance_group import (
+    EbsVolumeGb,
+    GroupInstanceCount,
+    InstanceGroupSpec,
+    NodeTaint,
 )
+from hyperwarm.cluster.node_capacity import (
+    ADDON_WORKLOADS,
+    NodeGroup,
+    Requests,
+    Workload,
+    addon_workloads,
+    node_problems,
+    pod,
+    workloads_from_objects,
+)
+from hyperwarm.cluster.rules import (
+    DEEP_HEALTH_CHECKS,
+    DEFAULT_KUBERNETES_VERSION,
+    GROUP_NAME_PATTERN,
+    GROUP_NAME_WORDS,
+    INFERENCE_OPERATOR_ADDON,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    TAINT_EFFECTS,
+    THREADS_PER_CORE,
+    addon_build_problem,
+    instance_type_problem,
+    nvme_problem,
+    pods_per_node_problem,
+    taints_problem,
+)
+from hyperwarm.functions.cache_refresh import contract
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
-from .endpoints import Endpoints, endpoint_name, serving_problems
+from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems
 from .regional import regional_problems
-from .strict import REGION, StrictModel, by_rule, described, pattern_in_words, repeated
+from .strict import (
+    REGION,
+    StrictModel,
+    by_rule,
+    described,
+    library_default,
+    pattern_in_words,
+    repeated,
+)
 
 _NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
 _VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
@@ -70,12 +101,12 @@ class InstanceGroupConfig(StrictModel):
 
     name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
     instance_type: str = Field(description="an ml.* type from hyperwarm's instance catalog")
-    instance_count: int = Field(default=1, ge=0, le=1000)
+    instance_count: GroupInstanceCount = library_default(InstanceGroupSpec, "instance_count")
     threads_per_core: Literal[THREADS_PER_CORE] = 1
     deep_health_checks: tuple[Literal[DEEP_HEALTH_CHECKS], ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
-    ebs_volume_gb: Annotated[int, Field(ge=1, le=16384)] | None = Field(
+    ebs_volume_gb: EbsVolumeGb | None = Field(
         default=None, description="extra EBS volume mounted at /opt/sagemaker; none by default"
     )
     holds_caches: bool = Field(
@@ -94,7 +125,7 @@ class InstanceGroupConfig(StrictModel):
         )
 
     @model_validator(mode="after")
-    def _rules(self) -> "InstanceGroupConfig":
+    def _rules(self) -> InstanceGroupConfig:
         problem = (nvme_problem(self.name, self.instance_type, self.holds_caches)
                    or taints_problem(self.name, bool(self.taints), bool(self.deep_health_checks)))
         if problem:
@@ -118,7 +149,7 @@ class ModelBucketConfig(StrictModel):
                     "it; default: none (S3-managed or AWS-managed encryption needs no grant)")
 
     @model_validator(mode="after")
-    def _own_buckets_need_no_key(self) -> "ModelBucketConfig":
+    def _own_buckets_need_no_key(self) -> ModelBucketConfig:
         if self.create and self.kms_key_arn:
             raise ValueError(f"bucket {self.name!r}: kms_key_arn is for existing buckets; a bucket hyperwarm creates "
                              "is encrypted with S3-managed keys")
@@ -150,7 +181,7 @@ class VpcConfig(StrictModel):
         return tuple(value) if isinstance(value, list) else value  # strict mode takes a tuple, not a list
 
     @model_validator(mode="after")
-    def _existing(self) -> "VpcConfig":
+    def _existing(self) -> VpcConfig:
         if self.vpc_id and not self.private_subnet_ids:
             raise ValueError("an existing vpc_id needs private_subnet_ids (one per availability zone)")
         if self.vpc_id and len(self.availability_zones) != len(self.private_subnet_ids):
@@ -235,13 +266,13 @@ class EnvironmentConfig(StrictModel):
 
 
     @model_validator(mode="after")
-    def _something_to_deploy(self) -> "EnvironmentConfig":
+    def _something_to_deploy(self) -> EnvironmentConfig:
         if not self.instance_groups and not self.endpoints:
             raise ValueError("nothing to deploy: give instance_groups (a HyperPod cluster), endpoints, or both")
         return self
 
     @model_validator(mode="after")
-    def _region_serves_each_part(self) -> "EnvironmentConfig":
+    def _region_serves_each_part(self) -> EnvironmentConfig:
         if self.endpoints and self.region not in sagemaker_regions():
             raise ValueError(f"region {self.region}: SageMaker endpoints are not offered there (botocore's "
                              f"endpoint data lists {', '.join(sagemaker_regions())})")
@@ -253,7 +284,7 @@ class EnvironmentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _unique_groups(self) -> "EnvironmentConfig":
+    def _unique_groups(self) -> EnvironmentConfig:
         names = [g.name for g in self.instance_groups]
         dupes = repeated(names)
         if dupes:
@@ -267,14 +298,14 @@ class EnvironmentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _caches_fit_groups(self) -> "EnvironmentConfig":
+    def _caches_fit_groups(self) -> EnvironmentConfig:
         problems = cache_problems(self.caches, self.instance_groups)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
 
     @model_validator(mode="after")
-    def _nodes_hold_their_pods(self) -> "EnvironmentConfig":
+    def _nodes_hold_their_pods(self) -> EnvironmentConfig:
         if not self.instance_groups:  # no HyperPod cluster: nothing runs on nodes
             return self
         groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core,
@@ -285,7 +316,7 @@ class EnvironmentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _servers_are_told_what_to_serve(self) -> "EnvironmentConfig":
+    def _servers_are_told_what_to_serve(self) -> EnvironmentConfig:
         problems = serving_problems(self.endpoints)
         if problems:
             raise ValueError("\n  ".join(problems))
@@ -311,7 +342,7 @@ class EnvironmentConfig(StrictModel):
         return workloads
 
     @model_validator(mode="after")
-    def _exporter_triggers_have_an_exporter(self) -> "EnvironmentConfig":
+    def _exporter_triggers_have_an_exporter(self) -> EnvironmentConfig:
         if self.observability.enabled:
             return self
         problems = [f"caches.models[{i}].autoscaling.trigger.exporter: {m.autoscaling.trigger.exporter.metric} -- "
@@ -323,14 +354,14 @@ class EnvironmentConfig(StrictModel):
         return self
 
     @model_validator(mode="after")
-    def _refresh_targets_exist(self) -> "EnvironmentConfig":
+    def _refresh_targets_exist(self) -> EnvironmentConfig:
         problems = refresh_problems(self.refresh, self.caches, self.endpoints)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
 
     @model_validator(mode="after")
-    def _buckets_declared(self) -> "EnvironmentConfig":
+    def _buckets_declared(self) -> EnvironmentConfig:
         problems = []
         dupes = repeated(b.name for b in self.model_buckets)
         if dupes:
@@ -369,7 +400,7 @@ class EnvironmentConfig(StrictModel):
 @functools.cache
 def sagemaker_regions() -> tuple[str, ...]:
     """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data."""
-    import boto3
+    import boto3  # type: ignore[import-untyped]  # boto3 ships no type information
 
     session = boto3.session.Session()
     return tuple(sorted({region for partition in session.get_available_partitions()
@@ -382,8 +413,9 @@ _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 def _format(env: str, error: Mapping[str, Any]) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
     message = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        message = "unknown key"
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's, a props dataclass's
+        renamed = RENAMED_KEYS.get(str(error["loc"][-1]))
+        message = f"unknown key; it is now {renamed}" if renamed else "unknown key"
     elif error["type"] == "string_pattern_mismatch":
         message = pattern_in_words(error["ctx"]["pattern"])
     value = error.get("input")
@@ -392,7 +424,7 @@ def _format(env: str, error: Mapping[str, Any]) -> str:
     return f"environments.{env}{path}: {value!r} -- {message}"
 
 
-def _consequential(error: Mapping[str, Any], errors: list[Mapping[str, Any]]) -> bool:
+def _consequential(error: Mapping[str, Any], errors: Sequence[Mapping[str, Any]]) -> bool:
     """A "too short" list whose items failed: only the items' own errors say anything."""
     loc = tuple(error["loc"])
     return error["type"] == "too_short" and any(
@@ -459,9 +491,9 @@ def _enrichment_problems(environments: Mapping[str, EnvironmentConfig]) -> list[
 def _admin_problems(env: str, config: EnvironmentConfig) -> list[str]:
     """A production cluster names its administrators."""
     if config.production and config.instance_groups and not config.cluster_admins:
-        return [f"environments.{env}.cluster_admins: [] -- a production environment names the IAM roles or users "
-                "that administer its EKS cluster; without them hyperwarm creates an admin role that any principal "
-                "of the account allowed to assume roles can assume"]
+        return [(f"environments.{env}.cluster_admins: [] -- a production environment names the IAM roles or users "
+                 "that administer its EKS cluster; without them hyperwarm creates an admin role that any principal "
+                 "of the account allowed to assume roles can assume")]
     return []
 
 

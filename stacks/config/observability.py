@@ -1,31 +1,45 @@
 """The ``observability`` section: alarm thresholds of the environment's dashboard, and OTel enrichment.
 
 The app turns it into :class:`hyperwarm.observability.dashboard.InferenceObservabilityProps`
-(:meth:`ObservabilityConfig.to_props`); the stack adds the endpoints, cached models and topic (the
-``alarms`` section says where alarms go).
+(:meth:`ObservabilityConfig.to_props`), whose fields of the same names give each threshold's range and
+default (times in seconds); the stack adds the endpoints, cached models and topic (the ``alarms``
+section says where alarms go).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from hyperwarm.observability.dashboard import (
+    ColdPodShareMinutes,
+    ColdPodSharePercent,
+    InferenceObservabilityProps,
+    LatencyThreshold,
+    TtftThreshold,
+)
 from pydantic import Field, model_validator
 
-from .strict import StrictModel
+from .strict import StrictModel, library_default
+
+_PROPS = InferenceObservabilityProps
 
 
 class ObservabilityConfig(StrictModel):
     """Dashboard and alarms of one environment (``hyperwarm-<env>-observability``)."""
 
     enabled: bool = Field(default=True, description="create the dashboard, alarms and cache metrics exporter")
-    model_latency_p99_seconds: float = Field(
-        default=30.0, gt=0, le=3600, description="alarm when a variant's p99 ModelLatency stays above this")
-    ttft_p99_seconds: float = Field(
-        default=5.0, gt=0, description="alarm when p99 time to first token stays above it for 5 minutes")
-    cold_pod_share_percent: float = Field(
-        default=50.0, ge=0, le=100, description="alarm when a cached model's ColdPodShare stays above this")
-    cold_pod_share_minutes: int = Field(
-        default=15, ge=1, le=1440, description="...for this many minutes (a scale-out is briefly cold by design)")
+    model_latency_p99: LatencyThreshold = Field(
+        default_factory=lambda: library_default(_PROPS, "model_latency_p99"),
+        description="seconds: alarm when a variant's p99 ModelLatency stays above this")
+    ttft_p99: TtftThreshold = Field(
+        default_factory=lambda: library_default(_PROPS, "ttft_p99"),
+        description="seconds: alarm when p99 time to first token stays above it for 5 minutes")
+    cold_pod_share_percent: ColdPodSharePercent = Field(
+        default=library_default(_PROPS, "cold_pod_share_percent"),
+        description="alarm when a cached model's ColdPodShare stays above this")
+    cold_pod_share_minutes: ColdPodShareMinutes = Field(
+        default=library_default(_PROPS, "cold_pod_share_minutes"),
+        description="...for this many minutes (a scale-out is briefly cold by design)")
     otel_enrichment: Literal["create", "existing"] = Field(
         default="create", description="the account's OTel enrichment, which PromQL queries of endpoint metrics "
         "need: created (and retained) by this environment's observability stack, or existing already")
@@ -37,16 +51,10 @@ class ObservabilityConfig(StrictModel):
             raise ValueError("alarm_topic_arn moved to alarms.topic_arn (every stack's alarms notify it)")
         return data
 
-    def to_props(self, **parts: Any) -> Any:
+    def to_props(self, **parts: Any) -> InferenceObservabilityProps:
         """:class:`~hyperwarm.observability.dashboard.InferenceObservabilityProps` with these thresholds; ``parts``
-        are the props this section does not know (endpoints, hyperpod, topic, dashboard_name).
-        (aws-cdk loads here, not when cdk.json is parsed.)"""
-        import aws_cdk as cdk
-
-        from hyperwarm.observability.dashboard import InferenceObservabilityProps
-
+        are the props this section does not know (endpoints, hyperpod, topic, dashboard_name)."""
         return InferenceObservabilityProps(
-            model_latency_p99=cdk.Duration.millis(round(self.model_latency_p99_seconds * 1000)),
-            ttft_p99=cdk.Duration.millis(round(self.ttft_p99_seconds * 1000)),
+            model_latency_p99=self.model_latency_p99, ttft_p99=self.ttft_p99,
             cold_pod_share_percent=self.cold_pod_share_percent,
             cold_pod_share_minutes=self.cold_pod_share_minutes, otel_enrichment=self.otel_enrichment, **parts)

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hyperwarm.functions.cache_refresh import versions
 from pydantic import Field, model_validator
 
-from hyperwarm.functions.cache_refresh import versions
-
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
-
 
 
 class RefreshedModel(StrictModel):
@@ -27,7 +25,7 @@ class RefreshedModel(StrictModel):
     endpoints: tuple[str, ...] = Field(default=(), description="names of endpoints with a variant on this prefix")
 
     @model_validator(mode="after")
-    def _has_targets(self) -> "RefreshedModel":
+    def _has_targets(self) -> RefreshedModel:
         if not self.caches and not self.endpoints:
             raise ValueError(f"refresh of prefix {self.prefix!r} names no caches and no endpoints")
         return self
@@ -42,7 +40,7 @@ class RefreshConfig(StrictModel):
     models: tuple[RefreshedModel, ...] = ()
 
     @model_validator(mode="after")
-    def _rules(self) -> "RefreshConfig":
+    def _rules(self) -> RefreshConfig:
         if self.create_bucket:
             raise ValueError(f"refresh.create_bucket moved to model_buckets: declare "
                              f'{{"name": "{self.bucket}", "create": true}} there, so the bucket exists before the '
@@ -94,6 +92,6 @@ def _unorderable(prefix: str, what: str, version: str) -> list[str]:
     try:
         versions.parse(version)
     except versions.UnorderableVersion as exc:
-        return [f"refresh prefix {prefix!r}: {what} serves version {version!r}, which the refresh function "
-                f"cannot order ({exc}); name versions like v3, 1.2.0 or 2026-11-29 under {prefix}/<version>/"]
+        return [(f"refresh prefix {prefix!r}: {what} serves version {version!r}, which the refresh function "
+                 f"cannot order ({exc}); name versions like v3, 1.2.0 or 2026-11-29 under {prefix}/<version>/")]
     return []

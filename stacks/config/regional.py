@@ -39,8 +39,8 @@ def _type_problem(where: str, instance_type: str, region: str, kind: str, what: 
     family = instance_type.split(".")[1] if instance_type.count(".") >= 2 else ""
     alike = sorted(t for t in offered if t.split(".")[1:2] == [family]) or sorted(
         t for t in offered if t.startswith(("ml.g", "ml.p")))
-    return [f"{where}: {instance_type!r} -- not offered for {what} in {region} (AWS's pricing data, as cfn-lint "
-            f"ships it); offered there, e.g.: {', '.join(alike[:8]) or 'none of its family'}"]
+    return [(f"{where}: {instance_type!r} -- not offered for {what} in {region} (AWS's pricing data, as cfn-lint "
+             f"ships it); offered there, e.g.: {', '.join(alike[:8]) or 'none of its family'}")]
 
 
 def image_region_problem(uri: str, region: str) -> str | None:
@@ -53,7 +53,7 @@ def image_region_problem(uri: str, region: str) -> str | None:
             f"registries; use the {region} URI (the same repository under <account>.dkr.ecr.{region}.amazonaws.com)")
 
 
-def regional_problems(env: str, config: "EnvironmentConfig") -> list[str]:
+def regional_problems(env: str, config: EnvironmentConfig) -> list[str]:
     """Every instance type the region does not offer and every image it cannot pull, with its field."""
     region, at = config.region, f"environments.{env}"
     problems: list[str] = []
@@ -79,7 +79,7 @@ def regional_problems(env: str, config: "EnvironmentConfig") -> list[str]:
     return problems
 
 
-def pull_registry_accounts(config: "EnvironmentConfig") -> tuple[str, ...]:
+def pull_registry_accounts(config: EnvironmentConfig) -> tuple[str, ...]:
     """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured ones
     (``image_registry_accounts``) and those of the cached models' images."""
     images = [i for m in config.caches.models for i in (m.image, *(e.image for e in m.extra_images))]

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
-
 from hyperwarm.serving.settings import Serving
+from pydantic import Field
 
 from .strict import StrictModel, described
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
+from hyperwarm._internal.validation import (
+    repeated,  # re-exported: one rule for app and library
+)
 from pydantic import BaseModel, ConfigDict
 
-from hyperwarm._internal.validation import repeated  # noqa: F401  (re-exported: one rule for app and library)
+__all__ = ["BUCKET", "KEY_PREFIX", "REGION", "StrictModel", "by_rule", "described", "library_default", "pattern_in_words",
+           "repeated"]
 
 
 class StrictModel(BaseModel):
@@ -48,3 +54,15 @@ def by_rule(rule: Callable[[Any], str | None]) -> Callable[[Any], Any]:
             raise ValueError(problem)
         return value
     return check
+
+
+def library_default(props: type, name: str) -> Any:
+    """The default of field ``name`` of the library's props dataclass ``props``: cdk.json's default is the
+    library's, written once (``Field(default=library_default(DataCapture, "sampling_percentage"))``)."""
+    found = {f.name: f for f in dataclasses.fields(props)}[name]
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    if found.default is dataclasses.MISSING:
+        raise ValueError(f"{props.__name__}.{name} has no default")
+    return found.default
+

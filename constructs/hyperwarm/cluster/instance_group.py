@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from annotated_types import Interval
 
 from hyperwarm.cluster.catalog import InstanceSpec, instance_spec
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL, INSTANCE_TYPE_LABEL
+from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT
+
+GroupInstanceCount = Annotated[int, Interval(ge=INSTANCE_COUNT.start, le=INSTANCE_COUNT.stop - 1)]
+"""``ClusterInstanceGroup.InstanceCount``: 0..1000."""
+EbsVolumeGb = Annotated[int, Interval(ge=EBS_VOLUME_GB.start, le=EBS_VOLUME_GB.stop - 1)]
+"""``ClusterEbsVolumeConfig.VolumeSizeInGB``: 1..16384."""
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
@@ -39,7 +48,7 @@ class InstanceGroupSpec:
     """1..63 letters, digits or hyphens, starting and ending with a letter or digit; unique in the cluster."""
     instance_type: str
     """An ml.* type from :data:`hyperwarm.CATALOG`."""
-    instance_count: int = 1
+    instance_count: GroupInstanceCount = 1
     """0..1000. Default: 1."""
     threads_per_core: int = 1
     """1, or 2 for hyperthreading where the type supports it. Default: 1."""
@@ -49,7 +58,7 @@ class InstanceGroupSpec:
     """Kubernetes labels on every node of the group. Default: none (HyperPod's own are always set)."""
     taints: Sequence[NodeTaint] = ()
     """Kubernetes taints on every node (not with deep health checks). Default: none."""
-    ebs_volume_gb: int | None = None
+    ebs_volume_gb: EbsVolumeGb | None = None
     """Extra EBS volume of 1..16384 GB mounted at /opt/sagemaker. Default: none."""
     holds_caches: bool = False
     """Whether model weights and images are cached on this group's NVMe (the type needs NVMe). Default: false."""

@@ -33,7 +33,7 @@ def production_variant_api_shape(variant: ProductionVariant, model_name: str | N
     if model_name is not None:
         shape["ModelName"] = model_name
     if variant.serverless is not None:
-        serverless = {"MemorySizeInMB": variant.serverless.memory_size_mb,
+        serverless = {"MemorySizeInMB": variant.serverless.memory_size.to_mebibytes(),
                       "MaxConcurrency": variant.serverless.max_concurrency}
         if variant.serverless.provisioned_concurrency is not None:
             serverless["ProvisionedConcurrency"] = variant.serverless.provisioned_concurrency

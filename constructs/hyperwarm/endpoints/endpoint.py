@@ -219,7 +219,7 @@ class InferenceEndpoint(EndpointBase):
         return sagemaker.CfnEndpoint.DeploymentConfigProperty(
             blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
                 traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type=shift.type, wait_interval_in_seconds=shift.wait.to_seconds(),
+                    type=shift.type, wait_interval_in_seconds=shift.bake_time().to_seconds(),
                     canary_size=size if shift.type == "CANARY" else None,
                     linear_step_size=size if shift.type == "LINEAR" else None,
                 ),

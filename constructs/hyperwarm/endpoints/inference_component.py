@@ -38,7 +38,7 @@ class InferenceComponent(Construct):
                 model_name=props.model_name,
                 compute_resource_requirements=sagemaker.CfnInferenceComponent
                 .InferenceComponentComputeResourceRequirementsProperty(
-                    min_memory_required_in_mb=spec.min_memory_mb,
+                    min_memory_required_in_mb=spec.min_memory.to_mebibytes(),
                     number_of_accelerator_devices_required=spec.accelerators_per_copy,
                 ),
                 data_cache_config=sagemaker.CfnInferenceComponent.InferenceComponentDataCacheConfigProperty(

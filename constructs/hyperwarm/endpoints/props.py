@@ -1,34 +1,63 @@
 """Properties of :class:`~hyperwarm.endpoints.endpoint.InferenceEndpoint`: frozen dataclasses, one per concept.
 
-Loading this module does not load aws-cdk: the cdk types are annotations only, and a default
-``Duration`` is made when a dataclass is created (by then the caller has aws-cdk loaded).
+These are the one definition of every field, its default and its range: ranges are ``typing.Annotated``
+metadata (:mod:`hyperwarm._internal.constraints`), which the construct checks and the app's cdk.json
+parsing reads. Ranges are SageMaker's, as its API model (botocore ``sagemaker`` 2017-07-24) states them.
 """
 
 from __future__ import annotations
 
+import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Annotated, Any, Literal
 
+import aws_cdk as cdk
+from annotated_types import Ge, Gt, Interval, Len, MultipleOf
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+
+from hyperwarm._internal.constraints import mebibytes, seconds
 from hyperwarm.endpoints.routing import Routing
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.serving.images import ContainerImage
 from hyperwarm.serving.settings import Serving
 
-if TYPE_CHECKING:
-    import aws_cdk as cdk
-    from aws_cdk import aws_cloudwatch as cloudwatch
-    from aws_cdk import aws_kms as kms
-    from aws_cdk import aws_s3 as s3
-
-    from hyperwarm.serving.images import ContainerImage
-
-SCALING_METRICS = ("InvocationsPerInstance", "ConcurrentRequestsPerModel")
+ScalingMetric = Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"]
+SCALING_METRICS: tuple[str, ...] = typing.get_args(ScalingMetric)
 """What :class:`Autoscaling` may track (SageMaker's predefined variant metrics)."""
 METRIC_PUBLISH_FREQUENCIES = (10, 30, 60, 120, 180, 240, 300)
 """``MetricsConfig.MetricPublishFrequencyInSeconds`` values SageMaker accepts."""
 
+ServerlessMemory = Annotated[cdk.Size, mebibytes(Interval(ge=1024, le=6144), MultipleOf(1024))]
+"""``ServerlessMemorySizeInMB``: min 1024, max 6144, "in 1 GB increments"."""
+ServerlessConcurrency = Annotated[int, Interval(ge=1, le=200)]
+"""``ServerlessMaxConcurrency`` and ``ServerlessProvisionedConcurrency``: 1..200."""
+StartupTimeout = Annotated[cdk.Duration, seconds(Interval(ge=60, le=3600))]
+"""``ProductionVariantModelDataDownloadTimeoutInSeconds`` and
+``ProductionVariantContainerStartupHealthCheckTimeoutInSeconds``: 60..3600."""
+ShiftWait = Annotated[cdk.Duration, seconds(Interval(ge=contract.WAIT_SECONDS_RANGE[0],
+                                                     le=contract.WAIT_SECONDS_RANGE[1]))]
+"""``WaitIntervalInSeconds`` and ``TerminationWaitInSeconds``: 0..3600."""
+ShiftPercent = Annotated[int, Interval(ge=min(low for low, _ in contract.SHIFT_PERCENT.values()),
+                                       le=max(high for _, high in contract.SHIFT_PERCENT.values()))]
+"""``CapacitySize.Value`` in percent: CANARY 1..50, LINEAR 10..50 (:func:`contract.shift_percent_problem`)."""
+VARIANT_COUNT = Len(1, 10)
+"""``ProductionVariantList``: 1..10 variants."""
+InstanceCount = Annotated[int, Ge(1)]
+"""``InitialTaskCount``: at least 1."""
+VariantWeight = Annotated[float, Gt(0)]
+"""``VariantWeight`` (min 0 in the API model); hyperwarm wants it positive: a variant of weight 0 gets no traffic."""
+SamplingPercentage = Annotated[int, Interval(ge=0, le=100)]
+"""``DataCaptureConfig.InitialSamplingPercentage``: 0..100."""
+MetricPublishFrequency = Annotated[cdk.Duration, seconds()]
+"""``MetricsConfig.MetricPublishFrequencyInSeconds``: one of :data:`METRIC_PUBLISH_FREQUENCIES` (a rule, not a range)."""
+Cooldown = Annotated[cdk.Duration, seconds(Ge(0))]
+"""Application Auto Scaling's ``ScaleInCooldown``/``ScaleOutCooldown``: seconds, no upper bound in its API model."""
 
-def _minutes(n: int) -> "cdk.Duration":
-    import aws_cdk as cdk
 
+def _minutes(n: int) -> cdk.Duration:
     return cdk.Duration.minutes(n)
 
 
@@ -55,30 +84,30 @@ class ModelSpec:
 class ServerlessSpec:
     """A serverless variant (no instances, no routing)."""
 
-    memory_size_mb: int
-    """1024..6144 in steps of 1024."""
-    max_concurrency: int
+    memory_size: ServerlessMemory
+    """1024..6144 MiB in steps of 1024, e.g. ``Size.gibibytes(2)``."""
+    max_concurrency: ServerlessConcurrency
     """1..200."""
-    provisioned_concurrency: int | None = None
-    """Default: none."""
+    provisioned_concurrency: ServerlessConcurrency | None = None
+    """1..200, at most ``max_concurrency``. Default: none."""
 
 
 @dataclass(frozen=True)
 class Autoscaling:
     """Target tracking on the variant's instance count (Application Auto Scaling)."""
 
-    max_capacity: int
-    """Most instances."""
-    target_value: float
+    max_capacity: Annotated[int, Ge(1)]
+    """Most instances; at least ``min_capacity``."""
+    target_value: Annotated[float, Gt(0)]
     """Target of ``metric`` per instance (or per model copy for ConcurrentRequestsPerModel)."""
-    min_capacity: int = 1
+    min_capacity: Annotated[int, Ge(1)] = 1
     """Fewest instances. Default: 1."""
-    metric: str = "ConcurrentRequestsPerModel"
+    metric: ScalingMetric = "ConcurrentRequestsPerModel"
     """``ConcurrentRequestsPerModel`` (high resolution, suits long LLM requests) or
     ``InvocationsPerInstance``. Default: ConcurrentRequestsPerModel."""
-    scale_in_cooldown: cdk.Duration = field(default_factory=lambda: _minutes(10))
+    scale_in_cooldown: Cooldown = field(default_factory=lambda: _minutes(10))
     """Default: 10 minutes (GPU instances take minutes to start; do not drop them eagerly)."""
-    scale_out_cooldown: cdk.Duration = field(default_factory=lambda: _minutes(2))
+    scale_out_cooldown: Cooldown = field(default_factory=lambda: _minutes(2))
     """Default: 2 minutes."""
 
 
@@ -87,12 +116,13 @@ class InferenceComponentSpec:
     """Serve the variant's model as an inference component: copies share instances, routing applies
     per copy, and SageMaker can cache the model artifacts and image on the instances."""
 
-    copies: int = 1
-    """Model copies. Default: 1."""
-    accelerators_per_copy: float | None = None
-    """GPUs each copy needs. Default: none (SageMaker places by memory)."""
-    min_memory_mb: int = 1024
-    """Host memory each copy needs. Default: 1024."""
+    copies: Annotated[int, Ge(1)] = 1
+    """Model copies, at least one (``InferenceComponentCopyCount`` allows 0, a component that serves nothing).
+    Default: 1."""
+    accelerators_per_copy: Annotated[float, Ge(1)] | None = None
+    """GPUs each copy needs, at least 1 (``NumberOfAcceleratorDevices``). Default: none (SageMaker places by memory)."""
+    min_memory: Annotated[cdk.Size, mebibytes(Ge(128))] = field(default_factory=lambda: cdk.Size.mebibytes(1024))
+    """Host memory each copy needs, at least 128 MiB (``MemoryInMb``). Default: 1024 MiB."""
     enable_caching: bool = True
     """``DataCacheConfig.EnableCaching``: keep artifacts and image on the instance for faster scale-out. Default: true."""
 
@@ -107,9 +137,9 @@ class ProductionVariant:
     """What the variant serves."""
     instance_type: str | None = None
     """An ``ml.*`` type; required unless ``serverless``. Default: none."""
-    instance_count: int = 1
+    instance_count: InstanceCount = 1
     """Initial instances. Default: 1."""
-    initial_weight: float = 1.0
+    initial_weight: VariantWeight = 1.0
     """Share of traffic relative to the other variants; positive. Default: 1."""
     routing: Routing | None = None
     """Default: none, which SageMaker treats as RANDOM."""
@@ -119,9 +149,9 @@ class ProductionVariant:
     """Default: a fixed instance count."""
     inference_component: InferenceComponentSpec | None = None
     """Default: the model is bound to the variant directly."""
-    model_data_download_timeout: cdk.Duration | None = None
+    model_data_download_timeout: StartupTimeout | None = None
     """60..3600 s. Default: SageMaker's (raise it for models of tens of GB)."""
-    container_startup_health_check_timeout: cdk.Duration | None = None
+    container_startup_health_check_timeout: StartupTimeout | None = None
     """60..3600 s. Default: SageMaker's (raise it for large models that load slowly)."""
     inference_ami_version: str | None = None
     """``InferenceAmiVersion``: the host AMI and so its GPU driver, e.g.
@@ -145,25 +175,31 @@ class TrafficShift:
 
     type: str = "ALL_AT_ONCE"
     """ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
-    percent: int | None = None
-    """Canary size or linear step in percent of capacity; CANARY and LINEAR only. Default: none."""
-    wait: cdk.Duration = field(default_factory=lambda: _minutes(5))
-    """Bake time between steps. Default: 5 minutes."""
+    percent: ShiftPercent | None = None
+    """Canary size (1..50) or linear step (10..50) in percent of capacity; CANARY and LINEAR only. Default: none."""
+    wait: ShiftWait | None = None
+    """Bake time between steps (``WaitIntervalInSeconds``, 0..3600 s, which SageMaker requires). Default: 10
+    minutes for CANARY, whose bake must outlast the 5XX rollback alarm (2 of 3 one-minute periods) on a canary
+    still warming its KV cache; 5 minutes for ALL_AT_ONCE and LINEAR (see :meth:`bake_time`)."""
+
+    def bake_time(self) -> cdk.Duration:
+        """``wait``, or the default of this type of shift."""
+        return self.wait or _minutes(10 if self.type == "CANARY" else 5)
 
     @staticmethod
-    def all_at_once(wait: cdk.Duration | None = None) -> "TrafficShift":
+    def all_at_once(wait: cdk.Duration | None = None) -> TrafficShift:
         """All traffic at once, then ``wait`` (default 5 minutes) of baking."""
-        return TrafficShift("ALL_AT_ONCE", None, wait or _minutes(5))
+        return TrafficShift("ALL_AT_ONCE", None, wait)
 
     @staticmethod
-    def canary(percent: int, wait: cdk.Duration | None = None) -> "TrafficShift":
+    def canary(percent: int, wait: cdk.Duration | None = None) -> TrafficShift:
         """``percent`` of capacity first (1..50), then the rest after ``wait`` (default 10 minutes)."""
-        return TrafficShift("CANARY", percent, wait or _minutes(10))
+        return TrafficShift("CANARY", percent, wait)
 
     @staticmethod
-    def linear(percent: int, wait: cdk.Duration | None = None) -> "TrafficShift":
+    def linear(percent: int, wait: cdk.Duration | None = None) -> TrafficShift:
         """Steps of ``percent`` of capacity (10..50) every ``wait`` (default 5 minutes)."""
-        return TrafficShift("LINEAR", percent, wait or _minutes(5))
+        return TrafficShift("LINEAR", percent, wait)
 
 
 @dataclass(frozen=True)
@@ -176,7 +212,7 @@ class DeploymentGuardrails:
     """Alarms that roll the update back. Default: none besides the 5XX alarms below."""
     alarm_on_5xx_errors: bool = True
     """Add one Invocation5XXErrors alarm per variant to the rollback alarms (needs ``endpoint_name``). Default: true."""
-    termination_wait: cdk.Duration = field(default_factory=lambda: _minutes(5))
+    termination_wait: ShiftWait = field(default_factory=lambda: _minutes(5))
     """How long the old fleet stays after the shift. Default: 5 minutes."""
 
 
@@ -184,7 +220,7 @@ class DeploymentGuardrails:
 class DataCapture:
     """Capture requests and responses to S3, encrypted with the endpoint's KMS key."""
 
-    sampling_percentage: int = 10
+    sampling_percentage: SamplingPercentage = 10
     """0..100. Default: 10."""
     bucket: s3.IBucket | None = None
     """Default: a new bucket (KMS, versioned, block public access, SSL only, retained)."""
@@ -196,8 +232,8 @@ class DataCapture:
 class InferenceEndpointProps:
     """Properties of :class:`~hyperwarm.endpoints.endpoint.InferenceEndpoint`."""
 
-    variants: Sequence[ProductionVariant]
-    """One or more production variants."""
+    variants: Annotated[Sequence[ProductionVariant], VARIANT_COUNT]
+    """1..10 production variants (``ProductionVariantList``)."""
     endpoint_name: str | None = None
     """Default: generated by CloudFormation (then 5XX rollback alarms are unavailable)."""
     guardrails: DeploymentGuardrails | None = None
@@ -214,6 +250,6 @@ class InferenceEndpointProps:
     """``MetricsConfig.EnableDetailedObservability``: SageMaker scrapes the serving container's metrics
     (vLLM/SGLang time to first token among them) into CloudWatch, read with PromQL. Set explicitly, since
     SageMaker's default depends on when the config was created (true only after 2026-06-17). Default: true."""
-    metric_publish_frequency: cdk.Duration | None = None
+    metric_publish_frequency: MetricPublishFrequency | None = None
     """``MetricsConfig.MetricPublishFrequencyInSeconds``: 10, 30, 60, 120, 180, 240 or 300 seconds.
     Default: SageMaker's (60 seconds)."""

@@ -7,7 +7,9 @@ function, :func:`routing_problems`, so both say the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import Interval
 
 from hyperwarm._internal.tokens import resolved
 
@@ -25,9 +27,10 @@ class Routing:
 
     strategy: str = "RANDOM"
     """One of :data:`ROUTING_STRATEGIES`. Default: RANDOM."""
-    prefix_length: int | None = None
+    prefix_length: Annotated[int, Interval(ge=PREFIX_LENGTH_RANGE[0], le=PREFIX_LENGTH_RANGE[1])] | None = None
     """PREFIX_AWARE only: bytes of the request that choose the instance. Default: none."""
-    concurrency_threshold: int | None = None
+    concurrency_threshold: Annotated[
+        int, Interval(ge=CONCURRENCY_THRESHOLD_RANGE[0], le=CONCURRENCY_THRESHOLD_RANGE[1])] | None = None
     """PREFIX_AWARE only: in-flight requests before a request spills over. Default: none."""
 
     @staticmethod

@@ -7,21 +7,32 @@ construct reports all of them at once. Values that are CDK tokens are skipped (k
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from hyperwarm.functions.cache_refresh import contract
-
+from hyperwarm._internal.constraints import field_problems
 from hyperwarm._internal.tokens import resolved, unresolved
 from hyperwarm.cluster.catalog import CATALOG
 from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
-from hyperwarm.serving.inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
 from hyperwarm.endpoints.routing import routing_problems
-from hyperwarm.serving.settings import ServerSettings, sagemaker_placement, server_settings
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.serving.inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
+from hyperwarm.serving.settings import (
+    ServerSettings,
+    sagemaker_placement,
+    server_settings,
+)
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
 
-    from hyperwarm.endpoints.props import Autoscaling, DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
+    from hyperwarm.endpoints.props import (
+        Autoscaling,
+        DeploymentGuardrails,
+        InferenceEndpointProps,
+        ProductionVariant,
+        ServerlessSpec,
+    )
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>\S+)$")
@@ -66,10 +77,10 @@ def variant_server_settings(variant: ProductionVariant) -> ServerSettings:
 
 def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
     """Every problem of ``props``, variant problems prefixed with ``variant '<name>': ``."""
-    errors: list[str] = []
-    if not props.variants:
-        errors.append("variants = [] -- an endpoint needs at least one production variant")
-    name_problem = contract.endpoint_name_problem(props.endpoint_name) if resolved(props.endpoint_name) else None
+    # the props' ranges, guardrails and data capture included; a shift's percent has its rule per type below
+    errors = field_problems(props, exclude=("guardrails.traffic.percent",))
+    name = props.endpoint_name
+    name_problem = contract.endpoint_name_problem(name) if name is not None and resolved(name) else None
     if name_problem:
         errors.append(f"endpoint_name = {props.endpoint_name!r} -- {name_problem}")
     seen: set[str] = set()
@@ -84,9 +95,6 @@ def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
         errors += [f"{where}: {e}" for e in variant_problems(v)]
     if props.guardrails:
         errors += guardrail_problems(props.guardrails, props.endpoint_name)
-    capture = props.data_capture
-    if capture and resolved(capture.sampling_percentage) and not 0 <= capture.sampling_percentage <= 100:
-        errors.append(f"data_capture.sampling_percentage = {capture.sampling_percentage!r} -- allowed: 0..100")
     if len({bool(v.inference_component) for v in props.variants}) > 1:
         errors.append("variants -- either every variant uses an inference component or none does")
     errors += metrics_problems(props.metric_publish_frequency)
@@ -106,15 +114,13 @@ def metrics_problems(frequency: cdk.Duration | None) -> list[str]:
 
 def variant_problems(v: ProductionVariant) -> list[str]:
     """Problems of one variant: capacity, weight, routing, model data, server settings, autoscaling."""
-    errors: list[str] = []
-    if resolved(v.initial_weight) and not (isinstance(v.initial_weight, (int, float)) and v.initial_weight > 0):
-        errors.append(f"initial_weight = {v.initial_weight!r} -- allowed: a number > 0")
+    errors = field_problems(v, exclude=("routing",))  # ranges of the variant and its parts; routing's below
     errors += _capacity_problems(v)
     if v.routing is not None:
         errors += routing_problems(v.routing, serverless=v.serverless is not None,
                                    min_instances=v.min_instances, max_instances=v.max_instances)[0]
     data = v.model.model_data
-    if resolved(data) and not S3_URI.match(data):
+    if data is not None and resolved(data) and not S3_URI.match(data):
         errors.append(f"model.model_data = {data!r} -- allowed: s3://bucket/key")
     errors += [f"model.{p}" for p in variant_server_settings(v).problems]
     if v.autoscaling is not None:
@@ -128,28 +134,32 @@ def _capacity_problems(v: ProductionVariant) -> list[str]:
             if v.instance_type is not None else []
         if v.autoscaling is not None or v.inference_component is not None:
             errors.append("serverless -- serverless variants take neither autoscaling nor inference components")
-        return errors
+        return errors + serverless_problems(v.serverless)
     errors = []
     if v.instance_type is None:
         errors.append("instance_type = None -- an ml.* instance type is required unless the variant is serverless")
     elif resolved(v.instance_type) and not v.instance_type.startswith("ml."):
         errors.append(f"instance_type = {v.instance_type!r} -- allowed: an ml.* SageMaker instance type")
-    if resolved(v.instance_count) and not (isinstance(v.instance_count, int) and v.instance_count >= 1):
-        errors.append(f"instance_count = {v.instance_count!r} -- allowed: an integer >= 1")
     return errors
 
 
+def serverless_problems(s: ServerlessSpec) -> list[str]:
+    """Problems of a serverless variant beyond its fields' ranges: botocore's ``ServerlessProvisionedConcurrency``
+    "should be less than or equal to ``MaxConcurrency``"."""
+    provisioned, most = s.provisioned_concurrency, s.max_concurrency
+    if provisioned is not None and resolved(provisioned) and resolved(most) and provisioned > most:
+        return [f"serverless.provisioned_concurrency = {provisioned!r} -- allowed: at most max_concurrency ({most})"]
+    return []
+
+
 def autoscaling_problems(a: Autoscaling, *, component: bool = False) -> list[str]:
-    """Problems of a variant's autoscaling (``component``: the variant serves an inference component)."""
+    """Problems of a variant's autoscaling beyond its fields' ranges (``component``: the variant serves an
+    inference component)."""
     errors: list[str] = []
-    if resolved(a.min_capacity) and a.min_capacity < 1:
-        errors.append(f"autoscaling.min_capacity = {a.min_capacity!r} -- allowed: >= 1")
     if resolved(a.min_capacity) and resolved(a.max_capacity) and a.max_capacity < a.min_capacity:
         errors.append(f"autoscaling.max_capacity = {a.max_capacity!r} -- allowed: >= min_capacity ({a.min_capacity})")
     if a.metric not in SCALING_METRICS:
         errors.append(f"autoscaling.metric = {a.metric!r} -- allowed: {', '.join(SCALING_METRICS)}")
-    if resolved(a.target_value) and a.target_value <= 0:
-        errors.append(f"autoscaling.target_value = {a.target_value!r} -- allowed: > 0")
     if component:
         errors.append("autoscaling -- inference-component variants scale copies, not instances; "
                       "autoscaling of inference components is not supported by hyperwarm yet")
@@ -157,18 +167,14 @@ def autoscaling_problems(a: Autoscaling, *, component: bool = False) -> list[str
 
 
 def guardrail_problems(g: DeploymentGuardrails, endpoint_name: str | None) -> list[str]:
-    """Problems of blue/green guardrails; the 5XX alarms name the endpoint, so they need ``endpoint_name``."""
+    """Problems of blue/green guardrails beyond their fields' ranges; the 5XX alarms name the endpoint, so they
+    need ``endpoint_name``."""
     errors: list[str] = []
     shift = g.traffic
     if shift.type not in contract.TRAFFIC_TYPES:
         errors.append(f"guardrails.traffic.type = {shift.type!r} -- allowed: {', '.join(contract.TRAFFIC_TYPES)}")
     elif resolved(shift.percent) and (problem := contract.shift_percent_problem(shift.type, shift.percent)):
         errors.append(f"guardrails.traffic.percent = {shift.percent!r} -- {problem}")
-    low, high = contract.WAIT_SECONDS_RANGE
-    for name, duration in (("guardrails.traffic.wait", shift.wait), ("guardrails.termination_wait", g.termination_wait)):
-        seconds = duration.to_seconds(integral=False)
-        if resolved(seconds) and not low <= seconds <= high:
-            errors.append(f"{name} = {seconds:g} s -- allowed: {low}..{high} seconds")
     if g.alarm_on_5xx_errors and not endpoint_name:
         errors.append("guardrails.alarm_on_5xx_errors = True -- needs an explicit endpoint_name "
                       "(the alarms name the endpoint before it exists)")
@@ -184,8 +190,8 @@ def image_problems(v: ProductionVariant, image_uri: str) -> tuple[list[str], lis
     if problem:
         return [f"variant {v.name!r}: inference_ami_version = {ami!r} -- {problem}"], []
     if ami is not None and ami not in INFERENCE_AMI_CUDA and resolved(ami):
-        return [], [f"variant {v.name!r}: inference_ami_version {ami!r} is unknown to hyperwarm; its driver is not "
-                    "checked against the image"]
+        return [], [(f"variant {v.name!r}: inference_ami_version {ami!r} is unknown to hyperwarm; its driver is not "
+                     "checked against the image")]
     return [], []
 
 

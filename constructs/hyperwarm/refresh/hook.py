@@ -18,9 +18,10 @@ function reads (environment, targets, names, metrics) is the function's own
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
 import aws_cdk as cdk
+from annotated_types import Interval
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
@@ -30,12 +31,18 @@ from constructs import Construct
 from hyperwarm.serving.buckets import model_bucket
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
+from hyperwarm._internal.constraints import seconds
 from hyperwarm._internal.validation import raise_problems, repeated
+
+MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
+                                                        le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
+"""``MaximumExecutionTimeoutInSeconds``: 600..28800."""
 
 __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
            "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
@@ -66,21 +73,23 @@ class BlueGreen:
 
     traffic: str = contract.BlueGreen.traffic
     """One of ``contract.TRAFFIC_TYPES``: ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
-    step_percent: int = contract.BlueGreen.step_percent
+    step_percent: ShiftPercent = contract.BlueGreen.step_percent
     """Canary size (1..50) or linear step (10..50) in percent of the variant's instances
     (``contract.SHIFT_PERCENT``); unused with ALL_AT_ONCE. Default: 10."""
-    wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
-    """Bake time between steps. Default: 5 minutes."""
-    termination_wait: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
-    """How long the old fleet stays after the switch. Default: 5 minutes."""
-    max_execution: cdk.Duration = field(default_factory=lambda: cdk.Duration.hours(1))
-    """Give up (and roll back) after this. Default: 1 hour."""
+    wait: ShiftWait | None = None
+    """Bake time between steps, 0..3600 s. Default: an endpoint's own for ``traffic``
+    (:meth:`~hyperwarm.endpoints.props.TrafficShift.bake_time`: CANARY 10 minutes, else 5)."""
+    termination_wait: ShiftWait = field(default_factory=lambda: cdk.Duration.minutes(5))
+    """How long the old fleet stays after the switch, 0..3600 s. Default: 5 minutes."""
+    max_execution: MaxExecution = field(default_factory=lambda: cdk.Duration.hours(1))
+    """Give up (and roll back) after this, 600..28800 s. Default: 1 hour."""
     rollback_alarms: Sequence[cloudwatch.IAlarm] = ()
     """CloudWatch alarms that roll the update back (e.g. the endpoint's own ``rollback_alarms``). Default: none."""
 
     def to_contract(self) -> contract.BlueGreen:
         return contract.BlueGreen(
-            traffic=self.traffic, step_percent=self.step_percent, wait_seconds=int(self.wait.to_seconds()),
+            traffic=self.traffic, step_percent=self.step_percent,
+            wait_seconds=int(TrafficShift(self.traffic, wait=self.wait).bake_time().to_seconds()),
             termination_wait_seconds=int(self.termination_wait.to_seconds()),
             max_execution_seconds=int(self.max_execution.to_seconds()),
             rollback_alarms=tuple(a.alarm_name for a in self.rollback_alarms))
