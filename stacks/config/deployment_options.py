@@ -1,34 +1,27 @@
 """What a cached model's HyperPod deployment may set beyond its model: scaling and serving options.
 
-Each model maps onto one field of the operator's ``InferenceEndpointConfig`` (CRD in
-``manifests/crds/``, rendered by :mod:`manifests.options`). Everything is opt-in: a model without
-these keys gets exactly the object it had before, and the operator's defaults.
+The serving options (probes, metrics, KV cache, load balancer, TLS, request limits) are the library's props
+(:mod:`hyperwarm.caches.props`), derived field by field (:mod:`stacks.config.library`). Autoscaling keeps its
+cdk.json form (the trigger chosen by key) and builds the library's :class:`~hyperwarm.caches.HyperPodAutoScaling`,
+whose ranges and defaults it takes. Everything is opt-in: a model without these keys gets the operator's defaults.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import MISSING, fields
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperwarm.caches import autoscaling
+from hyperwarm.caches import autoscaling, props
 
-from .strict import StrictModel, described, pattern_in_words
+from .library import config_model
+from .strict import StrictModel, described
 
 _AMP_WORKSPACE = described(
     autoscaling.AMP_WORKSPACE,
     "an Amazon Managed Service for Prometheus workspace URL, "
     "e.g. https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567")
-_HTTP_PATH = described(r"^/[a-zA-Z0-9\-_./]*$", "an HTTP path starting with /, e.g. /ping")
-_ACM_ARN = described(r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$",
-                     "an ACM certificate ARN, e.g. arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-...")
-_DOMAIN = described(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$",
-                    "a lower-case domain name without wildcard, e.g. chat.example.com")
-_S3_URI = described(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
-                    "an S3 URI, e.g. s3://my-bucket/certificates/")
-_REDIS_URL = described(r"^rediss?://[^\s]+$", "a redis:// or rediss:// URL, e.g. rediss://kv.example.internal:6379")
-
 MetricType = Literal["Average", "Value"]
 
 
@@ -90,11 +83,9 @@ class ExporterTrigger(StrictModel):
                     "to min_replicas, even under load. To hold capacity instead, give target_value x the replicas "
                     "to keep (e.g. 16 with target_value 8 holds 2)")
 
-    def to_spec(self, *, cluster_name: str, model: str) -> autoscaling.CloudWatchTrigger:
-        return autoscaling.CloudWatchTrigger.on_exporter(
-            self.metric, cluster_name=cluster_name, model=model, target_value=self.target_value,
-            activation_target_value=self.activation_target_value, statistic=self.statistic, period_s=self.period_s,
-            min_value=self.min_value)
+    def to_spec(self) -> autoscaling.ExporterTrigger:
+        return autoscaling.ExporterTrigger(self.metric, self.target_value, self.activation_target_value,
+                                           self.statistic, self.period_s, self.min_value)
 
 
 class Trigger(StrictModel):
@@ -111,31 +102,34 @@ class Trigger(StrictModel):
         return self
 
 
+_SCALING_DEFAULTS = {f.name: f.default for f in fields(autoscaling.HyperPodAutoScaling)}
+
+
 def _bounded(name: str, **kwargs: Any) -> Any:
-    """A field within the library's range for ``name`` (:data:`hyperwarm.caches.autoscaling.RANGES`, the CRD's)."""
+    """A field with the library's range and default for ``name`` (:data:`hyperwarm.caches.autoscaling.RANGES`, the
+    CRD's, and :class:`~hyperwarm.caches.HyperPodAutoScaling`'s default)."""
     low, high = autoscaling.RANGES[name]
-    return Field(ge=low, le=high, **kwargs)
+    default = _SCALING_DEFAULTS[name]
+    return Field(ge=low, le=high, **({} if default is MISSING else {"default": default}), **kwargs)
 
 
 class AutoScaling(StrictModel):
     """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger."""
 
-    min_replicas: int = _bounded("min_replicas", default=1, description="0 scales to zero; default 1")
+    min_replicas: int = _bounded("min_replicas", description="0 scales to zero")
     max_replicas: int = _bounded("max_replicas")
     trigger: Trigger
-    polling_interval_s: int = _bounded("polling_interval_s", default=30, description="how often KEDA reads the metric")
-    cooldown_s: int = _bounded("cooldown_s", default=300, description="wait before scaling to zero (min 0)")
-    initial_cooldown_s: int = _bounded("initial_cooldown_s", default=300,
-                                       description="no scaling this long after creation")
-    scale_up_stabilization_s: int = _bounded("scale_up_stabilization_s", default=0)
-    scale_down_stabilization_s: int = _bounded("scale_down_stabilization_s", default=300,
+    polling_interval_s: int = _bounded("polling_interval_s", description="how often KEDA reads the metric")
+    cooldown_s: int = _bounded("cooldown_s", description="wait before scaling to zero (min 0)")
+    initial_cooldown_s: int = _bounded("initial_cooldown_s", description="no scaling this long after creation")
+    scale_up_stabilization_s: int = _bounded("scale_up_stabilization_s")
+    scale_down_stabilization_s: int = _bounded("scale_down_stabilization_s",
                                                description="the highest recommendation of this window wins")
 
-    def to_spec(self, *, model: str, cluster_name: str) -> autoscaling.HyperPodAutoScaling:
-        """The construct library's autoscaling of ``model`` (``cluster_name``: the EKS cluster's, for an
-        exporter trigger)."""
+    def to_spec(self) -> autoscaling.HyperPodAutoScaling:
+        """The library's autoscaling (an exporter trigger is resolved by the construct, which knows the cluster)."""
         t = self.trigger
-        trigger = (t.exporter.to_spec(cluster_name=cluster_name, model=model) if t.exporter
+        trigger = (t.exporter.to_spec() if t.exporter
                    else t.cloudwatch.to_spec() if t.cloudwatch else t.prometheus.to_spec())
         return autoscaling.HyperPodAutoScaling(
             self.max_replicas, trigger, self.min_replicas, self.polling_interval_s, self.cooldown_s,
@@ -148,89 +142,9 @@ class AutoScaling(StrictModel):
         return self
 
 
-class Probes(StrictModel):
-    """HTTP probes of the serving container; the startup probe's budget is the planner's cold start.
-
-    The startup probe holds the liveness probe off until the server first answers, for as long as a
-    pod on a cold node needs to pull the image and download the weights (``python -m stacks plan
-    cache``), so a cold start is never killed as a hung server.
-    """
-
-    path: str = Field(default="/ping", pattern=_HTTP_PATH, description="the server's health path")
-    period_s: int = Field(default=10, ge=1, le=300)
-    timeout_s: int = Field(default=5, ge=1, le=300)
-    liveness_failures: int = Field(default=3, ge=1, le=100, description="failed checks before a restart")
-    readiness: bool = Field(default=True, description="also take the pod out of service while it fails")
-    # One check fails on one slow answer; a busy 70B pod answers its health path between engine steps,
-    # and the planner's engine (constructs/hyperwarm/planner/sim.py: 8,192-token prefill steps at 36,900 tokens/s, about
-    # 0.22 s each, behind a queue of them under load) can delay one answer past the timeout. Three
-    # failures in a row at the default period (30 s) are a server that stopped answering, not a busy one.
-    readiness_failures: int = Field(default=3, ge=1, le=100,
-                                    description="failed checks before the pod leaves service; at most liveness_failures")
-
-    @model_validator(mode="after")
-    def _ready_before_restarted(self) -> "Probes":
-        if self.readiness and self.readiness_failures > self.liveness_failures:
-            raise ValueError(f"readiness_failures {self.readiness_failures} -- must not exceed liveness_failures "
-                             f"({self.liveness_failures}): a failing pod leaves service before it is restarted")
-        return self
-
-
-class Metrics(StrictModel):
-    """The operator's metrics scrape of the serving container."""
-
-    enabled: bool = True
-    scrape_interval_s: int = Field(default=15, ge=5, le=300)
-    path: str = Field(default="/metrics", pattern=_HTTP_PATH)
-    port: int | None = Field(default=None, ge=1024, le=65535, description="default: the model's port")
-
-
-class KvCache(StrictModel):
-    """Tiered KV cache: L1 in the pod's CPU memory, L2 in redis or the operator's tiered storage."""
-
-    l1: bool = Field(default=True, description="offload KV blocks to the pod's CPU memory")
-    l2: Literal["redis", "tieredstorage"] | None = None
-    l2_url: str | None = Field(default=None, description="redis: the rediss:// URL; tieredstorage: optional")
-
-    @model_validator(mode="after")
-    def _l2(self) -> "KvCache":
-        if self.l2 == "redis" and not self.l2_url:
-            raise ValueError("l2 redis needs l2_url, e.g. rediss://kv.example.internal:6379")
-        if self.l2 == "redis" and not re.match(_REDIS_URL, self.l2_url or ""):
-            raise ValueError(f"l2_url {self.l2_url!r} -- {pattern_in_words(_REDIS_URL)}")
-        if self.l2_url and not self.l2:
-            raise ValueError("l2_url needs l2 (redis or tieredstorage)")
-        return self
-
-
-class LoadBalancer(StrictModel):
-    """The Application Load Balancer the operator puts in front of the deployment."""
-
-    health_check_path: str = Field(default="/ping", pattern=_HTTP_PATH)
-    idle_timeout_s: int = Field(default=60, ge=1, le=4000, description="long generations need more than 60")
-    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
-
-
-class Tls(StrictModel):
-    """Your ACM certificate, or where the operator writes its self-signed one."""
-
-    certificate_arn: str | None = Field(default=None, pattern=_ACM_ARN)
-    domain_name: str | None = Field(default=None, pattern=_DOMAIN, max_length=253)
-    certificate_output_s3_uri: str | None = Field(
-        default=None, pattern=_S3_URI, description="where the operator stores a generated certificate")
-
-    @model_validator(mode="after")
-    def _pair(self) -> "Tls":
-        if (self.certificate_arn is None) != (self.domain_name is None):
-            raise ValueError("certificate_arn and domain_name go together (the domain must be on the certificate)")
-        if not (self.certificate_arn or self.certificate_output_s3_uri):
-            raise ValueError("give certificate_arn with domain_name, or certificate_output_s3_uri")
-        return self
-
-
-class RequestLimits(StrictModel):
-    """Fail fast at the pod's proxy instead of queueing without bound."""
-
-    max_concurrent_requests: int = Field(ge=1, le=100_000)
-    max_queue_size: int = Field(default=0, ge=0, le=100_000, description="0: reject at the limit")
-    overflow_status_code: int = Field(default=429, ge=400, le=599)
+Probes = config_model(props.Probes)
+Metrics = config_model(props.Metrics)
+KvCache = config_model(props.KvCache)
+LoadBalancer = config_model(props.LoadBalancer)
+Tls = config_model(props.Tls)
+RequestLimits = config_model(props.RequestLimits)

@@ -2,11 +2,46 @@
 
 from .autoscaling import (
     CloudWatchTrigger as CloudWatchTrigger,
+    ExporterTrigger as ExporterTrigger,
     HyperPodAutoScaling as HyperPodAutoScaling,
     PrometheusTrigger as PrometheusTrigger,
+)
+from .cached_models import (
+    CLUSTER_NAME_PLACEHOLDER as CLUSTER_NAME_PLACEHOLDER,
+    CachedModels as CachedModels,
+    CachedModelsProps as CachedModelsProps,
+    OperatorBuildError as OperatorBuildError,
 )
 from .capacity import (
     CacheFootprint as CacheFootprint,
     GroupUsage as GroupUsage,
     group_usage as group_usage,
+)
+from .chart import (
+    CachesChart as CachesChart,
+    CachesChartProps as CachesChartProps,
+    cache_objects as cache_objects,
+)
+from .cold_start import ColdStart as ColdStart
+from .objects import cache_ready_preferences as cache_ready_preferences
+from .placement import (
+    footprint as footprint,
+    placement_problems as placement_problems,
+)
+from .props import (
+    CachedModelProps as CachedModelProps,
+    ExtraImage as ExtraImage,
+    KvCache as KvCache,
+    LoadBalancer as LoadBalancer,
+    Metrics as Metrics,
+    ModelSource as ModelSource,
+    Probes as Probes,
+    RequestLimits as RequestLimits,
+    Tls as Tls,
+    WorkerResources as WorkerResources,
+)
+from .schema import (
+    PropsError as PropsError,
+    gigabytes as gigabytes,
+    in_gigabytes as in_gigabytes,
 )

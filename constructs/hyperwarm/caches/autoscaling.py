@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperwarm._internal.tokens import resolved
@@ -27,6 +27,7 @@ PERIOD_S = (60, 86400)
 METRIC_TYPES = ("Average", "Value")
 EXPORTER_SCALING_METRICS = ("RequestsWaiting",)
 """The cache metrics exporter's metrics fit to scale on: per model, once a minute, a load figure."""
+EXPORTER_STATISTICS = ("Average", "Maximum")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,48 @@ class PrometheusTrigger:
                 "activationTargetValue": self.activation_target_value, "metricType": self.metric_type}
 
 
+@dataclass(frozen=True)
+class ExporterTrigger:
+    """Scale on a metric hyperwarm's cache metrics exporter publishes for the model.
+
+    A CloudWatch trigger on ``Hyperwarm/Caches`` with the exporter's dimensions (``ClusterName``, ``Model``),
+    which :class:`~hyperwarm.caches.CachedModels` fills in (:meth:`on`), so no name is spelled twice. The
+    exporter (:class:`~hyperwarm.observability.cache_exporter`) must run on the cluster.
+    """
+
+    metric: str
+    """RequestsWaiting: requests queued in the model's engines (vLLM ``num_requests_waiting``, summed)."""
+    target_value: float
+    """The value per replica KEDA keeps (> 0)."""
+    activation_target_value: float = 0
+    """Scale from zero above this (with ``min_replicas`` 0). Default: 0."""
+    statistic: str = "Average"
+    """Average or Maximum. Default: Average."""
+    period_s: int = 60
+    """The CloudWatch query period, 60..86400 seconds; the exporter publishes every 60 s. Default: 60."""
+    min_value: float = 0
+    """What KEDA assumes while the metric has no data (the exporter failed, or could not read every pod:
+    RequestsWaiting is then not published). Default: 0, which fails open: without data the model scales in to
+    ``min_replicas``, even under load. To hold capacity instead, give ``target_value`` x the replicas to keep."""
+
+    def on(self, *, cluster_name: str, model: str) -> CloudWatchTrigger:
+        """The CloudWatch trigger on this metric of ``model`` on the EKS cluster ``cluster_name``."""
+        return CloudWatchTrigger.on_exporter(
+            self.metric, cluster_name=cluster_name, model=model, target_value=self.target_value,
+            activation_target_value=self.activation_target_value, statistic=self.statistic,
+            period_s=self.period_s, min_value=self.min_value)
+
+    def problems(self) -> list[str]:
+        out = []
+        if resolved(self.metric) and self.metric not in EXPORTER_SCALING_METRICS:
+            out.append(f"trigger.metric = {self.metric!r} -- allowed: {', '.join(EXPORTER_SCALING_METRICS)}")
+        if resolved(self.statistic) and self.statistic not in EXPORTER_STATISTICS:
+            out.append(f"trigger.statistic = {self.statistic!r} -- allowed: {', '.join(EXPORTER_STATISTICS)}")
+        if resolved(self.min_value) and self.min_value < 0:
+            out.append(f"trigger.min_value = {self.min_value} -- must not be negative")
+        return out + self.on(cluster_name="cluster", model="model").problems()
+
+
 def _common(trigger: CloudWatchTrigger | PrometheusTrigger) -> list[str]:
     out = []
     if resolved(trigger.metric_type) and trigger.metric_type not in METRIC_TYPES:
@@ -129,7 +172,9 @@ class HyperPodAutoScaling:
 
     max_replicas: int
     """1..1000."""
-    trigger: CloudWatchTrigger | PrometheusTrigger
+    trigger: CloudWatchTrigger | PrometheusTrigger | ExporterTrigger
+    """An :class:`ExporterTrigger` becomes a CloudWatch trigger once the model and cluster are known
+    (:meth:`for_model`)."""
     min_replicas: int = 1
     """0..1000 (0 scales to zero). Default: 1."""
     polling_interval_s: int = 30
@@ -151,8 +196,17 @@ class HyperPodAutoScaling:
             problems.append(f"min_replicas = {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
         raise_problems("HyperPodAutoScaling", "autoscaling", problems + self.trigger.problems())
 
+    def for_model(self, *, cluster_name: str, model: str) -> HyperPodAutoScaling:
+        """This autoscaling of ``model`` on the EKS cluster ``cluster_name`` (an exporter trigger resolved)."""
+        if not isinstance(self.trigger, ExporterTrigger):
+            return self
+        return replace(self, trigger=self.trigger.on(cluster_name=cluster_name, model=model))
+
     def to_crd(self) -> dict[str, Any]:
-        """The operator's ``autoScalingSpec``."""
+        """The operator's ``autoScalingSpec`` (an exporter trigger must be resolved first: :meth:`for_model`)."""
+        if isinstance(self.trigger, ExporterTrigger):
+            raise ValueError("HyperPodAutoScaling.trigger: an ExporterTrigger names the model and cluster; "
+                             "render for_model(cluster_name=..., model=...)")
         key = "cloudWatchTrigger" if isinstance(self.trigger, CloudWatchTrigger) else "prometheusTrigger"
         return {"minReplicaCount": self.min_replicas, "maxReplicaCount": self.max_replicas,
                 "pollingInterval": self.polling_interval_s, "cooldownPeriod": self.cooldown_s,
