@@ -14,8 +14,8 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster
-from hyperwarm.caches.cached_models import CachedModels, CachedModelsProps, OperatorBuildError
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.cached_models import CachedModels, OperatorBuildError
+from hyperwarm.caches.props import CachedModelProps, CachedModelsProps
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name

@@ -46,10 +46,15 @@ def test_runtime_client_helper_loads_neither_aws_cdk_nor_jsii() -> None:
     assert not loaded & {"aws_cdk", "jsii", "constructs", "pydantic"}, sorted(loaded & {"aws_cdk", "jsii"})
 
 
-def test_parsing_the_app_configuration_loads_no_aws_cdk() -> None:
-    """A bad cdk.json fails fast: the config models use the library's pure rules, never its constructs."""
-    loaded = _loaded_after("import stacks.config")
-    assert not loaded & {"aws_cdk", "jsii", "constructs"}, sorted(loaded & {"aws_cdk", "jsii", "constructs"})
+def test_parsing_the_app_configuration_loads_none_of_the_library_constructs() -> None:
+    """A bad cdk.json fails fast: the config models parse into the library's props (whose times and sizes are
+    aws_cdk Durations and Sizes), never through its constructs, charts or the CRDs' generated types."""
+    code = "import sys, stacks.config; print(' '.join(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
+    loaded = set(result.stdout.split())
+    heavy = {"cdk8s", "aws_cdk.aws_eks_v2", "hyperwarm.caches.cached_models", "hyperwarm.caches.chart",
+             "hyperwarm.caches.k8s"}
+    assert not loaded & heavy, sorted(loaded & heavy)
 
 
 def test_library_root_exports_no_app_configuration() -> None:
@@ -71,6 +76,7 @@ def _too_long(path: Path, *, class_lines: int, function_lines: int) -> list[str]
     return found
 
 
+GENERATED = LIBRARY / "caches" / "k8s"
 SIMULATOR_CORE = {("constructs/hyperwarm/planner/sim.py", "def _core")}  # one hot loop, kept whole for speed (docs/performance.md)
 # Still to split; each entry leaves this set when its module is split.
 PENDING_SPLIT: set[tuple[str, str]] = set()
@@ -80,6 +86,7 @@ PENDING_SPLIT: set[tuple[str, str]] = set()
     p.relative_to(REPO).as_posix()
     for root in ("constructs", "stacks", "lambdas", "manifests", "rehearsal")
     for p in (REPO / root).rglob("*.py")
+    if GENERATED not in p.parents  # cdk8s import's output (make crds), not written by hand
 ))
 def test_no_class_over_200_lines_or_function_over_60(module: str) -> None:
     found = [f for f in _too_long(REPO / module, class_lines=200, function_lines=60)

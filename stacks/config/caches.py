@@ -15,9 +15,8 @@ from typing import Sequence
 
 from pydantic import Field, model_validator
 
-from hyperwarm.caches.cached_models import CachedModelsProps
 from hyperwarm.caches.placement import CacheGroup, placement_problems
-from hyperwarm.caches.props import CachedModelProps, ExtraImage, ModelSource
+from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ExtraImage, ModelSource
 
 from .deployment_options import AutoScaling
 from .library import config_model, library_field

@@ -9,14 +9,16 @@ cdk.json and the library accept and reject the same values. The cdk.json form sp
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from typing import Any, Callable, Literal, get_args, get_origin
 
 import annotated_types
-from pydantic import AfterValidator, Field, PrivateAttr, create_model, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, create_model, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from hyperwarm.caches.schema import Gigabytes, Matches, PropsError, Rule, Seconds
+from hyperwarm.caches.schema import Gigabytes, Matches, PropsError, Rule, Seconds, field_hint
 
 from .strict import StrictModel, by_rule, described
 
@@ -87,13 +89,35 @@ class LibraryModel(StrictModel):
         try:
             self._props = self.__props_class__(**kwargs)
         except PropsError as error:
-            raise ValueError("; ".join(error.problems)) from None
+            raise ValidationError.from_exception_data(type(self).__name__, [
+                self._located(problem) for problem in error.problems]) from None
         return self
+
+    def _located(self, problem: str) -> InitErrorDetails:
+        """The library's ``field = value -- rule`` at the cdk.json field it is about, with the cdk.json value."""
+        match = _PROBLEM.match(problem)
+        if match is None:
+            return _error((), self.model_dump(), problem)
+        name, *rest = match["field"].split(".")
+        loc = (self.__converters__.get(name, (name, None))[0], *rest)
+        value: Any = self
+        for part in loc:
+            value = getattr(value, part, None)
+        return _error(loc, value.model_dump() if isinstance(value, StrictModel) else value, match["rule"])
 
     @property
     def props(self) -> Any:
         """The library's props of this entry."""
         return self._props
+
+
+_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_.]*) = .*? -- (?P<rule>.*)$", re.S)
+
+
+def _error(loc: tuple[str, ...], value: Any, message: str) -> InitErrorDetails:
+    # A template: braces in the message are literal.
+    template = message.replace("{", "{{").replace("}", "}}")
+    return InitErrorDetails(type=PydanticCustomError("value_error", template), loc=loc, input=value)
 
 
 def _nested(value: Any) -> Any:
@@ -170,7 +194,7 @@ def register(cls: type, model: type[LibraryModel]) -> type[LibraryModel]:
 def library_field(cls: type, name: str, **extra: Any) -> Any:
     """A pydantic field with the default and constraints of field ``name`` of ``cls`` (for a hand-written model)."""
     (item,) = [f for f in dataclasses.fields(cls) if f.name == name]
-    _, metadata = _split(typing.get_type_hints(cls, include_extras=True)[name])
+    _, metadata = _split(field_hint(cls, name))
     kwargs: dict[str, Any] = dict(extra)
     for rule in metadata:
         if isinstance(rule, Matches):

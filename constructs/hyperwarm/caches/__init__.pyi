@@ -9,7 +9,6 @@ from .autoscaling import (
 from .cached_models import (
     CLUSTER_NAME_PLACEHOLDER as CLUSTER_NAME_PLACEHOLDER,
     CachedModels as CachedModels,
-    CachedModelsProps as CachedModelsProps,
     OperatorBuildError as OperatorBuildError,
 )
 from .capacity import (
@@ -30,6 +29,7 @@ from .placement import (
 )
 from .props import (
     CachedModelProps as CachedModelProps,
+    CachedModelsProps as CachedModelsProps,
     ExtraImage as ExtraImage,
     KvCache as KvCache,
     LoadBalancer as LoadBalancer,

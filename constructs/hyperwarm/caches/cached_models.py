@@ -11,23 +11,20 @@ the fields the objects use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Any
 
 import aws_cdk as cdk
 import cdk8s
-from annotated_types import Interval
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm.caches.chart import MANAGED_BY, CachesChart, CachesChartProps
+from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.placement import placement_problems
-from hyperwarm.caches.props import NAMESPACE, CachedModelProps
-from hyperwarm.caches.schema import PropsError, check
+from hyperwarm.caches.props import CachedModelsProps
+from hyperwarm.caches.schema import PropsError
 from hyperwarm.cluster.addons import grant_mounted_model_read
-from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.rules import operator_pin_problem
 
 CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
@@ -41,30 +38,6 @@ class OperatorBuildError(ValueError):
         super().__init__(f"{where}: the inference operator add-on build {addon_version!r} -- {problem}")
         self.addon_version = addon_version
         self.problem = problem
-
-
-@dataclass(frozen=True)
-class CachedModelsProps:
-    """The models to cache on ``cluster``'s instance groups, and where their objects go."""
-
-    cluster: IHyperPodCluster
-    """A cluster with the HyperPod inference operator (``install_inference_operator``)."""
-    models: Sequence[CachedModelProps]
-    """Unique names; each on an instance group with local NVMe."""
-    namespace: Annotated[str, NAMESPACE] = "hyperwarm-models"
-    """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
-    nvme_headroom_percent: Annotated[int, Interval(ge=0, le=90)] = 10
-    """Share of each node's NVMe kept free, 0..90. Default: 10."""
-    labels: Mapping[str, str] = field(default_factory=lambda: dict(MANAGED_BY))
-    """Labels of every object (a model's also get ``hyperwarm.io/model``). Default: managed-by hyperwarm."""
-    buckets: Mapping[str, s3.IBucket] = field(default_factory=dict)
-    """Bucket name -> the bucket, for models whose bucket has a KMS key or lives in this app. Default: each
-    model's bucket imported by name."""
-
-    def __post_init__(self) -> None:
-        names = [m.name for m in self.models]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        check(self, [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else [])
 
 
 class CachedModels(Construct):

@@ -18,11 +18,10 @@ from constructs import Construct
 
 from hyperwarm.caches.objects import (inference_endpoint_config, model_image_cache, model_weights_cache_config,
                                       prepull_daemonset, priority_class)
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import MANAGED_BY, CachedModelProps
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
 MODEL_LABEL = "hyperwarm.io/model"
 
 

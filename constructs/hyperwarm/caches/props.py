@@ -11,8 +11,9 @@ same path, so every model version gets its own location.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import aws_cdk as cdk
 from annotated_types import Interval, MaxLen
@@ -22,6 +23,14 @@ from hyperwarm.caches.autoscaling import HyperPodAutoScaling
 from hyperwarm.caches.schema import Gigabytes, Matches, Rule, Seconds, check, gigabytes
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving.settings import Serving
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_s3 as s3
+
+    from hyperwarm.cluster.cluster import IHyperPodCluster
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
+"""The label every object of hyperwarm's caches carries."""
 
 K8S_NAME = Matches(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
                    "1..40 lower-case letters, digits or hyphens, starting and ending with a letter or digit, "
@@ -222,9 +231,11 @@ class Tls:
     def __post_init__(self) -> None:
         rules = []
         if (self.certificate_arn is None) != (self.domain_name is None):
-            rules.append("certificate_arn and domain_name go together (the domain must be on the certificate)")
+            rules.append(f"domain_name = {self.domain_name!r} -- certificate_arn and domain_name go together (the "
+                         "domain must be on the certificate)")
         if not (self.certificate_arn or self.certificate_output_s3_uri):
-            rules.append("give certificate_arn with domain_name, or certificate_output_s3_uri")
+            rules.append("certificate_arn = None -- give certificate_arn with domain_name, or "
+                         "certificate_output_s3_uri")
         check(self, rules)
 
 
@@ -301,7 +312,7 @@ class CachedModelProps:
             rules.append(f"extra_images = {len(self.extra_images)} image(s) -- pre-pulled by the DaemonSet; "
                          "set prepull to daemonset or both")
         if self.extra_images and not self.image_cache:
-            rules.append("extra_images -- need image_cache true")
+            rules.append(f"extra_images = {len(self.extra_images)} image(s) -- need image_cache true")
         if self.prewarm and not (self.weights_cache or self.image_cache):
             rules.append("prewarm = True -- needs weights_cache or image_cache")
         scaling = self.autoscaling
@@ -330,3 +341,27 @@ class CachedModelProps:
     def max_replicas(self) -> int:
         """The most pods the deployment runs: its autoscaling maximum, else its replicas."""
         return self.autoscaling.max_replicas if self.autoscaling else self.replicas
+
+
+@dataclass(frozen=True)
+class CachedModelsProps:
+    """The models to cache on ``cluster``'s instance groups, and where their objects go."""
+
+    cluster: IHyperPodCluster
+    """A cluster with the HyperPod inference operator (``install_inference_operator``)."""
+    models: Sequence[CachedModelProps]
+    """Unique names; each on an instance group with local NVMe."""
+    namespace: Annotated[str, NAMESPACE] = "hyperwarm-models"
+    """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
+    nvme_headroom_percent: Annotated[int, Interval(ge=0, le=90)] = 10
+    """Share of each node's NVMe kept free, 0..90. Default: 10."""
+    labels: Mapping[str, str] = field(default_factory=lambda: dict(MANAGED_BY))
+    """Labels of every object (a model's also get ``hyperwarm.io/model``). Default: managed-by hyperwarm."""
+    buckets: Mapping[str, s3.IBucket] = field(default_factory=dict)
+    """Bucket name -> the bucket, for models whose bucket has a KMS key or lives in this app. Default: each
+    model's bucket imported by name."""
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.models]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        check(self, [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, get_args, get_origin
@@ -66,13 +67,18 @@ def in_gigabytes(size: cdk.Size) -> float:
     return round(size.to_bytes(rounding=cdk.SizeRoundingBehavior.NONE) / _BYTES_PER_GB, 9)
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=True)
+def field_hint(cls: type, name: str) -> Any:
+    """The annotation of field ``name`` of ``cls``, evaluated alone: a props class may name some types (a cluster,
+    a bucket) only for type checkers, which the checks never need."""
+    annotation = cls.__annotations__[name]
+    if isinstance(annotation, str):
+        annotation = eval(annotation, vars(sys.modules[cls.__module__]))  # noqa: S307 (the class's own annotation)
+    return annotation
 
 
 def field_metadata(cls: type, name: str) -> tuple[Any, ...]:
     """The ``Annotated`` metadata of field ``name`` of the props class ``cls`` (empty without)."""
-    hint = _hints(cls)[name]
+    hint = field_hint(cls, name)
     return tuple(hint.__metadata__) if get_origin(hint) is typing.Annotated else ()
 
 
@@ -138,7 +144,7 @@ def field_problems(props: Any, prefix: str = "") -> list[str]:
         value = getattr(props, item.name)
         if not isinstance(value, (str, int, float, cdk.Duration, cdk.Size)) or not resolved(value):
             continue  # nested props check themselves; tokens are known only at deploy
-        hint = _hints(type(props))[item.name]
+        hint = field_hint(type(props), item.name)
         allowed = _allowed_literal(hint)
         if allowed and value not in allowed:
             problems.append(f"{prefix}{item.name} = {value!r} -- allowed: {', '.join(map(str, allowed))}")
