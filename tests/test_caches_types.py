@@ -24,7 +24,7 @@ def _class_name(kind: str, version: str, storage_or_first: bool) -> str:
 
 def test_every_kind_and_version_of_the_crds_has_its_generated_class(crds_dir: Path) -> None:
     source = (K8S / "__init__.py").read_text()
-    classes = set(re.findall(r"^class (\w+)\(", source, re.M))
+    classes = set(re.findall(r"^class (\w+)\(", source, re.MULTILINE))
     expected = {_class_name(crd["spec"]["names"]["kind"], v["name"], i == 0)
                 for crd in _crds(crds_dir) for i, v in enumerate(crd["spec"]["versions"])}
     assert expected == {"InferenceEndpointConfig", "InferenceEndpointConfigV1Alpha1", "JumpStartModel",
@@ -35,7 +35,7 @@ def test_every_kind_and_version_of_the_crds_has_its_generated_class(crds_dir: Pa
 def test_generated_types_are_from_these_crds_and_the_pinned_cdk8s_cli(crds_dir: Path) -> None:
     """``make crds`` records what it generated from: a CRD replaced without regenerating fails here."""
     recorded = (K8S / "SOURCES").read_text().splitlines()
-    pinned = re.search(r"^CDK8S_CLI_VERSION := (\S+)$", MAKEFILE.read_text(), re.M)
+    pinned = re.search(r"^CDK8S_CLI_VERSION := (\S+)$", MAKEFILE.read_text(), re.MULTILINE)
     assert pinned and recorded[0] == f"cdk8s-cli {pinned.group(1)}"
     current = {f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}" for p in crds_dir.glob("*.yaml")}
     assert set(recorded[1:]) == current

@@ -11,12 +11,16 @@ library's :func:`~hyperwarm.caches.placement.placement_problems`, called from ``
 
 from __future__ import annotations
 
-from typing import Sequence
-
-from pydantic import Field, model_validator
+from collections.abc import Sequence
 
 from hyperwarm.caches.placement import CacheGroup, placement_problems
-from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ExtraImage, ModelSource
+from hyperwarm.caches.props import (
+    CachedModelProps,
+    CachedModelsProps,
+    ExtraImage,
+    ModelSource,
+)
+from pydantic import Field, model_validator
 
 from .deployment_options import AutoScaling
 from .library import config_model, library_field
@@ -42,7 +46,7 @@ class CachesConfig(StrictModel):
     entries: tuple[CachedModel, ...] = Field(default=(), alias="models")  # type: ignore[valid-type]
 
     @model_validator(mode="after")
-    def _unique(self) -> "CachesConfig":
+    def _unique(self) -> CachesConfig:
         dupes = repeated([m.name for m in self.models])
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
-
 from hyperwarm.caches import autoscaling, props
+from pydantic import Field, model_validator
 
 from .library import config_model
 from .strict import StrictModel, described
@@ -25,21 +24,27 @@ _AMP_WORKSPACE = described(
 MetricType = Literal["Average", "Value"]
 
 
+def _library_default(cls: type, name: str) -> Any:
+    """The default of field ``name`` of the library's dataclass ``cls``: defaults are written once, there."""
+    return next(f.default for f in fields(cls) if f.name == name)
+
+
 class CloudWatchTrigger(StrictModel):
     """Scale on a CloudWatch metric (KEDA's aws-cloudwatch scaler)."""
 
     namespace: str = Field(min_length=1, max_length=255, description="e.g. AWS/SageMaker")
     metric_name: str = Field(min_length=1, max_length=255)
     dimensions: dict[str, str] = Field(default_factory=dict, description="dimension name -> value")
-    statistic: str = Field(default="Average", pattern=described(
+    statistic: str = Field(default=_library_default(autoscaling.CloudWatchTrigger, "statistic"), pattern=described(
         autoscaling.STATISTIC,
         "a CloudWatch statistic: Average, Sum, Minimum, Maximum, SampleCount or a percentile such as p99"))
     target_value: float = Field(gt=0, description="the value per replica (metric_type Average) KEDA keeps")
-    activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
-    metric_type: MetricType = "Average"
-    period_s: int = Field(default=300, ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
-                          description="the CloudWatch query period; default 300")
-    min_value: float = Field(default=0, description="the value assumed when CloudWatch returns no data")
+    activation_target_value: float = Field(default=_library_default(autoscaling.CloudWatchTrigger, "activation_target_value"), ge=0,
+                                           description="scale from 0 above this; min_replicas 0")
+    metric_type: MetricType = _library_default(autoscaling.CloudWatchTrigger, "metric_type")
+    period_s: int = Field(default=_library_default(autoscaling.CloudWatchTrigger, "period_s"), ge=autoscaling.PERIOD_S[0],
+                          le=autoscaling.PERIOD_S[1], description="the CloudWatch query period")
+    min_value: float = Field(default=_library_default(autoscaling.CloudWatchTrigger, "min_value"), description="the value assumed when CloudWatch returns no data")
 
     def to_spec(self) -> autoscaling.CloudWatchTrigger:
         return autoscaling.CloudWatchTrigger(
@@ -53,8 +58,8 @@ class PrometheusTrigger(StrictModel):
     server_address: str = Field(pattern=_AMP_WORKSPACE)
     query: str = Field(min_length=1, max_length=4096)
     target_value: float = Field(gt=0)
-    activation_target_value: float = Field(default=0, ge=0)
-    metric_type: MetricType = "Average"
+    activation_target_value: float = Field(default=_library_default(autoscaling.PrometheusTrigger, "activation_target_value"), ge=0)
+    metric_type: MetricType = _library_default(autoscaling.PrometheusTrigger, "metric_type")
 
     def to_spec(self) -> autoscaling.PrometheusTrigger:
         return autoscaling.PrometheusTrigger(self.server_address, self.query, self.target_value,
@@ -72,12 +77,13 @@ class ExporterTrigger(StrictModel):
     metric: Literal["RequestsWaiting"] = Field(
         description="RequestsWaiting: requests queued in the model's engines (vLLM num_requests_waiting, summed)")
     target_value: float = Field(gt=0, description="the value per replica KEDA keeps (metric_type Average)")
-    activation_target_value: float = Field(default=0, ge=0, description="scale from 0 above this; min_replicas 0")
-    statistic: Literal["Average", "Maximum"] = "Average"
-    period_s: int = Field(default=60, ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
+    activation_target_value: float = Field(default=_library_default(autoscaling.ExporterTrigger, "activation_target_value"), ge=0,
+                                           description="scale from 0 above this; min_replicas 0")
+    statistic: Literal["Average", "Maximum"] = _library_default(autoscaling.ExporterTrigger, "statistic")
+    period_s: int = Field(default=_library_default(autoscaling.ExporterTrigger, "period_s"), ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
                           description="the CloudWatch query period; the exporter publishes every 60 s")
     min_value: float = Field(
-        default=0, ge=0,
+        default=_library_default(autoscaling.ExporterTrigger, "min_value"), ge=0,
         description="what KEDA assumes while the metric has no data (the exporter failed, or could not read every "
                     "pod: RequestsWaiting is then not published). 0 fails open: without data the model scales in "
                     "to min_replicas, even under load. To hold capacity instead, give target_value x the replicas "
@@ -96,7 +102,7 @@ class Trigger(StrictModel):
     exporter: ExporterTrigger | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "Trigger":
+    def _one(self) -> Trigger:
         if sum(t is not None for t in (self.cloudwatch, self.prometheus, self.exporter)) != 1:
             raise ValueError("give exactly one of cloudwatch, prometheus and exporter")
         return self
@@ -136,7 +142,7 @@ class AutoScaling(StrictModel):
             self.initial_cooldown_s, self.scale_up_stabilization_s, self.scale_down_stabilization_s)
 
     @model_validator(mode="after")
-    def _range(self) -> "AutoScaling":
+    def _range(self) -> AutoScaling:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
         return self

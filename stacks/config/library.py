@@ -12,13 +12,27 @@ import dataclasses
 import re
 import types
 import typing
-from typing import Any, Callable, Literal, get_args, get_origin
+from collections.abc import Callable
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
-from pydantic import AfterValidator, Field, PrivateAttr, ValidationError, create_model, model_validator
+from hyperwarm.caches.schema import (
+    Gigabytes,
+    Matches,
+    PropsError,
+    Rule,
+    Seconds,
+    field_hint,
+)
+from pydantic import (
+    AfterValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
-
-from hyperwarm.caches.schema import Gigabytes, Matches, PropsError, Rule, Seconds, field_hint
 
 from .strict import StrictModel, by_rule, described
 
@@ -58,7 +72,6 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 def _unit(cls_name: str, name: str, metadata: tuple[Any, ...], base: Any) -> tuple[str, Any, Convert, Convert]:
     """(cdk.json key, annotation, cdk.json value -> props value, default -> cdk.json value) of a Duration or Size."""
     import aws_cdk as cdk
-
     from hyperwarm.caches.schema import gigabytes, in_gigabytes
 
     if base is cdk.Duration:
@@ -70,6 +83,10 @@ def _unit(cls_name: str, name: str, metadata: tuple[Any, ...], base: Any) -> tup
         return (f"{name}_gb", typing.Annotated[float, annotated_types.Interval(gt=gb.gt, le=gb.le)],
                 gigabytes, in_gigabytes)
     raise TypeError(f"{cls_name}.{name}: no cdk.json form for {base!r}")
+
+
+def _unless_none(convert: Convert) -> Convert:
+    return lambda value: None if value is None else convert(value)
 
 
 def _is_unit(base: Any) -> bool:
@@ -84,7 +101,7 @@ class LibraryModel(StrictModel):
     __converters__: typing.ClassVar[dict[str, tuple[str, Convert]]]
 
     @model_validator(mode="after")
-    def _build(self) -> "LibraryModel":
+    def _build(self) -> LibraryModel:
         kwargs = {name: convert(getattr(self, key)) for name, (key, convert) in self.__converters__.items()}
         try:
             self._props = self.__props_class__(**kwargs)
@@ -111,7 +128,7 @@ class LibraryModel(StrictModel):
         return self._props
 
 
-_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_.]*) = .*? -- (?P<rule>.*)$", re.S)
+_PROBLEM = re.compile(r"^(?P<field>[a-z_][a-z0-9_.]*) = .*? -- (?P<rule>.*)$", re.DOTALL)
 
 
 def _error(loc: tuple[str, ...], value: Any, message: str) -> InitErrorDetails:
@@ -150,7 +167,7 @@ def config_model(cls: type, *, overrides: dict[str, tuple[Any, Any, Convert]] | 
             key, annotation, convert, to_json = _unit(cls.__name__, name, metadata, inner)
             fields[key] = (annotation | None if optional else annotation,
                            to_json(default) if default not in (..., None) else default)
-            converters[name] = (key, (lambda c: lambda v: None if v is None else c(v))(convert))
+            converters[name] = (key, _unless_none(convert))
             continue
         annotation = _derived(inner)
         if optional:

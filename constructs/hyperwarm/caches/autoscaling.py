@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperwarm._internal.tokens import resolved
-from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE
 from hyperwarm._internal.validation import raise_problems
+from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE
 
 AMP_WORKSPACE = r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$"
 """An Amazon Managed Service for Prometheus workspace URL (a Prometheus trigger's server)."""
@@ -205,7 +205,7 @@ class HyperPodAutoScaling:
     def to_crd(self) -> dict[str, Any]:
         """The operator's ``autoScalingSpec`` (an exporter trigger must be resolved first: :meth:`for_model`)."""
         if isinstance(self.trigger, ExporterTrigger):
-            raise ValueError("HyperPodAutoScaling.trigger: an ExporterTrigger names the model and cluster; "
+            raise TypeError("HyperPodAutoScaling.trigger: an ExporterTrigger names the model and cluster; "
                              "render for_model(cluster_name=..., model=...)")
         key = "cloudWatchTrigger" if isinstance(self.trigger, CloudWatchTrigger) else "prometheusTrigger"
         return {"minReplicaCount": self.min_replicas, "maxReplicaCount": self.max_replicas,

@@ -18,8 +18,8 @@ import aws_cdk as cdk
 import cdk8s
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
-from constructs import Construct
 
+from constructs import Construct
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps

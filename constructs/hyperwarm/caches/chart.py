@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cdk8s
-from constructs import Construct
 
-from hyperwarm.caches.objects import (inference_endpoint_config, model_image_cache, model_weights_cache_config,
-                                      prepull_daemonset, priority_class)
+from constructs import Construct
+from hyperwarm.caches.objects import (
+    inference_endpoint_config,
+    model_image_cache,
+    model_weights_cache_config,
+    prepull_daemonset,
+    priority_class,
+)
 from hyperwarm.caches.props import MANAGED_BY, CachedModelProps
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
@@ -105,7 +110,7 @@ class CachesChart(cdk8s.Chart):
 def _spec_type(cls: type) -> Any:
     import typing
 
-    return typing.get_type_hints(getattr(cls, "__init__"))["spec"]
+    return typing.get_type_hints(vars(cls)["__init__"])["spec"]
 
 
 def _metadata(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,15 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm.caches.cold_start import ColdStart
 from hyperwarm.caches.props import CachedModelProps, Probes
 from hyperwarm.cluster.instance_group import HEALTH_TAINT_KEY, NVME_PATH, NodeTaint
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL
-from hyperwarm.serving.settings import (MODEL_DIR, SERVING_ANNOTATION, Placement, ServerSettings, serving_metadata,
-                                        server_settings)
+from hyperwarm.serving.settings import (
+    MODEL_DIR,
+    SERVING_ANNOTATION,
+    Placement,
+    ServerSettings,
+    server_settings,
+    serving_metadata,
+)
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
@@ -81,7 +88,10 @@ def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> lis
             for uid in cache_uids for prefix in (WEIGHTS_READY_LABEL_PREFIX, IMAGE_READY_LABEL_PREFIX)]
 
 
-def startup_budget_s(model: CachedModelProps, cold_start: ColdStart = ColdStart()) -> int:
+_AWS_FIGURES = ColdStart()
+
+
+def startup_budget_s(model: CachedModelProps, cold_start: ColdStart = _AWS_FIGURES) -> int:
     """How long a pod may take to first answer: the planner's cold start times the margin."""
     return math.ceil(cold_start.cold_s(model) * STARTUP_MARGIN)
 

@@ -15,8 +15,9 @@ import dataclasses
 import re
 import sys
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 import aws_cdk as cdk
@@ -72,7 +73,7 @@ def field_hint(cls: type, name: str) -> Any:
     a bucket) only for type checkers, which the checks never need."""
     annotation = cls.__annotations__[name]
     if isinstance(annotation, str):
-        annotation = eval(annotation, vars(sys.modules[cls.__module__]))  # noqa: S307 (the class's own annotation)
+        annotation = eval(annotation, vars(sys.modules[cls.__module__]))
     return annotation
 
 

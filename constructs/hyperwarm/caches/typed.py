@@ -18,7 +18,7 @@ from typing import Any, get_args, get_origin
 @cache
 def _json_names(struct: type) -> dict[str, str]:
     """JSON field name -> Python keyword of a generated struct (jsii's ``name_mapping``)."""
-    mapping: dict[str, str] = getattr(struct, "__jsii_name_mapping__")
+    mapping: dict[str, str] = vars(struct)["__jsii_name_mapping__"]
     return {json_name: py_name for py_name, json_name in mapping.items()}
 
 
@@ -62,7 +62,7 @@ def bind(hint: Any, value: Any, path: str) -> Any:
         if isinstance(choice, type) and hasattr(choice, "from_string") and hasattr(choice, "from_number"):
             return choice.from_string(value) if isinstance(value, str) else choice.from_number(value)
     origin = get_origin(choices[0])
-    if origin in (list, Sequence, typing.List) or (origin is not None and issubclass(origin, Sequence)
+    if origin in (list, Sequence, list) or (origin is not None and issubclass(origin, Sequence)
                                                     and not isinstance(value, str)):
         (item,) = get_args(choices[0])
         return [bind(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
