@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import MISSING, fields
 from typing import Any, Literal
 
+import aws_cdk as cdk
 from hyperwarm.caches import autoscaling, props
 from pydantic import Field, model_validator
 
@@ -25,8 +26,11 @@ MetricType = Literal["Average", "Value"]
 
 
 def _library_default(cls: type, name: str) -> Any:
-    """The default of field ``name`` of the library's dataclass ``cls``: defaults are written once, there."""
-    return next(f.default for f in fields(cls) if f.name == name)
+    """The default of field ``name`` of the library's dataclass ``cls`` in cdk.json's form (a Duration in whole
+    seconds): defaults are written once, there. ``MISSING`` for a required field."""
+    item = next(f for f in fields(cls) if f.name == name)
+    default = item.default_factory() if item.default_factory is not MISSING else item.default
+    return default.to_seconds() if isinstance(default, cdk.Duration) else default
 
 
 class CloudWatchTrigger(StrictModel):
@@ -42,14 +46,14 @@ class CloudWatchTrigger(StrictModel):
     activation_target_value: float = Field(default=_library_default(autoscaling.CloudWatchTrigger, "activation_target_value"), ge=0,
                                            description="scale from 0 above this; min_replicas 0")
     metric_type: MetricType = _library_default(autoscaling.CloudWatchTrigger, "metric_type")
-    period_s: int = Field(default=_library_default(autoscaling.CloudWatchTrigger, "period_s"), ge=autoscaling.PERIOD_S[0],
+    period_s: int = Field(default=_library_default(autoscaling.CloudWatchTrigger, "period"), ge=autoscaling.PERIOD_S[0],
                           le=autoscaling.PERIOD_S[1], description="the CloudWatch query period")
     min_value: float = Field(default=_library_default(autoscaling.CloudWatchTrigger, "min_value"), description="the value assumed when CloudWatch returns no data")
 
     def to_spec(self) -> autoscaling.CloudWatchTrigger:
         return autoscaling.CloudWatchTrigger(
             self.namespace, self.metric_name, self.target_value, dict(self.dimensions), self.statistic,
-            self.activation_target_value, self.metric_type, self.period_s, self.min_value)
+            self.activation_target_value, self.metric_type, cdk.Duration.seconds(self.period_s), self.min_value)
 
 
 class PrometheusTrigger(StrictModel):
@@ -80,7 +84,7 @@ class ExporterTrigger(StrictModel):
     activation_target_value: float = Field(default=_library_default(autoscaling.ExporterTrigger, "activation_target_value"), ge=0,
                                            description="scale from 0 above this; min_replicas 0")
     statistic: Literal["Average", "Maximum"] = _library_default(autoscaling.ExporterTrigger, "statistic")
-    period_s: int = Field(default=_library_default(autoscaling.ExporterTrigger, "period_s"), ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
+    period_s: int = Field(default=_library_default(autoscaling.ExporterTrigger, "period"), ge=autoscaling.PERIOD_S[0], le=autoscaling.PERIOD_S[1],
                           description="the CloudWatch query period; the exporter publishes every 60 s")
     min_value: float = Field(
         default=_library_default(autoscaling.ExporterTrigger, "min_value"), ge=0,
@@ -91,7 +95,7 @@ class ExporterTrigger(StrictModel):
 
     def to_spec(self) -> autoscaling.ExporterTrigger:
         return autoscaling.ExporterTrigger(self.metric, self.target_value, self.activation_target_value,
-                                           self.statistic, self.period_s, self.min_value)
+                                           self.statistic, cdk.Duration.seconds(self.period_s), self.min_value)
 
 
 class Trigger(StrictModel):
@@ -108,14 +112,12 @@ class Trigger(StrictModel):
         return self
 
 
-_SCALING_DEFAULTS = {f.name: f.default for f in fields(autoscaling.HyperPodAutoScaling)}
-
-
 def _bounded(name: str, **kwargs: Any) -> Any:
-    """A field with the library's range and default for ``name`` (:data:`hyperwarm.caches.autoscaling.RANGES`, the
-    CRD's, and :class:`~hyperwarm.caches.HyperPodAutoScaling`'s default)."""
-    low, high = autoscaling.RANGES[name]
-    default = _SCALING_DEFAULTS[name]
+    """The cdk.json field ``name`` (``<library field>_s`` for a Duration) with the library's range and default
+    (:data:`hyperwarm.caches.autoscaling.RANGES`, the CRD's, and :class:`~hyperwarm.caches.HyperPodAutoScaling`'s)."""
+    library = name.removesuffix("_s")
+    low, high = autoscaling.RANGES[library]
+    default = _library_default(autoscaling.HyperPodAutoScaling, library)
     return Field(ge=low, le=high, **({} if default is MISSING else {"default": default}), **kwargs)
 
 
@@ -137,9 +139,11 @@ class AutoScaling(StrictModel):
         t = self.trigger
         trigger = (t.exporter.to_spec() if t.exporter
                    else t.cloudwatch.to_spec() if t.cloudwatch else t.prometheus.to_spec())
+        seconds = cdk.Duration.seconds
         return autoscaling.HyperPodAutoScaling(
-            self.max_replicas, trigger, self.min_replicas, self.polling_interval_s, self.cooldown_s,
-            self.initial_cooldown_s, self.scale_up_stabilization_s, self.scale_down_stabilization_s)
+            self.max_replicas, trigger, self.min_replicas, seconds(self.polling_interval_s), seconds(self.cooldown_s),
+            seconds(self.initial_cooldown_s), seconds(self.scale_up_stabilization_s),
+            seconds(self.scale_down_stabilization_s))
 
     @model_validator(mode="after")
     def _range(self) -> AutoScaling:

@@ -8,6 +8,7 @@ for review or GitOps.
 
 from __future__ import annotations
 
+import typing
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,8 +109,6 @@ class CachesChart(cdk8s.Chart):
 
 
 def _spec_type(cls: type) -> Any:
-    import typing
-
     return typing.get_type_hints(vars(cls)["__init__"])["spec"]
 
 

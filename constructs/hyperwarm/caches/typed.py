@@ -62,11 +62,10 @@ def bind(hint: Any, value: Any, path: str) -> Any:
         if isinstance(choice, type) and hasattr(choice, "from_string") and hasattr(choice, "from_number"):
             return choice.from_string(value) if isinstance(value, str) else choice.from_number(value)
     origin = get_origin(choices[0])
-    if origin in (list, Sequence, list) or (origin is not None and issubclass(origin, Sequence)
-                                                    and not isinstance(value, str)):
-        (item,) = get_args(choices[0])
-        return [bind(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
     if origin is not None and issubclass(origin, Mapping):
         _, item = get_args(choices[0])
         return {k: bind(item, v, f"{path}.{k}") for k, v in value.items()}
+    if origin is not None and issubclass(origin, Sequence) and not isinstance(value, str):
+        (item,) = get_args(choices[0])
+        return [bind(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
     return value
