@@ -1,18 +1,5 @@
-"""cdk8s charts of hyperwarm's in-cluster objects: model weights and image caches per environment."""
+"""The app's cdk8s output: each environment's cached models as the library's chart (:mod:`hyperwarm.caches`)."""
 
-from .chart import CachesChart, build_chart, cache_objects, write_manifests
-from .inference import (
-    cache_ready_preferences,
-    image_cache_name,
-    inference_endpoint_config,
-    model_image_cache,
-    model_weights_cache_config,
-)
-from .prepull import PRIORITY_CLASS, daemonset_name, prepull_daemonset, priority_class
+from .chart import build_chart, chart_props, environment_labels, write_manifests
 
-__all__ = [
-    "CachesChart", "PRIORITY_CLASS", "build_chart", "cache_objects", "cache_ready_preferences",
-    "daemonset_name", "image_cache_name", "inference_endpoint_config", "model_image_cache",
-    "model_weights_cache_config", "prepull_daemonset", "priority_class",
-    "write_manifests",
-]
+__all__ = ["build_chart", "chart_props", "environment_labels", "write_manifests"]

@@ -1,92 +1,41 @@
-"""One cdk8s chart per environment with every cache object of its ``caches`` section.
+"""The environment's cache objects: the library's chart with this app's labels and namespace, written to files.
 
-The same rendered objects go to the cluster (``stacks.caches_stack``) and to
-``dist/manifests/<env>/`` for review and GitOps users.
+The same chart goes to the cluster (``stacks.caches_stack``, through :class:`~hyperwarm.caches.CachedModels`) and
+to ``dist/manifests/<env>/`` for review and GitOps users.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import cdk8s
 import yaml
-from constructs import Construct
+from hyperwarm.caches.cached_models import CLUSTER_NAME_PLACEHOLDER
+from hyperwarm.caches.chart import CachesChart, CachesChartProps
+from hyperwarm.caches.props import MANAGED_BY
 
 from stacks.config import EnvironmentConfig
 
-from .inference import inference_endpoint_config, model_image_cache, model_weights_cache_config
-from .options import CLUSTER_NAME_PLACEHOLDER
-from .prepull import prepull_daemonset, priority_class
+
+def environment_labels(env_name: str) -> dict[str, str]:
+    """The labels of every object of the environment's caches."""
+    return {**MANAGED_BY, "hyperwarm.io/environment": env_name}
 
 
-def _labels(env_name: str, model: str | None = None) -> dict[str, str]:
-    labels = {"app.kubernetes.io/managed-by": "hyperwarm", "hyperwarm.io/environment": env_name}
-    if model:
-        labels["hyperwarm.io/model"] = model
-    return labels
-
-
-def cache_objects(env_name: str, config: EnvironmentConfig,
-                  cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> list[dict[str, Any]]:
-    """Every Kubernetes object of the environment's caches, in apply order; empty without models.
-
-    ``cluster_name`` is the EKS cluster's name (a token in the stack); ``dist/manifests`` keep
-    :data:`~manifests.options.CLUSTER_NAME_PLACEHOLDER` for a GitOps user to fill in.
-    """
-    caches = config.caches
-    if not caches.models:
-        return []
-    ns = caches.namespace
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": _labels(env_name)}}]
-
-    daemonset_images: dict[str, set[str]] = defaultdict(set)
-    image_parents: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for model in caches.models:
-        daemonset_images[model.instance_group].update(model.daemonset_images)
-        if model.prewarm and model.operator_image_cache:
-            image_parents[(model.instance_group, model.image)].append(model.name)
-    if any(daemonset_images.values()):
-        objects.append(priority_class(_labels(env_name)))
-
-    for model in caches.models:
-        labels = _labels(env_name, model.name)
-        if model.prewarm and model.weights_cache:
-            objects.append(model_weights_cache_config(model, namespace=ns, region=config.region, labels=labels))
-    for (group, image), parents in sorted(image_parents.items()):
-        objects.append(model_image_cache(image, group, namespace=ns, labels=_labels(env_name), parents=parents))
-    for group, images in sorted(daemonset_images.items()):
-        if images:
-            objects.append(prepull_daemonset(group, sorted(images), namespace=ns, labels=_labels(env_name),
-                                             group_taints=config.instance_group(group).taints))
-    for model in caches.models:
-        objects.append(inference_endpoint_config(model, namespace=ns, region=config.region,
-                                                 labels=_labels(env_name, model.name), cluster_name=cluster_name))
-    return objects
-
-
-class CachesChart(cdk8s.Chart):
-    """The cache objects of one environment as a cdk8s chart (names are kept as given)."""
-
-    def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> None:
-        super().__init__(scope, id, disable_resource_name_hashes=True)
-        for obj in cache_objects(env_name, config, cluster_name):
-            name = obj["metadata"]["name"]
-            api_object = cdk8s.ApiObject(self, f"{obj['kind']}-{name}", api_version=obj["apiVersion"],
-                                         kind=obj["kind"], metadata=obj["metadata"])
-            for key, value in obj.items():
-                if key not in ("apiVersion", "kind", "metadata"):
-                    api_object.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
+def chart_props(env_name: str, config: EnvironmentConfig,
+                cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> CachesChartProps:
+    """What the library's chart renders for the environment; ``dist/manifests`` keep
+    :data:`~hyperwarm.caches.cached_models.CLUSTER_NAME_PLACEHOLDER` for a GitOps user to fill in."""
+    return CachesChartProps(
+        config.caches.models, region=config.region, cluster_name=cluster_name, namespace=config.caches.namespace,
+        labels=environment_labels(env_name),
+        group_taints={g.name: tuple(g.to_spec().taints) for g in config.instance_groups})
 
 
 def build_chart(env_name: str, config: EnvironmentConfig,
                 cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> CachesChart:
     """The environment's chart under its own ``cdk8s.App`` (never inside the CDK app's tree)."""
-    return CachesChart(cdk8s.App(), f"hyperwarm-{env_name}-caches", env_name=env_name, config=config,
-                       cluster_name=cluster_name)
+    return CachesChart(cdk8s.App(), f"hyperwarm-{env_name}-caches", chart_props(env_name, config, cluster_name))
 
 
 def write_manifests(env_name: str, config: EnvironmentConfig, root: Path) -> list[Path]:

@@ -1,27 +1,29 @@
 """``hyperwarm-<env>-caches``: the environment's model caches applied to the HyperPod EKS cluster.
 
-The manifest resource lives in this stack (not ``cluster.add_cdk8s_chart``, which would put it in
-the cluster's stack and make the stacks reference each other). It is created after the inference
-operator add-on, which installs the CRDs it uses, and the operator may read the models' S3 prefixes.
+The library's :class:`~hyperwarm.caches.CachedModels` does the work (objects, manifest after the operator add-on,
+read grants, capacity and operator checks); this stack adds the environment's labels, its model buckets and the
+planner's warning about cold scale-outs. The manifest resource lives in this stack (not
+``cluster.add_cdk8s_chart``, which would put it in the cluster's stack and make the stacks reference each other).
 """
 
 from __future__ import annotations
 
-import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_s3 as s3
-from constructs import Construct
+from typing import Any
 
-from hyperwarm import IHyperPodCluster, grant_mounted_model_read
-from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON, operator_pin_problem
+import aws_cdk as cdk
+from hyperwarm import IHyperPodCluster
+from hyperwarm.caches.cached_models import CachedModels, OperatorBuildError
+from hyperwarm.caches.props import CachedModelProps, CachedModelsProps
+from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
+
+from constructs import Construct
+from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import ConfigError, EnvironmentConfig
-from stacks.config.caches import CachedModel
 from stacks.plan import ColdStart, plan_model
-from manifests import build_chart
 
 
-def cold_scale_out_warning(model: CachedModel, config: EnvironmentConfig) -> str | None:
+def cold_scale_out_warning(model: CachedModelProps, config: EnvironmentConfig) -> str | None:
     """The planner's cold share of a scale-out to ``max_replicas``, when some new pods would start cold.
 
     The planner counts one new pod per node: the group's nodes not yet serving the model are the
@@ -44,37 +46,24 @@ def cold_scale_out_warning(model: CachedModel, config: EnvironmentConfig) -> str
 
 class CachesStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster: IHyperPodCluster, **kwargs) -> None:
+                 cluster: IHyperPodCluster, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
-        operator = cluster.inference_operator
-        if operator is None:
-            raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
-                             "the cluster was built with install_inference_operator false")
-        for model in config.caches.models:
-            cluster.cache_group(model.instance_group)  # the cluster has it, with NVMe: else a construct error
+        models = config.caches.models
+        for model in models:
             warning = cold_scale_out_warning(model, config)
             if warning:
                 cdk.Annotations.of(self).add_warning_v2(f"hyperwarm:cold-scale-out:{model.name}", warning)
-        self.chart = build_chart(env_name, config, cluster.eks_cluster.cluster_name)
-        self.objects = self.chart.to_json()
-        # The operator must know every field the objects use: an older one drops them without a word.
-        problem = operator_pin_problem(operator.addon_version, self.objects)
-        if problem:
+        # By name, with the key the configuration gives it (the buckets stack may create the bucket).
+        buckets = {name: model_bucket_by_name(self, f"ModelBucket-{name}", name, config)
+                   for name in dict.fromkeys(m.source.bucket for m in models)}
+        try:
+            # "Default": the construct adds no level to the logical ids (the stack's resources keep theirs).
+            self.caches = CachedModels(self, "Default", CachedModelsProps(
+                cluster=cluster, models=models, namespace=config.caches.namespace,
+                nvme_headroom_percent=config.caches.nvme_headroom_percent, labels=environment_labels(env_name),
+                buckets=buckets))
+        except OperatorBuildError as error:
             raise ConfigError(f"invalid configuration for environment {env_name!r}:\n  environments.{env_name}."
-                              f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}]: {operator.addon_version!r} -- {problem}")
-        self.manifest = eks.KubernetesManifest(
-            self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects,
-            overwrite=True,  # adopt objects a GitOps user already applied from dist/manifests
-        )
-        # The add-on installs the operator's CRDs: a dependency across stacks CloudFormation honours
-        # by deploying the cluster stack (add-on included) first.
-        self.manifest.node.add_dependency(operator.addon)
-
-        buckets: dict[str, s3.IBucket] = {}
-        for model in config.caches.models:
-            bucket = buckets.get(model.source.bucket)
-            if bucket is None:
-                bucket = buckets[model.source.bucket] = model_bucket_by_name(
-                    self, f"ModelBucket-{model.source.bucket}", model.source.bucket, config)
-            for reader in operator.model_readers:
-                grant_mounted_model_read(reader, bucket, model.source.location)
+                              f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}]: {error.addon_version!r} -- "
+                              f"{error.problem}") from None
+        self.chart, self.objects, self.manifest = self.caches.chart, self.caches.objects, self.caches.manifest

@@ -5,9 +5,8 @@ cold (image pull + S3 download at a per-node bandwidth) and when it is warm (ima
 node, weights read from NVMe), and a scale-out of K pods of which the first W land on pre-warmed
 nodes (each new pod on its own node, the usual case for GPU-bound serving pods).
 
-Defaults follow AWS's published HyperPod figures: a multi-GB serving image takes 5..7 min to pull
-(6 min), 145 GB of weights take more than 20 min from S3 (an effective ~1 Gbit/s per node, well
-below the ~5 Gbit/s ceiling of one S3 connection), local NVMe reads ~7 GB/s.
+The estimates are the library's :class:`~hyperwarm.caches.cold_start.ColdStart` (AWS's published HyperPod
+figures), which also sizes the startup probe of a cached model.
 
 ``--scenario`` adds the events the dashboard watches (``hyperwarm.caches.events``): a scale-out of K
 pods onto W warm nodes, a rolling deployment (``--version-changed`` for a new model version), a warm
@@ -27,41 +26,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from stacks.config.caches import CachedModel
 from hyperwarm.caches import events as cache_events
 from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.caches.capacity import group_usage
+from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS, DEFAULT_IMAGE_PULL_MIN, ColdStart
+from hyperwarm.caches.placement import footprint
+from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.schema import in_gigabytes
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
-DEFAULT_BANDWIDTH_GBPS = 1.0
-DEFAULT_IMAGE_PULL_MIN = 6.0
-NVME_GB_PER_S = 7.0
 DEFAULT_SCALE_OUT = 5
-
-
-@dataclass(frozen=True)
-class ColdStart:
-    """Assumptions of the estimate."""
-
-    bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS
-    """Effective S3 download rate per node, Gbit/s."""
-    image_pull_s: float = DEFAULT_IMAGE_PULL_MIN * 60
-    nvme_gb_per_s: float = NVME_GB_PER_S
-
-    def cold_s(self, model: CachedModel) -> float:
-        """A new pod on a node without caches: pull the image, download the weights."""
-        return self.image_pull_s + model.size_gb * 8 / self.bandwidth_gbps
-
-    def fill_s(self, model: CachedModel) -> float:
-        """One node's weights cache fills at the S3 rate; nothing fills when weights are not cached."""
-        return model.size_gb * 8 / self.bandwidth_gbps if model.weights_cache else 0.0
-
-    def warm_s(self, model: CachedModel) -> float:
-        """A new pod on a prepared node: what is cached costs (almost) nothing, the rest stays cold."""
-        image = 0.0 if model.image_cache else self.image_pull_s
-        weights = model.size_gb / self.nvme_gb_per_s if model.weights_cache else model.size_gb * 8 / self.bandwidth_gbps
-        return image + weights
 
 
 @dataclass(frozen=True)
@@ -101,7 +76,7 @@ class Scenarios:
     """The rolling deployment brings a new model version (a new cache location)."""
 
 
-def plan_model(model: CachedModel, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int,
+def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int,
                prewarmed: int | None, scenarios: Scenarios = Scenarios()) -> ModelPlan:
     cold, warm, fill = cold_start.cold_s(model), cold_start.warm_s(model), cold_start.fill_s(model)
     if prewarmed is None:
@@ -117,7 +92,7 @@ def plan_model(model: CachedModel, config: EnvironmentConfig, cold_start: ColdSt
         cache_events.NODE_REPLACED: lambda: cache_events.node_replaced(1, model.replicas, cold, fill),
         cache_events.SPOT_INTERRUPTION: lambda: cache_events.spot_interruption(scale_out, model.replicas, cold, fill),
     }
-    return ModelPlan(model.instance_group, model.name, model.size_gb, cold, warm, cold / warm if warm else math.inf,
+    return ModelPlan(model.instance_group, model.name, in_gigabytes(model.size), cold, warm, cold / warm if warm else math.inf,
                      scale_out, prewarmed, growth.time_to_serve_all_s, growth.cold_share,
                      tuple(forecasts[event]() for event in scenarios.events))
 
@@ -131,7 +106,7 @@ def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_o
         if not models:
             continue
         nvme = instance_spec(group.instance_type).nvme_gb
-        usage = group_usage(group.name, nvme, [m.footprint() for m in models], config.caches.nvme_headroom_percent)
+        usage = group_usage(group.name, nvme, [footprint(m) for m in models], config.caches.nvme_headroom_percent)
         groups.append(GroupPlan(group.name, group.instance_type, nvme, usage.have_gb, usage.need_gb, usage.fits,
                                 tuple(plan_model(m, config, cold_start, scale_out, prewarmed, scenarios)
                                       for m in models)))

@@ -10,7 +10,7 @@ from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, Endpoi
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
-from manifests.inference import weights_cache_name
+from hyperwarm.caches.objects import weights_cache_name
 
 from .refresh_guards import dead_letter_queue_name, state_table_name
 

@@ -8,6 +8,9 @@ from typing import Iterator
 from aws_cdk import cx_api
 
 from hyperwarm import group_usage, instance_spec
+from hyperwarm.caches.autoscaling import CloudWatchTrigger, ExporterTrigger
+from hyperwarm.caches.placement import footprint
+from hyperwarm.caches.schema import in_gigabytes
 from hyperwarm.observability.cache_exporter import HANDLER as CACHE_EXPORTER
 from hyperwarm.observability.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
 from stacks.config import EnvironmentConfig
@@ -75,8 +78,8 @@ def _scaling(model) -> str:
     if scaling is None:
         return ""
     trigger = scaling.trigger
-    driver = (trigger.exporter.metric if trigger.exporter else
-              trigger.cloudwatch.metric_name if trigger.cloudwatch else "a Prometheus query")
+    driver = (trigger.metric if isinstance(trigger, ExporterTrigger) else
+              trigger.metric_name if isinstance(trigger, CloudWatchTrigger) else "a Prometheus query")
     return f" (autoscaling {scaling.min_replicas}..{scaling.max_replicas} on {driver})"
 
 
@@ -86,10 +89,10 @@ def _caches(config: EnvironmentConfig) -> str:
     for m in config.caches.models:
         cached = [name for name, on in (("weights", m.weights_cache), ("image", m.image_cache),
                                         ("pre-warm", m.prewarm)) if on]
-        lines.append(f"{m.name}: {m.size_gb:,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}{_scaling(m)}, "
+        lines.append(f"{m.name}: {in_gigabytes(m.size):,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}{_scaling(m)}, "
                      f"caches {', '.join(cached) or 'none'}, prepull {m.prepull}")
     for group in config.instance_groups:
-        placed = [m.footprint() for m in config.caches.models if m.instance_group == group.name]
+        placed = [footprint(m) for m in config.caches.models if m.instance_group == group.name]
         if placed:
             usage = group_usage(group.name, instance_spec(group.instance_type).nvme_gb, placed,
                                 config.caches.nvme_headroom_percent)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CRDS = REPO / "manifests" / "crds"
+CRDS = REPO / "constructs" / "hyperwarm" / "caches" / "crds"
 
 # Tests never reach AWS: fake credentials before any boto3 client exists.
 for _key, _value in {
@@ -64,7 +64,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def crds_dir() -> Path:
-    """The published operator CRDs, kept in the project with their provenance (manifests/crds/README.md)."""
+    """The published operator CRDs, kept in the project with their provenance (constructs/hyperwarm/caches/crds/README.md)."""
     return CRDS
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
-
-from hyperwarm.caches.autoscaling import (EXPORTER_SCALING_METRICS, CloudWatchTrigger, HyperPodAutoScaling,
-                                   PrometheusTrigger)
+from hyperwarm.caches.autoscaling import (
+    EXPORTER_SCALING_METRICS,
+    CloudWatchTrigger,
+    HyperPodAutoScaling,
+    PrometheusTrigger,
+)
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567"
@@ -40,14 +43,18 @@ def test_a_prometheus_trigger_renders_its_crd_field() -> None:
 
 def test_every_problem_is_named_with_its_value_and_what_is_allowed() -> None:
     with pytest.raises(ValueError) as error:
-        HyperPodAutoScaling(max_replicas=2, min_replicas=3, polling_interval_s=0, scale_down_stabilization_s=7200,
+        HyperPodAutoScaling(max_replicas=2, min_replicas=3, polling_interval=cdk.Duration.seconds(0),
+                            scale_down_stabilization=cdk.Duration.hours(2),
                             trigger=CloudWatchTrigger("AWS/SageMaker", "Invocations", 0, statistic="Median",
-                                                      metric_type="Total", period_s=30))
+                                                      metric_type="Total", period=cdk.Duration.seconds(30)))
     text = str(error.value)
-    for expected in ("min_replicas = 3 -- must not exceed max_replicas (2)", "polling_interval_s = 0 -- allowed: 1..3600",
-                     "scale_down_stabilization_s = 7200 -- allowed: 0..3600", "trigger.target_value = 0 -- must be positive",
-                     "trigger.statistic = 'Median' -- allowed: Average, Sum", "trigger.metric_type = 'Total' -- allowed: "
-                     "Average, Value", "trigger.period_s = 30 -- allowed: 60..86400"):
+    for expected in ("min_replicas = 3 -- must not exceed max_replicas (2)",
+                     "polling_interval = 0 s -- allowed: 1..3600 seconds",
+                     "scale_down_stabilization = 7200 s -- allowed: 0..3600 seconds",
+                     "trigger.target_value = 0 -- must be positive",
+                     "trigger.statistic = 'Median' -- allowed: Average, Sum",
+                     "trigger.metric_type = 'Total' -- allowed: Average, Value",
+                     "trigger.period = 30 s -- allowed: 60..86400 seconds"):
         assert expected in text
     with pytest.raises(ValueError, match="trigger.server_address = 'http://prometheus:9090' -- allowed: an Amazon "
                                          "Managed Service for Prometheus workspace URL"):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from hyperwarm.caches.props import CachedModelProps
 from stacks.config.caches import CachedModel
 from hyperwarm import cli
 from stacks.config.environment import parse_environment
@@ -23,8 +24,8 @@ def main(argv: list[str]) -> int:
 AWS = ColdStart()  # 1 Gbit/s per node, 6 min image pull, NVMe 7 GB/s
 
 
-def llama_70b(**overrides: Any) -> CachedModel:
-    return CachedModel.model_validate(model(name="llama-70b", size_gb=145, **overrides))
+def llama_70b(**overrides: Any) -> CachedModelProps:
+    return CachedModel.model_validate(model(name="llama-70b", size_gb=145, **overrides)).props
 
 
 def test_145_gb_model_is_over_20_min_cold_and_under_1_min_warm() -> None:

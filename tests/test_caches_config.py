@@ -8,6 +8,7 @@ import pytest
 
 from stacks.config.caches import CachedModel
 from hyperwarm.caches.capacity import CacheFootprint, group_usage
+from hyperwarm.caches.placement import footprint
 from stacks.config.environment import ConfigError, parse_environment, parse_environments
 from stacks.app import build_app
 
@@ -94,7 +95,7 @@ def test_moving_image_tag_is_rejected() -> None:
 
 def test_extra_images_need_the_daemonset() -> None:
     message = problems(environment(model(extra_images=[{"image": "public.ecr.aws/x/proxy:1.2"}])))
-    assert "extra_images are pre-pulled by the DaemonSet; set prepull to daemonset or both" in message
+    assert "caches.models[0].extra_images: pre-pulled by the DaemonSet; set prepull to daemonset or both" in message
 
 
 def test_unknown_prepull_mode_is_rejected() -> None:
@@ -131,20 +132,20 @@ def test_headroom_is_configurable() -> None:
 
 
 def test_refresh_keeps_two_copies_of_the_weights() -> None:
-    footprint = CachedModel.model_validate(model(size_gb=100)).footprint()
-    assert (footprint.weights_gb, footprint.weight_copies) == (100, 2)
+    placed = footprint(CachedModel.model_validate(model(size_gb=100)).props)
+    assert (placed.weights_gb, placed.weight_copies) == (100, 2)
 
 
 def test_prewarm_cache_is_a_third_copy() -> None:
-    assert CachedModel.model_validate(model(prewarm=True)).footprint().weight_copies == 3
+    assert footprint(CachedModel.model_validate(model(prewarm=True)).props).weight_copies == 3
 
 
 def test_uncached_weights_take_no_nvme() -> None:
-    assert CachedModel.model_validate(model(weights_cache=False)).footprint().weight_copies == 0
+    assert footprint(CachedModel.model_validate(model(weights_cache=False)).props).weight_copies == 0
 
 
 def test_serving_image_counts_even_without_image_cache() -> None:
-    assert CachedModel.model_validate(model(image_cache=False)).footprint().images == {IMAGE: 20}
+    assert footprint(CachedModel.model_validate(model(image_cache=False)).props).images == {IMAGE: 20}
 
 
 def test_shared_image_is_counted_once_per_node() -> None:

@@ -13,9 +13,9 @@ import yaml
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.environment import parse_environment, parse_environments
-from manifests import build_chart, cache_ready_preferences, write_manifests
-from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
-from manifests.prepull import PRIORITY_CLASS
+from hyperwarm.caches.objects import (IMAGE_READY_LABEL_PREFIX, PRIORITY_CLASS, WEIGHTS_READY_LABEL_PREFIX,
+                                      cache_ready_preferences)
+from manifests import build_chart, write_manifests
 
 from test_caches_config import IMAGE, default_groups, environment, model
 

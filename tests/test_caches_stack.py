@@ -84,7 +84,7 @@ def test_caches_need_the_inference_operator() -> None:
     env = cdk.Environment(region="us-west-2")
     cluster = imported_cluster(cdk.Stack(app, "Cluster", env=env), [g.to_spec() for g in config.instance_groups],
                                operator=False)
-    with pytest.raises(ValueError, match="Caches: model caches need the HyperPod inference operator"):
+    with pytest.raises(ValueError, match="Caches/Default: model caches need the HyperPod inference operator"):
         CachesStack(app, "Caches", env_name="dev", config=config, cluster=cluster, env=env)
 
 

@@ -14,7 +14,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
-from manifests.options import STARTUP_MARGIN, startup_budget_s
+from hyperwarm.caches.objects import STARTUP_MARGIN, startup_budget_s
 from stacks.caches_stack import CachesStack, cold_scale_out_warning
 from stacks.config.environment import parse_environment
 from stacks.plan import ColdStart
@@ -158,7 +158,7 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
     "two triggers": ({"autoscaling": autoscaling(trigger={"cloudwatch": CLOUDWATCH, "prometheus": PROMETHEUS})},
                      "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch, prometheus and exporter"),
     "readiness after liveness": ({"probes": {"readiness_failures": 4}},
-                                 "caches.models[0].probes: readiness_failures 4 -- must not exceed liveness_failures "
+                                 "caches.models[0].probes.readiness_failures: 4 -- must not exceed liveness_failures "
                                  "(3): a failing pod leaves service before it is restarted"),
     "no trigger": ({"autoscaling": autoscaling(trigger={})},
                    "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch, prometheus and exporter"),
@@ -191,10 +191,10 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
     "metrics port": ({"port": 80, "metrics": {}}, "caches.models[0].metrics.port: None -- the operator scrapes "
                                                  "ports 1024..65535 and the model's port is 80"),
     "l2 backend": ({"kv_cache": {"l2": "memcached"}}, "caches.models[0].kv_cache.l2: 'memcached'"),
-    "redis url": ({"kv_cache": {"l2": "redis"}}, "caches.models[0].kv_cache: l2 redis needs l2_url"),
+    "redis url": ({"kv_cache": {"l2": "redis"}}, "caches.models[0].kv_cache.l2_url: None -- l2 redis needs l2_url"),
     "redis scheme": ({"kv_cache": {"l2": "redis", "l2_url": "http://kv:6379"}},
-                     "caches.models[0].kv_cache: l2_url 'http://kv:6379' -- must be a redis:// or rediss:// URL"),
-    "url without l2": ({"kv_cache": {"l2_url": "rediss://kv:6379"}}, "caches.models[0].kv_cache: l2_url needs l2"),
+                     "caches.models[0].kv_cache.l2_url: 'http://kv:6379' -- allowed: a redis:// or rediss:// URL"),
+    "url without l2": ({"kv_cache": {"l2_url": "rediss://kv:6379"}}, "caches.models[0].kv_cache.l2_url: 'rediss://kv:6379' -- needs l2"),
     "idle timeout": ({"load_balancer": {"idle_timeout_s": 5000}}, "caches.models[0].load_balancer.idle_timeout_s: 5000"),
     "lb algorithm": ({"load_balancer": {"routing_algorithm": "random"}},
                      "caches.models[0].load_balancer.routing_algorithm: 'random'"),
@@ -203,12 +203,12 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
                 "caches.models[0].tls.certificate_arn: 'arn:aws:iam::123456789012:server-certificate/x' -- must be an "
                 "ACM certificate ARN"),
     "arn without domain": ({"tls": {"certificate_arn": "arn:aws:acm:us-west-2:123456789012:certificate/0a1b"}},
-                           "caches.models[0].tls: certificate_arn and domain_name go together"),
+                           "caches.models[0].tls.domain_name: None -- certificate_arn and domain_name go together"),
     "wildcard domain": ({"tls": {"certificate_arn": "arn:aws:acm:us-west-2:123456789012:certificate/0a1b",
                                  "domain_name": "*.example.com"}},
                         "caches.models[0].tls.domain_name: '*.example.com' -- must be a lower-case domain name"),
-    "empty tls": ({"tls": {}}, "caches.models[0].tls: give certificate_arn with domain_name, or "
-                               "certificate_output_s3_uri"),
+    "empty tls": ({"tls": {}}, "caches.models[0].tls.certificate_arn: None -- give certificate_arn with domain_name, "
+                               "or certificate_output_s3_uri"),
     "tls s3 uri": ({"tls": {"certificate_output_s3_uri": "my-certs/qwen"}},
                    "caches.models[0].tls.certificate_output_s3_uri: 'my-certs/qwen' -- must be an S3 URI"),
     "concurrency": ({"request_limits": {"max_concurrent_requests": 0}},

@@ -3,10 +3,17 @@
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
     CacheFootprint as CacheFootprint,
+    CachedModelProps as CachedModelProps,
+    CachedModels as CachedModels,
+    CachedModelsProps as CachedModelsProps,
     CloudWatchTrigger as CloudWatchTrigger,
+    ExporterTrigger as ExporterTrigger,
+    ExtraImage as ExtraImage,
     GroupUsage as GroupUsage,
     HyperPodAutoScaling as HyperPodAutoScaling,
+    ModelSource as ModelSource,
     PrometheusTrigger as PrometheusTrigger,
+    WorkerResources as WorkerResources,
     group_usage as group_usage,
 )
 from .cluster import (

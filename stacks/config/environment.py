@@ -54,6 +54,8 @@ from hyperwarm.functions.cache_refresh import contract
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .alarms import AlarmsConfig, alarm_problems
+from hyperwarm.caches.autoscaling import ExporterTrigger
+
 from .caches import CachesConfig, cache_problems
 from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
@@ -336,7 +338,7 @@ class EnvironmentConfig(StrictModel):
                 f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""), pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
                 replicas=model.max_replicas, groups=frozenset({model.instance_group})))
         for group, images in prepull.items():
-            if images:  # one keep-alive container per image (manifests.prepull): 1m CPU, 8Mi each
+            if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
                 workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),
                                           daemonset=True, groups=frozenset({group})))
         return workloads
@@ -345,10 +347,10 @@ class EnvironmentConfig(StrictModel):
     def _exporter_triggers_have_an_exporter(self) -> EnvironmentConfig:
         if self.observability.enabled:
             return self
-        problems = [f"caches.models[{i}].autoscaling.trigger.exporter: {m.autoscaling.trigger.exporter.metric} -- "
+        problems = [f"caches.models[{i}].autoscaling.trigger.exporter: {m.autoscaling.trigger.metric} -- "
                     "the cache metrics exporter publishes it only with observability.enabled true; enable it or "
                     "use a cloudwatch or prometheus trigger"
-                    for i, m in enumerate(self.caches.models) if m.autoscaling and m.autoscaling.trigger.exporter]
+                    for i, m in enumerate(self.caches.models) if m.autoscaling and isinstance(m.autoscaling.trigger, ExporterTrigger)]
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

@@ -8,8 +8,8 @@ headroom. Checked at synth, so an oversize cache never reaches a GPU node.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 
 @dataclass(frozen=True)

@@ -73,11 +73,13 @@ class InstanceGroup:
     instance_count: int
     spec: InstanceSpec
     holds_caches: bool
+    taints: Sequence[NodeTaint] = ()
+    """The group's node taints: what pods placed there must tolerate. Default: none."""
 
     @classmethod
     def of(cls, group: InstanceGroupSpec) -> InstanceGroup:
         return cls(group.name, group.instance_type, group.instance_count, instance_spec(group.instance_type),
-                   group.holds_caches)
+                   group.holds_caches, tuple(group.taints))
 
     @property
     def nvme_gb(self) -> int:

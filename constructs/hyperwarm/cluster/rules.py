@@ -59,7 +59,7 @@ OLDEST_ADDON_OPERATOR: Version = min(OPERATOR_ADDON_BUILDS.values())
 """What EKS may install when no build is pinned: any build, so the oldest."""
 
 OPERATOR_FIELDS: dict[str, Version] = {
-    # The model-caching release, chart 2.3.0 (the CRDs in manifests/crds, aws/sagemaker-hyperpod-cli 0986f2cc).
+    # The model-caching release, chart 2.3.0 (the CRDs in hyperwarm/caches/crds, aws/sagemaker-hyperpod-cli 0986f2cc).
     "ModelWeightsCacheConfig": (3, 3),
     "ModelImageCache": (3, 3),
     "InferenceEndpointConfig.spec.modelCacheConfig": (3, 3),

@@ -1,0 +1,85 @@
+"""Models cached on a HyperPod cluster's NVMe, applied to its EKS cluster: :class:`CachedModels`.
+
+One construct for every cached model of a cluster, because models share objects: the namespace, one image
+cache per image and group, one pre-pull DaemonSet per group, and each group's NVMe. It renders the objects
+through cdk8s (:class:`~hyperwarm.caches.chart.CachesChart`, the operator's kinds from its CRDs' generated
+types) into one ``KubernetesManifest`` created after the inference operator add-on (which installs the CRDs),
+lets the operator's model readers read each model's S3 version prefix, and refuses at synth what the cluster
+cannot hold: a group without NVMe or GPUs enough, caches beyond a node's NVMe, an operator build too old for
+the fields the objects use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import aws_cdk as cdk
+import cdk8s
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+
+from constructs import Construct
+from hyperwarm.caches.chart import CachesChart, CachesChartProps
+from hyperwarm.caches.placement import placement_problems
+from hyperwarm.caches.props import CachedModelsProps
+from hyperwarm.caches.schema import PropsError
+from hyperwarm.cluster.addons import grant_mounted_model_read
+from hyperwarm.cluster.rules import operator_pin_problem
+
+CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
+"""What an exporter trigger's ``ClusterName`` reads in manifests written without a cluster (to be filled in)."""
+
+
+class OperatorBuildError(ValueError):
+    """The inference operator add-on build cannot serve the objects: ``problem`` says why and what to pin."""
+
+    def __init__(self, where: str, addon_version: str | None, problem: str) -> None:
+        super().__init__(f"{where}: the inference operator add-on build {addon_version!r} -- {problem}")
+        self.addon_version = addon_version
+        self.problem = problem
+
+
+class CachedModels(Construct):
+    """Weights and image caches, pre-warm, pre-pull and serving of models on a HyperPod cluster.
+
+    ``chart`` is the cdk8s chart of the objects and ``objects`` its JSON; ``manifest`` applies them.
+    """
+
+    def __init__(self, scope: Construct, id: str, props: CachedModelsProps) -> None:
+        super().__init__(scope, id)
+        cluster = props.cluster
+        operator = cluster.inference_operator
+        if operator is None:
+            raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
+                             "the cluster was built with install_inference_operator false")
+        groups = [cluster.cache_group(name) for name in sorted({m.instance_group for m in props.models})]
+        problems = placement_problems(props.models, groups, props.nvme_headroom_percent)
+        if problems:
+            raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
+        self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(
+            props.models, region=cdk.Stack.of(self).region, cluster_name=cluster.eks_cluster.cluster_name,
+            namespace=props.namespace, labels=props.labels,
+            group_taints={g.name: tuple(g.taints) for g in groups}))
+        self.objects: list[dict[str, Any]] = self.chart.to_json()
+        # The operator must know every field the objects use: an older one drops them without a word.
+        problem = operator_pin_problem(operator.addon_version, self.objects)
+        if problem:
+            raise OperatorBuildError(self.node.path, operator.addon_version, problem)
+        self.manifest = eks.KubernetesManifest(
+            self, "Manifest", cluster=cluster.eks_cluster, manifest=self.objects,
+            overwrite=True,  # adopt objects a GitOps user already applied from written manifests
+        )
+        # The add-on installs the operator's CRDs: a dependency CloudFormation honours (across stacks too).
+        self.manifest.node.add_dependency(operator.addon)
+        self._grant_reads(props, operator.model_readers)
+
+    def _grant_reads(self, props: CachedModelsProps, readers: Sequence[Any]) -> None:
+        """The operator's model readers may read each model's version prefix, nothing else of the bucket."""
+        buckets = dict(props.buckets)
+        for model in props.models:
+            name = model.source.bucket
+            if name not in buckets:
+                buckets[name] = s3.Bucket.from_bucket_name(self, f"ModelBucket-{name}", name)
+            for reader in readers:
+                grant_mounted_model_read(reader, buckets[name], model.source.location)

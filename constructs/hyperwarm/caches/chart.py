@@ -1,0 +1,117 @@
+"""The cdk8s chart of cached models: every object of :mod:`hyperwarm.caches.objects`, in apply order.
+
+The operator's kinds are built from the types generated from its CRDs (``hyperwarm.caches.k8s``), the built-in
+kinds (Namespace, PriorityClass, DaemonSet) as plain ``ApiObject``s. The same chart serves
+:class:`~hyperwarm.caches.CachedModels` (applied to the cluster) and an app that writes the manifests to files
+for review or GitOps.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cdk8s
+
+from constructs import Construct
+from hyperwarm.caches.objects import (
+    inference_endpoint_config,
+    model_image_cache,
+    model_weights_cache_config,
+    prepull_daemonset,
+    priority_class,
+)
+from hyperwarm.caches.props import MANAGED_BY, CachedModelProps
+from hyperwarm.caches.typed import bind
+from hyperwarm.cluster.instance_group import NodeTaint
+
+MODEL_LABEL = "hyperwarm.io/model"
+
+
+@dataclass(frozen=True)
+class CachesChartProps:
+    """What the chart renders: the models, where, and the names only the cluster knows."""
+
+    models: Sequence[CachedModelProps]
+    region: str
+    """The default region of the models' buckets (a model's ``source.region`` wins)."""
+    cluster_name: str
+    """The EKS cluster's name, for exporter triggers (a token in a stack)."""
+    namespace: str = "hyperwarm-models"
+    """Default: hyperwarm-models."""
+    labels: Mapping[str, str] = field(default_factory=lambda: dict(MANAGED_BY))
+    """Labels of every object; a model's objects also get ``hyperwarm.io/model``. Default: managed-by hyperwarm."""
+    group_taints: Mapping[str, Sequence[NodeTaint]] = field(default_factory=dict)
+    """Instance group -> its taints, which the pre-pull DaemonSet tolerates. Default: none."""
+
+
+def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
+    """Every Kubernetes object of the models' caches, in apply order, as JSON; empty without models."""
+    if not props.models:
+        return []
+    ns, labels = props.namespace, dict(props.labels)
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}]
+    daemonset_images: dict[str, set[str]] = defaultdict(set)
+    image_parents: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for model in props.models:
+        daemonset_images[model.instance_group].update(model.daemonset_images)
+        if model.prewarm and model.operator_image_cache:
+            image_parents[(model.instance_group, model.image)].append(model.name)
+    if any(daemonset_images.values()):
+        objects.append(priority_class(labels))
+    for model in props.models:
+        if model.prewarm and model.weights_cache:
+            objects.append(model_weights_cache_config(model, namespace=ns, region=props.region,
+                                                      labels={**labels, MODEL_LABEL: model.name}))
+    for (group, image), parents in sorted(image_parents.items()):
+        objects.append(model_image_cache(image, group, namespace=ns, labels=labels, parents=parents))
+    for group, images in sorted(daemonset_images.items()):
+        if images:
+            objects.append(prepull_daemonset(group, sorted(images), namespace=ns, labels=labels,
+                                             group_taints=props.group_taints.get(group, ())))
+    for model in props.models:
+        objects.append(inference_endpoint_config(model, namespace=ns, region=props.region,
+                                                 labels={**labels, MODEL_LABEL: model.name},
+                                                 cluster_name=props.cluster_name))
+    return objects
+
+
+def _generated(kind: str) -> Any:
+    """The class generated from the operator's CRD for ``kind`` (loaded on first use: a large jsii assembly)."""
+    from hyperwarm.caches import k8s
+
+    return getattr(k8s, kind)
+
+
+class CachesChart(cdk8s.Chart):
+    """The cache objects as a cdk8s chart (names kept as given)."""
+
+    def __init__(self, scope: Construct, id: str, props: CachesChartProps) -> None:
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        for obj in cache_objects(props):
+            name = obj["metadata"]["name"]
+            object_id = f"{obj['kind']}-{name}"
+            if obj["apiVersion"].startswith("inference.sagemaker.aws.amazon.com/"):
+                cls = _generated(obj["kind"])
+                spec_hint = _spec_type(cls)
+                cls(self, object_id, metadata=cdk8s.ApiObjectMetadata(**_metadata(obj["metadata"])),
+                    spec=bind(spec_hint, obj["spec"], f"{obj['kind']}({name}).spec"))
+                continue
+            api_object = cdk8s.ApiObject(self, object_id, api_version=obj["apiVersion"], kind=obj["kind"],
+                                         metadata=obj["metadata"])
+            for key, value in obj.items():
+                if key not in ("apiVersion", "kind", "metadata"):
+                    api_object.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
+
+
+def _spec_type(cls: type) -> Any:
+    return typing.get_type_hints(vars(cls)["__init__"])["spec"]
+
+
+def _metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": meta["name"], "namespace": meta.get("namespace"), "labels": meta.get("labels"),
+            "annotations": meta.get("annotations")}

@@ -1,0 +1,332 @@
+"""The Kubernetes objects of cached models, as the operator's CRDs (``crds/``) and Kubernetes spell them.
+
+Names are deterministic (``<model>``, ``<model>-weights``, ``img-<group>-<digest>``, ``prepull-<group>``) so
+later changes (a new model version) can address them through the Kubernetes API. The model source location is
+``spec.modelSourceConfig.modelLocation`` and nowhere else. :mod:`hyperwarm.caches.chart` renders these through
+the types generated from the CRDs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from hyperwarm._internal.acknowledgments import checkov_annotations
+from hyperwarm.caches.cold_start import ColdStart
+from hyperwarm.caches.props import CachedModelProps, Probes
+from hyperwarm.cluster.instance_group import HEALTH_TAINT_KEY, NVME_PATH, NodeTaint
+from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL
+from hyperwarm.serving.settings import (
+    MODEL_DIR,
+    SERVING_ANNOTATION,
+    Placement,
+    ServerSettings,
+    server_settings,
+    serving_metadata,
+)
+
+API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
+WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
+IMAGE_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/image-cache-ready."
+MODEL_VOLUME = "model-weights"
+STARTUP_MARGIN = 1.5
+"""The startup probe waits this multiple of the planner's cold start (its bandwidth is an estimate)."""
+OPERATOR_DEPLOY_TIMEOUT_S = 3600
+"""The CRD's default ``maxDeployTimeInSeconds``."""
+PRIORITY_CLASS = "hyperwarm-image-prepull"
+PRIORITY_VALUE = 100_000
+"""Above ordinary workloads (0) so they cannot preempt the pullers; ``preemptionPolicy: Never``
+keeps the pullers from ever evicting a serving pod."""
+KEEPALIVE_COMMAND = ("sleep", "infinity")
+"""Every pre-pulled image must provide ``sleep`` (the vLLM and LMI DLCs do)."""
+_CHECKOV_ACKNOWLEDGED = checkov_annotations({
+    "CKV2_K8S_6": "its containers only sleep to keep images on the node; they open no port and make no connection",
+    "CKV_K8S_8": "a container that only runs sleep has no health to probe; kubelet restarts it if it exits",
+    "CKV_K8S_9": "the pods serve nothing and no Service selects them, so readiness has no meaning here",
+    "CKV_K8S_15": "the point is keeping the cached image: Always would re-pull multi-GB images on every restart",
+    "CKV_K8S_43": "images are the serving images exactly as configured (tag or digest, latest rejected at synth) "
+                  "so the node keeps the very reference the model pods pull",
+})
+
+
+def metadata(name: str, namespace: str | None, labels: dict[str, str],
+             annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items()))}
+    if namespace:
+        meta["namespace"] = namespace
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def model_source(model: CachedModelProps, region: str) -> dict[str, Any]:
+    """``modelSourceConfig``: the versioned S3 location (the one field a model update changes)."""
+    return {
+        "modelSourceType": "s3",
+        "s3Storage": {"bucketName": model.source.bucket, "region": model.source.region or region},
+        "modelLocation": model.source.location,
+    }
+
+
+def group_requirement(group: str) -> dict[str, Any]:
+    """Required node affinity: the pods run on ``group``'s nodes (where its caches are)."""
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": [group]}]}]}
+
+
+def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> list[dict[str, Any]]:
+    """PREFERRED affinity toward nodes whose cache ``uid`` is warm (labels the operator sets).
+
+    Never required: a pod on a cold node falls back to downloading. UIDs exist only once the cache
+    objects are created, so synthesized manifests carry none; the operator already prefers the warm
+    nodes of a deployment's own cache, and a controller that knows a pre-warm cache's UID adds it here.
+    """
+    return [{"weight": weight, "preference": {"matchExpressions": [{"key": f"{prefix}{uid}", "operator": "Exists"}]}}
+            for uid in cache_uids for prefix in (WEIGHTS_READY_LABEL_PREFIX, IMAGE_READY_LABEL_PREFIX)]
+
+
+_AWS_FIGURES = ColdStart()
+
+
+def startup_budget_s(model: CachedModelProps, cold_start: ColdStart = _AWS_FIGURES) -> int:
+    """How long a pod may take to first answer: the planner's cold start times the margin."""
+    return math.ceil(cold_start.cold_s(model) * STARTUP_MARGIN)
+
+
+def probes(model: CachedModelProps, p: Probes) -> dict[str, Any]:
+    """``worker.probes``: a startup probe sized for a cold node, then liveness (and readiness)."""
+    period_s = p.period.to_seconds()
+
+    def http(failures: int) -> dict[str, Any]:
+        return {"httpGet": {"path": p.path, "port": model.port}, "periodSeconds": period_s,
+                "timeoutSeconds": p.timeout.to_seconds(), "failureThreshold": failures}
+
+    result = {"startupProbe": http(math.ceil(startup_budget_s(model) / period_s)),
+              "livenessProbe": http(p.liveness_failures)}
+    if p.readiness:
+        result["readinessProbe"] = http(p.readiness_failures)
+    return result
+
+
+def _serving_options(model: CachedModelProps) -> dict[str, Any]:
+    """``spec`` fields of the model's metrics, KV cache, load balancer and TLS options (all opt-in)."""
+    spec: dict[str, Any] = {}
+    if model.metrics:
+        m = model.metrics
+        spec["metrics"] = {"enabled": m.enabled, "metricsScrapeIntervalSeconds": m.scrape_interval.to_seconds(),
+                           "modelMetrics": {"path": m.path, "port": m.port or model.port}}
+    if model.kv_cache:
+        kv = model.kv_cache
+        spec["kvCacheSpec"] = {"enableL1Cache": kv.l1, "enableL2Cache": kv.l2 is not None}
+        if kv.l2:
+            spec["kvCacheSpec"]["l2CacheSpec"] = {"l2CacheBackend": kv.l2, **(
+                {"l2CacheLocalUrl": kv.l2_url} if kv.l2_url else {})}
+    if model.load_balancer:
+        lb = model.load_balancer
+        spec["loadBalancer"] = {"healthCheckPath": lb.health_check_path,
+                                "idleTimeoutSeconds": lb.idle_timeout.to_seconds(),
+                                "routingAlgorithm": lb.routing_algorithm}
+    if model.tls:
+        tls: dict[str, Any] = {}
+        if model.tls.certificate_arn:
+            tls["customCertificateConfig"] = {"acmArn": model.tls.certificate_arn,
+                                              "domainName": model.tls.domain_name}
+        if model.tls.certificate_output_s3_uri:
+            tls["tlsCertificateOutputS3Uri"] = model.tls.certificate_output_s3_uri
+        spec["tlsConfig"] = tls
+    return spec
+
+
+def options(model: CachedModelProps, *, cluster_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(spec fields, worker fields) of the model's scaling and serving options; none without options."""
+    spec: dict[str, Any] = {}
+    worker: dict[str, Any] = {}
+    if model.autoscaling:
+        spec["autoScalingSpec"] = model.autoscaling.for_model(cluster_name=cluster_name, model=model.name).to_crd()
+    if model.probes:
+        worker["probes"] = probes(model, model.probes)
+        # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.
+        spec["maxDeployTimeInSeconds"] = max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model))
+    spec.update(_serving_options(model))
+    if model.request_limits:
+        r = model.request_limits
+        worker["requestLimits"] = {"maxConcurrentRequests": r.max_concurrent_requests,
+                                   "maxQueueSize": r.max_queue_size, "overflowStatusCode": r.overflow_status_code}
+    return spec, worker
+
+
+def _worker(model: CachedModelProps) -> dict[str, Any]:
+    settings = model_server_settings(model)
+    requests: dict[str, Any] = {"cpu": model.resources.cpu, "memory": model.resources.memory}
+    limits: dict[str, Any] = {"memory": model.resources.memory}
+    if model.resources.gpus:
+        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = model.resources.gpus
+    worker: dict[str, Any] = {
+        "image": model.image,
+        "resources": {"requests": requests, "limits": limits},
+        "modelInvocationPort": {"containerPort": model.port, "name": "http"},
+        "modelVolumeMount": {"name": MODEL_VOLUME, "mountPath": MODEL_DIR},
+        "environmentVariables": [{"name": k, "value": v} for k, v in settings.environment.items()],
+    }
+    if settings.args:
+        worker["args"] = list(settings.args)
+    return worker
+
+
+def model_server_settings(model: CachedModelProps) -> ServerSettings:
+    """The worker's environment and arguments: the model at its volume mount, tensor parallelism = its GPUs."""
+    gpus = model.resources.gpus
+    placement = Placement("hyperpod", gpus, f"resources.gpus is {gpus}", model_dir=MODEL_DIR, port=model.port)
+    return server_settings(model.serving, placement, image=model.image, image_uri=model.image)
+
+
+def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region: str, labels: dict[str, str],
+                              cluster_name: str, cache_uids: Sequence[str] = ()) -> dict[str, Any]:
+    """The serving deployment, with ``spec.modelCacheConfig`` on the instance group's NVMe.
+
+    Placement is by required affinity on the instance group (``nodeAffinity`` excludes ``instanceType``), so the
+    operator warms exactly that group's nodes. The worker is told where the model is and how many GPUs to shard it
+    over (:mod:`hyperwarm.serving.settings`). ``cluster_name`` (the EKS cluster's) goes into an exporter trigger.
+    """
+    settings = model_server_settings(model)
+    if settings.problems:
+        raise ValueError(f"model {model.name!r}: " + "; ".join(str(p) for p in settings.problems))
+    affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": group_requirement(
+        model.instance_group)}
+    if cache_uids:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = cache_ready_preferences(cache_uids)
+    worker = _worker(model)
+    spec: dict[str, Any] = {
+        "modelName": model.name,
+        "modelVersion": model.source.version,
+        "modelSourceConfig": model_source(model, region),
+        "replicas": model.replicas,
+        "nodeAffinity": affinity,
+        "worker": worker,
+        "modelCacheConfig": {
+            "weightsCache": {"enabled": model.weights_cache, "hostPath": NVME_PATH},
+            "imageCache": {"enabled": model.operator_image_cache},
+        },
+    }
+    if model.routing:
+        spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
+    option_spec, option_worker = options(model, cluster_name=cluster_name)
+    spec.update(option_spec)
+    worker.update(option_worker)
+    annotations = {SERVING_ANNOTATION: json.dumps(serving_metadata(settings), sort_keys=True)}
+    return {"apiVersion": API_VERSION, "kind": "InferenceEndpointConfig",
+            "metadata": metadata(model.name, namespace, labels, annotations), "spec": spec}
+
+
+def weights_cache_name(model_name: str) -> str:
+    """The stand-alone pre-warm cache of a model (the refresh function repoints it by this name)."""
+    return f"{model_name}-weights"
+
+
+def model_weights_cache_config(model: CachedModelProps, *, namespace: str, region: str,
+                               labels: dict[str, str]) -> dict[str, Any]:
+    """Stand-alone pre-warm of the weights on every node of the group, before a deployment exists."""
+    return {
+        "apiVersion": API_VERSION, "kind": "ModelWeightsCacheConfig",
+        "metadata": metadata(weights_cache_name(model.name), namespace, labels),
+        "spec": {
+            "enabled": True,
+            "hostPath": NVME_PATH,
+            "modelSourceConfig": model_source(model, region),
+            "nodeSelector": {INSTANCE_GROUP_LABEL: model.instance_group},
+        },
+    }
+
+
+def image_cache_name(group: str, image: str) -> str:
+    """``img-<group>-<8 hex of the image>``: one image cache per image and group, shared by its models."""
+    return f"img-{group[:40]}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
+
+
+def model_image_cache(image: str, group: str, *, namespace: str, labels: dict[str, str],
+                      parents: Sequence[str]) -> dict[str, Any]:
+    """Stand-alone pre-pull of ``image`` on the group's nodes, shared by the deployments in ``parents``.
+
+    ``spec.parentReferences`` would need the parents' live UIDs, which no manifest knows: the
+    deployments served are listed, for people and ``kubectl``, in the ``hyperwarm.io/parents`` annotation.
+    """
+    spec: dict[str, Any] = {"image": image, "nodeSelector": {INSTANCE_GROUP_LABEL: group}}
+    return {
+        "apiVersion": API_VERSION, "kind": "ModelImageCache",
+        "metadata": metadata(image_cache_name(group, image), namespace, labels,
+                             {"hyperwarm.io/parents": ",".join(sorted(parents))}),
+        "spec": spec,
+    }
+
+
+def priority_class(labels: dict[str, str]) -> dict[str, Any]:
+    """The pre-pull pods' PriorityClass: hard to preempt, never preempting."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": metadata(PRIORITY_CLASS, None, labels),
+        "value": PRIORITY_VALUE,
+        "preemptionPolicy": "Never",
+        "globalDefault": False,
+        "description": "hyperwarm image pre-pull pods: never preempt others, hard to preempt",
+    }
+
+
+def daemonset_name(group: str) -> str:
+    return f"prepull-{group[:50]}"
+
+
+def health_check_toleration() -> dict[str, str]:
+    return {"key": HEALTH_TAINT_KEY, "operator": "Equal", "value": "Unschedulable", "effect": "NoSchedule"}
+
+
+def _keepalive_container(image: str) -> dict[str, Any]:
+    return {
+        "name": f"keep-{hashlib.sha256(image.encode()).hexdigest()[:10]}",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": list(KEEPALIVE_COMMAND),
+        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"cpu": "10m", "memory": "32Mi"}},
+        "securityContext": {
+            "runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+
+
+def prepull_daemonset(group: str, images: Sequence[str], *, namespace: str, labels: dict[str, str],
+                      group_taints: Sequence[NodeTaint] = ()) -> dict[str, Any]:
+    """One DaemonSet per instance group keeping ``images`` on each of its nodes (images the operator's image
+    cache does not cover: sidecars, init images). Each image runs as a container that only sleeps: a running
+    container keeps its image in use, so kubelet's image garbage collection cannot evict it. Tiny requests, no
+    service account token, non-root, read-only root file system; tolerates the HyperPod health-check taint so
+    the image is in place when the node turns schedulable."""
+    name = daemonset_name(group)
+    selector = {"app.kubernetes.io/name": "hyperwarm-prepull", "app.kubernetes.io/instance": name}
+    tolerations = [health_check_toleration()] + [
+        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group_taints]
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": metadata(name, namespace, labels, _CHECKOV_ACKNOWLEDGED),
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": {**labels, **selector}},
+                "spec": {
+                    "priorityClassName": PRIORITY_CLASS,
+                    "affinity": {"nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": group_requirement(group)}},
+                    "tolerations": tolerations,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [_keepalive_container(image) for image in sorted(set(images))],
+                },
+            },
+        },
+    }

@@ -1,0 +1,82 @@
+"""Where cached models may go: the instance group exists, holds caches, has the GPUs, and its NVMe fits them all.
+
+One set of rules for :class:`~hyperwarm.caches.CachedModels` (on a cluster's instance groups) and for an app that
+checks its configuration before building anything (on its own description of the groups).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from hyperwarm.caches.capacity import CacheFootprint, capacity_problems
+from hyperwarm.caches.objects import model_server_settings
+from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.schema import in_gigabytes
+from hyperwarm.cluster.catalog import instance_spec
+
+
+class CacheGroup(Protocol):
+    """What these rules read of an instance group (the cluster's ``InstanceGroup`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def holds_caches(self) -> bool: ...
+
+    @property
+    def taints(self) -> Sequence[Any]: ...
+
+
+def footprint(model: CachedModelProps) -> CacheFootprint:
+    """What ``model`` puts on each node of its group (for the capacity guard)."""
+    copies = (2 if model.weights_cache else 0) + (1 if model.prewarm and model.weights_cache else 0)
+    # The serving image is on every node that runs the model, cached or not.
+    images = {model.image: in_gigabytes(model.image_size), **{e.image: in_gigabytes(e.size) for e in model.extra_images}}
+    return CacheFootprint(model.name, in_gigabytes(model.size), copies, images)
+
+
+def _group_problem(path: str, model: CachedModelProps, groups: Mapping[str, CacheGroup]) -> str | None:
+    group = groups.get(model.instance_group)
+    if group is None:
+        return f"{path}.instance_group: {model.instance_group!r} -- no such instance group; allowed: {', '.join(groups)}"
+    if not group.holds_caches:
+        allowed = [n for n, g in groups.items() if g.holds_caches]
+        return (f"{path}.instance_group: {model.instance_group!r} -- holds_caches is false for this group; "
+                f"allowed: {', '.join(allowed) or 'none (set holds_caches true)'}")
+    blocking = [f"{t.key}={t.value}:{t.effect}" for t in group.taints if t.effect != "PreferNoSchedule"]
+    if blocking:
+        return (f"{path}.instance_group: {model.instance_group!r} -- the group is tainted ({', '.join(blocking)}) "
+                "and InferenceEndpointConfig has no tolerations, so its pods could never run there; "
+                "allowed: an untainted group")
+    return None
+
+
+def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[CacheGroup], nvme_headroom_percent: int,
+                       path: str = "models") -> list[str]:
+    """Every model on a group that can serve it, then every group's NVMe holding its caches; each problem names its
+    field path (``<path>[i].field``) and value, or the instance group."""
+    by_name = {g.name: g for g in groups}
+    problems = []
+    for index, model in enumerate(models):
+        at = f"{path}[{index}]"
+        problem = _group_problem(at, model, by_name)
+        if problem:
+            problems.append(problem)
+            continue
+        spec = instance_spec(by_name[model.instance_group].instance_type)
+        if model.resources.gpus > spec.gpus:
+            problems.append(f"{at}.resources.gpus: {model.resources.gpus} -- "
+                            f"{by_name[model.instance_group].instance_type} has {spec.gpus} GPU(s); "
+                            f"allowed: 0..{spec.gpus}")
+        problems += [p.at(at) for p in model_server_settings(model).problems]
+    if problems:
+        return problems
+    placed = {name: [footprint(m) for m in models if m.instance_group == name] for name in by_name}
+    return capacity_problems(
+        {name: instance_spec(g.instance_type).nvme_gb for name, g in by_name.items() if placed[name]},
+        placed, nvme_headroom_percent)

@@ -1,0 +1,367 @@
+"""Typed props of a model cached on a HyperPod cluster's NVMe: the one definition of every field, default and range.
+
+Frozen dataclasses that check themselves when built (every problem in one error naming field, value and
+what is allowed). The ranges and patterns sit on the fields (:mod:`hyperwarm.caches.schema`); the
+operator's CRD (``crds/``, operator 3.3) is where most of them come from. Times are ``aws_cdk.Duration``
+and sizes ``aws_cdk.Size``; the rendered objects keep the operator's units (seconds). Model weights live
+in S3 at ``s3://<bucket>/<prefix>/<version>``: the operator does not notice objects overwritten under the
+same path, so every model version gets its own location.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import aws_cdk as cdk
+from annotated_types import Interval, MaxLen
+
+from hyperwarm._internal.tokens import resolved
+from hyperwarm.caches.autoscaling import HyperPodAutoScaling
+from hyperwarm.caches.schema import Gigabytes, Matches, Rule, Seconds, check, gigabytes
+from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
+from hyperwarm.serving.settings import Serving
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_s3 as s3
+
+    from hyperwarm.cluster.cluster import IHyperPodCluster
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
+"""The label every object of hyperwarm's caches carries."""
+
+K8S_NAME = Matches(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+                   "1..40 lower-case letters, digits or hyphens, starting and ending with a letter or digit, "
+                   "e.g. llama-3-1-8b")
+"""DNS-1123 label of at most 40 characters: leaves room for suffixes such as ``-weights``."""
+NAMESPACE = Matches(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+                    "a Kubernetes namespace: 1..63 lower-case letters, digits or hyphens, e.g. hyperwarm-models")
+QUANTITY = Matches(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$",
+                   "a Kubernetes quantity, e.g. 8 or 500m for CPU, 64Gi for memory")
+IMAGE = Matches(
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$",
+    "an image with a tag or digest (untagged images are not allowed), e.g. "
+    "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
+VERSION = Matches(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
+                  "1..63 letters, digits, dots, underscores or hyphens, starting with a letter or digit, "
+                  "e.g. v2 or 2026-11-29")
+BUCKET = Matches(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                 "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
+KEY_PREFIX = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+                     "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
+REGION = Matches(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
+HTTP_PATH = Matches(r"^/[a-zA-Z0-9\-_./]*$", "an HTTP path starting with /, e.g. /ping")
+ACM_ARN = Matches(r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$",
+                  "an ACM certificate ARN, e.g. arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-...")
+DOMAIN = Matches(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$",
+                 "a lower-case domain name without wildcard, e.g. chat.example.com")
+S3_URI = Matches(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$", "an S3 URI, e.g. s3://my-bucket/certificates/")
+REDIS_URL = Matches(r"^rediss?://[^\s]+$", "a redis:// or rediss:// URL, e.g. rediss://kv.example.internal:6379")
+
+PrepullMode = Literal["operator", "daemonset", "both"]
+RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+
+
+def pinned_image_problem(image: str) -> str | None:
+    """Why ``image`` cannot be cached, or None: a moving tag is re-resolved, so the cache never holds it."""
+    if image.endswith(":latest"):
+        return "a moving tag (:latest) defeats the image cache; pin a version tag or a sha256 digest"
+    return None
+
+
+def _given(*values: Any) -> bool:
+    return all(resolved(v) for v in values)
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
+
+    bucket: Annotated[str, BUCKET]
+    prefix: Annotated[str, KEY_PREFIX]
+    """Key prefix of the model, without leading or trailing slash."""
+    version: Annotated[str, VERSION]
+    """The version folder below ``prefix``, e.g. v3 or 2026-11-01."""
+    region: Annotated[str | None, REGION] = None
+    """The bucket's region. Default: the stack's region."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+    @property
+    def location(self) -> str:
+        """The key prefix of this version (the operator's ``modelLocation``)."""
+        return f"{self.prefix}/{self.version}"
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.location}"
+
+
+@dataclass(frozen=True)
+class WorkerResources:
+    """Requests of one serving pod; GPUs and memory are also its limits."""
+
+    gpus: Annotated[int, Interval(ge=0, le=8)] = 1
+    """GPUs of the pod (tensor parallelism), 0..8. Default: 1."""
+    cpu: Annotated[str, QUANTITY] = "4"
+    """Default: 4."""
+    memory: Annotated[str, QUANTITY] = "32Gi"
+    """Default: 32Gi."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+
+@dataclass(frozen=True)
+class ExtraImage:
+    """An image the operator's image cache does not cover (sidecar, init image): pre-pulled by the DaemonSet."""
+
+    image: Annotated[str, IMAGE, Rule(pinned_image_problem)]
+    size: Annotated[cdk.Size, Gigabytes(gt=0, le=500)] = field(default_factory=lambda: gigabytes(1))
+    """Uncompressed size on the node. Default: 1 GB."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+
+@dataclass(frozen=True)
+class Probes:
+    """HTTP probes of the serving container; the startup probe's budget is the planner's cold start.
+
+    The startup probe holds the liveness probe off until the server first answers, for as long as a pod on a
+    cold node needs to pull the image and download the weights, so a cold start is never killed as a hung server.
+    """
+
+    path: Annotated[str, HTTP_PATH] = "/ping"
+    """The server's health path. Default: /ping."""
+    period: Annotated[cdk.Duration, Seconds(ge=1, le=300)] = field(default_factory=lambda: cdk.Duration.seconds(10))
+    """Default: 10 seconds."""
+    timeout: Annotated[cdk.Duration, Seconds(ge=1, le=300)] = field(default_factory=lambda: cdk.Duration.seconds(5))
+    """Default: 5 seconds."""
+    liveness_failures: Annotated[int, Interval(ge=1, le=100)] = 3
+    """Failed checks before a restart. Default: 3."""
+    readiness: bool = True
+    """Also take the pod out of service while it fails. Default: true."""
+    # One check fails on one slow answer; a busy 70B pod answers its health path between engine steps, and the
+    # planner's engine (hyperwarm.planner.sim: 8,192-token prefill steps at 36,900 tokens/s, about 0.22 s each,
+    # behind a queue of them under load) can delay one answer past the timeout. Three failures in a row at the
+    # default period (30 s) are a server that stopped answering, not a busy one.
+    readiness_failures: Annotated[int, Interval(ge=1, le=100)] = 3
+    """Failed checks before the pod leaves service; at most ``liveness_failures``. Default: 3."""
+
+    def __post_init__(self) -> None:
+        rules = []
+        if self.readiness and _given(self.readiness_failures, self.liveness_failures) \
+                and self.readiness_failures > self.liveness_failures:
+            rules.append(f"readiness_failures = {self.readiness_failures} -- must not exceed liveness_failures "
+                         f"({self.liveness_failures}): a failing pod leaves service before it is restarted")
+        check(self, rules)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The operator's metrics scrape of the serving container."""
+
+    enabled: bool = True
+    """Default: true."""
+    scrape_interval: Annotated[cdk.Duration, Seconds(ge=5, le=300)] = field(
+        default_factory=lambda: cdk.Duration.seconds(15))
+    """Default: 15 seconds."""
+    path: Annotated[str, HTTP_PATH] = "/metrics"
+    """Default: /metrics."""
+    port: Annotated[int | None, Interval(ge=1024, le=65535)] = None
+    """Default: the model's port."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+
+@dataclass(frozen=True)
+class KvCache:
+    """Tiered KV cache: L1 in the pod's CPU memory, L2 in redis or the operator's tiered storage."""
+
+    l1: bool = True
+    """Offload KV blocks to the pod's CPU memory. Default: true."""
+    l2: Literal["redis", "tieredstorage"] | None = None
+    """Default: no L2."""
+    l2_url: str | None = None
+    """redis: the rediss:// URL; tieredstorage: optional. Default: none."""
+
+    def __post_init__(self) -> None:
+        rules = []
+        if self.l2 == "redis" and not self.l2_url:
+            rules.append("l2_url = None -- l2 redis needs l2_url, e.g. rediss://kv.example.internal:6379")
+        elif self.l2 == "redis" and resolved(self.l2_url) and not re.match(REDIS_URL.pattern, self.l2_url or ""):
+            rules.append(f"l2_url = {self.l2_url!r} -- allowed: {REDIS_URL.words}")
+        if self.l2_url and not self.l2:
+            rules.append(f"l2_url = {self.l2_url!r} -- needs l2 (redis or tieredstorage)")
+        check(self, rules)
+
+
+@dataclass(frozen=True)
+class LoadBalancer:
+    """The Application Load Balancer the operator puts in front of the deployment."""
+
+    health_check_path: Annotated[str, HTTP_PATH] = "/ping"
+    """Default: /ping."""
+    idle_timeout: Annotated[cdk.Duration, Seconds(ge=1, le=4000)] = field(
+        default_factory=lambda: cdk.Duration.seconds(60))
+    """Long generations need more than the default, 60 seconds."""
+    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
+    """Default: least_outstanding_requests."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+
+@dataclass(frozen=True)
+class Tls:
+    """Your ACM certificate, or where the operator writes its self-signed one."""
+
+    certificate_arn: Annotated[str | None, ACM_ARN] = None
+    """Default: none (the operator generates a certificate)."""
+    domain_name: Annotated[str | None, DOMAIN, MaxLen(253)] = None
+    """The certificate's domain; with ``certificate_arn``. Default: none."""
+    certificate_output_s3_uri: Annotated[str | None, S3_URI] = None
+    """Where the operator stores a generated certificate. Default: none."""
+
+    def __post_init__(self) -> None:
+        rules = []
+        if (self.certificate_arn is None) != (self.domain_name is None):
+            rules.append(f"domain_name = {self.domain_name!r} -- certificate_arn and domain_name go together (the "
+                         "domain must be on the certificate)")
+        if not (self.certificate_arn or self.certificate_output_s3_uri):
+            rules.append("certificate_arn = None -- give certificate_arn with domain_name, or "
+                         "certificate_output_s3_uri")
+        check(self, rules)
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """Fail fast at the pod's proxy instead of queueing without bound."""
+
+    max_concurrent_requests: Annotated[int, Interval(ge=1, le=100_000)]
+    max_queue_size: Annotated[int, Interval(ge=0, le=100_000)] = 0
+    """0: reject at the limit. Default: 0."""
+    overflow_status_code: Annotated[int, Interval(ge=400, le=599)] = 429
+    """Default: 429."""
+
+    def __post_init__(self) -> None:
+        check(self, [])
+
+
+@dataclass(frozen=True)
+class CachedModelProps:
+    """One model deployment whose weights and image are cached on an instance group's NVMe."""
+
+    name: Annotated[str, K8S_NAME]
+    """Names every object of the model (``<name>``, ``<name>-weights``)."""
+    source: ModelSource
+    size: Annotated[cdk.Size, Gigabytes(gt=0, le=100_000)]
+    """Weights size (counted twice on the NVMe: old and new version side by side on refresh)."""
+    image: Annotated[str, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)]
+    """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes."""
+    instance_group: str
+    """An instance group of the cluster with local NVMe (``cluster.cache_group``)."""
+    image_size: Annotated[cdk.Size, Gigabytes(gt=0, le=500)] = field(default_factory=lambda: gigabytes(20))
+    """Uncompressed image size on the node. Default: 20 GB (vLLM/LMI DLCs)."""
+    weights_cache: bool = True
+    """The operator caches the weights on the group's NVMe. Default: true."""
+    image_cache: bool = True
+    """Pre-pull the serving image (see ``prepull``). Default: true."""
+    prepull: PrepullMode = "operator"
+    """Who pre-pulls images: the operator's image cache, a DaemonSet, or both. Default: operator."""
+    extra_images: tuple[ExtraImage, ...] = ()
+    """Sidecar/init images for the DaemonSet. Default: none."""
+    prewarm: bool = False
+    """Stand-alone caches that fill the group before a deployment. Default: false."""
+    replicas: Annotated[int, Interval(ge=0, le=1000)] = 1
+    """Pods at creation (within the autoscaling range when given). Default: 1."""
+    resources: WorkerResources = field(default_factory=WorkerResources)
+    """Default: 1 GPU, 4 CPUs, 32Gi."""
+    port: Annotated[int, Interval(ge=1, le=65535)] = 8080
+    """The server's invocation port. Default: 8080."""
+    routing: RoutingStrategy | None = None
+    """The operator's intelligent routing. Default: none."""
+    serving: Serving = field(default_factory=Serving)
+    """What the model server is told beyond the derived settings. Default: the derived settings only."""
+    autoscaling: HyperPodAutoScaling | None = None
+    """KEDA autoscaling. Default: fixed replicas."""
+    probes: Probes | None = None
+    """Startup/liveness/readiness probes. Default: the operator's."""
+    metrics: Metrics | None = None
+    """The operator's metrics scrape. Default: its defaults."""
+    kv_cache: KvCache | None = None
+    """Tiered KV cache. Default: the operator's."""
+    load_balancer: LoadBalancer | None = None
+    """ALB settings. Default: the operator's."""
+    tls: Tls | None = None
+    """Certificate. Default: the operator generates one."""
+    request_limits: RequestLimits | None = None
+    """Per-pod proxy limits. Default: none."""
+
+    def __post_init__(self) -> None:
+        check(self, self._rules())
+
+    def _rules(self) -> list[str]:
+        rules = []
+        if self.extra_images and self.prepull == "operator":
+            rules.append(f"extra_images = {len(self.extra_images)} image(s) -- pre-pulled by the DaemonSet; "
+                         "set prepull to daemonset or both")
+        if self.extra_images and not self.image_cache:
+            rules.append(f"extra_images = {len(self.extra_images)} image(s) -- need image_cache true")
+        if self.prewarm and not (self.weights_cache or self.image_cache):
+            rules.append("prewarm = True -- needs weights_cache or image_cache")
+        scaling = self.autoscaling
+        if scaling and _given(self.replicas, scaling.min_replicas, scaling.max_replicas) \
+                and not scaling.min_replicas <= self.replicas <= scaling.max_replicas:
+            rules.append(f"replicas = {self.replicas} -- the starting count must lie within autoscaling "
+                         f"min_replicas..max_replicas; allowed: {scaling.min_replicas}..{scaling.max_replicas}")
+        if self.metrics and self.metrics.port is None and _given(self.port) and self.port < 1024:
+            rules.append(f"metrics.port = None -- the operator scrapes ports 1024..65535 and the model's port is "
+                         f"{self.port}; allowed: a port 1024..65535")
+        return rules
+
+    @property
+    def operator_image_cache(self) -> bool:
+        """Whether the operator's image cache pre-pulls the serving image."""
+        return self.image_cache and self.prepull in ("operator", "both")
+
+    @property
+    def daemonset_images(self) -> tuple[str, ...]:
+        """Images the pre-pull DaemonSet keeps on the group's nodes for this model."""
+        if not self.image_cache or self.prepull == "operator":
+            return ()
+        return (self.image, *(e.image for e in self.extra_images))
+
+    @property
+    def max_replicas(self) -> int:
+        """The most pods the deployment runs: its autoscaling maximum, else its replicas."""
+        return self.autoscaling.max_replicas if self.autoscaling else self.replicas
+
+
+@dataclass(frozen=True)
+class CachedModelsProps:
+    """The models to cache on ``cluster``'s instance groups, and where their objects go."""
+
+    cluster: IHyperPodCluster
+    """A cluster with the HyperPod inference operator (``install_inference_operator``)."""
+    models: Sequence[CachedModelProps]
+    """Unique names; each on an instance group with local NVMe."""
+    namespace: Annotated[str, NAMESPACE] = "hyperwarm-models"
+    """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
+    nvme_headroom_percent: Annotated[int, Interval(ge=0, le=90)] = 10
+    """Share of each node's NVMe kept free, 0..90. Default: 10."""
+    labels: Mapping[str, str] = field(default_factory=lambda: dict(MANAGED_BY))
+    """Labels of every object (a model's also get ``hyperwarm.io/model``). Default: managed-by hyperwarm."""
+    buckets: Mapping[str, s3.IBucket] = field(default_factory=dict)
+    """Bucket name -> the bucket, for models whose bucket has a KMS key or lives in this app. Default: each
+    model's bucket imported by name."""
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.models]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        check(self, [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else [])
