@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from hyperwarm.observability.dashboard import (
+from hyperwarm.observability.props import (
     ColdPodShareMinutes,
     ColdPodSharePercent,
     InferenceObservabilityProps,

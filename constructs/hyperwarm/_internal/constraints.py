@@ -128,8 +128,22 @@ def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = (
 
 
 def _hints(cls: type) -> dict[str, Any]:
-    module = sys.modules[cls.__module__]
-    return typing.get_type_hints(cls, globalns=vars(module), include_extras=True)
+    """The fields' annotations, resolved one by one: a field typed by an interface imported only for type
+    checkers (an ``IHyperPodCluster``, so that props load without the constructs) has no constraints and is
+    left out; a constraint (``Annotated``) that cannot be resolved is an error."""
+    module = vars(sys.modules[cls.__module__])
+    hints: dict[str, Any] = {}
+    for owner in reversed(cls.__mro__):
+        for name, annotation in getattr(owner, "__annotations__", {}).items():
+            try:
+                hints[name] = typing.get_type_hints(
+                    type("_Field", (), {"__annotations__": {name: annotation}}), globalns=module,
+                    include_extras=True)[name]
+            except NameError:
+                if "Annotated" in str(annotation):
+                    raise
+                hints.pop(name, None)
+    return hints
 
 
 def _metadata(hint: Any) -> tuple[Any, ...]:

@@ -10,10 +10,7 @@ from .alarms import (
     notify_alarms as notify_alarms,
 )
 from .cache_exporter import CacheMetricsExporter as CacheMetricsExporter, CacheMetricsExporterProps as CacheMetricsExporterProps
-from .dashboard import (
-    HyperPodModels as HyperPodModels,
-    InferenceObservability as InferenceObservability,
-    InferenceObservabilityProps as InferenceObservabilityProps,
-)
+from .dashboard import InferenceObservability as InferenceObservability
 from .endpoint_metrics import EndpointMetricsBridge as EndpointMetricsBridge, EndpointMetricsBridgeProps as EndpointMetricsBridgeProps
 from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric
+from .props import HyperPodModels as HyperPodModels, InferenceObservabilityProps as InferenceObservabilityProps
