@@ -46,7 +46,7 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
 
 def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
     """Every stack of one environment, keyed by part name."""
-    # Production stacks refuse deletion (termination protection); see README "Protecting production".
+    # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}
     stacks: dict[str, cdk.Stack] = {}

@@ -12,10 +12,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def readme_quotas() -> dict[str, tuple[str, dict[str, dict[str, int]]]]:
-    """The quota table of README's "Before the first deploy": environment -> (region, quota -> type -> count)."""
+    """The quota table of docs/operations.md, "Before the first deploy": environment -> (region, quota -> type -> count)."""
     table = {}
     for env, region, cluster, endpoint in re.findall(r"^\s*\| (\w+) \(([a-z]{2}-[a-z]+-\d)\) \| (.*?) \| (.*?) \|$",
-                                                     (REPO / "README.md").read_text(), re.M):
+                                                     (REPO / "docs" / "operations.md").read_text(), re.M):
         table[env] = (region, {quota: {t: int(n) for t, n in re.findall(r"(ml\.[\w.-]+): (\d+)", cell)}
                                for quota, cell in (("cluster usage", cluster), ("endpoint usage", endpoint))})
     return table

@@ -210,7 +210,7 @@ class EnvironmentConfig(StrictModel):
     production: bool = Field(
         default=False, description="termination protection on every stack, the EKS and HyperPod clusters "
                                    "retained, cluster_admins and an alarm destination required; `make deploy` also "
-                                   "sets the stack policy (README: Protecting production); default: true for an "
+                                   "sets the stack policy (docs/operations.md: Protecting production); default: true for an "
                                    "environment named prod or production, else false")
     vpc: VpcConfig = Field(default_factory=VpcConfig)
     kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
