@@ -5,6 +5,7 @@ Under ``CI=true`` a skipped test is a failed one: a clone of the project alone m
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -23,6 +24,23 @@ for _key, _value in {
 }.items():
     os.environ[_key] = _value
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+
+def _share_botocore_data() -> None:
+    """Every botocore session of the test process parses botocore's JSON data once.
+
+    moto sets boto3's default session aside while a mock is active and the Lambda code opens sessions
+    of its own (eks_auth), so each test would otherwise build new loaders and re-parse endpoints.json
+    and every service model per client: most of a moto-backed test's time. The data is read-only and
+    one session already shares it between its clients; sharing it between sessions changes nothing else.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+
+
+_share_botocore_data()
 # Caches the library keeps (resolved image URIs) go to a fresh folder, never the user's home.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="hyperwarm-test-cache-")
 
