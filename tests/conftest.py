@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,12 @@ def _share_botocore_data() -> None:
 
 
 _share_botocore_data()
-# Caches the library keeps (resolved image URIs) go to a fresh folder, never the user's home.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="hyperwarm-test-cache-")
+# Caches the library keeps (resolved image URIs, keyed by the installed resolver's version) go to the
+# environment running the tests, never the user's home: kept between runs and shared by the workers
+# and the programs the tests start (test_images covers an empty cache with a folder of its own).
+_CACHE = Path(sys.prefix) / "hyperwarm-test-cache"
+os.environ["XDG_CACHE_HOME"] = str(_CACHE) if os.access(sys.prefix, os.W_OK) else tempfile.mkdtemp(
+    prefix="hyperwarm-test-cache-")
 
 
 def project_context() -> dict[str, Any]:
@@ -84,6 +89,21 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def crds_dir() -> Path:
     """The published operator CRDs, kept in the project with their provenance (manifests/crds/README.md)."""
     return CRDS
+
+
+SYNTH_GROUP = "app-synthesis"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Place each test on a worker: those that read the app's synthesis together (it is built once per
+    worker, so on one worker it is built once), any other test with its file (module fixtures are built
+    once), unless it names a group of its own (the long histories, split over the workers)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        group = SYNTH_GROUP if "synthesized" in item.fixturenames else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _fail_skips_under_ci(report: pytest.TestReport | pytest.CollectReport) -> None:
