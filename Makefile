@@ -39,7 +39,9 @@ synth: $(STAMP) $(CHECKOV_STAMP)
 # Two workers share the cores; --dist loadgroup keeps each group (a test file, or what shares the app's
 # synthesis: tests/conftest.py) on one worker, so session and module fixtures are built once. The
 # last line is the wall-clock figure docs/performance.md records.
-PYTEST := $(PY) -m pytest -n 2 --dist loadgroup
+# Compiled modules and rewritten test files are kept in __pycache__ even where the shell says otherwise:
+# without them every worker compiles the whole project and the tests again on each run.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadgroup
 define timed
 	@start=$$(date +%s); $(1); echo "==> $(2): $$(( $$(date +%s) - start )) s wall clock (target <= $(3) s, docs/performance.md)"
 endef

@@ -94,16 +94,26 @@ def crds_dir() -> Path:
 SYNTH_GROUP = "app-synthesis"
 
 
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of the project built once for several tests (module, class or
+    session scope; pytest's own, such as tmp_path_factory, cost nothing to share)."""
+    return any(defs and defs[-1].baseid and defs[-1].scope != "function"
+               for defs in item._fixtureinfo.name2fixturedefs.values())
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Place each test on a worker: those that read the app's synthesis together (it is built once per
-    worker, so on one worker it is built once), any other test with its file (module fixtures are built
-    once), unless it names a group of its own (the long histories, split over the workers)."""
+    """Place each test on a worker: those that read the app's synthesis together (built once per worker,
+    so on one worker it is built once), any other test that shares a fixture with its file (the fixture
+    is built once), the rest one by one wherever a worker is free; a test that names a group of its own
+    keeps it (the long histories, split over the workers)."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
-        group = SYNTH_GROUP if "synthesized" in item.fixturenames else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        if "synthesized" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))
+        elif _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def _fail_skips_under_ci(report: pytest.TestReport | pytest.CollectReport) -> None:
