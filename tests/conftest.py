@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -92,6 +93,8 @@ def crds_dir() -> Path:
 
 
 SYNTH_GROUP = "app-synthesis"
+GROUPS = "HYPERWARM_TEST_GROUPS"
+"""The folder where the workers write each test's group for the controller's scheduler (set by the controller)."""
 
 
 def _shares_a_fixture(item: pytest.Item) -> bool:
@@ -101,19 +104,55 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
                for defs in item._fixtureinfo.name2fixturedefs.values())
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Place each test on a worker: those that read the app's synthesis together (built once per worker,
-    so on one worker it is built once), any other test that shares a fixture with its file (the fixture
-    is built once), the rest one by one wherever a worker is free; a test that names a group of its own
-    keeps it (the long histories, split over the workers)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        if "synthesized" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))
-        elif _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+def _group(item: pytest.Item) -> str | None:
+    """Where a test runs: with the others that read the app's synthesis (built once per worker, so on
+    one worker it is built once), with its file when it shares a fixture with it (the fixture is built
+    once), in the group it names (the long histories, split over the workers), or else alone, wherever
+    a worker is free."""
+    named = item.get_closest_marker("xdist_group")
+    if named:
+        return str(named.args[0])
+    if "synthesized" in item.fixturenames:
+        return SYNTH_GROUP
+    return item.nodeid.split("::")[0] if _shares_a_fixture(item) else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.getoption("dist", "no") == "loadgroup":
+        os.environ[GROUPS] = tempfile.mkdtemp(prefix="hyperwarm-test-groups-")  # the workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and os.environ.get(GROUPS):
+        shutil.rmtree(os.environ.pop(GROUPS), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker and os.environ.get(GROUPS):
+        groups = {item.nodeid: group for item in items if (group := _group(item))}
+        (Path(os.environ[GROUPS]) / f"{worker}.json").write_text(json.dumps(groups))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` scheduling by :func:`_group`. pytest-xdist 3.8 marks a group by renaming the
+    test's node id, which pytest 9 no longer reads (its ids are structured), so every test was scheduled
+    alone and each worker synthesized the app; here the controller reads the groups the workers wrote."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                for written in Path(os.environ[GROUPS]).glob("*.json"):
+                    self._groups.update(json.loads(written.read_text()))
+            return self._groups.get(nodeid, nodeid)
+
+    return ByGroup(config, log)
 
 
 def _fail_skips_under_ci(report: pytest.TestReport | pytest.CollectReport) -> None:
