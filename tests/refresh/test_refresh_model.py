@@ -347,7 +347,7 @@ def _seed_chunks() -> list[Any]:
     """Every seed below SEQUENCES, once: the first FIRST_HISTORIES in the fast loop, the rest (the long
     histories, ``slow``) in chunks of their own so that ``make test``'s workers share them."""
     first = min(FIRST_HISTORIES, SEQUENCES)
-    chunks = [pytest.param(range(0, first), id=f"seeds-0-{first}")]
+    chunks = [pytest.param(range(first), id=f"seeds-0-{first}")]
     step = max(1, -(-(SEQUENCES - first) // LONG_CHUNKS))
     for start in range(first, SEQUENCES, step):
         stop = min(start + step, SEQUENCES)
