@@ -36,11 +36,11 @@ $(CHECKOV_STAMP): | $(STAMP)
 synth: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m stacks.synth --outdir cdk.out
 
-# Two workers share the cores; --dist loadgroup keeps each group (a test file, or what shares the app's
-# synthesis: tests/conftest.py) on one worker, so session and module fixtures are built once. The
-# last line is the wall-clock figure docs/performance.md records.
-# Compiled modules and rewritten test files are kept in __pycache__ even where the shell says otherwise:
-# without them every worker compiles the whole project and the tests again on each run.
+# Two workers share the cores; --dist loadgroup keeps each group on one worker (the tests reading the
+# app's synthesis, a file's tests sharing a fixture: tests/conftest.py), so it is built once. Compiled
+# modules and rewritten test files are kept in __pycache__ even where the shell says otherwise: without
+# them each worker compiles the project and the tests again. The last line is the wall-clock figure
+# docs/performance.md records.
 PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadgroup
 define timed
 	@start=$$(date +%s); $(1); echo "==> $(2): $$(( $$(date +%s) - start )) s wall clock (target <= $(3) s, docs/performance.md)"
