@@ -5,8 +5,11 @@ Under ``CI=true`` a skipped test is a failed one: a clone of the project alone m
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,8 +26,29 @@ for _key, _value in {
 }.items():
     os.environ[_key] = _value
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
-# Caches the library keeps (resolved image URIs) go to a fresh folder, never the user's home.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="hyperwarm-test-cache-")
+
+
+def _share_botocore_data() -> None:
+    """Every botocore session of the test process parses botocore's JSON data once.
+
+    moto sets boto3's default session aside while a mock is active and the Lambda code opens sessions
+    of its own (eks_auth), so each test would otherwise build new loaders and re-parse endpoints.json
+    and every service model per client: most of a moto-backed test's time. The data is read-only and
+    one session already shares it between its clients; sharing it between sessions changes nothing else.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+
+
+_share_botocore_data()
+# Caches the library keeps (resolved image URIs, keyed by the installed resolver's version) go to the
+# environment running the tests, never the user's home: kept between runs and shared by the workers
+# and the programs the tests start (test_images covers an empty cache with a folder of its own).
+_CACHE = Path(sys.prefix) / "hyperwarm-test-cache"
+os.environ["XDG_CACHE_HOME"] = str(_CACHE) if os.access(sys.prefix, os.W_OK) else tempfile.mkdtemp(
+    prefix="hyperwarm-test-cache-")
 
 
 def project_context() -> dict[str, Any]:
@@ -66,6 +90,69 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def crds_dir() -> Path:
     """The published operator CRDs, kept in the project with their provenance (constructs/hyperwarm/caches/crds/README.md)."""
     return CRDS
+
+
+SYNTH_GROUP = "app-synthesis"
+GROUPS = "HYPERWARM_TEST_GROUPS"
+"""The folder where the workers write each test's group for the controller's scheduler (set by the controller)."""
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture of the project built once for several tests (module, class or
+    session scope; pytest's own, such as tmp_path_factory, cost nothing to share)."""
+    return any(defs and defs[-1].baseid and defs[-1].scope != "function"
+               for defs in item._fixtureinfo.name2fixturedefs.values())
+
+
+def _group(item: pytest.Item) -> str | None:
+    """Where a test runs: with the others that read the app's synthesis (built once per worker, so on
+    one worker it is built once), with its file when it shares a fixture with it (the fixture is built
+    once), in the group it names (the long histories, split over the workers), or else alone, wherever
+    a worker is free."""
+    named = item.get_closest_marker("xdist_group")
+    if named:
+        return str(named.args[0])
+    if "synthesized" in item.fixturenames:
+        return SYNTH_GROUP
+    return item.nodeid.split("::")[0] if _shares_a_fixture(item) else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.getoption("dist", "no") == "loadgroup":
+        os.environ[GROUPS] = tempfile.mkdtemp(prefix="hyperwarm-test-groups-")  # the workers inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and os.environ.get(GROUPS):
+        shutil.rmtree(os.environ.pop(GROUPS), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker and os.environ.get(GROUPS):
+        groups = {item.nodeid: group for item in items if (group := _group(item))}
+        (Path(os.environ[GROUPS]) / f"{worker}.json").write_text(json.dumps(groups))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` scheduling by :func:`_group`. pytest-xdist 3.8 marks a group by renaming the
+    test's node id, which pytest 9 no longer reads (its ids are structured), so every test was scheduled
+    alone and each worker synthesized the app; here the controller reads the groups the workers wrote."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                for written in Path(os.environ[GROUPS]).glob("*.json"):
+                    self._groups.update(json.loads(written.read_text()))
+            return self._groups.get(nodeid, nodeid)
+
+    return ByGroup(config, log)
 
 
 def _fail_skips_under_ci(report: pytest.TestReport | pytest.CollectReport) -> None:

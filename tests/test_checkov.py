@@ -88,10 +88,12 @@ def _lines(checks: list[dict]) -> list[str]:
     return sorted(f"{c['check_id']} {c['file_path']} {c['resource']}: {c['check_name']}" for c in checks)
 
 
+@pytest.mark.gate
 def test_checkov_reports_no_unacknowledged_findings(checkov_report) -> None:
     assert _lines(checkov_report["project"]) == []
 
 
+@pytest.mark.gate
 def test_checkov_gate_fails_on_an_unacknowledged_finding(checkov_report) -> None:
     failed = {(Path(c["file_path"]).name, c["resource"], c["check_id"]) for c in checkov_report["probe"]}
     assert ("probe.template.json", "AWS::SQS::Queue.OpenQueue", "CKV_AWS_27") in failed

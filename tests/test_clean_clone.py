@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ("app.py", "constructs", "lambdas", "manifests", "planner", "rehearsal", "stacks", "tests", "Makefile",
            "pyproject.toml", ".ci")
@@ -37,6 +39,7 @@ def test_nothing_reads_outside_the_project() -> None:
     assert offenders == []
 
 
+@pytest.mark.gate
 def test_a_skipped_test_fails_the_run_under_ci(tmp_path) -> None:
     (tmp_path / "conftest.py").write_text((REPO / "tests" / "conftest.py").read_text())
     (tmp_path / "test_probe.py").write_text(

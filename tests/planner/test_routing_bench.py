@@ -1,6 +1,8 @@
 """``python -m hyperwarm.planner.bench`` (make bench's planner part); figures, not speed, are asserted."""
 import json
 
+import pytest
+
 from hyperwarm.planner.bench import main
 
 
@@ -25,6 +27,7 @@ def _run(args, **env):
                           timeout=300)
 
 
+@pytest.mark.gate
 def test_long_work_shows_a_progress_bar_on_a_terminal_and_none_when_told():
     # FORCE_COLOR makes rich treat stderr as a terminal, as an interactive run would be
     simulate = ["hyperwarm.planner", "routing", "simulate", "--scenario", "aws-long-context", "--requests", "2000",

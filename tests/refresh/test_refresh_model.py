@@ -22,6 +22,7 @@ At the end the world quiesces (faults off, rollouts end, retries and the queue a
 - I1: every target serves the newest complete, orderable version that was delivered.
 
 ``HYPERWARM_MODEL_SEQUENCES`` sets how many histories run (default 10,000); a failure names its seed.
+The first 500 run in ``make test-fast``; all of them, split over the workers, in ``make test``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm.refresh import cli as refresh_cli
 
 SEQUENCES = int(os.environ.get("HYPERWARM_MODEL_SEQUENCES", "10000"))
+FIRST_HISTORIES = 500
+"""The histories ``make test-fast`` runs (the rest are ``slow``)."""
+LONG_CHUNKS = 4
+"""The long histories in this many tests, each its own xdist group: the workers split them."""
 NUMERIC = [f"v{n}" for n in range(2, 9)] + ["v6rc1", "v6.0.1", "v10"]
 ODD = ["latest", "2026-11-01", "1.0.0+build"]  # unorderable; not comparable with vN (the last not a folder name)
 
@@ -338,8 +343,22 @@ def _run(seed: int) -> None:
                              f"\nqueue: {[m['Body'][:300] for m in w.sqs.messages.values()]}") from None
 
 
-def test_invariants_hold_over_random_event_histories():
-    for seed in range(SEQUENCES):
+def _seed_chunks() -> list[Any]:
+    """Every seed below SEQUENCES, once: the first FIRST_HISTORIES in the fast loop, the rest (the long
+    histories, ``slow``) in chunks of their own so that ``make test``'s workers share them."""
+    first = min(FIRST_HISTORIES, SEQUENCES)
+    chunks = [pytest.param(range(first), id=f"seeds-0-{first}")]
+    step = max(1, -(-(SEQUENCES - first) // LONG_CHUNKS))
+    for start in range(first, SEQUENCES, step):
+        stop = min(start + step, SEQUENCES)
+        chunks.append(pytest.param(range(start, stop), id=f"seeds-{start}-{stop}",
+                                   marks=[pytest.mark.slow, pytest.mark.xdist_group(f"model-histories-{start}")]))
+    return chunks
+
+
+@pytest.mark.parametrize("seeds", _seed_chunks())
+def test_invariants_hold_over_random_event_histories(seeds: range) -> None:
+    for seed in seeds:
         _run(seed)
 
 
