@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -42,9 +41,8 @@ of one instance at low traffic one error is a large share of one minute; sustain
 version."""
 
 
-@jsii.implements(iam.IGrantable)
 class InferenceEndpoint(EndpointBase):
-    """A SageMaker real-time endpoint with per-variant routing.
+    """A SageMaker real-time endpoint with per-variant routing: an ``aws_sagemaker.IEndpoint``.
 
     ``node.default_child`` is the ``AWS::SageMaker::Endpoint`` (``CfnEndpoint``). The endpoint is the
     grantee of its execution role (``grant_principal``): ``bucket.grant_read(endpoint)`` lets its models read.
@@ -67,14 +65,14 @@ class InferenceEndpoint(EndpointBase):
             metric_publish_frequency=metric_publish_frequency, serving_engines=serving_engines)
 
     def __init__(self, scope: Construct, id: str, props: InferenceEndpointProps) -> None:
-        super().__init__(scope, id)
+        super().__init__(scope, id, physical_name=props.endpoint_name)
         self._props = props
         self._label = props.endpoint_name or self.node.path
         self._raise(endpoint_problems(props))
         self._check_images()
         self.variants: dict[str, ProductionVariant] = {v.name: v for v in props.variants}
         """The production variants by name."""
-        self.variant_names: tuple[str, ...] = tuple(self.variants)
+        self.variant_names = tuple(self.variants)
         self.execution_role: iam.Role = iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=f"SageMaker execution role of endpoint {self._label}: model data, image pull, logs",
@@ -102,9 +100,9 @@ class InferenceEndpoint(EndpointBase):
         self.metric_publish_frequency: cdk.Duration | None = props.metric_publish_frequency
         self._resource = self._endpoint()
         self.node.default_child = self._resource
-        self.endpoint_arn: str = self._resource.ref
+        self._endpoint_arn = self._resource.ref
         # The configured name where there is one: IAM policies of other stacks can then name it.
-        self.endpoint_name: str = props.endpoint_name or self._resource.attr_endpoint_name
+        self._endpoint_name = props.endpoint_name or self._resource.attr_endpoint_name
         self.rollback_alarms: list[cloudwatch.IAlarm] = self._rollback_alarms(props.guardrails)
         """Alarms that roll a blue/green update back (a refresh's too); no action until ``notify_alarms``."""
         self._resource.deployment_config = self._deployment_config(props.guardrails)
