@@ -3,10 +3,10 @@
 Run: ``CDK_OUTDIR=/tmp/out python examples/my_platform_app.py``.
 """
 
-import hyperwarm  # first: it selects the Node that jsii runs on
-
 import aws_cdk as cdk  # noqa: E402
 from aws_cdk import aws_iam as iam  # noqa: E402
+
+import hyperwarm  # first: it selects the Node that jsii runs on
 
 app = cdk.App()
 stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="eu-west-1"))

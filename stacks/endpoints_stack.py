@@ -6,19 +6,30 @@ cluster, so they deploy (and roll back) on their own.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_kms as kms
-from constructs import Construct, IConstruct
 
-from hyperwarm import Autoscaling, ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, ServerlessSpec, TrafficShift
-from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
-from stacks.config.endpoints import endpoint_name
+from constructs import Construct, IConstruct
+from hyperwarm import (
+    Autoscaling,
+    ContainerImage,
+    DataCapture,
+    DeploymentGuardrails,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    ServerlessSpec,
+    TrafficShift,
+)
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.images import official_image_uri
 from hyperwarm.serving.inference_ami import cuda_ami_problem
+from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
+from stacks.config.endpoints import endpoint_name
 
 
 def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) -> ProductionVariant:

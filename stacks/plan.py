@@ -27,11 +27,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from stacks.config.caches import CachedModel
 from hyperwarm.caches import events as cache_events
-from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.caches.capacity import group_usage
+from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.cluster.catalog import instance_spec
+from stacks.config.caches import CachedModel
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_BANDWIDTH_GBPS = 1.0

@@ -9,12 +9,11 @@ state table is named, not referenced.
 
 from __future__ import annotations
 
-from hyperwarm.functions.cache_refresh import contract
-
 from hyperwarm import IHyperPodCluster
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import endpoint_name
-from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 from .caches_stack import CachesStack
 from .endpoints_stack import EndpointsStack

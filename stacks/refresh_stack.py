@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_s3 as s3
-from constructs import Construct
 
-from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget, IHyperPodCluster, InferenceEndpoint, RefreshedPrefix
+from constructs import Construct
+from hyperwarm import (
+    BlueGreen,
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    HyperPodRefreshTarget,
+    IHyperPodCluster,
+    InferenceEndpoint,
+    RefreshedPrefix,
+)
+from manifests.inference import weights_cache_name
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
-from manifests.inference import weights_cache_name
 
 from .refresh_guards import dead_letter_queue_name, state_table_name
 

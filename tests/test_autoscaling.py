@@ -5,8 +5,12 @@ from __future__ import annotations
 import aws_cdk as cdk
 import pytest
 
-from hyperwarm.caches.autoscaling import (EXPORTER_SCALING_METRICS, CloudWatchTrigger, HyperPodAutoScaling,
-                                   PrometheusTrigger)
+from hyperwarm.caches.autoscaling import (
+    EXPORTER_SCALING_METRICS,
+    CloudWatchTrigger,
+    HyperPodAutoScaling,
+    PrometheusTrigger,
+)
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 
 AMP = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-0123abcd-4567"

@@ -10,14 +10,13 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from test_caches_config import IMAGE, default_groups, environment, model
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
-from stacks.config.environment import parse_environment, parse_environments
 from manifests import build_chart, cache_ready_preferences, write_manifests
 from manifests.inference import IMAGE_READY_LABEL_PREFIX, WEIGHTS_READY_LABEL_PREFIX
 from manifests.prepull import PRIORITY_CLASS
-
-from test_caches_config import IMAGE, default_groups, environment, model
+from stacks.config.environment import parse_environment, parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 SIDECAR = "public.ecr.aws/example/proxy:1.2.0"

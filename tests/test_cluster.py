@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 import json
+import re
 
 import aws_cdk as cdk
 import pytest

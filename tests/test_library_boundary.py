@@ -60,28 +60,16 @@ def test_library_root_exports_no_app_configuration() -> None:
     assert "EndpointConfig" not in hyperwarm.__all__  # SageMaker's own name; the app's model is not the library's
 
 
-def _too_long(path: Path, *, class_lines: int, function_lines: int) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        lines = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
-        if isinstance(node, ast.ClassDef) and lines > class_lines:
-            found.append(f"class {node.name} ({lines} lines)")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and lines > function_lines:
-            found.append(f"def {node.name} ({lines} lines)")
-    return found
+CLASS_LINES = 200
+"""Functions are held small by ruff (C901 complexity, PLR0915 statements: pyproject.toml, tests/test_static.py);
+ruff has no rule on a class's length, so this one stays a test."""
 
 
-SIMULATOR_CORE = {("constructs/hyperwarm/planner/sim.py", "def _core")}  # one hot loop, kept whole for speed (docs/performance.md)
-# Still to split; each entry leaves this set when its module is split.
-PENDING_SPLIT: set[tuple[str, str]] = set()
-
-
-@pytest.mark.parametrize("module", sorted(
-    p.relative_to(REPO).as_posix()
-    for root in ("constructs", "stacks", "lambdas", "manifests", "rehearsal")
-    for p in (REPO / root).rglob("*.py")
-))
-def test_no_class_over_200_lines_or_function_over_60(module: str) -> None:
-    found = [f for f in _too_long(REPO / module, class_lines=200, function_lines=60)
-             if (module, f.split(" (")[0]) not in SIMULATOR_CORE | PENDING_SPLIT]
-    assert not found, f"{module}: split {', '.join(found)}"
+def test_no_class_over_200_lines() -> None:
+    found = [f"{path.relative_to(REPO)}: class {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+             for root in ("constructs", "stacks", "lambdas", "manifests", "rehearsal")
+             for path in sorted((REPO / root).rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ClassDef) and node.end_lineno is not None
+             and node.end_lineno - node.lineno + 1 > CLASS_LINES]
+    assert not found, f"split: {found}"

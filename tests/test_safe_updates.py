@@ -21,7 +21,8 @@ from rehearsal.core import resource_schema
 from stacks.app import build_app
 from stacks.baseline import deployed_templates, synthesize
 from stacks.config import ConfigError, parse_environment
-from stacks.protect import POLICY_FILE, main as protect_main, protect
+from stacks.protect import POLICY_FILE, protect
+from stacks.protect import main as protect_main
 from stacks.refresh_guards import state_table_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,7 +73,7 @@ def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized)
     for env in ("staging", "prod"):
         text = json.dumps(synthesized.template(f"hyperwarm-{env}-refresh"))
         assert f"hyperwarm-{env}-endpoints:" not in text  # no Fn::ImportValue of its exports
-        assert '"StackName": "hyperwarm-%s-endpoints"' % env in text  # Fn::GetStackOutput: the role, key, alarms
+        assert f'"StackName": "hyperwarm-{env}-endpoints"' in text  # Fn::GetStackOutput: the role, key, alarms
 
 
 @pytest.mark.parametrize("edit", [

@@ -8,8 +8,8 @@ import json
 import aws_cdk as cdk
 import pytest
 
-from stacks.config import ConfigError
 from stacks.app import build_app
+from stacks.config import ConfigError
 
 
 def names(app) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # command -> (module providing add_parser, one-line help)
 COMMANDS = {

@@ -33,7 +33,8 @@ import os
 import random
 import time
 import urllib.request
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from . import contract, decide, letters
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
-from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
-                     parse_manifest_created, valid_version)
+from .events import (
+    EndpointStateChange,
+    ManifestCreated,
+    event_source,
+    parse_endpoint_state_change,
+    parse_manifest_created,
+    valid_version,
+)
 from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse

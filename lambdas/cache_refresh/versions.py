@@ -43,7 +43,7 @@ class Version:
     family: str  # "numeric" | "time"
     key: tuple
 
-    def compare(self, other: "Version") -> int:
+    def compare(self, other: Version) -> int:
         """-1, 0 (the same text) or 1; raises :class:`UnorderableVersion` across families and for two
         spellings of one rank."""
         if self.family != other.family:

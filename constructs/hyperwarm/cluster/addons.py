@@ -10,21 +10,30 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
+from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
+from hyperwarm._internal.nag import (
+    acknowledge,
+    acknowledge_checkov,
+    acknowledge_deploy_time_handlers,
+    arn_prefix,
+    logical_id,
+    managed_policy,
+    object_arn_finding,
+    stack_singletons,
+)
 from hyperwarm.cluster import hyperpod_dependencies
-from hyperwarm.serving.buckets import grant_bucket_key
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON, addon_build_problem, operator_pin_unverified
-from hyperwarm._internal.nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
-                  managed_policy, object_arn_finding, stack_singletons)
+from hyperwarm.serving.buckets import grant_bucket_key
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""

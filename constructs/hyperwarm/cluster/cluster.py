@@ -19,17 +19,21 @@ from typing import Protocol
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from constructs import Construct, Node
 
+from constructs import Construct, Node
+from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator
-from hyperwarm.cluster.rules import (DEFAULT_KUBERNETES_VERSION, INFERENCE_OPERATOR_ADDON, addon_build_problem,
-                            pods_per_node_problem)
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, find_group
-from hyperwarm.cluster.node_capacity import PODS_PER_NODE_METADATA
 from hyperwarm.cluster.network import HyperPodNetwork, HyperPodNetworkProps, network_problems
+from hyperwarm.cluster.node_capacity import PODS_PER_NODE_METADATA
 from hyperwarm.cluster.nodes import HyperPodNodes, HyperPodNodesProps, nodes_problems
-from hyperwarm._internal.validation import raise_problems
+from hyperwarm.cluster.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    INFERENCE_OPERATOR_ADDON,
+    addon_build_problem,
+    pods_per_node_problem,
+)
 
 
 @dataclass(frozen=True)

@@ -70,11 +70,11 @@ class Requests:
     memory_mi: float = 0
     gpus: int = 0
 
-    def __add__(self, other: "Requests") -> "Requests":
+    def __add__(self, other: Requests) -> Requests:
         return Requests(self.pods + other.pods, self.cpu_m + other.cpu_m, self.memory_mi + other.memory_mi,
                         self.gpus + other.gpus)
 
-    def times(self, n: int) -> "Requests":
+    def times(self, n: int) -> Requests:
         return Requests(self.pods * n, self.cpu_m * n, self.memory_mi * n, self.gpus * n)
 
 
@@ -212,7 +212,7 @@ class _Node:
         count, _ = self.pods.get(workload.name, (0, workload.requests))
         self.pods[workload.name] = [count + 1, workload.requests]
 
-    def describe(self, resource: "_Resource") -> str:
+    def describe(self, resource: _Resource) -> str:
         parts = [(f"{self.daemonset_count} daemonsets", self.daemonsets)] + [
             (f"{name} ({n} pod{'s' if n > 1 else ''})", r.times(n)) for name, (n, r) in self.pods.items()]
         return "; ".join(f"{label} {resource.show(r)}" for label, r in parts if resource.of(r))

@@ -16,15 +16,22 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct, IDependable
 
+from constructs import Construct, IDependable
+from hyperwarm._internal.nag import (
+    acknowledge,
+    acknowledge_checkov,
+    acknowledge_deploy_time_handlers,
+    arn_prefix,
+    finding_text,
+    logical_id,
+    managed_policy,
+)
+from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster import rules as rules
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS, eks_registry_account
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, NodeTaint
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, finding_text, \
-    logical_id, managed_policy
 from hyperwarm.serving.settings import DLC_ACCOUNTS
-from hyperwarm._internal.validation import raise_problems, repeated
 
 _HYPERPOD_VPC_ACTIONS = (
     "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission",

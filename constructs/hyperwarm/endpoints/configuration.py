@@ -12,15 +12,16 @@ alarms of :mod:`hyperwarm.observability.dashboard` read what detailed observabil
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
 
+from constructs import Construct
 from hyperwarm.endpoints.props import ProductionVariant
 from hyperwarm.endpoints.rules import metrics_problems, takes_volume_key
 

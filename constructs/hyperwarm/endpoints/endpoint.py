@@ -10,7 +10,7 @@ Application Auto Scaling targets, rollback alarms and a data-capture bucket. Pro
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -19,18 +19,23 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
 
+from constructs import Construct
+from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
 from hyperwarm.endpoints.capture import capture_bucket, capture_config
 from hyperwarm.endpoints.configuration import EndpointConfiguration, EndpointConfigurationProps
-from hyperwarm.endpoints.props import DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
-from hyperwarm.endpoints.rules import endpoint_problems, image_problems, routing_warnings, takes_volume_key, variant_server_settings
-from hyperwarm.endpoints.scaling import scale_instances
 from hyperwarm.endpoints.inference_component import InferenceComponent, InferenceComponentProps
 from hyperwarm.endpoints.model import InferenceModel, InferenceModelProps
-from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
-
+from hyperwarm.endpoints.props import DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
+from hyperwarm.endpoints.rules import (
+    endpoint_problems,
+    image_problems,
+    routing_warnings,
+    takes_volume_key,
+    variant_server_settings,
+)
+from hyperwarm.endpoints.scaling import scale_instances
 
 ROLLBACK_5XX_SHARE = 0.05
 ROLLBACK_5XX_MINUTES = (2, 3)
@@ -237,7 +242,7 @@ class InferenceEndpoint(EndpointBase):
         return component
 
 
-def _rollback_5xx_alarm(endpoint: "InferenceEndpoint", variant: str, endpoint_name: str) -> cloudwatch.Alarm:
+def _rollback_5xx_alarm(endpoint: InferenceEndpoint, variant: str, endpoint_name: str) -> cloudwatch.Alarm:
     """The variant's rollback alarm: 5XX on :data:`ROLLBACK_5XX_SHARE` of its requests, sustained."""
     return cloudwatch.Alarm(
         endpoint, f"{variant}5xxAlarm",

@@ -14,8 +14,8 @@ that has no action this topic, so an alarm never fires unseen; the deploy rehear
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import aws_cdk as cdk
 import jsii
@@ -25,8 +25,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from constructs import Construct, IConstruct
 
+from constructs import Construct, IConstruct
 from hyperwarm._internal.validation import repeated
 
 EXISTING_TOPICS_METADATA = "hyperwarm:existingAlarmTopics"

@@ -18,7 +18,7 @@ import json
 import resource
 import sys
 import time
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
 
 from .scenarios import get_scenario
 from .sim import simulate
@@ -45,7 +45,7 @@ def _progress(show: bool):
     )
 
 
-def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show_progress: bool = True) -> List[dict]:
+def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show_progress: bool = True) -> list[dict]:
     rows = []
     with _progress(show_progress) as prog:
         for name in scenarios:
@@ -53,7 +53,7 @@ def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show
     return rows
 
 
-def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> List[dict]:
+def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> list[dict]:
     rows = []
     sc = get_scenario(name)
     wl = sc.workload(0, requests)
@@ -61,7 +61,7 @@ def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> 
         s = make_strategy(sname, prefix_length=sc.prefix_length, concurrency_threshold=sc.concurrency_threshold)
         task = prog.add_task(f"{name} {s.label()}", total=wl.n_requests)
         t0 = time.perf_counter()
-        r = simulate(wl, s, sc.instances, sc.model, progress=lambda k: prog.advance(task, k))
+        r = simulate(wl, s, sc.instances, sc.model, progress=lambda k, task=task: prog.advance(task, k))
         dt = time.perf_counter() - t0
         prog.remove_task(task)
         rows.append(
@@ -84,7 +84,7 @@ def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> 
     return rows
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hyperwarm.planner.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=TARGET_REQUESTS)
     p.add_argument("--scenarios", default="aws-long-context,aws-short-context")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import List, Optional, Sequence
 
 from .scenarios import SCENARIOS, get_scenario
 from .sim import InstanceModel, simulate_many
@@ -22,7 +22,7 @@ from .tune import DEFAULT_SEEDS, FINALISTS
 from .workloads import Workload
 
 
-def _ints(text: str) -> List[int]:
+def _ints(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -165,7 +165,7 @@ def _setup(args, prog=None):
                 progress=(lambda k: prog.advance(task, k)) if task is not None else None,
             )
         except (TraceError, OSError) as e:
-            raise _Fail(str(e))
+            raise _Fail(str(e)) from e
         if task is not None:
             prog.remove_task(task)
         name = args.trace
@@ -180,7 +180,7 @@ def _setup(args, prog=None):
     return name, wl, n, model, sc
 
 
-def _assumptions(model: InstanceModel, sc, args) -> List[str]:
+def _assumptions(model: InstanceModel, sc, args) -> list[str]:
     """What the run assumes, stated in every report (issue: a trace written
     from a scenario gave another hit rate with no word why: the scenario's
     FP8 KV cache holds twice the tokens of the default BF16 one)."""
@@ -358,7 +358,7 @@ def cmd_trace(args) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry: ``python -m hyperwarm.planner routing simulate ...``."""
     parser = argparse.ArgumentParser(prog="python -m hyperwarm.planner")
     subs = parser.add_subparsers(dest="command", metavar="{routing}")

@@ -47,8 +47,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
 
 from .strategies import PrefixAware, Strategy
 from .workloads import Workload
@@ -136,7 +136,7 @@ _OFFSET = 461
 _NBINS = 2600
 
 
-def _percentile(hist: List[int], total: int, q: float) -> float:
+def _percentile(hist: list[int], total: int, q: float) -> float:
     if total == 0:
         return float("nan")
     target = q * total
@@ -153,17 +153,17 @@ class StrategyResult:
     """What one strategy did on one workload."""
 
     strategy: str
-    params: Dict[str, object]
+    params: dict[str, object]
     requests: int
     kv_hit_rate: float
-    ttft_ms: Dict[str, float]
+    ttft_ms: dict[str, float]
     ttft_mean_ms: float
     throughput_rps: float
-    instance_share: List[float]
+    instance_share: list[float]
     spill_rate: float
-    remap: Optional[Dict[str, float]] = None
+    remap: dict[str, float] | None = None
     label: str = ""
-    routing: Dict[str, object] = field(default_factory=dict)
+    routing: dict[str, object] = field(default_factory=dict)
 
     @property
     def max_share_deviation(self) -> float:
@@ -187,11 +187,11 @@ class StrategyResult:
         requests that stay on warm instances, none on the new one (an estimate, not simulated)."""
         return self.kv_hit_rate * (1.0 - self.cold_share)
 
-    def ttft_percentiles(self) -> Dict[str, float]:
+    def ttft_percentiles(self) -> dict[str, float]:
         """``ttft_p50_ms`` .. ``ttft_p99_ms``: the names the dashboard and ``plan cache`` use."""
         return {f"ttft_{q}_ms": v for q, v in self.ttft_ms.items()}
 
-    def to_dict(self) -> Dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d.pop("strategy")
         d.pop("label")
@@ -206,15 +206,14 @@ def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
     for done, _, held in sorted(e for e in heap if e[1] == i):
         freed += held
         if freed >= excess:
-            break
-    else:  # more than the whole cache: it runs alone, after all the others
-        done = max((e[0] for e in heap if e[1] == i), default=start)
-    return done if done > start else start
+            return max(done, start)
+    # more than the whole cache: it runs alone, after all the others
+    return max(max((e[0] for e in heap if e[1] == i), default=start), start)
 
 
 def _core(
     workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int,
-    clients: Optional[int] = None,
+    clients: int | None = None,
 ):
     """One strategy's simulation as a coroutine: send it request tuples,
     then ``None``; it returns the :class:`StrategyResult` (StopIteration).
@@ -408,8 +407,8 @@ def simulate(
     model: InstanceModel = InstanceModel(),
     *,
     seed: int = 0,
-    progress: Optional[Callable[[int], None]] = None,
-    clients: Optional[int] = None,
+    progress: Callable[[int], None] | None = None,
+    clients: int | None = None,
 ) -> StrategyResult:
     """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
 
@@ -432,9 +431,9 @@ def simulate_many(
     model: InstanceModel = InstanceModel(),
     *,
     seed: int = 0,
-    progress: Optional[Callable[[int], None]] = None,
-    clients: Optional[int] = None,
-) -> List[StrategyResult]:
+    progress: Callable[[int], None] | None = None,
+    clients: int | None = None,
+) -> list[StrategyResult]:
     """Run several strategies in one pass over ``workload`` (each on its own
     fresh variant).  Memory grows with the number of strategies (one set of
     caches each), so callers batch long lists."""

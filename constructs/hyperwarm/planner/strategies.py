@@ -31,9 +31,12 @@ from __future__ import annotations
 import random
 import zlib
 from bisect import bisect_right
-from typing import Callable, Dict, List, Optional
+from collections.abc import Callable
 
-from hyperwarm.endpoints.routing import CONCURRENCY_THRESHOLD_RANGE, PREFIX_LENGTH_RANGE  # SageMaker's limits, one place
+from hyperwarm.endpoints.routing import (  # SageMaker's limits, one place
+    CONCURRENCY_THRESHOLD_RANGE,
+    PREFIX_LENGTH_RANGE,
+)
 
 VNODES = 1000
 _RING_SALT = 0x5A17
@@ -83,7 +86,7 @@ class Ring:
         pts = sorted((_ring_point(i, v, salt), i) for i in range(n) for v in range(vnodes))
         self.points = [p for p, _ in pts]
         self.owners = [i for _, i in pts]
-        self._pref: Dict[int, tuple] = {}
+        self._pref: dict[int, tuple] = {}
         self.n = n
 
     def position(self, key: int) -> int:
@@ -96,7 +99,7 @@ class Ring:
         pref = self._pref.get(pos)
         if pref is None:
             owners, m = self.owners, len(self.owners)
-            seen: List[int] = []
+            seen: list[int] = []
             j = pos
             while len(seen) < self.n:
                 o = owners[j % m]
@@ -126,7 +129,7 @@ def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring", salt: int = 
     return moved / len(keys)
 
 
-def _lor(inflight: List[int], rnd: Callable[[], float]) -> int:
+def _lor(inflight: list[int], rnd: Callable[[], float]) -> int:
     m = min(inflight)
     if inflight.count(m) == 1:
         return inflight.index(m)
@@ -144,16 +147,16 @@ class Strategy:
     def __init__(self) -> None:
         self.spills = 0
 
-    def params(self) -> Dict[str, object]:
+    def params(self) -> dict[str, object]:
         return {}
 
     def label(self) -> str:
         return self.name
 
-    def bind(self, n: int, caches: list, inflight: List[int], workload, seed: int = 0):
+    def bind(self, n: int, caches: list, inflight: list[int], workload, seed: int = 0):
         raise NotImplementedError
 
-    def routing_config(self) -> Dict[str, object]:
+    def routing_config(self) -> dict[str, object]:
         """The variant's cdk.json ``routing`` object for this strategy."""
         return {"strategy": self.name}
 
@@ -220,7 +223,7 @@ class PrefixAware(Strategy):
             )
         self.prefix_length = prefix_length
         self.concurrency_threshold = concurrency_threshold
-        self.ring: Optional[Ring] = None
+        self.ring: Ring | None = None
         self.keys_seen: set = set()
         self.salt = 0
 
@@ -289,7 +292,7 @@ class PrefixAware(Strategy):
 
         return route
 
-    def remap(self, n: int) -> Dict[str, float]:
+    def remap(self, n: int) -> dict[str, float]:
         """Share of the routing keys seen whose owner moves on scale-out
         (n -> n+1) and scale-in (n -> n-1)."""
         keys = list(self.keys_seen)

@@ -48,8 +48,9 @@ import json
 import math
 import os
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence
+from typing import NamedTuple
 
 from .workloads import BYTES_PER_TOKEN, HEADER_BYTES, Request, Workload
 
@@ -90,7 +91,7 @@ def body_segments(body: bytes, bytes_per_token: float = BYTES_PER_TOKEN) -> tupl
     return tuple(segs)
 
 
-def _body_request(t: float, body: bytes, inp: Optional[int], out: int) -> Request:
+def _body_request(t: float, body: bytes, inp: int | None, out: int) -> Request:
     segs = body_segments(body) if body else ((0, 1),)
     tokens = inp if inp else max(1, int(len(body) / BYTES_PER_TOKEN))
     # rescale segment ends if the true token count is known
@@ -113,7 +114,7 @@ def _num(rec: dict, field: str, where: str, scale: float = 1.0) -> float:
     return v * scale
 
 
-def _int(rec: dict, field: str, where: str, default: Optional[int] = None, lo: int = 1, why: str = "") -> int:
+def _int(rec: dict, field: str, where: str, default: int | None = None, lo: int = 1, why: str = "") -> int:
     v = rec.get(field, default)
     if v is None or isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise TraceError(f"{where}: {field}={v!r} is not an integer >= {lo}" + (f" -- {why}" if why else ""))
@@ -138,7 +139,7 @@ def _b64(data, where: str, field: str) -> bytes:
         raise TraceError(f"{where}: {field} is not valid base64 ({e})") from None
 
 
-def _check_context(inp: int, out: int, where: str, context_tokens: Optional[int]) -> None:
+def _check_context(inp: int, out: int, where: str, context_tokens: int | None) -> None:
     if context_tokens is not None and inp + out > context_tokens:
         raise TraceError(
             f"{where}: input {inp:,} + output {out:,} tokens = {inp + out:,} exceed the model's context "
@@ -147,7 +148,7 @@ def _check_context(inp: int, out: int, where: str, context_tokens: Optional[int]
         )
 
 
-def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = None) -> Request:
+def parse_line(rec: dict, where: str = "trace", context_tokens: int | None = None) -> Request:
     """One trace record (hyperwarm or Mooncake) as a request tuple; every
     problem is a :class:`TraceError` naming ``where`` (``FILE:LINE``), the
     field, its value and why it is wrong."""
@@ -178,7 +179,7 @@ def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = 
     raise TraceError(f"{where}: needs one of 'body', 'body_b64', 'hash_ids', 'segments'")
 
 
-def _mooncake_request(rec: dict, where: str, context_tokens: Optional[int]) -> Request:
+def _mooncake_request(rec: dict, where: str, context_tokens: int | None) -> Request:
     """A Mooncake line: ``timestamp`` in ms, ``input_length``, ``output_length``, 512-token ``hash_ids``."""
     t = _num(rec, "timestamp", where, 1 / 1000.0)
     inp = _int(rec, "input_length", where, why="a prompt has at least one token")
@@ -202,7 +203,7 @@ def _body(rec: dict, where: str) -> bytes:
 
 
 def _segments_request(
-    rec: dict, t: float, inp: Optional[int], out: int, where: str, context_tokens: Optional[int]
+    rec: dict, t: float, inp: int | None, out: int, where: str, context_tokens: int | None
 ) -> Request:
     """A ``segments`` record: chained keys of ``[id, tokens]`` runs, and the reply's key from ``output_id``."""
     segs = []
@@ -263,8 +264,8 @@ def _load(line: bytes, where: str):
         raise TraceError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
 
 
-def _expand(paths: Iterable[str]) -> List[str]:
-    out: List[str] = []
+def _expand(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
             out.extend(sorted(glob.glob(os.path.join(p, "**", "*.jsonl"), recursive=True)))
@@ -281,12 +282,12 @@ def _expand(paths: Iterable[str]) -> List[str]:
 
 
 def _scanned(
-    files: List[str],
+    files: list[str],
     to_request: Callable[[object, str], Request],
     name: str,
     header_bytes: int,
     shift: bool,
-    progress: Optional[Callable[[int], None]],
+    progress: Callable[[int], None] | None,
 ) -> Workload:
     """Read the trace once up front: every record is checked (errors come
     before any simulation, with ``FILE:LINE``), the requests are counted
@@ -321,7 +322,7 @@ class _Scan(NamedTuple):
 
 
 def _scan(
-    files: List[str], to_request: Callable[[object, str], Request], progress: Optional[Callable[[int], None]]
+    files: list[str], to_request: Callable[[object, str], Request], progress: Callable[[int], None] | None
 ) -> _Scan:
     """Check and count every record, reporting progress every 65,536."""
     n = 0
@@ -354,7 +355,7 @@ def _requests(items: Iterable[tuple], to_request: Callable[[object, str], Reques
         yield (req[0] - t0,) + req[1:] if t0 else req
 
 
-def _time_order(files: List[str], to_request: Callable[[object, str], Request]) -> List[tuple]:
+def _time_order(files: list[str], to_request: Callable[[object, str], Request]) -> list[tuple]:
     """``(time, file index, byte offset, line number)`` of every record in
     time order; stable, so equal times keep file order."""
     return sorted(
@@ -363,7 +364,7 @@ def _time_order(files: List[str], to_request: Callable[[object, str], Request]) 
     )
 
 
-def _seek_lines(files: List[str], order: List[tuple]) -> Iterator[tuple]:
+def _seek_lines(files: list[str], order: list[tuple]) -> Iterator[tuple]:
     """The lines of ``files`` in ``order`` (see :func:`_time_order`), read by seeking, as :func:`_lines` yields them."""
     handles = [open(f, "rb") for f in files]
     try:
@@ -377,8 +378,8 @@ def _seek_lines(files: List[str], order: List[tuple]) -> Iterator[tuple]:
 
 
 def read_trace(
-    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    paths, name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """A hyperwarm/Mooncake JSONL trace (files, globs or directories),
     checked and counted up front (see :func:`_scanned`); requests longer
@@ -391,7 +392,7 @@ def read_trace(
     )
 
 
-def write_trace(workload: Workload, path: str, progress: Optional[Callable[[int], None]] = None) -> int:
+def write_trace(workload: Workload, path: str, progress: Callable[[int], None] | None = None) -> int:
     """Write a workload as a hyperwarm trace; returns the line count.
 
     Synthetic requests are written in the ``segments`` form: keys become
@@ -469,7 +470,7 @@ def _output_tokens(body: bytes) -> int:
     return DEFAULT_OUTPUT_TOKENS
 
 
-def _input_tokens(body: bytes) -> Optional[int]:
+def _input_tokens(body: bytes) -> int | None:
     try:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -506,8 +507,8 @@ def _capture_request(rec, where: str) -> Request:
 
 
 def read_data_capture(
-    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    paths, name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """SageMaker data-capture JSONL files (files, globs or directories, read
     in sorted order, which is time order for the S3 ``yyyy/mm/dd/hh``
@@ -534,8 +535,8 @@ def is_data_capture(path: str) -> bool:
 
 
 def open_trace(
-    path: str, fmt: str = "auto", name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    path: str, fmt: str = "auto", name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """``fmt``: 'auto', 'jsonl' (hyperwarm/Mooncake) or 'capture'."""
     if fmt not in ("auto", "jsonl", "capture"):

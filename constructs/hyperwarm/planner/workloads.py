@@ -39,11 +39,11 @@ bytes of two requests are equal exactly when they share that segment).
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-Request = Tuple[float, int, int, tuple, Optional[int], Optional[bytes]]
+Request = tuple[float, int, int, tuple, int | None, bytes | None]
 
 #: Bytes of serialised JSON per prompt token (English text is ~4 characters
 #: per Llama-3 token; JSON escaping adds little for plain prose).
@@ -74,7 +74,7 @@ class Workload:
         name: str,
         factory: Callable[[], Iterable[Request]],
         *,
-        n_requests: Optional[int] = None,
+        n_requests: int | None = None,
         bytes_per_token: float = BYTES_PER_TOKEN,
         header_bytes: int = HEADER_BYTES,
         description: str = "",
@@ -91,7 +91,7 @@ class Workload:
     def __iter__(self) -> Iterator[Request]:
         return iter(self._factory())
 
-    def limit(self, n: Optional[int]) -> "Workload":
+    def limit(self, n: int | None) -> Workload:
         """The first ``n`` requests only (``None`` = unchanged)."""
         if n is None:
             return self
@@ -133,7 +133,7 @@ def shared_prefix(
     question_jitter: float = 0.0,
     output_tokens: int = 256,
     rate_rps: float = 10.0,
-    n_requests: Optional[int] = None,
+    n_requests: int | None = None,
     hot_share: float = 0.0,
     seed: int = 0,
     name: str = "shared-prefix",
@@ -187,7 +187,7 @@ def _shared_prefix_requests(
         if hot_share > 0:
             grp[rng.random(b) < hot_share] = 0
         qlen = _question_lengths(rng, question_tokens, question_jitter, b)
-        for tt, g, q in zip(times, grp.tolist(), qlen):
+        for tt, g, q in zip(times, grp.tolist(), qlen, strict=True):
             inp = P + q
             if P:
                 segs = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp))
@@ -209,11 +209,11 @@ def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: fl
 def multi_turn_chat(
     *,
     active_conversations: int = 64,
-    rounds: Tuple[int, int] = (2, 8),
+    rounds: tuple[int, int] = (2, 8),
     system_prompts: int = 1,
     system_tokens: int = 200,
-    user_tokens: Tuple[float, float] = (120.0, 0.8),
-    assistant_tokens: Tuple[float, float] = (250.0, 0.6),
+    user_tokens: tuple[float, float] = (120.0, 0.8),
+    assistant_tokens: tuple[float, float] = (250.0, 0.6),
     max_context_tokens: int = 32768,
     rate_rps: float = 10.0,
     n_requests: int = 10000,
@@ -254,7 +254,7 @@ def multi_turn_chat(
     )
 
 
-def _conversations(rng: np.random.Generator, seed: int, rounds: Tuple[int, int], system_prompts: int,
+def _conversations(rng: np.random.Generator, seed: int, rounds: tuple[int, int], system_prompts: int,
                    system_tokens: int) -> Callable[[int], list]:
     """``new(system prompt index)``: a fresh conversation, numbered in order, as
     the mutable list ``[conv id, turns done, turns total, segs, end tokens, pending reply]``."""
@@ -272,8 +272,8 @@ def _conversations(rng: np.random.Generator, seed: int, rounds: Tuple[int, int],
 
 
 def _chat_requests(
-    seed: int, n_requests: int, active_conversations: int, rounds: Tuple[int, int], system_prompts: int,
-    system_tokens: int, user_tokens: Tuple[float, float], assistant_tokens: Tuple[float, float],
+    seed: int, n_requests: int, active_conversations: int, rounds: tuple[int, int], system_prompts: int,
+    system_tokens: int, user_tokens: tuple[float, float], assistant_tokens: tuple[float, float],
     max_context_tokens: int, rate_rps: float,
 ) -> Iterator[Request]:
     """The stream of :func:`multi_turn_chat`, drawn in chunks of :data:`_CHUNK`."""
@@ -292,7 +292,7 @@ def _chat_requests(
         ulen = np.maximum(1, rng.lognormal(mu_u, sg_u, b)).astype(int).tolist()
         alen = np.maximum(1, rng.lognormal(mu_a, sg_a, b)).astype(int).tolist()
         syss = rng.integers(0, system_prompts, b).tolist()
-        for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss):
+        for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss, strict=True):
             conv = pool[s]
             cid, done, _, segs, end, pending = conv
             if pending is not None:  # previous reply joins the history
@@ -318,8 +318,8 @@ def variable_chat(
     *,
     system_prompts: int = 4,
     system_tokens: int = 300,
-    user_tokens: Tuple[float, float] = (200.0, 1.0),
-    output_tokens: Tuple[float, float] = (200.0, 0.6),
+    user_tokens: tuple[float, float] = (200.0, 1.0),
+    output_tokens: tuple[float, float] = (200.0, 0.6),
     rate_rps: float = 10.0,
     n_requests: int = 10000,
     seed: int = 0,

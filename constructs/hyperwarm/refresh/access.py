@@ -11,7 +11,8 @@ whose policies land in the grantee's stack. A plain helper adding to the hook it
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
@@ -19,14 +20,14 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
 
+from constructs import Construct
+from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
-from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.endpoints.model import grant_model_data_read
-from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
+from hyperwarm.functions.cache_refresh import contract
 
 RBAC_GROUP = "hyperwarm:cache-refresh"
 

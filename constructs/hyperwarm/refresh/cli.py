@@ -31,6 +31,7 @@ from typing import Any
 
 from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT
 from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY
+
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
 REPLAY_VISIBILITY = 960

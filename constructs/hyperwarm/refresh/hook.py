@@ -17,25 +17,26 @@ function reads (environment, targets, names, metrics) is the function's own
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
 
-from hyperwarm.serving.buckets import model_bucket
+from constructs import Construct
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
-from hyperwarm._internal.validation import raise_problems, repeated
+from hyperwarm.serving.buckets import model_bucket
 
 __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
            "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
@@ -234,7 +235,7 @@ class CacheRefreshHook(Construct):
         # the sum is missing too and the alarm never sees the failure.
         names = [chr(ord("a") + i) for i in range(len(metrics))]
         return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
-                                         using_metrics=dict(zip(names, metrics)),
+                                         using_metrics=dict(zip(names, metrics, strict=True)),
                                          **{"period": cdk.Duration.minutes(5), **options})
 
     # -- parts -----------------------------------------------------------------------------------

@@ -15,12 +15,13 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
+
 from constructs import IConstruct
 
 _ECR_URI = re.compile(
@@ -56,7 +57,7 @@ def parse_ecr_uri(uri: str) -> EcrImage:
     return EcrImage(uri, match["account"], match["region"], match["repository"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def official_image_uri(framework: str, version: str, region: str) -> str:
     """The official serving image URI for ``framework`` ``version`` in ``region`` (offline).
 
@@ -134,17 +135,17 @@ class ContainerImage:
         """The official framework's version (``official``), else None."""
 
     @staticmethod
-    def from_uri(uri: str) -> "ContainerImage":
+    def from_uri(uri: str) -> ContainerImage:
         """An explicit ECR image URI; the model may pull from exactly its repository."""
         return ContainerImage(uri=uri)
 
     @staticmethod
-    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> "ContainerImage":
+    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ContainerImage:
         """An image in an ECR repository of this app (pull granted through ``repository.grant_pull``)."""
         return ContainerImage(repository=repository, tag=tag)
 
     @staticmethod
-    def official(framework: str, version: str) -> "ContainerImage":
+    def official(framework: str, version: str) -> ContainerImage:
         """An AWS serving container, e.g. ``official("vllm", "0.27.1")`` or ``official("djl-lmi", "0.33.0")``;
         resolved for the stack's region at synth."""
         return ContainerImage(framework=framework, version=version)

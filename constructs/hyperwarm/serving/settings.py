@@ -18,8 +18,9 @@ No aws_cdk here: the rules are unit tested and reused by the config models and t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from hyperwarm.cluster.catalog import CATALOG
 

@@ -15,7 +15,8 @@ The old config and models serve until SageMaker reports InService on the new con
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 
