@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_sns as sns
-
 from constructs import Construct
+
 from hyperwarm.observability.alarms import (
     AlarmDestination,
     AlarmDestinationProps,

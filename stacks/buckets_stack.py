@@ -5,8 +5,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
-
 from constructs import Construct
+
 from hyperwarm import model_bucket
 from stacks.config import EnvironmentConfig
 

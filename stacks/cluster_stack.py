@@ -5,8 +5,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-
 from constructs import Construct
+
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
 from stacks.config import EnvironmentConfig
 from stacks.config.regional import pull_registry_accounts

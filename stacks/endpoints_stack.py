@@ -11,8 +11,8 @@ from collections.abc import Mapping
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_kms as kms
-
 from constructs import Construct, IConstruct
+
 from hyperwarm import (
     Autoscaling,
     ContainerImage,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-
 from constructs import Construct
+
 from hyperwarm import IHyperPodCluster, InferenceEndpoint
 from hyperwarm.observability.dashboard import HyperPodModels, InferenceObservability
 from stacks.config import EnvironmentConfig

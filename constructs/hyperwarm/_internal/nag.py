@@ -13,8 +13,8 @@ import re
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
-
 from constructs import IConstruct
+
 from hyperwarm._internal.acknowledgments import check_reason, checkov_annotations
 
 __all__ = ["acknowledge", "acknowledge_checkov", "acknowledge_deploy_time_handlers", "checkov_annotations",

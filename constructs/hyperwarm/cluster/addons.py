@@ -19,8 +19,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
+
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,

@@ -19,8 +19,8 @@ from typing import Protocol
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-
 from constructs import Construct, Node
+
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems

@@ -11,8 +11,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, addon

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import aws_ec2 as ec2
-
 from constructs import Construct
+
 from hyperwarm.cluster.cluster import IHyperPodCluster
 
 

@@ -16,8 +16,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
-
 from constructs import Construct, IDependable
+
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,

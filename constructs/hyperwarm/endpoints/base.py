@@ -13,9 +13,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.interfaces.aws_sagemaker import EndpointReference
+from constructs import Construct
 from typing_extensions import Protocol, runtime_checkable
 
-from constructs import Construct
 from hyperwarm.functions.cache_refresh import contract
 
 _NAMESPACE = "AWS/SageMaker"

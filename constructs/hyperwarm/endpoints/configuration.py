@@ -20,8 +20,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
-
 from constructs import Construct
+
 from hyperwarm.endpoints.props import ProductionVariant
 from hyperwarm.endpoints.rules import metrics_problems, takes_volume_key
 

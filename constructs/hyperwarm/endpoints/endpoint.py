@@ -19,8 +19,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
 from hyperwarm.endpoints.capture import capture_bucket, capture_config

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import aws_sagemaker as sagemaker
-
 from constructs import Construct
+
 from hyperwarm.endpoints.props import InferenceComponentSpec
 
 

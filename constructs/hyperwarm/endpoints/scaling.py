@@ -5,8 +5,8 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_iam as iam
-
 from constructs import Construct, IConstruct
+
 from hyperwarm.endpoints.props import ProductionVariant
 
 PREDEFINED_METRICS = {

@@ -25,8 +25,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-
 from constructs import Construct, IConstruct
+
 from hyperwarm._internal.validation import repeated
 
 EXISTING_TOPICS_METADATA = "hyperwarm:existingAlarmTopics"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_observabilityadmin as observabilityadmin
-
 from constructs import Construct
 
 METADATA = "hyperwarm:otelEnrichment"

@@ -18,8 +18,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
-
 from constructs import Construct
+
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.cache_exporter import promql
 

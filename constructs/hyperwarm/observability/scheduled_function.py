@@ -11,8 +11,8 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge
 
 

@@ -20,8 +20,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster

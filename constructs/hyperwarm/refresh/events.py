@@ -11,7 +11,6 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
-
 from constructs import Construct
 
 

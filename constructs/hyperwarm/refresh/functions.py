@@ -16,8 +16,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network

@@ -30,8 +30,8 @@ import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-
 from constructs import Construct, IConstruct
+
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.asset import function_code

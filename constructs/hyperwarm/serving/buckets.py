@@ -13,8 +13,8 @@ from collections.abc import Iterable
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-
 from constructs import Construct
+
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 
 EXISTING_BUCKETS_METADATA = "hyperwarm:existingBuckets"
