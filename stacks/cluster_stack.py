@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps

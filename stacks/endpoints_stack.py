@@ -14,7 +14,6 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
 from hyperwarm import (
-    Autoscaling,
     ContainerImage,
     DataCapture,
     DeploymentGuardrails,
@@ -24,6 +23,7 @@ from hyperwarm import (
     ProductionVariant,
     ServerlessSpec,
     TrafficShift,
+    VariantAutoscaling,
 )
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.images import official_image_uri
@@ -47,7 +47,7 @@ def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) 
         initial_weight=v.initial_weight,
         routing=v.routing.to_routing() if v.routing else None,
         serverless=ServerlessSpec(v.serverless.memory_size_mb, v.serverless.max_concurrency) if v.serverless else None,
-        autoscaling=Autoscaling(
+        autoscaling=VariantAutoscaling(
             min_capacity=a.min_capacity, max_capacity=a.max_capacity, target_value=a.target_value, metric=a.metric,
             scale_in_cooldown=cdk.Duration.seconds(a.scale_in_cooldown_seconds),
             scale_out_cooldown=cdk.Duration.seconds(a.scale_out_cooldown_seconds),

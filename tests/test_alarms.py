@@ -130,9 +130,7 @@ def test_slack_channels_receive_alarms_through_chatbot_that_may_run_nothing(proj
 
 
 def test_notify_alarms_keeps_actions_alarms_already_have() -> None:
-    from aws_cdk import aws_cloudwatch as cloudwatch
-    from aws_cdk import aws_cloudwatch_actions as actions
-    from aws_cdk import aws_sns as sns
+    from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
 
     from hyperwarm.observability.alarms import notify_alarms
 

@@ -7,10 +7,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_apigateway as apigateway
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_apigateway as apigateway, aws_cloudwatch as cloudwatch, aws_iam as iam, aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 
 from hyperwarm import (

@@ -21,8 +21,7 @@ from rehearsal.core import resource_schema
 from stacks.app import build_app
 from stacks.baseline import deployed_templates, synthesize
 from stacks.config import ConfigError, parse_environment
-from stacks.protect import POLICY_FILE, protect
-from stacks.protect import main as protect_main
+from stacks.protect import POLICY_FILE, main as protect_main, protect
 from stacks.refresh_guards import state_table_name
 
 REPO = Path(__file__).resolve().parent.parent

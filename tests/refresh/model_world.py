@@ -26,8 +26,7 @@ from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
 from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
 from hyperwarm.functions.cache_refresh.state import StateTable
-from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target
-from hyperwarm.functions.cache_refresh.targets import hyperpod
+from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target, hyperpod
 
 BUCKET, PREFIX, NAMESPACE = "models-bucket", "models/llama", "models"
 HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches=("llama-weights",))

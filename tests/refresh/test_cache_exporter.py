@@ -16,8 +16,7 @@ from moto import mock_aws
 from vllm_pages import page, uniform_ttft
 
 from hyperwarm.functions import eks_auth
-from hyperwarm.functions.cache_exporter import handler, placement
-from hyperwarm.functions.cache_exporter import kube as exporter_kube
+from hyperwarm.functions.cache_exporter import handler, kube as exporter_kube, placement
 from hyperwarm.functions.cache_exporter.counters import Snapshots
 from hyperwarm.functions.cache_exporter.placement import (
     WEIGHTS_READY_LABEL_PREFIX,

@@ -10,8 +10,7 @@ import random
 import model_world as mw
 import pytest
 
-from hyperwarm.functions.cache_refresh import deploy_guard, letters
-from hyperwarm.functions.cache_refresh import state as state_mod
+from hyperwarm.functions.cache_refresh import deploy_guard, letters, state as state_mod
 from hyperwarm.functions.cache_refresh.errors import TransientError
 
 

@@ -10,8 +10,7 @@ import model_world as mw
 import pytest
 from botocore.exceptions import ClientError
 
-from hyperwarm.functions.cache_refresh import deploy_guard
-from hyperwarm.functions.cache_refresh import state as state_mod
+from hyperwarm.functions.cache_refresh import deploy_guard, state as state_mod
 from hyperwarm.functions.cache_refresh.errors import TransientError
 
 

@@ -7,8 +7,7 @@ import json
 
 import boto3
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from moto import mock_aws
 from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
 

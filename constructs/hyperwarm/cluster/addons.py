@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
 from hyperwarm._internal.nag import (

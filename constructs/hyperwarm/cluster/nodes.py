@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_s3_deployment as s3deploy
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import (
+    aws_ec2 as ec2,
+    aws_eks_v2 as eks,
+    aws_iam as iam,
+    aws_s3 as s3,
+    aws_s3_assets as s3_assets,
+    aws_s3_deployment as s3deploy,
+    aws_sagemaker as sagemaker,
+)
 from constructs import Construct, IDependable
 
 from hyperwarm._internal.nag import (

@@ -8,10 +8,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_sagemaker as sagemaker
 from aws_cdk.interfaces.aws_sagemaker import EndpointReference
 from constructs import Construct
 from typing_extensions import Protocol, runtime_checkable

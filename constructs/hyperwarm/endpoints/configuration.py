@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_iam as iam, aws_kms as kms, aws_sagemaker as sagemaker
 from constructs import Construct
 
 from hyperwarm.endpoints.props import ProductionVariant

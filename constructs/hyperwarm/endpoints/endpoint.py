@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import (
+    aws_applicationautoscaling as appscaling,
+    aws_cloudwatch as cloudwatch,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_s3 as s3,
+    aws_sagemaker as sagemaker,
+)
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_chatbot as chatbot
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import (
+    aws_chatbot as chatbot,
+    aws_cloudwatch as cloudwatch,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_sns as sns,
+    aws_sns_subscriptions as subscriptions,
+)
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.validation import repeated

@@ -15,9 +15,7 @@ import math
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_sns as sns
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
 from constructs import Construct
 
 from hyperwarm.endpoints.base import IInferenceEndpoint

@@ -15,11 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding

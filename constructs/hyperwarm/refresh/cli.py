@@ -29,8 +29,7 @@ import re
 import sys
 from typing import Any
 
-from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT
-from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY
+from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT, REPLAY_KEY
 
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""

@@ -10,12 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import (
+    aws_ec2 as ec2,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_lambda_destinations as destinations,
+    aws_logs as logs,
+    aws_sqs as sqs,
+)
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy

@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_dynamodb as dynamodb, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy

@@ -19,8 +19,7 @@ from functools import cache
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_ecr as ecr
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ecr as ecr, aws_iam as iam
 from constructs import IConstruct
 
 _ECR_URI = re.compile(
