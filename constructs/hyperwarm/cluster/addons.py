@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -110,6 +110,18 @@ def _wildcard_findings(scope: IConstruct, statements: Sequence[iam.PolicyStateme
     return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+', arn_prefix(scope), r)}]" for r in resources]
 
 
+@dataclass(frozen=True)
+class HyperPodDependenciesProps:
+    """Properties of :class:`HyperPodDependencies`."""
+
+    cluster: eks.ICluster
+    """The EKS cluster they are applied to (with a kubectl provider)."""
+    region: str
+    """The cluster's region: the registries of the images they run."""
+    after: Sequence[IConstruct] = ()
+    """What must exist first, e.g. the core add-ons. Default: nothing."""
+
+
 class HyperPodDependencies(Construct):
     """HyperPod's in-cluster dependencies; must exist before ``AWS::SageMaker::Cluster``.
 
@@ -117,12 +129,11 @@ class HyperPodDependencies(Construct):
     for an inference cluster (see :mod:`hyperwarm.cluster.hyperpod_dependencies`).
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster: eks.ICluster, region: str,
-                 after: Sequence[IConstruct] = ()) -> None:
+    def __init__(self, scope: Construct, id: str, props: HyperPodDependenciesProps) -> None:
         super().__init__(scope, id)
-        self.objects = hyperpod_dependencies.objects(region)
-        self.manifest = eks.KubernetesManifest(self, "Manifest", cluster=cluster, manifest=self.objects)
-        for dependency in after:
+        self.objects = hyperpod_dependencies.objects(props.region)
+        self.manifest = eks.KubernetesManifest(self, "Manifest", cluster=props.cluster, manifest=self.objects)
+        for dependency in props.after:
             self.manifest.node.add_dependency(dependency)
 
 
@@ -165,6 +176,21 @@ class InferenceOperatorRoles:
     keda: iam.Role
 
 
+@dataclass(frozen=True)
+class InferenceOperatorProps:
+    """Properties of :class:`InferenceOperator`."""
+
+    cluster: eks.Cluster
+    """The EKS cluster the operator and its prerequisites are installed on."""
+    hyperpod_cluster_arn: str
+    """The ``AWS::SageMaker::Cluster`` the operator deploys models to."""
+    addon_versions: Mapping[str, str] = field(default_factory=dict)
+    """Pinned EKS add-on builds by add-on name (the operator's and its prerequisites'). Default: EKS's default
+    build for the Kubernetes version."""
+    after: Sequence[IConstruct] = ()
+    """What must exist first, e.g. the ``AWS::SageMaker::Cluster``. Default: nothing."""
+
+
 class InferenceOperator(Construct):
     """The HyperPod inference operator add-on with every prerequisite it checks for.
 
@@ -173,9 +199,9 @@ class InferenceOperator(Construct):
     it comes after ``AWS::SageMaker::Cluster``). ``node.default_child`` is the operator add-on.
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster: eks.Cluster, hyperpod_cluster_arn: str,
-                 versions: Mapping[str, str], after: Sequence[IConstruct] = ()) -> None:
+    def __init__(self, scope: Construct, id: str, props: InferenceOperatorProps) -> None:
         super().__init__(scope, id)
+        cluster, versions, after = props.cluster, props.addon_versions, props.after
         self.namespace = OPERATOR_NAMESPACE
         self.addon_version: str | None = versions.get(INFERENCE_OPERATOR_ADDON)
         problem = addon_build_problem(self.addon_version)
@@ -216,7 +242,7 @@ class InferenceOperator(Construct):
         configuration: dict[str, object] = {
             "executionRoleArn": self.roles.execution.role_arn,
             "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
-            "hyperpodClusterArn": hyperpod_cluster_arn,
+            "hyperpodClusterArn": props.hyperpod_cluster_arn,
             "alb": {"serviceAccount": {"create": True, "roleArn": self.roles.load_balancer.role_arn}},
             "keda": {"auth": {"aws": {"irsa": {"roleArn": self.roles.keda.role_arn}}}},
         }

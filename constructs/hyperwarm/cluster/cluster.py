@@ -20,7 +20,7 @@ from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from constructs import Construct, Node
 
 from hyperwarm._internal.validation import raise_problems
-from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator
+from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator, InferenceOperatorProps
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, find_group
 from hyperwarm.cluster.network import HyperPodNetwork, HyperPodNetworkProps, network_problems
@@ -182,10 +182,10 @@ class HyperPodEksCluster(_HyperPodClusterBase):
         self.instance_groups = self.nodes.instance_groups
         self.inference_operator: InferenceOperator | None = None
         if props.install_inference_operator:
-            self.inference_operator = InferenceOperator(
-                self, "InferenceOperator", cluster=self.eks_cluster, hyperpod_cluster_arn=self.cluster_arn,
-                versions=props.addon_versions, after=[self.nodes.resource],
-            )
+            self.inference_operator = InferenceOperator(self, "InferenceOperator", InferenceOperatorProps(
+                cluster=self.eks_cluster, hyperpod_cluster_arn=self.cluster_arn,
+                addon_versions=props.addon_versions, after=[self.nodes.resource],
+            ))
 
     @staticmethod
     def from_cluster_attributes(scope: Construct, id: str, *, cluster_arn: str, eks_cluster: eks.ICluster,

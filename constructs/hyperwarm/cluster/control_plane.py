@@ -11,7 +11,7 @@ from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
 from hyperwarm._internal.validation import raise_problems
-from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, addon
+from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, HyperPodDependenciesProps, addon
 from hyperwarm.cluster.rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
 _ALL_CONTROL_PLANE_LOGS = (
@@ -84,8 +84,8 @@ class EksControlPlane:
         """The cluster-admin role created when no ``admin_principals`` are given."""
         self.core_addons: list[eks.CfnAddon] = [
             addon(scope, name, self.cluster, props.addon_versions) for name in CORE_ADDONS]
-        self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", cluster=self.cluster,
-                                                 region=cdk.Stack.of(scope).region, after=self.core_addons)
+        self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", HyperPodDependenciesProps(
+            cluster=self.cluster, region=cdk.Stack.of(scope).region, after=self.core_addons))
 
     def _grant_admins(self, scope: Construct, principals: Sequence[iam.IRole | iam.IUser]) -> iam.Role | None:
         """Cluster-admin access entries for ``principals``, or for a new role (returned) without any."""
