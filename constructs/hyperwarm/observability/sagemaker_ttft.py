@@ -12,7 +12,7 @@ Every query comes from :mod:`hyperwarm.functions.cache_exporter.promql`.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
@@ -21,8 +21,20 @@ from constructs import Construct
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.cache_exporter import promql
 
-if TYPE_CHECKING:
-    from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge
+
+class TtftMetrics(Protocol):
+    """What the TTFT widgets read: the endpoint metrics bridge
+    (:class:`~hyperwarm.observability.endpoint_metrics.EndpointMetricsBridge`, which uses this module's
+    query helpers, so this module names only what it needs of it)."""
+
+    def metric_time_to_first_token(self, endpoint: IInferenceEndpoint, variant: str,
+                                   **options: Any) -> cloudwatch.Metric: ...
+
+    def metric_prefix_cache_hit_rate(self, endpoint: IInferenceEndpoint, variant: str,
+                                     **options: Any) -> cloudwatch.Metric: ...
+
+    def metric_query_failures(self, endpoint: IInferenceEndpoint, variant: str,
+                              **options: Any) -> cloudwatch.Metric: ...
 
 PENDING = cdk.Duration.minutes(5)
 """How long p99 must stay above the threshold before the alarm fires (and below it before it clears)."""
@@ -56,7 +68,7 @@ def detailed_observability_off(endpoint: IInferenceEndpoint) -> bool:
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,
-                 topic: sns.ITopic, bridge: EndpointMetricsBridge
+                 topic: sns.ITopic, bridge: TtftMetrics
                  ) -> tuple[cloudwatch.PromQLAlarm, list[cloudwatch.IWidget]]:
     """The variant's p99 TTFT alarm (notifying ``topic``) and its dashboard widgets: the bridge's
     p50/p95/p99 and prefix-cache graphs, the alarm's status, and the queries behind them."""
@@ -79,7 +91,7 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
     return alarm, widgets
 
 
-def bridge_widgets(bridge: EndpointMetricsBridge, endpoint: IInferenceEndpoint,
+def bridge_widgets(bridge: TtftMetrics, endpoint: IInferenceEndpoint,
                    variant: str) -> list[cloudwatch.GraphWidget]:
     """TTFT p50/p95/p99 of the variant, and the engine's prefix-cache hit rate beside the bridge's failed queries."""
     where = f"{endpoint.node.id}/{variant}"
