@@ -268,8 +268,9 @@ def _parse_target(where: str, raw: Any) -> Target:
                                     resource=raw.get("resource", "InferenceEndpointConfig"),
                                     caches=tuple(raw.get("caches", ())))
         elif kind == "endpoint":
-            bg = BlueGreen(**{k: tuple(v) if k == "rollback_alarms" else v
-                              for k, v in raw.get("blue_green", {}).items()})
+            options: dict[str, Any] = {k: tuple(v) if k == "rollback_alarms" else v
+                                       for k, v in raw.get("blue_green", {}).items()}
+            bg = BlueGreen(**options)
             target = EndpointTarget(endpoint=raw["endpoint"], blue_green=bg)
         else:
             raise ConfigError(f"{where}.kind: {kind!r} is not one of hyperpod, endpoint")

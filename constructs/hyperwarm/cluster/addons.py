@@ -19,6 +19,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
+from hyperwarm._internal.interfaces import as_cluster
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,
@@ -202,6 +203,7 @@ class InferenceOperator(Construct):
     def __init__(self, scope: Construct, id: str, props: InferenceOperatorProps) -> None:
         super().__init__(scope, id)
         cluster, versions, after = props.cluster, props.addon_versions, props.after
+        eks_cluster = as_cluster(cluster)
         self.namespace = OPERATOR_NAMESPACE
         self.addon_version: str | None = versions.get(INFERENCE_OPERATOR_ADDON)
         problem = addon_build_problem(self.addon_version)
@@ -232,12 +234,12 @@ class InferenceOperator(Construct):
                     "own TLS bucket", f"IAM5[Resource::<{logical_id(self.tls_bucket)}.Arn>/*]")
 
         prerequisites = [
-            addon(self, "cert-manager", cluster, versions, after=after),
-            addon(self, "metrics-server", cluster, versions, after=after),
-            addon(self, "aws-mountpoint-s3-csi-driver", cluster, versions, role=self.roles.s3_csi, after=after),
+            addon(self, "cert-manager", eks_cluster, versions, after=after),
+            addon(self, "metrics-server", eks_cluster, versions, after=after),
+            addon(self, "aws-mountpoint-s3-csi-driver", eks_cluster, versions, role=self.roles.s3_csi, after=after),
             # No IAM role: the operator only checks that the FSx CSIDriver exists; hyperwarm serves models
             # from S3, and the driver needs AWS permissions only to provision new file systems dynamically.
-            addon(self, "aws-fsx-csi-driver", cluster, versions, after=after),
+            addon(self, "aws-fsx-csi-driver", eks_cluster, versions, after=after),
         ]
         configuration: dict[str, object] = {
             "executionRoleArn": self.roles.execution.role_arn,
@@ -252,7 +254,7 @@ class InferenceOperator(Construct):
             # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html).
             configuration["inferenceOperator"] = {"enabled": True}
         self.addon = addon(
-            self, INFERENCE_OPERATOR_ADDON, cluster, versions, configuration=configuration,
+            self, INFERENCE_OPERATOR_ADDON, eks_cluster, versions, configuration=configuration,
             after=[*after, *prerequisites, self.load_balancer_policy],
         )
         self.node.default_child = self.addon

@@ -19,6 +19,7 @@ from typing import Protocol
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from constructs import Construct, Node
 
+from hyperwarm._internal.interfaces import as_cluster
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator, InferenceOperatorProps
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
@@ -167,7 +168,7 @@ class HyperPodEksCluster(_HyperPodClusterBase):
             kubernetes_version=props.kubernetes_version, endpoint_public_access=props.endpoint_public_access,
             admin_principals=props.admin_principals, addon_versions=props.addon_versions))
         self.nodes = HyperPodNodes(self, HyperPodNodesProps(
-            eks_cluster=self.control_plane.cluster, security_group=self.network.security_group,
+            eks_cluster=as_cluster(self.control_plane.cluster), security_group=self.network.security_group,
             subnet_ids=self.network.private_subnet_ids, instance_groups=props.instance_groups,
             node_recovery=props.node_recovery, after=[self.control_plane.dependencies],
             image_registry_accounts=props.image_registry_accounts))

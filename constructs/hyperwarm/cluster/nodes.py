@@ -20,6 +20,7 @@ from aws_cdk import (
 )
 from constructs import Construct, IDependable
 
+from hyperwarm._internal.interfaces import scope_of
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,
@@ -223,7 +224,7 @@ class HyperPodNodes:
 def _acknowledge_bucket_deployment(deployment: s3deploy.BucketDeployment, bucket: s3.IBucket) -> None:
     """Findings on aws-cdk-lib's bucket-deployment handler (a stack singleton, the owner of ``handler_role``).
     The assets bucket is the one the stack's synthesizer puts the asset in, whatever its bootstrap qualifier."""
-    handler = deployment.handler_role.node.scope
+    handler = scope_of(deployment.handler_role)
     assets_buckets = sorted({finding_text(deployment, a.s3_bucket_name) for a in deployment.node.find_all()
                              if isinstance(a, s3_assets.Asset)})
     acknowledge(handler, "aws-cdk-lib's bucket-deployment handler copies the asset from the CDK "

@@ -4,7 +4,7 @@ grant and metric methods every endpoint (created or imported) shares."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 import jsii
@@ -193,4 +193,7 @@ class ImportedInferenceEndpoint(EndpointBase):
     @property
     def grant_principal(self) -> iam.IPrincipal:
         """The execution role if given; else grants to the endpoint only warn (there is no role to add them to)."""
-        return self.execution_role or iam.UnknownPrincipal(resource=self)
+        if self.execution_role is not None:
+            return self.execution_role
+        # UnknownPrincipal implements IPrincipal in JavaScript; its Python type does not declare every member.
+        return cast(iam.IPrincipal, iam.UnknownPrincipal(resource=self))

@@ -207,7 +207,7 @@ class InferenceEndpoint(EndpointBase):
             return []
         alarms = list(g.rollback_alarms)
         if g.alarm_on_5xx_errors:
-            alarms += [_rollback_5xx_alarm(self, name, str(self._props.endpoint_name)) for name in self.variant_names]
+            alarms += [_rollback_5xx_alarm(self, name, str(self._props.endpoint_name)) for name in self.variants]
         if alarms:
             # Deployment guardrails prerequisite: the execution role may describe its auto-rollback alarms.
             self.execution_role.add_to_principal_policy(iam.PolicyStatement(

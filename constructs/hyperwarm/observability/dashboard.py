@@ -101,7 +101,7 @@ class InferenceObservability(Construct):
         for endpoint in props.endpoints:
             for variant in endpoint.variant_names or ():
                 self._variant(endpoint, variant, props)
-        if props.hyperpod is not None:
+        if props.hyperpod is not None and self.exporter is not None:
             for model in props.hyperpod.models:
                 self._model(model, props)
                 self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
@@ -124,7 +124,7 @@ class InferenceObservability(Construct):
             self._alarm(f"{id}Errors", bridge.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
                         "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
-        self.endpoint_metrics: EndpointMetricsBridge | None = (self.endpoint_metrics_bridges or [None])[0]
+        self.endpoint_metrics: EndpointMetricsBridge | None = next(iter(self.endpoint_metrics_bridges), None)
         """The first endpoint metrics bridge (None without endpoints with detailed observability on)."""
         self.otel_enrichment: cloudwatch.CfnOTelEnrichment | None = None
         """The account's OTel enrichment where this construct creates it (with bridges and ``create``)."""

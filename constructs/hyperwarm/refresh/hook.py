@@ -265,8 +265,9 @@ class CacheRefreshHook(Construct):
 
     def _environment(self, props: CacheRefreshHookProps) -> dict[str, str]:
         """The function's environment (README.md of ``lambdas/cache_refresh``, "Environment")."""
-        targets = {m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
-                   for m in props.models}
+        targets: dict[str, list[contract.Target]] = {
+            m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
+            for m in props.models}
         return {
             contract.REFRESH_TARGETS: cdk.Stack.of(self).to_json_string(contract.targets_json(targets)),
             contract.STATE_TABLE: self.state_table.table_name,
@@ -345,9 +346,9 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
-    for j, target in enumerate(model.hyperpod):
+    for j, hyperpod in enumerate(model.hyperpod):
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
-                     contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+                     contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)]
     for j, target in enumerate(model.endpoints):
         endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
         if cdk.Token.is_unresolved(endpoint.endpoint_name):

@@ -86,9 +86,10 @@ def _cache_file(framework: str, version: str) -> Path:
 
 def _read(cache: Path) -> dict[str, str]:
     try:
-        return json.loads(cache.read_text())
+        known = json.loads(cache.read_text())
     except (OSError, ValueError):
         return {}
+    return {str(k): str(v) for k, v in known.items()} if isinstance(known, dict) else {}
 
 
 def _write(cache: Path, known: dict[str, str]) -> None:
@@ -105,7 +106,7 @@ def _resolve(framework: str, version: str, region: str) -> str:
     from sagemaker.core import image_uris
 
     try:
-        return image_uris.retrieve(framework=framework, version=version, region=region)
+        return str(image_uris.retrieve(framework=framework, version=version, region=region))
     except (ValueError, KeyError) as exc:
         raise ValueError(f"no official {framework} {version} image in {region}: {exc}") from None
 
