@@ -19,6 +19,11 @@ import resource
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 from .scenarios import get_scenario
 from .sim import simulate
@@ -33,7 +38,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _progress(show: bool):
+def _progress(show: bool) -> Progress:
     """A rich progress bar on stderr (a run takes seconds; the whole bench minutes)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -45,23 +50,24 @@ def _progress(show: bool):
     )
 
 
-def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show_progress: bool = True) -> list[dict]:
-    rows = []
+def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str],
+        show_progress: bool = True) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     with _progress(show_progress) as prog:
         for name in scenarios:
             rows.extend(_run_scenario(prog, name, requests, strategies))
     return rows
 
 
-def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> list[dict]:
-    rows = []
+def _run_scenario(prog: Progress, name: str, requests: int, strategies: Sequence[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     sc = get_scenario(name)
     wl = sc.workload(0, requests)
     for sname in strategies:
         s = make_strategy(sname, prefix_length=sc.prefix_length, concurrency_threshold=sc.concurrency_threshold)
         task = prog.add_task(f"{name} {s.label()}", total=wl.n_requests)
         t0 = time.perf_counter()
-        r = simulate(wl, s, sc.instances, sc.model, progress=lambda k, task=task: prog.advance(task, k))
+        r = simulate(wl, s, sc.instances, sc.model, progress=partial(prog.advance, task))
         dt = time.perf_counter() - t0
         prog.remove_task(task)
         rows.append(

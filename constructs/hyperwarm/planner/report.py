@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
 from .sim import StrategyResult
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _num(x: float, nd: int = 4) -> float | None:
@@ -18,7 +22,7 @@ def _num(x: float, nd: int = 4) -> float | None:
     return round(x, nd)
 
 
-def results_to_dict(scenario: str, results: list[StrategyResult], **extra) -> dict[str, object]:
+def results_to_dict(scenario: str, results: list[StrategyResult], **extra: object) -> dict[str, object]:
     """The ``--json`` object: ``{"scenario": ..., "strategies": {NAME: {...}}}``.
 
     When one strategy runs with several settings the later keys get the
@@ -48,11 +52,11 @@ def results_to_dict(scenario: str, results: list[StrategyResult], **extra) -> di
     return out
 
 
-def to_json(scenario: str, results: list[StrategyResult], **extra) -> str:
+def to_json(scenario: str, results: list[StrategyResult], **extra: object) -> str:
     return json.dumps(results_to_dict(scenario, results, **extra), indent=2)
 
 
-def render_table(results: list[StrategyResult], title: str = "", closed_loop: bool = False):
+def render_table(results: list[StrategyResult], title: str = "", closed_loop: bool = False) -> Table:
     """A ``rich.table.Table`` with one row per strategy; ``closed_loop`` runs also give each
     strategy's throughput change (open-loop throughput is the offered rate)."""
     from rich.table import Table

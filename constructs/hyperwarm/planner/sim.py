@@ -47,11 +47,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 
 from .strategies import PrefixAware, Strategy
-from .workloads import Workload
+from .workloads import Request, Workload
+
+Running = tuple[float, int, int]
+"""An in-flight request on the heap: ``(completion time, instance, KV tokens it holds)``."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,7 @@ class StrategyResult:
         return d
 
 
-def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
+def _kv_wait(heap: list[Running], i: int, excess: float, start: float) -> float:
     """When instance ``i`` has freed ``excess`` KV tokens: the completion
     time of its running requests, earliest first, that release them.  Rare
     (only when KV memory is full), so a scan of the heap is fine."""
@@ -214,7 +217,7 @@ def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
 def _core(
     workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int,
     clients: int | None = None,
-):
+) -> Generator[None, Request | None, StrategyResult]:
     """One strategy's simulation as a coroutine: send it request tuples,
     then ``None``; it returns the :class:`StrategyResult` (StopIteration).
     A coroutine lets :func:`simulate_many` read a trace once for many
@@ -225,12 +228,12 @@ def _core(
     B = model.block_tokens
     ncache = 1 if strategy.shared_cache else n
     cap = (model.kv_capacity_tokens // B) * (n if strategy.shared_cache else 1)
-    caches = [OrderedDict() for _ in range(ncache)]
+    caches: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(ncache)]  # block key -> blocks
     used = [0] * ncache
     inflight = [0] * n
     free_at = [0.0] * n
     counts = [0] * n
-    heap: list = []
+    heap: list[Running] = []
     hist = [0] * _NBINS
     route = strategy.bind(n, caches, inflight, workload, seed)
 

@@ -133,7 +133,7 @@ class TuneResult:
         return json.dumps({"routing": self.routing})
 
 
-def _validate(values: Sequence[int], field_name: str, rng) -> list[int]:
+def _validate(values: Sequence[int], field_name: str, rng: tuple[int, int]) -> list[int]:
     lo, hi = rng
     out = []
     for v in values:
@@ -210,12 +210,15 @@ def _check_args(n_instances: int, max_share_deviation: float, seeds: int, batch:
 _Run = Callable[[list[Strategy], int], list[StrategyResult]]
 
 
-def _runner(workload, n_instances: int, model: InstanceModel, batch: int, clients: int | None, on_run) -> _Run:
+def _runner(workload: Workload | Callable[[int], Workload], n_instances: int, model: InstanceModel, batch: int,
+            clients: int | None, on_run: Callable[[str], None] | None) -> _Run:
     """``run(strategies, seed)``: one pass over the seed's workload per batch
     of strategies, since reading and parsing a trace costs more than
     simulating one strategy on it."""
     tick = on_run or (lambda label: None)
-    for_seed = workload if callable(workload) and not isinstance(workload, Workload) else (lambda s: workload)
+
+    def for_seed(seed: int) -> Workload:
+        return workload if isinstance(workload, Workload) else workload(seed)
 
     def run(strategies: list[Strategy], s: int) -> list[StrategyResult]:
         wl = for_seed(s)
@@ -230,7 +233,13 @@ def _runner(workload, n_instances: int, model: InstanceModel, batch: int, client
     return run
 
 
-def _rank(r: StrategyResult):
+def _int_param(r: StrategyResult, name: str) -> int:
+    value = r.params[name]
+    assert isinstance(value, int), (name, value)  # PrefixAware.params() holds its validated ints
+    return value
+
+
+def _rank(r: StrategyResult) -> tuple[float, float, float]:
     # p90 first; the least imbalance and highest hit rate break near-ties
     return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
 
@@ -257,10 +266,10 @@ def _noise_check(run: _Run, finalists: list[StrategyResult], fresh: list[int], f
     """Re-run the finalists with both baselines on the ``fresh`` seeds and
     pair them seed by seed; the best is the lowest mean p90 among the
     finalists that win (among all of them if none does)."""
-    finalist_strategies = [
-        PrefixAware(f.params["prefix_length"], f.params["concurrency_threshold"]) for f in finalists
+    finalist_strategies: list[Strategy] = [
+        PrefixAware(_int_param(f, "prefix_length"), _int_param(f, "concurrency_threshold")) for f in finalists
     ]
-    runs = [run([Random(), LeastOutstanding()] + finalist_strategies, s) for s in fresh]
+    runs = [run([Random(), LeastOutstanding(), *finalist_strategies], s) for s in fresh]
     by_strategy = list(zip(*runs, strict=True))  # per strategy: its run on each fresh seed
     rnd_runs, lor_runs, pa_runs = list(by_strategy[0]), list(by_strategy[1]), [list(r) for r in by_strategy[2:]]
     confirmed = [

@@ -40,10 +40,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-Request = tuple[float, int, int, tuple, int | None, bytes | None]
+Segments = tuple[tuple[int, int], ...]
+"""A prompt's ``(key, end token)`` runs, in order."""
+Request = tuple[float, int, int, Segments, int | None, bytes | None]
+"""``(arrival s, input tokens, output tokens, segments, output key, body)``: see the module docstring."""
 
 #: Bytes of serialised JSON per prompt token (English text is ~4 characters
 #: per Llama-3 token; JSON escaping adds little for plain prose).
@@ -112,16 +116,17 @@ class Workload:
         )
 
 
-def _check(name: str, value, lo, hi=None) -> None:
+def _check(name: str, value: float | None, lo: float, hi: float | None = None) -> None:
     if value is None or value < lo or (hi is not None and value > hi):
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         raise ValueError(f"{name}={value!r} is outside the allowed range {rng}")
 
 
-def _arrivals(rng: np.random.Generator, rate_rps: float, n: int, t0: float) -> list:
+def _arrivals(rng: np.random.Generator, rate_rps: float, n: int, t0: float) -> list[float]:
     """Poisson arrivals: ``n`` timestamps after ``t0``."""
     times = np.cumsum(rng.exponential(1.0 / rate_rps, n)) + t0
-    return times.tolist()
+    arrivals: list[float] = times.tolist()  # tolist: one C call, not one per element
+    return arrivals
 
 
 def shared_prefix(
@@ -189,20 +194,19 @@ def _shared_prefix_requests(
         qlen = _question_lengths(rng, question_tokens, question_jitter, b)
         for tt, g, q in zip(times, grp.tolist(), qlen, strict=True):
             inp = P + q
-            if P:
-                segs = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp))
-            else:
-                segs = ((hash((_S_QUESTION, seed, i)), inp),)
+            segs: Segments = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp)) if P \
+                else ((hash((_S_QUESTION, seed, i)), inp),)
             yield (tt, inp, output_tokens, segs, None, None)
             i += 1
 
 
-def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: float, n: int) -> list:
+def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: float, n: int) -> list[int]:
     """``n`` question lengths, uniform within +-``jitter`` of ``question_tokens``."""
     if jitter > 0:
         lo = max(1, int(question_tokens * (1 - jitter)))
         hi = int(question_tokens * (1 + jitter)) + 1
-        return rng.integers(lo, hi, n).tolist()
+        lengths: list[int] = rng.integers(lo, hi, n).tolist()
+        return lengths
     return [question_tokens] * n
 
 
@@ -255,13 +259,13 @@ def multi_turn_chat(
 
 
 def _conversations(rng: np.random.Generator, seed: int, rounds: tuple[int, int], system_prompts: int,
-                   system_tokens: int) -> Callable[[int], list]:
+                   system_tokens: int) -> Callable[[int], list[Any]]:
     """``new(system prompt index)``: a fresh conversation, numbered in order, as
     the mutable list ``[conv id, turns done, turns total, segs, end tokens, pending reply]``."""
     sys_keys = [hash((_S_SYSTEM, seed, s)) for s in range(system_prompts)]
     next_conv = [0]
 
-    def new(sys_choice: int) -> list:
+    def new(sys_choice: int) -> list[Any]:
         cid = next_conv[0]
         next_conv[0] += 1
         r = int(rng.integers(rounds[0], rounds[1] + 1))
