@@ -38,8 +38,9 @@ class ClusterStack(cdk.Stack):
         if config.production:
             # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
             # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
-            for cluster in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
-                cluster.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+            for resource in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
+                assert isinstance(resource, cdk.CfnResource)  # the AWS::EKS::Cluster, the AWS::SageMaker::Cluster
+                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
 
 
 def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:

@@ -76,6 +76,8 @@ def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyper
             state_table_name=table, targets=[t for ts in served.values() for t in ts], **rollback))
         for name in served:  # what sets the served model: a change to any of them updates the endpoint
             endpoint = endpoints.endpoints[name]
-            guards["endpoints"].protect(endpoint.node.default_child, endpoint.endpoint_config,
+            resource = endpoint.node.default_child  # the AWS::SageMaker::Endpoint
+            assert resource is not None
+            guards["endpoints"].protect(resource, endpoint.endpoint_config,
                                         *endpoint.models.values())
     return guards

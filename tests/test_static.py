@@ -31,7 +31,7 @@ def test_ruff_finds_nothing() -> None:
 
 @pytest.mark.parametrize("target", [
     ["--strict", "-p", "hyperwarm"],
-    ["stacks", "app.py", "examples/my_platform_app.py"],
+    ["stacks", "app.py", "examples/my_platform_app.py", "tests/typed_usage.py"],
 ], ids=["library (strict)", "app"])
 def test_mypy_finds_nothing(target: list[str]) -> None:
     result = _run("mypy", *target)

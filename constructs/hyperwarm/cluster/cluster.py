@@ -178,13 +178,14 @@ class HyperPodEksCluster(_HyperPodClusterBase):
 
         self.vpc: ec2.IVpc = self.network.vpc
         self.security_group: ec2.ISecurityGroup = self.network.security_group
-        self.eks_cluster: eks.Cluster = self.control_plane.cluster
+        # An ICluster as IHyperPodCluster declares (the full eks.Cluster: control_plane.cluster).
+        self.eks_cluster: eks.ICluster = as_cluster(self.control_plane.cluster)
         self.cluster_arn = self.nodes.cluster_arn
         self.instance_groups = self.nodes.instance_groups
         self.inference_operator: InferenceOperator | None = None
         if props.install_inference_operator:
             self.inference_operator = InferenceOperator(self, "InferenceOperator", InferenceOperatorProps(
-                cluster=self.eks_cluster, hyperpod_cluster_arn=self.cluster_arn,
+                cluster=self.control_plane.cluster, hyperpod_cluster_arn=self.cluster_arn,
                 addon_versions=props.addon_versions, after=[self.nodes.resource],
             ))
 
