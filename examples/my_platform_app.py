@@ -1,12 +1,14 @@
 """A user's own CDK app that reuses hyperwarm's public API (not the project's stacks).
 
-Run: ``CDK_OUTDIR=/tmp/out python examples/my_platform_app.py``.
+Run: ``CDK_OUTDIR=/tmp/out python -m hyperwarm.run examples/my_platform_app.py`` (``hyperwarm.run`` points
+jsii at the Node that hyperwarm installs before ``aws_cdk`` loads; cdk.json: ``"app": "python -m hyperwarm.run
+my_platform_app.py"``). Type-checked with mypy in the test suite.
 """
 
-import hyperwarm  # first: it selects the Node that jsii runs on
+import aws_cdk as cdk
+from aws_cdk import aws_apigateway as apigateway, aws_iam as iam
 
-import aws_cdk as cdk  # noqa: E402
-from aws_cdk import aws_iam as iam  # noqa: E402
+import hyperwarm
 
 app = cdk.App()
 stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="eu-west-1"))
@@ -36,7 +38,11 @@ chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointPro
 ))
 chat.metric_model_latency("main", statistic="p90").create_alarm(
     stack, "ChatLatencyAlarm", threshold=2_000_000, evaluation_periods=3)  # microseconds
-chat.grant_invoke(cdk.aws_iam.Role(stack, "ChatCaller", assumed_by=cdk.aws_iam.AccountRootPrincipal()))
+chat.grant_invoke(iam.Role(stack, "ChatCaller", assumed_by=iam.AccountRootPrincipal()))
+# The endpoint is an aws_sagemaker.IEndpoint: aws-cdk-lib's integrations take it as it is.
+api = apigateway.RestApi(stack, "ChatApi", cloud_watch_role=False)
+api.root.add_resource("chat").add_method("POST", apigateway.SagemakerIntegration(chat),
+                                         authorization_type=apigateway.AuthorizationType.IAM)
 # Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call (an example address).
 alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(emails=["oncall@example.com"]))
 hyperwarm.notify_alarms(stack, alarms.topic)

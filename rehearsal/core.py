@@ -36,7 +36,7 @@ class Assembly:
     dependencies: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
-    def from_outdir(cls, outdir: str | Path) -> "Assembly":
+    def from_outdir(cls, outdir: str | Path) -> Assembly:
         outdir = Path(outdir)
         manifest = json.loads((outdir / "manifest.json").read_text())
         templates: dict[str, dict[str, Any]] = {}
@@ -51,7 +51,7 @@ class Assembly:
 
     @classmethod
     def from_templates(cls, templates: Mapping[str, dict[str, Any]],
-                       dependencies: Mapping[str, Iterable[str]] | None = None) -> "Assembly":
+                       dependencies: Mapping[str, Iterable[str]] | None = None) -> Assembly:
         """An assembly built in memory: how the rules' own tests feed them a defective template."""
         deps = {name: set((dependencies or {}).get(name, ())) for name in templates}
         return cls(dict(templates), deps)
@@ -138,7 +138,7 @@ def direct_dependencies(resource: Mapping[str, Any]) -> set[str]:
                 found.add(value["Ref"])
             attribute = value.get("Fn::GetAtt")
             if attribute is not None:
-                found.add((attribute[0] if isinstance(attribute, list) else str(attribute).split(".")[0]))
+                found.add(attribute[0] if isinstance(attribute, list) else str(attribute).split(".")[0])
             sub = value.get("Fn::Sub")
             if sub is not None:
                 text = sub if isinstance(sub, str) else sub[0]

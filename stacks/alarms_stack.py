@@ -11,8 +11,14 @@ import aws_cdk as cdk
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from hyperwarm.observability.alarms import (AlarmDestination, AlarmDestinationProps, SlackChannel, declare_existing_alarm_topic,
-                              has_alarms, notify_alarms)
+from hyperwarm.observability.alarms import (
+    AlarmDestination,
+    AlarmDestinationProps,
+    SlackChannel,
+    declare_existing_alarm_topic,
+    has_alarms,
+    notify_alarms,
+)
 from stacks.config import EnvironmentConfig
 
 

@@ -6,13 +6,14 @@ targets one; without it every environment is synthesized.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperwarm import declare_existing_buckets
+from hyperwarm import IHyperPodCluster, declare_existing_buckets
 from hyperwarm.observability.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
@@ -50,22 +51,25 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}
     stacks: dict[str, cdk.Stack] = {}
-    cluster = None
+    cluster: IHyperPodCluster | None = None
     if config.instance_groups:  # an endpoints-only environment has no HyperPod cluster
-        stacks["cluster"] = ClusterStack(app, stack_name(env_name, "cluster"), config=config, **common,
-                                         description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
-        cluster = stacks["cluster"].cluster
+        cluster_stack = stacks["cluster"] = ClusterStack(
+            app, stack_name(env_name, "cluster"), config=config, **common,
+            description=f"hyperwarm {env_name}: VPC, EKS and the HyperPod cluster")
+        cluster = cluster_stack.cluster
+    caches_stack: CachesStack | None = None
     if config.caches.models:
         assert cluster is not None  # the config rules place every cached model on an instance group
-        stacks["caches"] = CachesStack(app, stack_name(env_name, "caches"), env_name=env_name, config=config,
-                                       cluster=cluster, **common,
-                                       description=f"hyperwarm {env_name}: model weights and image caches")
+        caches_stack = stacks["caches"] = CachesStack(
+            app, stack_name(env_name, "caches"), env_name=env_name, config=config, cluster=cluster, **common,
+            description=f"hyperwarm {env_name}: model weights and image caches")
+    endpoints_stack: EndpointsStack | None = None
     if config.endpoints:
-        stacks["endpoints"] = EndpointsStack(app, stack_name(env_name, "endpoints"), env_name=env_name,
-                                             config=config, **common,
-                                             description=f"hyperwarm {env_name}: SageMaker inference endpoints")
+        endpoints_stack = stacks["endpoints"] = EndpointsStack(
+            app, stack_name(env_name, "endpoints"), env_name=env_name, config=config, **common,
+            description=f"hyperwarm {env_name}: SageMaker inference endpoints")
+    endpoints = endpoints_stack.endpoints if endpoints_stack is not None else {}
     if config.refresh.models:
-        endpoints = stacks["endpoints"].endpoints if "endpoints" in stacks else {}
         stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), env_name=env_name, config=config,
                                          cluster=cluster,
                                          endpoints=endpoints, **common,
@@ -74,13 +78,12 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for part in ("caches", "endpoints"):
             if part in stacks:
                 stacks["refresh"].add_stack_dependency(stacks[part])
-        add_refresh_guards(env_name, config, cluster, stacks.get("caches"),  # type: ignore[arg-type]
-                           stacks.get("endpoints"))  # type: ignore[arg-type]
+        add_refresh_guards(env_name, config, cluster, caches_stack, endpoints_stack)
     if config.observability.enabled and ("endpoints" in stacks or "caches" in stacks):  # something to observe
         stacks["observability"] = ObservabilityStack(
             app, stack_name(env_name, "observability"), env_name=env_name, config=config,
             cluster=cluster if "caches" in stacks else None,
-            endpoints=stacks["endpoints"].endpoints if "endpoints" in stacks else {}, **common,
+            endpoints=endpoints, **common,
             description=f"hyperwarm {env_name}: dashboard, alarms and the cache metrics exporter")
         if "caches" in stacks:  # the models' deployments exist before their metrics are read
             stacks["observability"].add_stack_dependency(stacks["caches"])

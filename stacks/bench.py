@@ -10,12 +10,10 @@ validation and cdk-nag add.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table

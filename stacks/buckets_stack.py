@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_kms as kms, aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm import model_bucket

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
@@ -39,8 +38,9 @@ class ClusterStack(cdk.Stack):
         if config.production:
             # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
             # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
-            for cluster in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
-                cluster.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+            for resource in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
+                assert isinstance(resource, cdk.CfnResource)  # the AWS::EKS::Cluster, the AWS::SageMaker::Cluster
+                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
 
 
 def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:

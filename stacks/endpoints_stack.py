@@ -6,7 +6,7 @@ cluster, so they deploy (and roll back) on their own.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import aws_cdk as cdk
 import jsii
@@ -19,6 +19,8 @@ from stacks.config.endpoints import endpoint_name
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.images import official_image_uri
 from hyperwarm.serving.inference_ami import cuda_ami_problem
+from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
+from stacks.config.endpoints import endpoint_name
 
 
 def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) -> ProductionVariant:

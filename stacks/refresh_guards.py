@@ -9,12 +9,11 @@ state table is named, not referenced.
 
 from __future__ import annotations
 
-from hyperwarm.functions.cache_refresh import contract
-
 from hyperwarm import IHyperPodCluster
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import endpoint_name
-from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 
 from .caches_stack import CachesStack
 from .endpoints_stack import EndpointsStack
@@ -77,6 +76,8 @@ def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyper
             state_table_name=table, targets=[t for ts in served.values() for t in ts], **rollback))
         for name in served:  # what sets the served model: a change to any of them updates the endpoint
             endpoint = endpoints.endpoints[name]
-            guards["endpoints"].protect(endpoint.node.default_child, endpoint.endpoint_config,
+            resource = endpoint.node.default_child  # the AWS::SageMaker::Endpoint
+            assert resource is not None
+            guards["endpoints"].protect(resource, endpoint.endpoint_config,
                                         *endpoint.models.values())
     return guards

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperwarm import BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget, IHyperPodCluster, InferenceEndpoint, RefreshedPrefix
+from hyperwarm import (
+    BlueGreen,
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    HyperPodRefreshTarget,
+    IHyperPodCluster,
+    InferenceEndpoint,
+    RefreshedPrefix,
+)
+from manifests.inference import weights_cache_name
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
@@ -38,11 +47,15 @@ class RefreshStack(cdk.Stack):
         configured = {e.name: e for e in config.endpoints}
         models = []
         for entry in refresh.models:
-            hyperpod = [HyperPodRefreshTarget(
-                cluster=cluster, namespace=config.caches.namespace, name=name,
-                weights_caches=[weights_cache_name(name)] if cached[name].prewarm and cached[name].weights_cache else [])
-                for name in entry.caches]
-            served = [EndpointRefreshTarget(endpoint=endpoints[name], blue_green=blue_green(configured[name], endpoints[name]))
+            hyperpod = []
+            if entry.caches:
+                assert cluster is not None  # the config rules place every cached model on the environment's cluster
+                hyperpod = [HyperPodRefreshTarget(
+                    cluster=cluster, namespace=config.caches.namespace, name=name,
+                    weights_caches=[weights_cache_name(name)] if cached[name].prewarm and cached[name].weights_cache
+                    else []) for name in entry.caches]
+            served = [EndpointRefreshTarget(endpoint=endpoints[name],
+                                            blue_green=blue_green(configured[name], endpoints[name]))
                       for name in entry.endpoints]
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(

@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from stacks.config.environment import load_context
 from manifests import write_manifests
+from stacks.config.environment import load_context
 
 from .app import build_app, selected_environments
 from .baseline import CONTEXT_KEY, synthesize

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 
 from hyperwarm import HyperPodEksCluster, IHyperPodCluster, InferenceOperator, InstanceGroupSpec
 

@@ -8,10 +8,10 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
+from test_config import error_of
 
 from stacks.app import build_app
 from stacks.config import ConfigError, parse_environment, parse_environments
-from test_config import error_of
 
 ENDPOINTS = {"endpoints": [{"name": "chat", "variants": [{
     "name": "main", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge",
@@ -27,7 +27,8 @@ def test_production_without_a_destination_refuses_to_synth() -> None:
     assert "environments.live.alarms: {}" in error_of({**ENDPOINTS, "production": True}, env="live")
 
 
-@pytest.mark.parametrize("alarms", [{"emails": ["oncall@example.com"]}, {"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
+@pytest.mark.parametrize("alarms", [{"emails": ["oncall@example.com"]},
+                                    {"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
                                     {"https_endpoints": ["https://events.pagerduty.com/integration/abc/enqueue"]},
                                     {"slack_channels": [{"workspace_id": "T07EA123LEP", "channel_id": "C07EZ1ABC23"}]}])
 def test_any_destination_satisfies_production(alarms: dict[str, Any]) -> None:
@@ -129,9 +130,7 @@ def test_slack_channels_receive_alarms_through_chatbot_that_may_run_nothing(proj
 
 
 def test_notify_alarms_keeps_actions_alarms_already_have() -> None:
-    from aws_cdk import aws_cloudwatch as cloudwatch
-    from aws_cdk import aws_cloudwatch_actions as actions
-    from aws_cdk import aws_sns as sns
+    from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
 
     from hyperwarm.observability.alarms import notify_alarms
 

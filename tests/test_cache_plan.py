@@ -17,6 +17,12 @@ from stacks.plan import ColdStart, Scenarios, plan, plan_model
 
 from test_caches_config import environment, model
 
+from hyperwarm import cli
+from stacks.__main__ import COMMANDS
+from stacks.config.caches import CachedModel
+from stacks.config.environment import parse_environment
+from stacks.plan import ColdStart, Scenarios, plan, plan_model
+
 
 def main(argv: list[str]) -> int:
     return cli.main(argv, commands=COMMANDS, prog="python -m stacks")

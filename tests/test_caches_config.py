@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from stacks.config.caches import CachedModel
 from hyperwarm.caches.capacity import CacheFootprint, group_usage
 from hyperwarm.caches.placement import footprint
 from stacks.config.environment import ConfigError, parse_environment, parse_environments
 from stacks.app import build_app
+from stacks.config.caches import CachedModel
+from stacks.config.environment import ConfigError, parse_environment, parse_environments
 
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
 

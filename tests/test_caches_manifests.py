@@ -10,6 +10,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from test_caches_config import IMAGE, default_groups, environment, model
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
 from stacks.config.environment import parse_environment, parse_environments

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from stacks.config.environment import parse_environments
 from manifests import build_chart
 from rehearsal.core import Assembly
 from stacks.app import build_app
+from stacks.config.environment import parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 PRUNE_LABEL_PREFIX = "aws.cdk.eks/prune-"
@@ -73,11 +73,11 @@ def test_environment_without_caches_has_no_caches_stack(project_context) -> None
 
 def test_caches_need_the_inference_operator() -> None:
     import aws_cdk as cdk
-
-    from stacks.config.environment import parse_environment
-    from stacks.caches_stack import CachesStack
     from stand_ins import imported_cluster
     from test_caches_config import environment, model
+
+    from stacks.caches_stack import CachesStack
+    from stacks.config.environment import parse_environment
 
     config = parse_environment("dev", environment(model()))
     app = cdk.App()
@@ -90,11 +90,11 @@ def test_caches_need_the_inference_operator() -> None:
 
 def _caches_stack(operator_build: str | None, **model_overrides: object) -> None:
     import aws_cdk as cdk
+    from stand_ins import imported_cluster
+    from test_caches_config import environment, model
 
     from stacks.caches_stack import CachesStack
     from stacks.config.environment import parse_environment
-    from stand_ins import imported_cluster
-    from test_caches_config import environment, model
 
     config = parse_environment("dev", environment(model(**model_overrides)))
     app = cdk.App()

@@ -45,8 +45,8 @@ def _write_probe(directory: Path) -> None:
     sqs.CfnQueue(stack, "OpenQueue")
     acknowledge_checkov(sqs.CfnQueue(stack, "AcknowledgedQueue"), REASON, "CKV_AWS_27")
     (directory / "probe.template.json").write_text(json.dumps(Template.from_stack(stack).to_json()))
-    for name, annotations in (("open", {}), ("acknowledged", checkov_annotations({"CKV_K8S_8": REASON}))):
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+    for name, notes in (("open", {}), ("acknowledged", checkov_annotations({"CKV_K8S_8": REASON}))):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": notes},
                "spec": {"containers": [{"name": "c", "image": "public.ecr.aws/example/app:1.0"}]}}
         (directory / f"{name}.yaml").write_text(yaml.safe_dump(pod))
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 import json
+import re
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupSpec, NodeTaint

@@ -13,14 +13,14 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
+from stand_ins import imported_cluster
+from test_caches_config import default_groups, environment, model, problems
+from test_caches_manifests import crd_errors, crd_schemas, objects_of, of_kind  # noqa: F401 (fixture)
 
 from hyperwarm.caches.objects import STARTUP_MARGIN, startup_budget_s
 from stacks.caches_stack import CachesStack, cold_scale_out_warning
 from stacks.config.environment import parse_environment
 from stacks.plan import ColdStart
-from stand_ins import imported_cluster
-from test_caches_config import default_groups, environment, model, problems
-from test_caches_manifests import crd_errors, crd_schemas, objects_of, of_kind  # noqa: F401 (fixture)
 
 CLOUDWATCH = {"namespace": "AWS/SageMaker", "metric_name": "ConcurrentRequestsPerModel",
               "dimensions": {"EndpointName": "qwen"}, "target_value": 4}
@@ -104,7 +104,7 @@ def at(obj: dict[str, Any], path: str) -> Any:
 
 
 @pytest.mark.parametrize("option", OPTIONS)
-def test_option_renders_its_crd_field_and_validates(option, crd_schemas) -> None:
+def test_option_renders_its_crd_field_and_validates(option, crd_schemas) -> None:  # noqa: F811 (the fixture)
     given, path, expected = OPTIONS[option]
     obj = endpoint_config(environment(model(**given)))
     assert at(obj, path) == expected
@@ -120,7 +120,7 @@ def test_without_options_no_option_field_is_emitted() -> None:
 
 # --- probes: the startup probe outlasts the planner's cold start ------------------------------------
 
-def test_startup_probe_outlasts_the_planners_cold_start(crd_schemas) -> None:
+def test_startup_probe_outlasts_the_planners_cold_start(crd_schemas) -> None:  # noqa: F811 (the fixture)
     raw = environment(model(size_gb=145, probes={"period_s": 10}))
     raw["instance_groups"] = default_groups(instance_type="ml.g5.12xlarge")  # NVMe for 145 GB x 2
     obj = endpoint_config(raw)

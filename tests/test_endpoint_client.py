@@ -34,7 +34,7 @@ def test_plain_json_dumps_would_give_different_leading_bytes() -> None:
 
 
 def test_non_ascii_text_is_sent_as_utf8_bytes() -> None:
-    assert canonical_json({"q": "é"}) == '{"q":"é"}'.encode("utf-8")
+    assert canonical_json({"q": "é"}) == '{"q":"é"}'.encode()
 
 
 def test_invoke_arguments_carry_prefix_aware_id_and_pass_botocore_validation() -> None:

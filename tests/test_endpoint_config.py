@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from stacks.config import ConfigError, parse_environment
 from stacks.app import build_app
+from stacks.config import ConfigError, parse_environment
 
 IMAGE = {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"}
 

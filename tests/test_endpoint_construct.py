@@ -12,7 +12,6 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from hyperwarm import (
-    Autoscaling,
     ContainerImage,
     DataCapture,
     DeploymentGuardrails,
@@ -28,6 +27,7 @@ from hyperwarm import (
     ServerlessSpec,
     Serving,
     TrafficShift,
+    VariantAutoscaling,
     grant_model_data_read,
 )
 from hyperwarm.endpoints.rules import endpoint_problems
@@ -198,7 +198,7 @@ def test_cache_aware_routing_on_a_variant_fixed_at_one_instance_is_rejected(rout
 
 def test_cache_aware_routing_that_needs_autoscaling_to_reach_two_instances_warns() -> None:
     stack, _ = build(variant(instance_count=1, routing=Routing.kv_aware(),
-                             autoscaling=Autoscaling(max_capacity=3, target_value=8)))
+                             autoscaling=VariantAutoscaling(max_capacity=3, target_value=8)))
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("has no effect while"))
     assert len(warnings) == 1
 
@@ -286,7 +286,7 @@ def test_storage_key_is_omitted_when_a_variant_has_local_nvme() -> None:
 
 
 def test_autoscaling_tracks_the_chosen_metric_per_variant() -> None:
-    tpl = template(variant(autoscaling=Autoscaling(min_capacity=2, max_capacity=6, target_value=24)),
+    tpl = template(variant(autoscaling=VariantAutoscaling(min_capacity=2, max_capacity=6, target_value=24)),
                    endpoint_name="chat")
     (target,) = of_type(tpl, "AWS::ApplicationAutoScaling::ScalableTarget").values()
     assert target["Properties"]["MinCapacity"] == 2 and target["Properties"]["MaxCapacity"] == 6
@@ -359,7 +359,7 @@ def test_inference_component_enables_sagemaker_caching_and_leaves_the_variant_mo
 
 def test_scaling_targets_wait_for_the_endpoint_they_name_by_string() -> None:
     # Finding 1: the ResourceId names the endpoint as a string, so only DependsOn orders them.
-    tpl = template(variant(autoscaling=Autoscaling(min_capacity=2, max_capacity=6, target_value=24)),
+    tpl = template(variant(autoscaling=VariantAutoscaling(min_capacity=2, max_capacity=6, target_value=24)),
                    endpoint_name="chat")
     (endpoint_id,) = of_type(tpl, "AWS::SageMaker::Endpoint")
     (target,) = of_type(tpl, "AWS::ApplicationAutoScaling::ScalableTarget").values()

@@ -15,6 +15,15 @@ from hyperwarm.observability.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER
                                         EndpointMetricsBridgeProps, environment_size)
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
+from hyperwarm.observability.endpoint_metrics import (
+    ENVIRONMENT_LIMIT,
+    HANDLER,
+    MAX_VARIANTS,
+    EndpointMetricsBridge,
+    EndpointMetricsBridgeProps,
+    environment_size,
+)
+from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE
 
 _ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"
 

@@ -77,15 +77,9 @@ def test_library_root_exports_no_app_configuration() -> None:
     assert "EndpointConfig" not in hyperwarm.__all__  # SageMaker's own name; the app's model is not the library's
 
 
-def _too_long(path: Path, *, class_lines: int, function_lines: int) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        lines = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
-        if isinstance(node, ast.ClassDef) and lines > class_lines:
-            found.append(f"class {node.name} ({lines} lines)")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and lines > function_lines:
-            found.append(f"def {node.name} ({lines} lines)")
-    return found
+CLASS_LINES = 200
+"""Functions are held small by ruff (C901 complexity, PLR0915 statements: pyproject.toml, tests/test_static.py);
+ruff has no rule on a class's length, so this one stays a test."""
 
 
 GENERATED = LIBRARY / "caches" / "k8s"

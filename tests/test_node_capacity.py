@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 
 from hyperwarm import instance_spec
-from stacks.config import ConfigError, parse_environment
 from hyperwarm.cluster.node_capacity import (
-    NodeGroup, Workload, node_problems, parse_cpu_m, parse_memory_mi, pod, workloads_from_objects,
+    NodeGroup,
+    Workload,
+    node_problems,
+    parse_cpu_m,
+    parse_memory_mi,
+    pod,
+    workloads_from_objects,
 )
+from stacks.config import ConfigError, parse_environment
 
 QWEN = {
     "name": "qwen", "size_gb": 3.5, "instance_group": "inference",

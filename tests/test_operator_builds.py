@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.cluster.rules import (OLDEST_ADDON_OPERATOR, OPERATOR_ADDON_BUILDS, operator_fields,
-                                     operator_pin_problem, operator_pin_unverified)
+from hyperwarm.cluster.rules import (
+    OLDEST_ADDON_OPERATOR,
+    OPERATOR_ADDON_BUILDS,
+    operator_fields,
+    operator_pin_problem,
+    operator_pin_unverified,
+)
 
 API = "inference.sagemaker.aws.amazon.com/v1"
 

@@ -20,11 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path)}
     # Run from outside the repository so nothing but the installed package is importable.
-    subprocess.run([sys.executable, str(REPO / "examples" / "my_platform_app.py")], cwd=tmp_path, env=env,
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "hyperwarm.run", str(REPO / "examples" / "my_platform_app.py")],
+                   cwd=tmp_path, env=env, check=True, capture_output=True)
     template = json.loads((tmp_path / "MyTeamInference.template.json").read_text())
     kinds = {r["Type"] for r in template["Resources"].values()}
-    assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "AWS::SageMaker::Endpoint", "AWS::CloudWatch::Alarm"} <= kinds
+    assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "AWS::SageMaker::Endpoint", "AWS::CloudWatch::Alarm",
+            "AWS::ApiGateway::Method"} <= kinds
     assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
 
 

@@ -25,6 +25,19 @@ from hyperwarm.refresh.asset import FUNCTION
 from hyperwarm.functions.cache_refresh import config, contract
 from stand_ins import imported_cluster
 
+from hyperwarm import (
+    BlueGreen,
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    EndpointRefreshTarget,
+    HyperPodRefreshTarget,
+    InferenceEndpoint,
+    InstanceGroupSpec,
+    RefreshedPrefix,
+)
+from hyperwarm.functions.cache_refresh import config, contract
+from hyperwarm.refresh import asset as refresh_asset
+
 REPO = Path(__file__).resolve().parent.parent
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-exec"
 

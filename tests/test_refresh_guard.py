@@ -49,7 +49,7 @@ def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
 
     class Answer:
-        def __enter__(self) -> "Answer":
+        def __enter__(self) -> Answer:
             return self
 
         def __exit__(self, *args: Any) -> None:

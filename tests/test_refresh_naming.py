@@ -19,11 +19,22 @@ import pytest
 from aws_cdk.assertions import Template
 from moto import mock_aws
 
+from hyperwarm import (
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    ContainerImage,
+    EndpointRefreshTarget,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+    RefreshedPrefix,
+    Serving,
+)
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.cache_refresh.config import EndpointTarget
 from hyperwarm.functions.cache_refresh.events import parse_manifest_created
 from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target
-from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, ContainerImage, EndpointRefreshTarget, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, RefreshedPrefix, Serving
 from stacks.config import ConfigError, parse_environment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "refresh"))

@@ -6,6 +6,7 @@ import json
 
 import aws_cdk as cdk
 import pytest
+from stand_ins import imported_cluster
 
 from hyperwarm import (
     CacheRefreshHook,
@@ -15,9 +16,8 @@ from hyperwarm import (
     InstanceGroupSpec,
     RefreshedPrefix,
 )
-from stacks.config import ConfigError, parse_environment
 from hyperwarm.refresh.hook import BlueGreen, HyperPodRefreshTarget, rbac_objects
-from stand_ins import imported_cluster
+from stacks.config import ConfigError, parse_environment
 
 PROD = "hyperwarm-prod-refresh"
 
@@ -286,7 +286,8 @@ def test_hook_prefix_without_targets_is_rejected() -> None:
 
 
 def test_hook_rejects_an_unknown_resource_kind() -> None:
-    with pytest.raises(ValueError, match=r"models\[0\]\.hyperpod\[0\]\.resource = 'Deployment' -- allowed: InferenceEndpointConfig, JumpStartModel"):
+    with pytest.raises(ValueError, match=r"models\[0\]\.hyperpod\[0\]\.resource = 'Deployment' -- "
+                                         r"allowed: InferenceEndpointConfig, JumpStartModel"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m", "Deployment")])])
 
 
@@ -302,7 +303,8 @@ def test_hook_default_child_is_the_refresh_function() -> None:
 
 
 def test_blue_green_traffic_is_validated() -> None:
-    with pytest.raises(ValueError, match=r"models\[0\]\.endpoints\[0\]\.blue_green\.traffic = 'SOMETIMES' -- allowed: ALL_AT_ONCE, CANARY, LINEAR"):
+    with pytest.raises(ValueError, match=r"models\[0\]\.endpoints\[0\]\.blue_green\.traffic = 'SOMETIMES' -- "
+                                         r"allowed: ALL_AT_ONCE, CANARY, LINEAR"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
             InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="e"),
             BlueGreen(traffic="SOMETIMES"))])])

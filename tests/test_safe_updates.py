@@ -72,7 +72,7 @@ def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized)
     for env in ("staging", "prod"):
         text = json.dumps(synthesized.template(f"hyperwarm-{env}-refresh"))
         assert f"hyperwarm-{env}-endpoints:" not in text  # no Fn::ImportValue of its exports
-        assert '"StackName": "hyperwarm-%s-endpoints"' % env in text  # Fn::GetStackOutput: the role, key, alarms
+        assert f'"StackName": "hyperwarm-{env}-endpoints"' in text  # Fn::GetStackOutput: the role, key, alarms
 
 
 @pytest.mark.parametrize("edit", [

@@ -94,6 +94,7 @@ def test_the_ttft_alarm_notifies_the_topic():
 def test_alarm_ids_keep_endpoint_and_variant_apart():
     """Old: ``a``/``bc`` and ``ab``/``c`` both made the construct id ``abcTtftP99`` and synth failed."""
     from aws_cdk import aws_sns as sns
+
     from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps
     from hyperwarm.observability.sagemaker_ttft import variant_ttft
 

@@ -77,9 +77,11 @@ def test_a_hyperpod_worker_is_told_its_mount_path_gpus_and_port() -> None:
 @pytest.mark.parametrize("uri, expected", [
     (DLC_VLLM, "vllm"),
     ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128", "lmi"),
-    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04", "tgi"),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/"
+     "huggingface-pytorch-tgi-inference:2.4.0-tgi2.4.0-gpu-py311-cu124-ubuntu22.04", "tgi"),
     ("763104351884.dkr.ecr.us-west-2.amazonaws.com/sglang:0.5.20-gpu-py312-cu130-ubuntu24.04-sagemaker", "sglang"),
-    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-vllm:0.29.0-transformers5.15.0-gpu-py312-cu130-ubuntu24.04-v1.0", "vllm"),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/"
+     "huggingface-vllm:0.29.0-transformers5.15.0-gpu-py312-cu130-ubuntu24.04-v1.0", "vllm"),
     ("public.ecr.aws/deep-learning-containers/vllm:server-sagemaker-cuda", "vllm"),
     # The EC2 and HyperPod flavours in the same repositories read arguments, not SM_VLLM_*.
     ("public.ecr.aws/deep-learning-containers/vllm:server-cuda", None),
@@ -264,7 +266,8 @@ def test_short_flags_and_stray_values_are_rejected() -> None:
 
 def test_the_same_variable_from_args_and_environment_must_agree() -> None:
     assert problems(Serving(args=["--max-model-len", "4096"], environment={"SM_VLLM_MAX_MODEL_LEN": "8192"})) == [
-        "serving.environment.SM_VLLM_MAX_MODEL_LEN = '8192' -- also set by serving.args '--max-model-len 4096'; allowed: one of them"]
+        "serving.environment.SM_VLLM_MAX_MODEL_LEN = '8192' -- also set by serving.args '--max-model-len 4096'; "
+        "allowed: one of them"]
 
 
 def test_invalid_variable_names_are_rejected() -> None:

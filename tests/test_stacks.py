@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from stacks.config import ConfigError
 from stacks.app import build_app
+from stacks.config import ConfigError
 
 
 def names(app) -> list[str]:

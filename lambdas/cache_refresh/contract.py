@@ -13,19 +13,31 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-from .naming import (NAME_MAX, NAME_PATTERN, arn_name, endpoint_config_name, endpoint_config_stem,
-                     endpoint_name_problem, endpoint_target_id, hyperpod_target_id, model_name, model_stem,
-                     state_pk)
+from .naming import (
+    NAME_MAX,
+    NAME_PATTERN,
+    arn_name,
+    endpoint_config_name,
+    endpoint_config_stem,
+    endpoint_name_problem,
+    endpoint_target_id,
+    hyperpod_target_id,
+    model_name,
+    model_stem,
+    state_pk,
+)
 
 __all__ = [
     "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
     "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS",
     "MAX_EXECUTION_SECONDS_RANGE", "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN",
     "PACKAGE", "Problem", "RECONCILED_METRIC", "RECONCILE_HANDLER", "REFRESH_HANDLER", "REFRESH_TARGETS",
-    "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
+    "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target",
+    "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
     "prefix_problem", "service_name", "shift_percent_problem", "state_pk", "target_problems", "targets_json",
@@ -256,8 +268,9 @@ def _parse_target(where: str, raw: Any) -> Target:
                                     resource=raw.get("resource", "InferenceEndpointConfig"),
                                     caches=tuple(raw.get("caches", ())))
         elif kind == "endpoint":
-            bg = BlueGreen(**{k: tuple(v) if k == "rollback_alarms" else v
-                              for k, v in raw.get("blue_green", {}).items()})
+            options: dict[str, Any] = {k: tuple(v) if k == "rollback_alarms" else v
+                                       for k, v in raw.get("blue_green", {}).items()}
+            bg = BlueGreen(**options)
             target = EndpointTarget(endpoint=raw["endpoint"], blue_green=bg)
         else:
             raise ConfigError(f"{where}.kind: {kind!r} is not one of hyperpod, endpoint")

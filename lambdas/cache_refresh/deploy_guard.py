@@ -33,7 +33,8 @@ import os
 import random
 import time
 import urllib.request
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -134,8 +135,10 @@ def stale_targets(table: Any, targets: list[dict[str, str]], patience: Patience 
 def _item(table: Any, target_id: str, patience: Patience | None = None) -> dict[str, Any] | None:
     """The target's state item; None when it or the table does not exist (never refreshed)."""
     try:
-        return _patiently(lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
-                          patience or Patience()).get("Item")
+        item: dict[str, Any] | None = _patiently(
+            lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
+            patience or Patience()).get("Item")
+        return item
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
             return None
@@ -205,7 +208,7 @@ def rolling_back(stack_id: str, patience: Patience | None = None) -> bool:
     cloudformation = boto3.client("cloudformation")
     (stack,) = _patiently(lambda: cloudformation.describe_stacks(StackName=stack_id),
                           patience or Patience())["Stacks"]
-    return stack["StackStatus"].endswith("ROLLBACK_IN_PROGRESS")
+    return str(stack["StackStatus"]).endswith("ROLLBACK_IN_PROGRESS")
 
 
 def check(properties: dict[str, Any], patience: Patience | None = None) -> list[str]:

@@ -12,15 +12,22 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from . import contract, decide, letters
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
-from .events import (EndpointStateChange, ManifestCreated, event_source, parse_endpoint_state_change,
-                     parse_manifest_created, valid_version)
+from .events import (
+    EndpointStateChange,
+    ManifestCreated,
+    event_source,
+    parse_endpoint_state_change,
+    parse_manifest_created,
+    valid_version,
+)
 from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse
@@ -42,7 +49,7 @@ class Ports:
     verify: Callable[[ManifestCreated], None]
     live: Callable[[Target, str], decide.Live]
     apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
-    start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], None]], dict[str, Any]]
+    start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], object]], dict[str, Any]]
     """(target, event, reserve): ``reserve`` records the names before anything is created."""
     delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
     dead_letter: Callable[[dict[str, Any]], None]
@@ -165,7 +172,7 @@ def _first_look(ports: Ports, target: Target, created: ManifestCreated,
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
     """Verify and decide with reads only: no lock, no state, no target change, no letter."""
-    decisions = {o.target: {"action": "skip", "reason": o.reason} for o in outcomes}
+    decisions: dict[str, dict[str, str | None]] = {o.target: {"action": "skip", "reason": o.reason} for o in outcomes}
     try:
         if due:
             ports.verify(created)
@@ -251,7 +258,7 @@ def _repoint(ports: Ports, target: HyperPodTarget, created: ManifestCreated, own
     return Outcome(target.id, "refreshed")
 
 
-def _start_rollout(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any],
+def _start_rollout(ports: Ports, target: EndpointTarget, created: ManifestCreated, event: dict[str, Any],
                    owner: str) -> Outcome:
     """Start the endpoint update and hand the lock to the rollout (its end is a state change)."""
     ports.metric("RefreshStarted", target=target.id)

@@ -33,8 +33,7 @@ from . import config, contract, flow, letters, manifest
 from .errors import Skip, TransientError
 from .events import event_source, parse_manifest_created
 from .state import DynamoStore, StateTable
-from .targets import endpoint as endpoint_target
-from .targets import hyperpod
+from .targets import endpoint as endpoint_target, hyperpod
 
 NAMESPACE = contract.METRICS_NAMESPACE
 SERVICE = contract.service_name()

@@ -2,8 +2,8 @@
 
 A letter is ``{"format": "hyperwarm.refresh.hook-dlq/v1", "letter_id", "event", "reason", "message",
 "targets", "request_id", "failed_at"}``. ``letter_id`` depends only on what identifies the failure:
-the version's manifest object (bucket and key), its S3 sequencer and the reason. Not on which targets are named: a crash between marking
-one target failed and the next makes Lambda's retry dead-letter the rest alone, and a move back is
+the version's manifest object (bucket and key), its S3 sequencer and the reason. Not on which targets are named: a crash
+between marking one target failed and the next makes Lambda's retry dead-letter the rest alone, and a move back is
 seen by the deploy guard and the refresh function, target by target; each is still one failure with
 one id, which ``hyperwarm refresh replay`` replays once (the letter's event moves every target of the
 prefix that is behind).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from . import contract
@@ -47,7 +47,7 @@ def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str
 
 def manifest_event(bucket: str, location: str, sequencer: str, event_id: str) -> dict[str, Any]:
     """An S3 "Object Created" event for ``s3://bucket/<location>/manifest.json`` (what replays a version)."""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"version": "0", "id": event_id, "detail-type": "Object Created", "source": "aws.s3", "time": now,
             "resources": [f"arn:aws:s3:::{bucket}"],
             "detail": {"version": "0", "bucket": {"name": bucket}, "reason": "hyperwarm-moved-back",

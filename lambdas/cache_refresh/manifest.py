@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .errors import PermanentError, TransientError
+from .errors import PermanentError, RefreshError, TransientError
 
 FORMAT = "hyperwarm.manifest/v1"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
@@ -70,7 +70,7 @@ def parse(body: bytes) -> tuple[ManifestFile, ...]:
     return tuple(out)
 
 
-def _client_error(exc: ClientError, what: str) -> Exception:
+def _client_error(exc: ClientError, what: str) -> RefreshError:
     code = str(exc.response.get("Error", {}).get("Code", ""))
     if code in _TRANSIENT_CODES:
         return TransientError("s3-unavailable", f"{what}: {code}")

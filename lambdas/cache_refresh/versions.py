@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 _NUMERIC = re.compile(r"^[vV]?(\d{1,18}(?:\.\d{1,18})*)(?:[-.]?(dev|alpha|a|beta|b|rc|c)(?:[-.]?(\d{1,18}))?)?$")
 _TAGS = {"dev": 0, "alpha": 1, "a": 1, "beta": 2, "b": 2, "rc": 3, "c": 3}
@@ -41,9 +42,9 @@ class UnorderableVersion(ValueError):
 class Version:
     text: str
     family: str  # "numeric" | "time"
-    key: tuple
+    key: tuple[Any, ...]
 
-    def compare(self, other: "Version") -> int:
+    def compare(self, other: Version) -> int:
         """-1, 0 (the same text) or 1; raises :class:`UnorderableVersion` across families and for two
         spellings of one rank."""
         if self.family != other.family:
@@ -76,7 +77,7 @@ def _parse(text: str) -> Version:
     if match:
         fields = [int(g) for g in match.groups() if g is not None]
         try:
-            instant = datetime(*fields)
+            instant = datetime(*fields)  # type: ignore[arg-type]  # the patterns give 3 to 6 fields: y m d [H M S]
         except ValueError as exc:
             raise UnorderableVersion(f"{text!r} is not a real date or time: {exc}") from None
         return Version(text, "time", (instant.isoformat(),))

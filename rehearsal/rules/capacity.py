@@ -6,8 +6,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from hyperwarm.cluster.catalog import CATALOG
-from hyperwarm.cluster.node_capacity import (PODS_PER_NODE_METADATA, NodeGroup, addon_workloads, node_problems,
-                                     workloads_from_objects)
+from hyperwarm.cluster.node_capacity import (
+    PODS_PER_NODE_METADATA,
+    NodeGroup,
+    addon_workloads,
+    node_problems,
+    workloads_from_objects,
+)
 from rehearsal.core import Assembly, Finding, rule
 
 ClusterKey = tuple[str, str]

@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.serving.inference_ami import (HYPERPOD_AMI_RELEASE, INFERENCE_AMI_CUDA, cuda_ami_problem, hyperpod_cuda_problem,
-                                     image_cuda)
 from hyperwarm.cluster.node_capacity import workloads_from_objects
+from hyperwarm.serving.inference_ami import (
+    HYPERPOD_AMI_RELEASE,
+    INFERENCE_AMI_CUDA,
+    cuda_ami_problem,
+    hyperpod_cuda_problem,
+    image_cuda,
+)
 from rehearsal.core import Assembly, Finding, ref_target, rule, text_of
 
 _TOKEN = "${TOKEN}"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
-from typing import Any, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from hyperwarm.functions.cache_exporter.placement import metrics_target
 from rehearsal.core import Assembly, Finding, ref_target, rule

@@ -13,6 +13,7 @@ constructs' tests, not yet by a rule here.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -85,7 +86,7 @@ def hyperpod_execution(assembly: Assembly) -> Iterator[Finding]:
     ec2:DeleteNetworkInterfacePermission, ec2:DescribeVpcs, ec2:DescribeDhcpOptions and
     ec2:DescribeSecurityGroups (HyperPod IAM prerequisites, EKS tab; AWS's reference stack
     sagemaker-iam-role-template.yaml). Without them nodes cannot attach to the cluster's VPC."""
-    for stack, logical_id, cluster in assembly.resources("AWS::SageMaker::Cluster"):
+    for stack, _, cluster in assembly.resources("AWS::SageMaker::Cluster"):
         props = cluster.get("Properties", {})
         if "Eks" not in props.get("Orchestrator", {}):
             continue
@@ -277,7 +278,7 @@ def _configured_role(configuration: Any, key: str) -> tuple[str | None, str | No
         return None, value if isinstance(value, str) else None
     join = configuration.get("Fn::Join") if isinstance(configuration, dict) else None
     parts = join[1] if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) else []
-    for before, part in zip(parts, parts[1:]):
+    for before, part in itertools.pairwise(parts):
         if isinstance(before, str) and before.endswith(f'"{key}":"'):
             return ref_target(part), part if isinstance(part, str) else None
     return None, None

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from hyperwarm.planner.routing_cli import add_parser, main
+from hyperwarm.planner.scenarios import get_scenario
 from hyperwarm.planner.traces import write_trace
 from hyperwarm.planner.tune import tune
-from hyperwarm.planner.scenarios import get_scenario
 from hyperwarm.planner.workloads import shared_prefix
 
 

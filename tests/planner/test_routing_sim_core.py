@@ -3,10 +3,9 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from hyperwarm.planner.sim import InstanceModel, simulate, simulate_many, _percentile, _NBINS, _OFFSET, _BINS_PER_E
+from hyperwarm.planner.sim import _BINS_PER_E, _NBINS, _OFFSET, InstanceModel, _percentile, simulate, simulate_many
 from hyperwarm.planner.strategies import LeastOutstanding, Oracle, PrefixAware, Random
 from hyperwarm.planner.workloads import Workload, multi_turn_chat, shared_prefix
 

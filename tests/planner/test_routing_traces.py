@@ -102,7 +102,8 @@ def test_data_capture_import(tmp_path):
         _capture(json.dumps({"inputs": doc + "first?"}), "2024-05-01T10:00:00Z",
                  out=json.dumps({"generated_text": "x" * 400})),
         _capture(json.dumps({"inputs": doc + "second?"}), "2024-05-01T10:00:02.500Z", enc="BASE64",
-                 out=json.dumps({"choices": [{"message": {"content": "y"}}], "usage": {"completion_tokens": 42, "prompt_tokens": 1300}})),
+                 out=json.dumps({"choices": [{"message": {"content": "y"}}],
+                                 "usage": {"completion_tokens": 42, "prompt_tokens": 1300}})),
         _capture("a,b,c\n1,2,3", "2024-05-01T10:00:03Z", enc="CSV"),
     ]
     p = _write(tmp_path / "capture.jsonl", lines)
@@ -170,7 +171,7 @@ def test_negative_timestamp_is_an_error_not_clamped(tmp_path):
 
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
 def test_nan_and_infinite_timestamps_are_errors(tmp_path, value):
-    msg = _bad(tmp_path, None, raw='{"timestamp": %s, "segments": [[1, 5]]}' % value)
+    msg = _bad(tmp_path, None, raw=f'{{"timestamp": {value}, "segments": [[1, 5]]}}')
     assert "timestamp=" in msg and "is not a finite number >= 0" in msg
 
 

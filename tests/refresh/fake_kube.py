@@ -52,7 +52,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _certificates() -> tuple[bytes, bytes, bytes]:
     """(CA PEM, server cert PEM, server key PEM) for 127.0.0.1."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-kube-ca")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
@@ -107,7 +107,10 @@ class FakeKube:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         with tempfile.NamedTemporaryFile() as c, tempfile.NamedTemporaryFile() as k:
-            c.write(cert); c.flush(); k.write(key); k.flush()
+            c.write(cert)
+            c.flush()
+            k.write(key)
+            k.flush()
             context.load_cert_chain(c.name, k.name)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.url = f"https://127.0.0.1:{self._server.server_address[1]}"

@@ -14,9 +14,10 @@ import functools
 import itertools
 import json
 import random
-from datetime import datetime, timezone
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
@@ -25,8 +26,7 @@ from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
 from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
 from hyperwarm.functions.cache_refresh.state import StateTable
-from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target
-from hyperwarm.functions.cache_refresh.targets import hyperpod
+from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target, hyperpod
 
 BUCKET, PREFIX, NAMESPACE = "models-bucket", "models/llama", "models"
 HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches=("llama-weights",))
@@ -240,7 +240,7 @@ class FakeSageMaker:
     @boundary("live")
     def describe_endpoint(self, EndpointName: str) -> dict[str, Any]:
         described = {"EndpointName": EndpointName, "EndpointStatus": self.status, "EndpointConfigName": self.config,
-                     "LastModifiedTime": datetime.fromtimestamp(self.modified, tz=timezone.utc)}
+                     "LastModifiedTime": datetime.fromtimestamp(self.modified, tz=UTC)}
         if self.updating_to:
             described["PendingDeploymentSummary"] = {"EndpointConfigName": self.updating_to}
         return described

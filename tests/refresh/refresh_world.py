@@ -206,7 +206,8 @@ def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refre
     from hyperwarm.functions import eks_auth
     from hyperwarm.functions.cache_refresh import handler
 
-    kube.objects.clear(); kube.patches.clear(); kube.fail_next.clear(); kube.race_next.clear()
+    for state in (kube.objects, kube.patches, kube.fail_next, kube.race_next):
+        state.clear()
     moto_ext.install()
     moto_ext.UPDATES.clear()
     world = World(kube)

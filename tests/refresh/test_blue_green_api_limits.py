@@ -9,8 +9,7 @@ API reference's percent rules, over every setting the contract lets through.
 from __future__ import annotations
 
 import botocore.session
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.cache_refresh.targets.endpoint import deployment_config

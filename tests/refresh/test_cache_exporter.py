@@ -10,20 +10,25 @@ import logging
 import types
 
 import boto3
+import fake_kube
 import pytest
 from moto import mock_aws
+from vllm_pages import page, uniform_ttft
 
-import fake_kube
 from hyperwarm.functions import eks_auth
 from hyperwarm.functions.cache_exporter import handler, kube as exporter_kube, placement
 from hyperwarm.functions.cache_exporter.counters import Snapshots
+from hyperwarm.functions.cache_exporter.placement import (
+    WEIGHTS_READY_LABEL_PREFIX,
+    ModelFigures,
+    model_figures,
+    selector_matches,
+)
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
 from hyperwarm.functions.cache_exporter.vllm import parse
-from vllm_pages import page, uniform_ttft
-from hyperwarm.functions.cache_exporter.placement import WEIGHTS_READY_LABEL_PREFIX, ModelFigures, model_figures, selector_matches
-from hyperwarm.observability.metric_catalog import PUBLISHED_METRICS, EXPORTER_NAMESPACE
+from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, PUBLISHED_METRICS
 
-NOW = datetime.datetime(2026, 11, 29, 17, 0, 0, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 11, 29, 17, 0, 0, tzinfo=datetime.UTC)
 MINUTE = datetime.timedelta(minutes=1)
 NS = "hyperwarm"
 CLUSTER = "hyperwarm-exporter-test"
@@ -190,8 +195,8 @@ def test_handler_reads_the_cluster_and_publishes_per_model(kube, monkeypatch):
         def value(name: str, model: str) -> float:
             data = cw.get_metric_statistics(
                 Namespace=EXPORTER_NAMESPACE, MetricName=name, Statistics=["Maximum"], Period=60,
-                StartTime=datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5),
-                EndTime=datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5),
+                StartTime=datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5),
+                EndTime=datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=5),
                 Dimensions=[{"Name": "ClusterName", "Value": CLUSTER}, {"Name": "Model", "Value": model}])
             return data["Datapoints"][0]["Maximum"]
 

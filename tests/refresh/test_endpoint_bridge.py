@@ -25,7 +25,7 @@ from hyperwarm.functions.metric_publishing.ttft import bucket_counts
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, PUBLISHED_METRICS
 
 REGION = "us-west-2"
-NOW = datetime.datetime(2026, 11, 29, 18, 0, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2026, 11, 29, 18, 0, tzinfo=datetime.UTC)
 CHAT = dict(endpoint="chat", variant="random")
 CODE = dict(endpoint="code", variant="main")
 
@@ -169,7 +169,7 @@ def test_ttft_is_published_as_a_distribution_in_milliseconds_per_variant():
     assert ttft["Unit"] == "Milliseconds" and ttft["Timestamp"] == NOW
     assert sum(ttft["Counts"]) == pytest.approx(40)
     assert min(ttft["Values"]) > 0 and max(ttft["Values"]) < 500  # inside the (0, 0.5 s] buckets
-    below_100ms = sum(c for v, c in zip(ttft["Values"], ttft["Counts"]) if v < 100)
+    below_100ms = sum(c for v, c in zip(ttft["Values"], ttft["Counts"], strict=True) if v < 100)
     assert below_100ms == pytest.approx(10)
     assert chat["QueryFailures"]["Value"] == 0
 

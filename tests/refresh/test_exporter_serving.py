@@ -15,14 +15,20 @@ from hyperwarm.functions.cache_exporter.placement import metrics_target
 from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
 from vllm_pages import TTFT_BOUNDS, page, uniform_ttft
 
-T0 = datetime.datetime(2026, 11, 29, 17, 0, tzinfo=datetime.timezone.utc)
+from hyperwarm.functions.cache_exporter.counters import Scrape, Snapshots
+from hyperwarm.functions.cache_exporter.placement import metrics_target
+from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
+from hyperwarm.functions.cache_exporter.ttft import MAX_VALUES, bucket_counts, distribution
+from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
+
+T0 = datetime.datetime(2026, 11, 29, 17, 0, tzinfo=datetime.UTC)
 MINUTE = datetime.timedelta(minutes=1)
 
 
 def quantile(values: list[float], counts: list[float], q: float) -> float:
     """The q-quantile of a distribution: the smallest value with at least q of the weight at or below it."""
     total, running = sum(counts), 0.0
-    for value, count in sorted(zip(values, counts)):
+    for value, count in sorted(zip(values, counts, strict=True)):
         running += count
         if running >= q * total - 1e-9:
             return value

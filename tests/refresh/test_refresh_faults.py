@@ -7,9 +7,9 @@ import json
 import random
 from typing import Any
 
+import model_world as mw
 import pytest
 
-import model_world as mw
 from hyperwarm.functions.cache_refresh import letters
 from hyperwarm.functions.cache_refresh.state import StateTable
 

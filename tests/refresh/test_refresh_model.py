@@ -2,8 +2,8 @@
 
 Each history uploads versions (complete, incomplete, corrupt, unorderable), delivers their manifest
 events and SageMaker's state changes duplicated, reordered, late or lost (to the dead-letter queue),
-ends blue/green updates in success or rollback, runs a deploy's own endpoint update, lets locks expire, toggles dry run, replays the
-dead-letter queue, and injects failures and crashes at every external call (before it, or after it
+ends blue/green updates in success or rollback, runs a deploy's own endpoint update, lets locks expire,
+toggles dry run, replays the dead-letter queue, and injects failures and crashes at every external call (before it, or after it
 went through: a lost answer), including a second invocation run in the middle of one. After every step:
 
 - I2: no target ever moves to an older version;
@@ -32,9 +32,9 @@ import random
 import re
 from typing import Any
 
+import model_world as mw
 import pytest
 
-import model_world as mw
 from hyperwarm.functions.cache_refresh import deploy_guard, versions
 from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm.refresh import cli as refresh_cli
@@ -297,7 +297,8 @@ class History:
             settled = self.replay()
             self.flush_state_changes()
             self.check()
-            if settled and not self.inflight and set(w.sqs.messages) == letters:  # only letters that fail however often they are replayed
+            # only letters that fail however often they are replayed
+            if settled and not self.inflight and set(w.sqs.messages) == letters:
                 break
 
     def check_newest_serves(self) -> None:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import random
 
+import model_world as mw
 import pytest
 
-import model_world as mw
-from hyperwarm.functions.cache_refresh import deploy_guard, letters
-from hyperwarm.functions.cache_refresh import state as state_mod
+from hyperwarm.functions.cache_refresh import deploy_guard, letters, state as state_mod
 from hyperwarm.functions.cache_refresh.errors import TransientError
 
 

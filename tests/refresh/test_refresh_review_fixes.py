@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import random
 
+import model_world as mw
 import pytest
 from botocore.exceptions import ClientError
 
-import model_world as mw
 from hyperwarm.functions.cache_refresh import deploy_guard, state as state_mod
 from hyperwarm.functions.cache_refresh.errors import TransientError
 

@@ -26,13 +26,14 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+import model_world as mw
 import pytest
 from botocore.exceptions import ClientError
 
-import model_world as mw
 from hyperwarm.functions.cache_refresh import deploy_guard, versions
 from hyperwarm.functions.cache_refresh.errors import TransientError
 from hyperwarm.functions.cache_refresh.state import StateTable, lock_held

@@ -6,13 +6,11 @@ import io
 import json
 
 import boto3
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from moto import mock_aws
-
 import pytest
-
+from hypothesis import HealthCheck, given, settings, strategies as st
+from moto import mock_aws
 from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
+
 from hyperwarm.functions.cache_refresh import handler
 from hyperwarm.functions.cache_refresh.versions import compare
 from hyperwarm.refresh import cli as refresh_cli

@@ -3,10 +3,12 @@ that decides transient against permanent for SageMaker and S3 answers."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+import refresh_world  # noqa: F401  (puts lambdas/ on sys.path)
 from botocore.exceptions import ClientError
 
-import refresh_world  # noqa: F401  (puts lambdas/ on sys.path)
 from hyperwarm.functions.cache_refresh import manifest
 from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
 from hyperwarm.functions.cache_refresh.targets import endpoint
@@ -25,7 +27,7 @@ ASCENDING = [
 
 @pytest.mark.parametrize("chain", ASCENDING, ids=lambda c: " < ".join(c))
 def test_versions_sort_in_the_documented_order(chain):
-    for older, later in zip(chain, chain[1:]):
+    for older, later in itertools.pairwise(chain):
         assert compare(older, later) == -1 and compare(later, older) == 1
         assert newer(later, older) and not newer(older, later)
 

@@ -4,7 +4,7 @@ and ``model_name`` label on every series), for the exporter's tests."""
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 # vLLM V1's bucket bounds of vllm:time_to_first_token_seconds (seconds)
 TTFT_BOUNDS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,

@@ -7,10 +7,14 @@ from typing import Any
 
 import pytest
 
-from rehearsal import Assembly
-from rehearsal import core
-from rehearsal.changes import (autoscaled_variant_changes, compare, create_only_properties, exports_in_use,
-                               protected_replacements)
+from rehearsal import Assembly, core
+from rehearsal.changes import (
+    autoscaled_variant_changes,
+    compare,
+    create_only_properties,
+    exports_in_use,
+    protected_replacements,
+)
 
 SUBNET = {"Type": "AWS::EC2::Subnet", "Properties": {"VpcId": "vpc-1", "CidrBlock": "10.0.0.0/24"}}
 GROUP = {"Type": "AWS::EC2::SecurityGroup", "Properties": {"GroupDescription": "nodes", "VpcId": "vpc-1"}}

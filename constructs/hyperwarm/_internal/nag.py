@@ -121,7 +121,7 @@ def managed_policy(name: str) -> str:
 def logical_id(construct: IConstruct) -> str:
     """The logical id cdk-nag prints for ``construct``'s CloudFormation resource."""
     resource = construct.node.default_child or construct
-    return cdk.Stack.of(construct).resolve(resource.logical_id)  # type: ignore[attr-defined]
+    return str(cdk.Stack.of(construct).resolve(resource.logical_id))  # type: ignore[attr-defined]
 
 
 def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:

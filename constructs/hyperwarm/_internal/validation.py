@@ -4,7 +4,7 @@ The HyperPod cluster's own rules are in :mod:`hyperwarm.cluster.rules`."""
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 
 def repeated(names: Iterable[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""The HyperPod EKS cluster: network, EKS control plane, HyperPod nodes and their instance groups, in-cluster add-ons, and the rules they follow."""
+"""The HyperPod EKS cluster: network, EKS control plane, HyperPod nodes and their instance groups, in-cluster
+add-ons, and the rules they follow."""
 
 import lazy_loader
 

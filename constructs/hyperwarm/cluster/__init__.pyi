@@ -3,6 +3,7 @@
 from .addons import (
     IInferenceOperator as IInferenceOperator,
     InferenceOperator as InferenceOperator,
+    InferenceOperatorProps as InferenceOperatorProps,
     grant_mounted_model_read as grant_mounted_model_read,
 )
 from .catalog import (
@@ -15,15 +16,12 @@ from .cluster import (
     HyperPodEksClusterProps as HyperPodEksClusterProps,
     IHyperPodCluster as IHyperPodCluster,
 )
-from .control_plane import EksControlPlane as EksControlPlane, EksControlPlaneProps as EksControlPlaneProps
 from .instance_group import (
     HEALTH_TAINT_KEY as HEALTH_TAINT_KEY,
+    NVME_PATH as NVME_PATH,
     InstanceGroup as InstanceGroup,
     InstanceGroupSpec as InstanceGroupSpec,
-    NVME_PATH as NVME_PATH,
     NodeTaint as NodeTaint,
 )
-from .network import HyperPodNetwork as HyperPodNetwork, HyperPodNetworkProps as HyperPodNetworkProps
 from .node_capacity import INSTANCE_GROUP_LABEL as INSTANCE_GROUP_LABEL
-from .nodes import HyperPodNodes as HyperPodNodes, HyperPodNodesProps as HyperPodNodesProps
 from .rules import SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS

@@ -10,21 +10,29 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
+from hyperwarm._internal.interfaces import as_cluster
+from hyperwarm._internal.nag import (
+    acknowledge,
+    acknowledge_checkov,
+    acknowledge_deploy_time_handlers,
+    arn_prefix,
+    logical_id,
+    managed_policy,
+    object_arn_finding,
+    stack_singletons,
+)
 from hyperwarm.cluster import hyperpod_dependencies
-from hyperwarm.serving.buckets import grant_bucket_key
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON, addon_build_problem, operator_pin_unverified
-from hyperwarm._internal.nag import (acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, logical_id,
-                  managed_policy, object_arn_finding, stack_singletons)
+from hyperwarm.serving.buckets import grant_bucket_key
 
 CORE_ADDONS = ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 """EKS add-ons every HyperPod EKS cluster needs, created right after the control plane."""
@@ -103,6 +111,18 @@ def _wildcard_findings(scope: IConstruct, statements: Sequence[iam.PolicyStateme
     return [f"IAM5[Resource::{re.sub(r'^arn:[^:]+', arn_prefix(scope), r)}]" for r in resources]
 
 
+@dataclass(frozen=True)
+class HyperPodDependenciesProps:
+    """Properties of :class:`HyperPodDependencies`."""
+
+    cluster: eks.ICluster
+    """The EKS cluster they are applied to (with a kubectl provider)."""
+    region: str
+    """The cluster's region: the registries of the images they run."""
+    after: Sequence[IConstruct] = ()
+    """What must exist first, e.g. the core add-ons. Default: nothing."""
+
+
 class HyperPodDependencies(Construct):
     """HyperPod's in-cluster dependencies; must exist before ``AWS::SageMaker::Cluster``.
 
@@ -110,12 +130,11 @@ class HyperPodDependencies(Construct):
     for an inference cluster (see :mod:`hyperwarm.cluster.hyperpod_dependencies`).
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster: eks.ICluster, region: str,
-                 after: Sequence[IConstruct] = ()) -> None:
+    def __init__(self, scope: Construct, id: str, props: HyperPodDependenciesProps) -> None:
         super().__init__(scope, id)
-        self.objects = hyperpod_dependencies.objects(region)
-        self.manifest = eks.KubernetesManifest(self, "Manifest", cluster=cluster, manifest=self.objects)
-        for dependency in after:
+        self.objects = hyperpod_dependencies.objects(props.region)
+        self.manifest = eks.KubernetesManifest(self, "Manifest", cluster=props.cluster, manifest=self.objects)
+        for dependency in props.after:
             self.manifest.node.add_dependency(dependency)
 
 
@@ -158,6 +177,21 @@ class InferenceOperatorRoles:
     keda: iam.Role
 
 
+@dataclass(frozen=True)
+class InferenceOperatorProps:
+    """Properties of :class:`InferenceOperator`."""
+
+    cluster: eks.Cluster
+    """The EKS cluster the operator and its prerequisites are installed on."""
+    hyperpod_cluster_arn: str
+    """The ``AWS::SageMaker::Cluster`` the operator deploys models to."""
+    addon_versions: Mapping[str, str] = field(default_factory=dict)
+    """Pinned EKS add-on builds by add-on name (the operator's and its prerequisites'). Default: EKS's default
+    build for the Kubernetes version."""
+    after: Sequence[IConstruct] = ()
+    """What must exist first, e.g. the ``AWS::SageMaker::Cluster``. Default: nothing."""
+
+
 class InferenceOperator(Construct):
     """The HyperPod inference operator add-on with every prerequisite it checks for.
 
@@ -166,9 +200,10 @@ class InferenceOperator(Construct):
     it comes after ``AWS::SageMaker::Cluster``). ``node.default_child`` is the operator add-on.
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster: eks.Cluster, hyperpod_cluster_arn: str,
-                 versions: Mapping[str, str], after: Sequence[IConstruct] = ()) -> None:
+    def __init__(self, scope: Construct, id: str, props: InferenceOperatorProps) -> None:
         super().__init__(scope, id)
+        cluster, versions, after = props.cluster, props.addon_versions, props.after
+        eks_cluster = as_cluster(cluster)
         self.namespace = OPERATOR_NAMESPACE
         self.addon_version: str | None = versions.get(INFERENCE_OPERATOR_ADDON)
         problem = addon_build_problem(self.addon_version)
@@ -199,17 +234,17 @@ class InferenceOperator(Construct):
                     "own TLS bucket", f"IAM5[Resource::<{logical_id(self.tls_bucket)}.Arn>/*]")
 
         prerequisites = [
-            addon(self, "cert-manager", cluster, versions, after=after),
-            addon(self, "metrics-server", cluster, versions, after=after),
-            addon(self, "aws-mountpoint-s3-csi-driver", cluster, versions, role=self.roles.s3_csi, after=after),
+            addon(self, "cert-manager", eks_cluster, versions, after=after),
+            addon(self, "metrics-server", eks_cluster, versions, after=after),
+            addon(self, "aws-mountpoint-s3-csi-driver", eks_cluster, versions, role=self.roles.s3_csi, after=after),
             # No IAM role: the operator only checks that the FSx CSIDriver exists; hyperwarm serves models
             # from S3, and the driver needs AWS permissions only to provision new file systems dynamically.
-            addon(self, "aws-fsx-csi-driver", cluster, versions, after=after),
+            addon(self, "aws-fsx-csi-driver", eks_cluster, versions, after=after),
         ]
         configuration: dict[str, object] = {
             "executionRoleArn": self.roles.execution.role_arn,
             "tlsCertificateS3Bucket": self.tls_bucket.bucket_name,
-            "hyperpodClusterArn": hyperpod_cluster_arn,
+            "hyperpodClusterArn": props.hyperpod_cluster_arn,
             "alb": {"serviceAccount": {"create": True, "roleArn": self.roles.load_balancer.role_arn}},
             "keda": {"auth": {"aws": {"irsa": {"roleArn": self.roles.keda.role_arn}}}},
         }
@@ -219,7 +254,7 @@ class InferenceOperator(Construct):
             # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html).
             configuration["inferenceOperator"] = {"enabled": True}
         self.addon = addon(
-            self, INFERENCE_OPERATOR_ADDON, cluster, versions, configuration=configuration,
+            self, INFERENCE_OPERATOR_ADDON, eks_cluster, versions, configuration=configuration,
             after=[*after, *prerequisites, self.load_balancer_policy],
         )
         self.node.default_child = self.addon

@@ -18,9 +18,9 @@ pods the addresses of one network interface in the cluster VPC, so a node holds 
 awslabs/ai-on-sagemaker-hyperpod#142), 29 on ml.c5.4xlarge (the smallest type AWS recommends for the
 inference operator); the other types are this formula, not observations. AWS's inference-operator
 troubleshooting page quotes EKS's EC2 figures instead (m5.large 29, m5.xlarge 58 pods), which the
-observed 14 on ml.g5.xlarge contradicts: the estimate takes the lower, one-interface reading. ``kubectl get node <node> -o jsonpath={.status.allocatable.pods}``
-shows the real figure; ``pods_per_node`` (cdk.json, ``HyperPodEksClusterProps``) overrides the
-estimate per instance type.
+observed 14 on ml.g5.xlarge contradicts: the estimate takes the lower, one-interface reading.
+``kubectl get node <node> -o jsonpath={.status.allocatable.pods}`` shows the real figure; ``pods_per_node``
+(cdk.json, ``HyperPodEksClusterProps``) overrides the estimate per instance type.
 
 This module imports nothing from aws-cdk: the deploy rehearsal reads it too.
 """

@@ -16,20 +16,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from constructs import Construct, Node
 
-from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator
-from hyperwarm.cluster.rules import (DEFAULT_KUBERNETES_VERSION, INFERENCE_OPERATOR_ADDON, addon_build_problem,
-                            pods_per_node_problem)
+from hyperwarm._internal.interfaces import as_cluster
+from hyperwarm._internal.validation import raise_problems
+from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator, InferenceOperatorProps
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, find_group
-from hyperwarm.cluster.node_capacity import PODS_PER_NODE_METADATA
 from hyperwarm.cluster.network import HyperPodNetwork, HyperPodNetworkProps, network_problems
+from hyperwarm.cluster.node_capacity import PODS_PER_NODE_METADATA
 from hyperwarm.cluster.nodes import HyperPodNodes, HyperPodNodesProps, nodes_problems
-from hyperwarm._internal.validation import raise_problems
+from hyperwarm.cluster.rules import (
+    DEFAULT_KUBERNETES_VERSION,
+    INFERENCE_OPERATOR_ADDON,
+    addon_build_problem,
+    pods_per_node_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -165,7 +168,7 @@ class HyperPodEksCluster(_HyperPodClusterBase):
             kubernetes_version=props.kubernetes_version, endpoint_public_access=props.endpoint_public_access,
             admin_principals=props.admin_principals, addon_versions=props.addon_versions))
         self.nodes = HyperPodNodes(self, HyperPodNodesProps(
-            eks_cluster=self.control_plane.cluster, security_group=self.network.security_group,
+            eks_cluster=as_cluster(self.control_plane.cluster), security_group=self.network.security_group,
             subnet_ids=self.network.private_subnet_ids, instance_groups=props.instance_groups,
             node_recovery=props.node_recovery, after=[self.control_plane.dependencies],
             image_registry_accounts=props.image_registry_accounts))
@@ -175,15 +178,16 @@ class HyperPodEksCluster(_HyperPodClusterBase):
 
         self.vpc: ec2.IVpc = self.network.vpc
         self.security_group: ec2.ISecurityGroup = self.network.security_group
-        self.eks_cluster: eks.Cluster = self.control_plane.cluster
+        # An ICluster as IHyperPodCluster declares (the full eks.Cluster: control_plane.cluster).
+        self.eks_cluster: eks.ICluster = as_cluster(self.control_plane.cluster)
         self.cluster_arn = self.nodes.cluster_arn
         self.instance_groups = self.nodes.instance_groups
         self.inference_operator: InferenceOperator | None = None
         if props.install_inference_operator:
-            self.inference_operator = InferenceOperator(
-                self, "InferenceOperator", cluster=self.eks_cluster, hyperpod_cluster_arn=self.cluster_arn,
-                versions=props.addon_versions, after=[self.nodes.resource],
-            )
+            self.inference_operator = InferenceOperator(self, "InferenceOperator", InferenceOperatorProps(
+                cluster=self.control_plane.cluster, hyperpod_cluster_arn=self.cluster_arn,
+                addon_versions=props.addon_versions, after=[self.nodes.resource],
+            ))
 
     @staticmethod
     def from_cluster_attributes(scope: Construct, id: str, *, cluster_arn: str, eks_cluster: eks.ICluster,

@@ -6,17 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms, aws_lambda as lambda_
 from constructs import Construct
 
-from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, addon
-from hyperwarm.cluster.rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from hyperwarm._internal.interfaces import as_cluster, scope_of
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
 from hyperwarm._internal.validation import raise_problems
+from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, HyperPodDependenciesProps, addon
+from hyperwarm.cluster.rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 
 _ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
@@ -87,9 +84,9 @@ class EksControlPlane:
         self.admin_role: iam.Role | None = self._grant_admins(scope, props.admin_principals)
         """The cluster-admin role created when no ``admin_principals`` are given."""
         self.core_addons: list[eks.CfnAddon] = [
-            addon(scope, name, self.cluster, props.addon_versions) for name in CORE_ADDONS]
-        self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", cluster=self.cluster,
-                                                 region=cdk.Stack.of(scope).region, after=self.core_addons)
+            addon(scope, name, as_cluster(self.cluster), props.addon_versions) for name in CORE_ADDONS]
+        self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", HyperPodDependenciesProps(
+            cluster=as_cluster(self.cluster), region=cdk.Stack.of(scope).region, after=self.core_addons))
 
     def _grant_admins(self, scope: Construct, principals: Sequence[iam.IRole | iam.IUser]) -> iam.Role | None:
         """Cluster-admin access entries for ``principals``, or for a new role (returned) without any."""
@@ -116,7 +113,7 @@ def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
     the provider's ``role`` belongs to its handler function, which holds the ECR Public condition."""
     provider = cluster.kubectl_provider
     assert provider is not None and provider.role is not None  # kubectl_provider_options are always given
-    handler = provider.role.node.scope
+    handler = scope_of(provider.role)
     acknowledge(provider, "aws-cdk-lib's kubectl handler only writes its own logs and runs in the cluster's "
                 "private subnets to reach a private EKS API",
                 managed_policy("service-role/AWSLambdaBasicExecutionRole"),

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.cluster.catalog import CATALOG, EFA_INSTANCE_TYPES
 from hyperwarm._internal.acknowledgments import checkov_annotations
+from hyperwarm.cluster.catalog import CATALOG, EFA_INSTANCE_TYPES
 
 NAMESPACE = "aws-hyperpod"
 HEALTH_AGENT = "health-monitoring-agent"

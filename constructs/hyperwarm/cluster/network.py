@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ec2 as ec2, aws_logs as logs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge_checkov, acknowledge_deploy_time_handlers, stack_singletons

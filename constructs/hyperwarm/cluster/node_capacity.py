@@ -70,11 +70,11 @@ class Requests:
     memory_mi: float = 0
     gpus: int = 0
 
-    def __add__(self, other: "Requests") -> "Requests":
+    def __add__(self, other: Requests) -> Requests:
         return Requests(self.pods + other.pods, self.cpu_m + other.cpu_m, self.memory_mi + other.memory_mi,
                         self.gpus + other.gpus)
 
-    def times(self, n: int) -> "Requests":
+    def times(self, n: int) -> Requests:
         return Requests(self.pods * n, self.cpu_m * n, self.memory_mi * n, self.gpus * n)
 
 
@@ -146,17 +146,16 @@ class NodeGroup:
 # Pods of the EKS add-ons hyperwarm installs, by add-on name: DaemonSets on every node and
 # cluster-wide replicas. Counts are each add-on's defaults; requests are the add-ons' own where
 # published, else a small estimate. The inference operator add-on runs about 13 pods (AWS).
-_EVERY_NODE = {"daemonset": True}
 ADDON_WORKLOADS: Mapping[str, tuple[Workload, ...]] = {
-    "vpc-cni": (Workload("aws-node", pod("25m"), **_EVERY_NODE),),
-    "kube-proxy": (Workload("kube-proxy", pod("100m"), **_EVERY_NODE),),
-    "eks-pod-identity-agent": (Workload("eks-pod-identity-agent", pod("25m", "32Mi"), **_EVERY_NODE),),
+    "vpc-cni": (Workload("aws-node", pod("25m"), daemonset=True),),
+    "kube-proxy": (Workload("kube-proxy", pod("100m"), daemonset=True),),
+    "eks-pod-identity-agent": (Workload("eks-pod-identity-agent", pod("25m", "32Mi"), daemonset=True),),
     "coredns": (Workload("coredns", pod("100m", "70Mi"), replicas=2),),
     "cert-manager": (Workload("cert-manager", pod("10m", "32Mi"), replicas=3),),
     "metrics-server": (Workload("metrics-server", pod("100m", "200Mi"), replicas=2),),
-    "aws-mountpoint-s3-csi-driver": (Workload("s3-csi-node", pod("10m", "40Mi"), **_EVERY_NODE),
+    "aws-mountpoint-s3-csi-driver": (Workload("s3-csi-node", pod("10m", "40Mi"), daemonset=True),
                                      Workload("s3-csi-controller", pod("10m", "40Mi"))),
-    "aws-fsx-csi-driver": (Workload("fsx-csi-node", pod("10m", "40Mi"), **_EVERY_NODE),
+    "aws-fsx-csi-driver": (Workload("fsx-csi-node", pod("10m", "40Mi"), daemonset=True),
                            Workload("fsx-csi-controller", pod("10m", "40Mi"), replicas=2)),
     "amazon-sagemaker-hyperpod-inference": (
         Workload("hyperpod-inference-operator", pod("100m", "128Mi"), replicas=13),),
@@ -212,7 +211,7 @@ class _Node:
         count, _ = self.pods.get(workload.name, (0, workload.requests))
         self.pods[workload.name] = [count + 1, workload.requests]
 
-    def describe(self, resource: "_Resource") -> str:
+    def describe(self, resource: _Resource) -> str:
         parts = [(f"{self.daemonset_count} daemonsets", self.daemonsets)] + [
             (f"{name} ({n} pod{'s' if n > 1 else ''})", r.times(n)) for name, (n, r) in self.pods.items()]
         return "; ".join(f"{label} {resource.show(r)}" for label, r in parts if resource.of(r))
@@ -276,7 +275,7 @@ class _Resource:
     advice: str
 
     def of(self, r: Requests) -> float:
-        return getattr(r, self.attribute)
+        return float(getattr(r, self.attribute))
 
     def show(self, r: Requests) -> str:
         value = self.of(r) / self.scale

@@ -9,22 +9,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_s3_deployment as s3deploy
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import (
+    aws_ec2 as ec2,
+    aws_eks_v2 as eks,
+    aws_iam as iam,
+    aws_s3 as s3,
+    aws_s3_assets as s3_assets,
+    aws_s3_deployment as s3deploy,
+    aws_sagemaker as sagemaker,
+)
 from constructs import Construct, IDependable
 
+from hyperwarm._internal.interfaces import scope_of
+from hyperwarm._internal.nag import (
+    acknowledge,
+    acknowledge_checkov,
+    acknowledge_deploy_time_handlers,
+    arn_prefix,
+    finding_text,
+    logical_id,
+    managed_policy,
+)
+from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster import rules as rules
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS, eks_registry_account
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, NodeTaint
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, arn_prefix, finding_text, \
-    logical_id, managed_policy
 from hyperwarm.serving.settings import DLC_ACCOUNTS
-from hyperwarm._internal.validation import raise_problems, repeated
 
 _HYPERPOD_VPC_ACTIONS = (
     "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission",
@@ -214,7 +224,7 @@ class HyperPodNodes:
 def _acknowledge_bucket_deployment(deployment: s3deploy.BucketDeployment, bucket: s3.IBucket) -> None:
     """Findings on aws-cdk-lib's bucket-deployment handler (a stack singleton, the owner of ``handler_role``).
     The assets bucket is the one the stack's synthesizer puts the asset in, whatever its bootstrap qualifier."""
-    handler = deployment.handler_role.node.scope
+    handler = scope_of(deployment.handler_role)
     assets_buckets = sorted({finding_text(deployment, a.s3_bucket_name) for a in deployment.node.find_all()
                              if isinstance(a, s3_assets.Asset)})
     acknowledge(handler, "aws-cdk-lib's bucket-deployment handler copies the asset from the CDK "

@@ -202,4 +202,4 @@ def operator_pin_unverified(pin: str | None) -> str | None:
 
 def _oldest_build_with(need: Version) -> str | None:
     fitting = [build for build, version in OPERATOR_ADDON_BUILDS.items() if version >= need]
-    return min(fitting, key=_build_key) if fitting else None  # type: ignore[arg-type, return-value]
+    return min(fitting, key=_build_key) if fitting else None  # type: ignore[arg-type]

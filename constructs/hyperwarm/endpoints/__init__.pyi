@@ -20,7 +20,6 @@ from .model import (
     grant_model_data_read as grant_model_data_read,
 )
 from .props import (
-    Autoscaling as Autoscaling,
     DataCapture as DataCapture,
     DeploymentGuardrails as DeploymentGuardrails,
     InferenceComponentSpec as InferenceComponentSpec,
@@ -31,3 +30,4 @@ from .props import (
     TrafficShift as TrafficShift,
 )
 from .routing import Routing as Routing
+from .scaling import VariantAutoscaling as VariantAutoscaling

@@ -3,34 +3,28 @@ grant and metric methods every endpoint (created or imported) shares."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_sagemaker as sagemaker
+from aws_cdk.interfaces.aws_sagemaker import EndpointReference
+from constructs import Construct
+from typing_extensions import Protocol, runtime_checkable
+
 from hyperwarm.functions.cache_refresh import contract
-from constructs import Construct, Node
 
 _NAMESPACE = "AWS/SageMaker"
 
 
+# typing_extensions' Protocol, as aws-cdk-lib's interfaces use: typing's cannot extend them at run time.
 @runtime_checkable
-class IInferenceEndpoint(Protocol):
+class IInferenceEndpoint(sagemaker.IEndpoint, Protocol):
     """A SageMaker real-time endpoint: one created by :class:`~hyperwarm.endpoints.endpoint.InferenceEndpoint`
-    or imported with ``InferenceEndpoint.from_endpoint_attributes``."""
-
-    @property
-    def node(self) -> Node: ...
-
-    @property
-    def endpoint_name(self) -> str:
-        """The endpoint's name."""
-
-    @property
-    def endpoint_arn(self) -> str:
-        """The endpoint's ARN."""
+    or imported with ``InferenceEndpoint.from_endpoint_attributes``. An ``aws_sagemaker.IEndpoint``
+    (``endpoint_name``, ``endpoint_arn``, ``grant_invoke``) with what hyperwarm's refresh, alarms and
+    dashboards need besides."""
 
     @property
     def variant_names(self) -> Sequence[str] | None:
@@ -59,7 +53,13 @@ class IInferenceEndpoint(Protocol):
     def grant_principal(self) -> iam.IPrincipal:
         """What grants to the endpoint give permissions to: its execution role (``bucket.grant_read(endpoint)``)."""
 
-    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant: ...
+    def metric(self, metric_name: str, *, account: str | None = None, color: str | None = None,
+               dimensions_map: Mapping[str, str] | None = None, label: str | None = None,
+               period: cdk.Duration | None = None, region: str | None = None, stack_account: str | None = None,
+               stack_region: str | None = None, statistic: str | None = None,
+               unit: cloudwatch.Unit | None = None) -> cloudwatch.Metric:
+        """The endpoint's ``AWS/SageMaker`` metric ``metric_name`` (dimension EndpointName, plus ``dimensions_map``)."""
+        ...
 
     def metric_invocations(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
 
@@ -72,15 +72,41 @@ class IInferenceEndpoint(Protocol):
     def metric_overhead_latency(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
 
 
-class EndpointBase(Construct):
-    """``grant_invoke`` and the ``metric_*`` helpers, for subclasses that set ``endpoint_name``,
-    ``endpoint_arn`` and ``variant_names``. Each metric is ``AWS/SageMaker`` with the dimensions
-    EndpointName and VariantName; ``options`` are ``cloudwatch.Metric`` keyword arguments
-    (``statistic``, ``period``, ``label`` ...) that override the documented defaults."""
+@jsii.implements(sagemaker.IEndpoint, iam.IGrantable)
+class EndpointBase(cdk.Resource):
+    """An ``aws_sagemaker.IEndpoint`` (what aws-cdk-lib's integrations take, e.g. API Gateway's
+    ``SagemakerIntegration``) with hyperwarm's ``grant_invoke`` and ``metric_*`` helpers, for subclasses that
+    set ``_endpoint_name``, ``_endpoint_arn`` and ``variant_names``. Each ``metric_*`` is ``AWS/SageMaker`` with
+    the dimensions EndpointName and VariantName; ``options`` are ``cloudwatch.Metric`` keyword arguments
+    (``statistic``, ``period``, ``label`` ...) that override the documented defaults.
 
-    endpoint_name: str
-    endpoint_arn: str
-    variant_names: Sequence[str] | None
+    ``endpoint_name`` and ``endpoint_arn`` are properties, not attributes: jsii reads them from the JavaScript
+    side through the ``IEndpoint`` interface."""
+
+    _endpoint_name: str
+    _endpoint_arn: str
+    variant_names: tuple[str, ...] | None
+    """The production variants' names; None where they are not known (an import without them)."""
+
+    @property
+    def endpoint_name(self) -> str:
+        """The endpoint's name."""
+        return self._endpoint_name
+
+    @property
+    def endpoint_arn(self) -> str:
+        """The endpoint's ARN (SageMaker writes the name in it in lower case)."""
+        return self._endpoint_arn
+
+    @property
+    def endpoint_ref(self) -> EndpointReference:
+        """A reference to this endpoint (``aws_sagemaker.IEndpointRef``)."""
+        return EndpointReference(endpoint_arn=self.endpoint_arn)
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """What grants to the endpoint give permissions to (subclasses: its execution role)."""
+        raise NotImplementedError
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` call InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint."""
@@ -89,6 +115,20 @@ class EndpointBase(Construct):
             actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
             resource_arns=[self.endpoint_arn],
         )
+
+    def metric(self, metric_name: str, *, account: str | None = None, color: str | None = None,
+               dimensions_map: Mapping[str, str] | None = None, label: str | None = None,
+               period: cdk.Duration | None = None, region: str | None = None, stack_account: str | None = None,
+               stack_region: str | None = None, statistic: str | None = None,
+               unit: cloudwatch.Unit | None = None) -> cloudwatch.Metric:
+        """The endpoint's ``AWS/SageMaker`` metric ``metric_name`` with the dimension EndpointName and
+        ``dimensions_map`` (e.g. ``{"VariantName": "main"}``: SageMaker publishes invocation metrics per
+        variant), in the manner of aws-cdk-lib's ``metric`` methods. Default: Average over 5 minutes."""
+        return cloudwatch.Metric(
+            namespace=_NAMESPACE, metric_name=metric_name,
+            dimensions_map={"EndpointName": self.endpoint_name, **(dimensions_map or {})},
+            account=account, color=color, label=label, period=period or cdk.Duration.minutes(5), region=region,
+            stack_account=stack_account, stack_region=stack_region, statistic=statistic or "Average", unit=unit)
 
     def metric_invocations(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
         """Requests sent to the variant. Default: Sum over 5 minutes."""
@@ -121,7 +161,6 @@ class EndpointBase(Construct):
                                  **{"statistic": statistic, "period": cdk.Duration.minutes(5), **options})
 
 
-@jsii.implements(iam.IGrantable)
 class ImportedInferenceEndpoint(EndpointBase):
     """An endpoint defined elsewhere (another stack or app). Use ``InferenceEndpoint.from_endpoint_attributes``."""
 
@@ -130,20 +169,20 @@ class ImportedInferenceEndpoint(EndpointBase):
                  encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
                  metric_publish_frequency: cdk.Duration | None = None,
                  serving_engines: Mapping[str, str] | None = None) -> None:
-        super().__init__(scope, id)
-        self.detailed_observability: bool | None = detailed_observability
-        self.metric_publish_frequency: cdk.Duration | None = metric_publish_frequency
-        self._engines = dict(serving_engines or {})
         if not cdk.Token.is_unresolved(endpoint_name):
             problem = contract.endpoint_name_problem(endpoint_name)
             if problem:
-                raise ValueError(f"{self.node.path}: endpoint_name = {endpoint_name!r} -- {problem}")
-        self.endpoint_name: str = endpoint_name
+                raise ValueError(f"{scope.node.path}/{id}: endpoint_name = {endpoint_name!r} -- {problem}")
         # SageMaker ARNs carry the name in lower case.
         arn_name = endpoint_name if cdk.Token.is_unresolved(endpoint_name) else contract.arn_name(endpoint_name)
-        self.endpoint_arn: str = cdk.Stack.of(self).format_arn(
-            service="sagemaker", resource="endpoint", resource_name=arn_name)
-        self.variant_names: tuple[str, ...] | None = tuple(variant_names) if variant_names is not None else None
+        arn = cdk.Stack.of(scope).format_arn(service="sagemaker", resource="endpoint", resource_name=arn_name)
+        super().__init__(scope, id, environment_from_arn=arn)
+        self._endpoint_name = endpoint_name
+        self._endpoint_arn = arn
+        self.variant_names = tuple(variant_names) if variant_names is not None else None
+        self.detailed_observability: bool | None = detailed_observability
+        self.metric_publish_frequency: cdk.Duration | None = metric_publish_frequency
+        self._engines = dict(serving_engines or {})
         self.execution_role: iam.IRole | None = execution_role
         self.encryption_key: kms.IKey | None = encryption_key
 
@@ -154,4 +193,7 @@ class ImportedInferenceEndpoint(EndpointBase):
     @property
     def grant_principal(self) -> iam.IPrincipal:
         """The execution role if given; else grants to the endpoint only warn (there is no role to add them to)."""
-        return self.execution_role or iam.UnknownPrincipal(resource=self)
+        if self.execution_role is not None:
+            return self.execution_role
+        # UnknownPrincipal implements IPrincipal in JavaScript; its Python type does not declare every member.
+        return cast(iam.IPrincipal, iam.UnknownPrincipal(resource=self))

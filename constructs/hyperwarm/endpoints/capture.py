@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sagemaker as sagemaker
 from constructs import Construct
 
-from hyperwarm.endpoints.props import DataCapture
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, object_arn_finding
+from hyperwarm.endpoints.props import DataCapture
 
 
 def capture_bucket(scope: Construct, key: kms.IKey) -> s3.Bucket:

@@ -51,7 +51,7 @@ def invoke_endpoint_args(endpoint_name: str, body: Any, *, tenant: str | None = 
 def shared_prefix_length(a: bytes, b: bytes) -> int:
     """How many leading bytes two request bodies share (what the router compares)."""
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):  # up to the shorter body
         if x != y:
             break
         n += 1

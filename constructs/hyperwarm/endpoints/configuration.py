@@ -12,13 +12,12 @@ alarms of :mod:`hyperwarm.observability.dashboard` read what detailed observabil
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_iam as iam, aws_kms as kms, aws_sagemaker as sagemaker
 from constructs import Construct
 
 from hyperwarm.endpoints.props import ProductionVariant

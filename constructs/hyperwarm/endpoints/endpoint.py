@@ -10,28 +10,34 @@ Application Auto Scaling targets, rollback alarms and a data-capture bucket. Pro
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
-import jsii
-from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import (
+    aws_applicationautoscaling as appscaling,
+    aws_cloudwatch as cloudwatch,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_s3 as s3,
+    aws_sagemaker as sagemaker,
+)
 from constructs import Construct
 
+from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
 from hyperwarm.endpoints.capture import capture_bucket, capture_config
 from hyperwarm.endpoints.configuration import EndpointConfiguration, EndpointConfigurationProps
-from hyperwarm.endpoints.props import DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
-from hyperwarm.endpoints.rules import endpoint_problems, image_problems, routing_warnings, takes_volume_key, variant_server_settings
-from hyperwarm.endpoints.scaling import scale_instances
 from hyperwarm.endpoints.inference_component import InferenceComponent, InferenceComponentProps
 from hyperwarm.endpoints.model import InferenceModel, InferenceModelProps
-from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
-
+from hyperwarm.endpoints.props import DeploymentGuardrails, InferenceEndpointProps, ProductionVariant
+from hyperwarm.endpoints.rules import (
+    endpoint_problems,
+    image_problems,
+    routing_warnings,
+    takes_volume_key,
+    variant_server_settings,
+)
+from hyperwarm.endpoints.scaling import scale_instances
 
 ROLLBACK_5XX_SHARE = 0.05
 ROLLBACK_5XX_MINUTES = (2, 3)
@@ -42,9 +48,8 @@ of one instance at low traffic one error is a large share of one minute; sustain
 version."""
 
 
-@jsii.implements(iam.IGrantable)
 class InferenceEndpoint(EndpointBase):
-    """A SageMaker real-time endpoint with per-variant routing.
+    """A SageMaker real-time endpoint with per-variant routing: an ``aws_sagemaker.IEndpoint``.
 
     ``node.default_child`` is the ``AWS::SageMaker::Endpoint`` (``CfnEndpoint``). The endpoint is the
     grantee of its execution role (``grant_principal``): ``bucket.grant_read(endpoint)`` lets its models read.
@@ -67,14 +72,14 @@ class InferenceEndpoint(EndpointBase):
             metric_publish_frequency=metric_publish_frequency, serving_engines=serving_engines)
 
     def __init__(self, scope: Construct, id: str, props: InferenceEndpointProps) -> None:
-        super().__init__(scope, id)
+        super().__init__(scope, id, physical_name=props.endpoint_name)
         self._props = props
         self._label = props.endpoint_name or self.node.path
         self._raise(endpoint_problems(props))
         self._check_images()
         self.variants: dict[str, ProductionVariant] = {v.name: v for v in props.variants}
         """The production variants by name."""
-        self.variant_names: tuple[str, ...] = tuple(self.variants)
+        self.variant_names = tuple(self.variants)
         self.execution_role: iam.Role = iam.Role(
             self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=f"SageMaker execution role of endpoint {self._label}: model data, image pull, logs",
@@ -102,9 +107,9 @@ class InferenceEndpoint(EndpointBase):
         self.metric_publish_frequency: cdk.Duration | None = props.metric_publish_frequency
         self._resource = self._endpoint()
         self.node.default_child = self._resource
-        self.endpoint_arn: str = self._resource.ref
+        self._endpoint_arn = self._resource.ref
         # The configured name where there is one: IAM policies of other stacks can then name it.
-        self.endpoint_name: str = props.endpoint_name or self._resource.attr_endpoint_name
+        self._endpoint_name = props.endpoint_name or self._resource.attr_endpoint_name
         self.rollback_alarms: list[cloudwatch.IAlarm] = self._rollback_alarms(props.guardrails)
         """Alarms that roll a blue/green update back (a refresh's too); no action until ``notify_alarms``."""
         self._resource.deployment_config = self._deployment_config(props.guardrails)
@@ -202,7 +207,7 @@ class InferenceEndpoint(EndpointBase):
             return []
         alarms = list(g.rollback_alarms)
         if g.alarm_on_5xx_errors:
-            alarms += [_rollback_5xx_alarm(self, name, str(self._props.endpoint_name)) for name in self.variant_names]
+            alarms += [_rollback_5xx_alarm(self, name, str(self._props.endpoint_name)) for name in self.variants]
         if alarms:
             # Deployment guardrails prerequisite: the execution role may describe its auto-rollback alarms.
             self.execution_role.add_to_principal_policy(iam.PolicyStatement(
@@ -239,7 +244,7 @@ class InferenceEndpoint(EndpointBase):
         return component
 
 
-def _rollback_5xx_alarm(endpoint: "InferenceEndpoint", variant: str, endpoint_name: str) -> cloudwatch.Alarm:
+def _rollback_5xx_alarm(endpoint: InferenceEndpoint, variant: str, endpoint_name: str) -> cloudwatch.Alarm:
     """The variant's rollback alarm: 5XX on :data:`ROLLBACK_5XX_SHARE` of its requests, sustained."""
     return cloudwatch.Alarm(
         endpoint, f"{variant}5xxAlarm",

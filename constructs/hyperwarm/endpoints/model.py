@@ -11,16 +11,13 @@ from typing import Any
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sagemaker as sagemaker
 from constructs import Construct
 
-from hyperwarm.serving.buckets import grant_bucket_key
-from hyperwarm.endpoints.rules import parse_s3_uri
-from hyperwarm.serving.images import ContainerImage
 from hyperwarm._internal.nag import acknowledge, object_arn_finding
+from hyperwarm.endpoints.rules import parse_s3_uri
+from hyperwarm.serving.buckets import grant_bucket_key
+from hyperwarm.serving.images import ContainerImage
 from hyperwarm.serving.settings import SERVING_METADATA, ServerSettings, serving_metadata
 
 

@@ -34,23 +34,23 @@ class Routing:
     """PREFIX_AWARE only: in-flight requests before a request spills over. Default: none."""
 
     @staticmethod
-    def random() -> "Routing":
+    def random() -> Routing:
         """SageMaker's default: any instance."""
         return Routing("RANDOM")
 
     @staticmethod
-    def least_outstanding_requests() -> "Routing":
+    def least_outstanding_requests() -> Routing:
         """The instance with the fewest in-flight requests: for uneven, long-running LLM requests."""
         return Routing("LEAST_OUTSTANDING_REQUESTS")
 
     @staticmethod
-    def prefix_aware(*, prefix_length: int, concurrency_threshold: int) -> "Routing":
+    def prefix_aware(*, prefix_length: int, concurrency_threshold: int) -> Routing:
         """Requests whose first ``prefix_length`` bytes match go to the same instance, so its KV cache
         is reused, until it has ``concurrency_threshold`` requests in flight."""
         return Routing("PREFIX_AWARE", prefix_length, concurrency_threshold)
 
     @staticmethod
-    def kv_aware() -> "Routing":
+    def kv_aware() -> Routing:
         """The instance whose KV cache holds the prompt start, weighed against load (vLLM DLC only)."""
         return Routing("KV_AWARE")
 

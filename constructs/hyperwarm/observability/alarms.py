@@ -14,17 +14,19 @@ that has no action this topic, so an alarm never fires unseen; the deploy rehear
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_chatbot as chatbot
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import (
+    aws_chatbot as chatbot,
+    aws_cloudwatch as cloudwatch,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_sns as sns,
+    aws_sns_subscriptions as subscriptions,
+)
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.validation import repeated

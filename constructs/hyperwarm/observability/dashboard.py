@@ -14,6 +14,7 @@ hold, a text widget says where to read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Sequence
 
@@ -24,10 +25,12 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from hyperwarm.observability.alarms import alarm_topic
-from hyperwarm.observability.cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
+from hyperwarm._internal.validation import repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.observability import otel_enrichment as otel
+from hyperwarm.observability.alarms import alarm_topic
+from hyperwarm.observability.cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps, bridge_groups
 from hyperwarm.observability.metric_catalog import NOT_PUBLISHED
 from hyperwarm.observability.props import HyperPodModels, InferenceObservabilityProps
@@ -66,7 +69,7 @@ class InferenceObservability(Construct):
         for endpoint in props.endpoints:
             for variant in endpoint.variant_names or ():
                 self._variant(endpoint, variant, props)
-        if props.hyperpod is not None:
+        if props.hyperpod is not None and self.exporter is not None:
             for model in props.hyperpod.models:
                 self._model(model, props)
                 self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
@@ -89,7 +92,7 @@ class InferenceObservability(Construct):
             self._alarm(f"{id}Errors", bridge.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
                         "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
-        self.endpoint_metrics: EndpointMetricsBridge | None = (self.endpoint_metrics_bridges or [None])[0]
+        self.endpoint_metrics: EndpointMetricsBridge | None = next(iter(self.endpoint_metrics_bridges), None)
         """The first endpoint metrics bridge (None without endpoints with detailed observability on)."""
         self.otel_enrichment: cloudwatch.CfnOTelEnrichment | None = None
         """The account's OTel enrichment where this construct creates it (with bridges and ``create``)."""

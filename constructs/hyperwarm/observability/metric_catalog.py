@@ -164,7 +164,7 @@ PROMQL_METRICS: tuple[PromQLMetric, ...] = (
                    _DETAILED_OBSERVABILITY,
                    f"vLLM's {what} counter (tokens). UNCONFIRMED: not in SageMaker's published OpenTelemetry "
                    "metric list; the endpoint metrics bridge reads it where it exists and skips it otherwise.")
-      for name, what in zip(PREFIX_CACHE_COUNTERS, ("prefix-cache hits", "prefix-cache queries"))),
+      for name, what in zip(PREFIX_CACHE_COUNTERS, ("prefix-cache hits", "prefix-cache queries"), strict=True)),
 )
 """What hyperwarm's PromQL alarms, printed queries and endpoint metrics bridge read (SageMaker's
 OpenTelemetry metrics reference)."""

@@ -14,8 +14,7 @@ and tools of the account query PromQL too. Where enrichment is on already, a sta
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_observabilityadmin as observabilityadmin
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_observabilityadmin as observabilityadmin
 from constructs import Construct
 
 METADATA = "hyperwarm:otelEnrichment"

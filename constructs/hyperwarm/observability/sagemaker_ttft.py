@@ -13,9 +13,7 @@ from :mod:`hyperwarm.observability.ttft_source`.
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_sns as sns
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
 from constructs import Construct
 
 from hyperwarm.endpoints.base import IInferenceEndpoint
@@ -31,7 +29,7 @@ _STATS = ("p50", "p95", "p99")
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,
-                 topic: sns.ITopic, bridge: EndpointMetricsBridge
+                 topic: sns.ITopic, bridge: TtftMetrics
                  ) -> tuple[cloudwatch.PromQLAlarm, list[cloudwatch.IWidget]]:
     """The variant's p99 TTFT alarm (notifying ``topic``) and its dashboard widgets: the bridge's
     p50/p95/p99 and prefix-cache graphs, the alarm's status, and the queries behind them."""
@@ -54,7 +52,7 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
     return alarm, widgets
 
 
-def bridge_widgets(bridge: EndpointMetricsBridge, endpoint: IInferenceEndpoint,
+def bridge_widgets(bridge: TtftMetrics, endpoint: IInferenceEndpoint,
                    variant: str) -> list[cloudwatch.GraphWidget]:
     """TTFT p50/p95/p99 of the variant, and the engine's prefix-cache hit rate beside the bridge's failed queries."""
     where = f"{endpoint.node.id}/{variant}"

@@ -7,10 +7,7 @@ CloudWatch namespace each; a missed minute is superseded by the next run, so nei
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_events as events, aws_events_targets as targets, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge

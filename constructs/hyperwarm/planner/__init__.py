@@ -6,10 +6,12 @@ lives in ``sim``, ``strategies``, ``workloads``, ``traces``, ``scenarios``,
 loaded lazily so ``import hyperwarm.planner`` stays cheap for the other tools here.
 """
 
+from typing import Any
+
 __all__ = ["simulate", "simulate_many", "InstanceModel", "make_strategy"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in ("simulate", "simulate_many", "InstanceModel"):
         from . import sim
 

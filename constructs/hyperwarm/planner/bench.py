@@ -18,7 +18,12 @@ import json
 import resource
 import sys
 import time
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 from .scenarios import get_scenario
 from .sim import simulate
@@ -33,7 +38,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _progress(show: bool):
+def _progress(show: bool) -> Progress:
     """A rich progress bar on stderr (a run takes seconds; the whole bench minutes)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -45,23 +50,24 @@ def _progress(show: bool):
     )
 
 
-def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str], show_progress: bool = True) -> List[dict]:
-    rows = []
+def run(requests: int, scenarios: Sequence[str], strategies: Sequence[str],
+        show_progress: bool = True) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     with _progress(show_progress) as prog:
         for name in scenarios:
             rows.extend(_run_scenario(prog, name, requests, strategies))
     return rows
 
 
-def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> List[dict]:
-    rows = []
+def _run_scenario(prog: Progress, name: str, requests: int, strategies: Sequence[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     sc = get_scenario(name)
     wl = sc.workload(0, requests)
     for sname in strategies:
         s = make_strategy(sname, prefix_length=sc.prefix_length, concurrency_threshold=sc.concurrency_threshold)
         task = prog.add_task(f"{name} {s.label()}", total=wl.n_requests)
         t0 = time.perf_counter()
-        r = simulate(wl, s, sc.instances, sc.model, progress=lambda k: prog.advance(task, k))
+        r = simulate(wl, s, sc.instances, sc.model, progress=partial(prog.advance, task))
         dt = time.perf_counter() - t0
         prog.remove_task(task)
         rows.append(
@@ -84,7 +90,7 @@ def _run_scenario(prog, name: str, requests: int, strategies: Sequence[str]) -> 
     return rows
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m hyperwarm.planner.bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--requests", type=int, default=TARGET_REQUESTS)
     p.add_argument("--scenarios", default="aws-long-context,aws-short-context")

@@ -8,23 +8,26 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING
 
 from .sim import StrategyResult
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-def _num(x: float, nd: int = 4) -> Optional[float]:
+
+def _num(x: float, nd: int = 4) -> float | None:
     if x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x))):
         return None
     return round(x, nd)
 
 
-def results_to_dict(scenario: str, results: List[StrategyResult], **extra) -> Dict[str, object]:
+def results_to_dict(scenario: str, results: list[StrategyResult], **extra: object) -> dict[str, object]:
     """The ``--json`` object: ``{"scenario": ..., "strategies": {NAME: {...}}}``.
 
     When one strategy runs with several settings the later keys get the
     settings appended, e.g. ``PREFIX_AWARE(8192,16)``."""
-    strategies: Dict[str, object] = {}
+    strategies: dict[str, object] = {}
     for r in results:
         key = r.strategy if r.strategy not in strategies else r.label
         strategies[key] = {
@@ -43,17 +46,17 @@ def results_to_dict(scenario: str, results: List[StrategyResult], **extra) -> Di
             "requests": r.requests,
             "params": r.params,
         }
-    out: Dict[str, object] = {"scenario": scenario}
+    out: dict[str, object] = {"scenario": scenario}
     out.update(extra)
     out["strategies"] = strategies
     return out
 
 
-def to_json(scenario: str, results: List[StrategyResult], **extra) -> str:
+def to_json(scenario: str, results: list[StrategyResult], **extra: object) -> str:
     return json.dumps(results_to_dict(scenario, results, **extra), indent=2)
 
 
-def render_table(results: List[StrategyResult], title: str = "", closed_loop: bool = False):
+def render_table(results: list[StrategyResult], title: str = "", closed_loop: bool = False) -> Table:
     """A ``rich.table.Table`` with one row per strategy; ``closed_loop`` runs also give each
     strategy's throughput change (open-loop throughput is the offered rate)."""
     from rich.table import Table
@@ -94,7 +97,7 @@ def render_table(results: List[StrategyResult], title: str = "", closed_loop: bo
     return t
 
 
-def write_chart(results: List[StrategyResult], path: str, title: str = "") -> str:
+def write_chart(results: list[StrategyResult], path: str, title: str = "") -> str:
     """Bar charts (KV hit rate, TTFT percentiles, instance share) as PNG."""
     import matplotlib
 
@@ -120,7 +123,7 @@ def write_chart(results: List[StrategyResult], path: str, title: str = "") -> st
     ax = axes[2]
     lo = [min(r.instance_share) * 100 for r in results]
     hi = [max(r.instance_share) * 100 for r in results]
-    ax.bar(x, [h - l for l, h in zip(lo, hi)], bottom=lo, color="#dd8452")
+    ax.bar(x, [high - low for low, high in zip(lo, hi, strict=True)], bottom=lo, color="#dd8452")
     if results:
         fair = 100 / len(results[0].instance_share)
         pad = max(0.5, 0.1 * (max(hi) - min(lo)))

@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import List, Optional, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from .scenarios import SCENARIOS, get_scenario
 from .sim import InstanceModel, simulate_many
@@ -21,8 +23,14 @@ from .strategies import STRATEGY_NAMES, make_strategy
 from .tune import DEFAULT_SEEDS, FINALISTS
 from .workloads import Workload
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
-def _ints(text: str) -> List[int]:
+    from .scenarios import Scenario
+
+
+def _ints(text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -66,7 +74,7 @@ def _source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``routing`` with ``simulate``, ``tune`` and ``trace`` on ``subparsers``."""
     routing = subparsers.add_parser(
         "routing",
@@ -124,7 +132,7 @@ class _Fail(Exception):
     pass
 
 
-def _positive(args, *names: str) -> None:
+def _positive(args: argparse.Namespace, *names: str) -> None:
     """Given numbers must be >= 1: a zero is an error, never "use the default"."""
     for name in names:
         v = getattr(args, name, None)
@@ -132,7 +140,8 @@ def _positive(args, *names: str) -> None:
             raise _Fail(f"{name.replace('_', '-')}={v} is outside the allowed range >= 1")
 
 
-def _setup(args, prog=None):
+def _setup(args: argparse.Namespace, prog: Progress | None = None
+           ) -> tuple[str, Workload, int, InstanceModel, Scenario | None]:
     """(name, workload, instances, model, scenario or None) from the args."""
     from dataclasses import replace
 
@@ -146,7 +155,7 @@ def _setup(args, prog=None):
             raise _Fail(f"{name.replace('_', '-')}={v} is outside the allowed range >= 0")
     sc = get_scenario(args.scenario) if args.scenario or not args.trace else None
     model = sc.model if sc else InstanceModel()
-    over = {}
+    over: dict[str, Any] = {}
     for field_name, flag in (
         ("kv_capacity_tokens", "kv_capacity_tokens"), ("prefill_tokens_per_s", "prefill_tokens_per_s"),
         ("overhead_ms", "overhead_ms"), ("tpot_ms", "tpot_ms"), ("context_tokens", "context_length"),
@@ -162,14 +171,15 @@ def _setup(args, prog=None):
         try:
             wl: Workload = open_trace(
                 args.trace, args.format, context_tokens=model.context_tokens,
-                progress=(lambda k: prog.advance(task, k)) if task is not None else None,
+                progress=partial(prog.advance, task) if prog is not None and task is not None else None,
             )
         except (TraceError, OSError) as e:
-            raise _Fail(str(e))
-        if task is not None:
+            raise _Fail(str(e)) from e
+        if prog is not None and task is not None:
             prog.remove_task(task)
         name = args.trace
     else:
+        assert sc is not None  # without a trace, a scenario (the default one without --scenario)
         wl = sc.workload(args.seed, args.requests)
         name = sc.name
     n = getattr(args, "instances", None)
@@ -180,7 +190,7 @@ def _setup(args, prog=None):
     return name, wl, n, model, sc
 
 
-def _assumptions(model: InstanceModel, sc, args) -> List[str]:
+def _assumptions(model: InstanceModel, sc: Scenario | None, args: argparse.Namespace) -> list[str]:
     """What the run assumes, stated in every report (issue: a trace written
     from a scenario gave another hit rate with no word why: the scenario's
     FP8 KV cache holds twice the tokens of the default BF16 one)."""
@@ -198,7 +208,7 @@ def _assumptions(model: InstanceModel, sc, args) -> List[str]:
     return lines
 
 
-def _console(stderr: bool = False):
+def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     c = Console(stderr=stderr)
@@ -207,7 +217,7 @@ def _console(stderr: bool = False):
     return c
 
 
-def _progress(args):
+def _progress(args: argparse.Namespace) -> Progress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     err = _console(stderr=True)
@@ -222,7 +232,7 @@ def _progress(args):
     )
 
 
-def cmd_simulate(args) -> int:
+def cmd_simulate(args: argparse.Namespace) -> int:
     from .report import render_table, to_json, write_chart
 
     if getattr(args, "list_scenarios", False):
@@ -274,7 +284,7 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def cmd_tune(args) -> int:
+def cmd_tune(args: argparse.Namespace) -> int:
     from .report import render_table, results_to_dict
     from .tune import DEFAULT_PREFIX_LENGTHS, DEFAULT_THRESHOLDS, tune
 
@@ -333,7 +343,7 @@ def cmd_tune(args) -> int:
     return 0
 
 
-def cmd_trace(args) -> int:
+def cmd_trace(args: argparse.Namespace) -> int:
     """Write the chosen scenario or (data-capture) trace as a hyperwarm trace."""
     from .traces import write_trace
 
@@ -358,11 +368,11 @@ def cmd_trace(args) -> int:
     return 0
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry: ``python -m hyperwarm.planner routing simulate ...``."""
     parser = argparse.ArgumentParser(prog="python -m hyperwarm.planner")
     subs = parser.add_subparsers(dest="command", metavar="{routing}")
     subs.required = True
     add_parser(subs)
     args = parser.parse_args(argv)
-    return args.func(args)
+    return int(args.func(args))

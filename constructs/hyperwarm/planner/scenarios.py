@@ -10,8 +10,8 @@ TTFTs and shares come out of :func:`planner.sim.simulate`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
 
 from .sim import InstanceModel
 from .workloads import Workload, multi_turn_chat, shared_prefix
@@ -26,15 +26,15 @@ P5_70B_FP8KV = InstanceModel(kv_capacity_tokens=2_560_000)
 class Scenario:
     name: str
     description: str
-    workload: Callable[[int, Optional[int]], Workload]  # (seed, n_requests) -> Workload
+    workload: Callable[[int, int | None], Workload]  # (seed, n_requests) -> Workload
     instances: int = 7
     model: InstanceModel = field(default_factory=InstanceModel)
     prefix_length: int = 4096
     concurrency_threshold: int = 8
-    notes: List[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def _aws_long(seed: int, n: Optional[int]) -> Workload:
+def _aws_long(seed: int, n: int | None) -> Workload:
     return shared_prefix(
         groups=900,
         prompts_per_group=32,
@@ -49,7 +49,7 @@ def _aws_long(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-def _aws_short(seed: int, n: Optional[int]) -> Workload:
+def _aws_short(seed: int, n: int | None) -> Workload:
     return multi_turn_chat(
         active_conversations=200,
         rounds=(2, 6),
@@ -64,7 +64,7 @@ def _aws_short(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-def _hot(seed: int, n: Optional[int]) -> Workload:
+def _hot(seed: int, n: int | None) -> Workload:
     return shared_prefix(
         groups=200,
         prefix_tokens=4000,
@@ -79,7 +79,7 @@ def _hot(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-def _sglang(seed: int, n: Optional[int]) -> Workload:
+def _sglang(seed: int, n: int | None) -> Workload:
     return shared_prefix(
         groups=64,
         prompts_per_group=16,
@@ -93,7 +93,7 @@ def _sglang(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-def _ip(seed: int, n: Optional[int]) -> Workload:
+def _ip(seed: int, n: int | None) -> Workload:
     return shared_prefix(
         groups=150,
         prompts_per_group=5,
@@ -107,7 +107,7 @@ def _ip(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-def _mrqa(seed: int, n: Optional[int]) -> Workload:
+def _mrqa(seed: int, n: int | None) -> Workload:
     return multi_turn_chat(
         active_conversations=64,
         rounds=(5, 5),
@@ -121,7 +121,7 @@ def _mrqa(seed: int, n: Optional[int]) -> Workload:
     )
 
 
-SCENARIOS: Dict[str, Scenario] = {
+SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario(

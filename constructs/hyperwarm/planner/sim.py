@@ -47,11 +47,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
 
 from .strategies import PrefixAware, Strategy
-from .workloads import Workload
+from .workloads import Request, Workload
+
+Running = tuple[float, int, int]
+"""An in-flight request on the heap: ``(completion time, instance, KV tokens it holds)``."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ _OFFSET = 461
 _NBINS = 2600
 
 
-def _percentile(hist: List[int], total: int, q: float) -> float:
+def _percentile(hist: list[int], total: int, q: float) -> float:
     if total == 0:
         return float("nan")
     target = q * total
@@ -153,17 +156,17 @@ class StrategyResult:
     """What one strategy did on one workload."""
 
     strategy: str
-    params: Dict[str, object]
+    params: dict[str, object]
     requests: int
     kv_hit_rate: float
-    ttft_ms: Dict[str, float]
+    ttft_ms: dict[str, float]
     ttft_mean_ms: float
     throughput_rps: float
-    instance_share: List[float]
+    instance_share: list[float]
     spill_rate: float
-    remap: Optional[Dict[str, float]] = None
+    remap: dict[str, float] | None = None
     label: str = ""
-    routing: Dict[str, object] = field(default_factory=dict)
+    routing: dict[str, object] = field(default_factory=dict)
 
     @property
     def max_share_deviation(self) -> float:
@@ -187,18 +190,18 @@ class StrategyResult:
         requests that stay on warm instances, none on the new one (an estimate, not simulated)."""
         return self.kv_hit_rate * (1.0 - self.cold_share)
 
-    def ttft_percentiles(self) -> Dict[str, float]:
+    def ttft_percentiles(self) -> dict[str, float]:
         """``ttft_p50_ms`` .. ``ttft_p99_ms``: the names the dashboard and ``plan cache`` use."""
         return {f"ttft_{q}_ms": v for q, v in self.ttft_ms.items()}
 
-    def to_dict(self) -> Dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d.pop("strategy")
         d.pop("label")
         return d
 
 
-def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
+def _kv_wait(heap: list[Running], i: int, excess: float, start: float) -> float:
     """When instance ``i`` has freed ``excess`` KV tokens: the completion
     time of its running requests, earliest first, that release them.  Rare
     (only when KV memory is full), so a scan of the heap is fine."""
@@ -206,16 +209,15 @@ def _kv_wait(heap: list, i: int, excess: int, start: float) -> float:
     for done, _, held in sorted(e for e in heap if e[1] == i):
         freed += held
         if freed >= excess:
-            break
-    else:  # more than the whole cache: it runs alone, after all the others
-        done = max((e[0] for e in heap if e[1] == i), default=start)
-    return done if done > start else start
+            return max(done, start)
+    # more than the whole cache: it runs alone, after all the others
+    return max(max((e[0] for e in heap if e[1] == i), default=start), start)
 
 
 def _core(
     workload: Workload, strategy: Strategy, n_instances: int, model: InstanceModel, seed: int,
-    clients: Optional[int] = None,
-):
+    clients: int | None = None,
+) -> Generator[None, Request | None, StrategyResult]:
     """One strategy's simulation as a coroutine: send it request tuples,
     then ``None``; it returns the :class:`StrategyResult` (StopIteration).
     A coroutine lets :func:`simulate_many` read a trace once for many
@@ -226,12 +228,12 @@ def _core(
     B = model.block_tokens
     ncache = 1 if strategy.shared_cache else n
     cap = (model.kv_capacity_tokens // B) * (n if strategy.shared_cache else 1)
-    caches = [OrderedDict() for _ in range(ncache)]
+    caches: list[OrderedDict[int, int]] = [OrderedDict() for _ in range(ncache)]  # block key -> blocks
     used = [0] * ncache
     inflight = [0] * n
     free_at = [0.0] * n
     counts = [0] * n
-    heap: list = []
+    heap: list[Running] = []
     hist = [0] * _NBINS
     route = strategy.bind(n, caches, inflight, workload, seed)
 
@@ -408,8 +410,8 @@ def simulate(
     model: InstanceModel = InstanceModel(),
     *,
     seed: int = 0,
-    progress: Optional[Callable[[int], None]] = None,
-    clients: Optional[int] = None,
+    progress: Callable[[int], None] | None = None,
+    clients: int | None = None,
 ) -> StrategyResult:
     """Run ``workload`` through ``strategy`` on ``n_instances`` instances.
 
@@ -432,9 +434,9 @@ def simulate_many(
     model: InstanceModel = InstanceModel(),
     *,
     seed: int = 0,
-    progress: Optional[Callable[[int], None]] = None,
-    clients: Optional[int] = None,
-) -> List[StrategyResult]:
+    progress: Callable[[int], None] | None = None,
+    clients: int | None = None,
+) -> list[StrategyResult]:
     """Run several strategies in one pass over ``workload`` (each on its own
     fresh variant).  Memory grows with the number of strategies (one set of
     caches each), so callers batch long lists."""

@@ -31,15 +31,28 @@ from __future__ import annotations
 import random
 import zlib
 from bisect import bisect_right
-from typing import Callable, Dict, List, Optional
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from hyperwarm.endpoints.routing import CONCURRENCY_THRESHOLD_RANGE, PREFIX_LENGTH_RANGE  # SageMaker's limits, one place
+from hyperwarm.endpoints.routing import (  # SageMaker's limits, one place
+    CONCURRENCY_THRESHOLD_RANGE as CONCURRENCY_THRESHOLD_RANGE,
+    PREFIX_LENGTH_RANGE as PREFIX_LENGTH_RANGE,
+)
+
+from .workloads import Request, Workload
+
+Blocks = Sequence[tuple[int, int]]
+"""A prompt as ``(key, full KV blocks)`` pairs: what ``route`` reads besides the request."""
+Route = Callable[[Request, Blocks], int]
+"""``route(req, sb)`` -> the instance index."""
+Caches = list[Any]
+"""The instances' KV caches (the simulator's ordered dicts of block keys); KV_AWARE reads them."""
 
 VNODES = 1000
 _RING_SALT = 0x5A17
 
 
-def _range_error(field: str, value, lo: int, hi: int, unit: str) -> ValueError:
+def _range_error(field: str, value: object, lo: int, hi: int, unit: str) -> ValueError:
     return ValueError(
         f"{field}={value!r} is outside the allowed range {lo}..{hi} ({unit})"
     )
@@ -83,20 +96,20 @@ class Ring:
         pts = sorted((_ring_point(i, v, salt), i) for i in range(n) for v in range(vnodes))
         self.points = [p for p, _ in pts]
         self.owners = [i for _, i in pts]
-        self._pref: Dict[int, tuple] = {}
+        self._pref: dict[int, tuple[int, ...]] = {}
         self.n = n
 
     def position(self, key: int) -> int:
         pos = bisect_right(self.points, mix64(key))
         return pos if pos < len(self.points) else 0
 
-    def preference(self, pos: int) -> tuple:
+    def preference(self, pos: int) -> tuple[int, ...]:
         """Distinct instances clockwise from ring position ``pos`` (cached:
         only positions that ever spill are computed)."""
         pref = self._pref.get(pos)
         if pref is None:
             owners, m = self.owners, len(self.owners)
-            seen: List[int] = []
+            seen: list[int] = []
             j = pos
             while len(seen) < self.n:
                 o = owners[j % m]
@@ -110,7 +123,7 @@ class Ring:
         return self.owners[self.position(key)]
 
 
-def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring", salt: int = 0) -> float:
+def remap_share(keys: Iterable[int], n_from: int, n_to: int, scheme: str = "ring", salt: int = 0) -> float:
     """Share of ``keys`` whose owning instance changes when the variant goes
     from ``n_from`` to ``n_to`` instances (``scheme`` 'ring' or 'modulo')."""
     keys = list(keys)
@@ -126,7 +139,7 @@ def remap_share(keys, n_from: int, n_to: int, scheme: str = "ring", salt: int = 
     return moved / len(keys)
 
 
-def _lor(inflight: List[int], rnd: Callable[[], float]) -> int:
+def _lor(inflight: list[int], rnd: Callable[[], float]) -> int:
     m = min(inflight)
     if inflight.count(m) == 1:
         return inflight.index(m)
@@ -144,16 +157,16 @@ class Strategy:
     def __init__(self) -> None:
         self.spills = 0
 
-    def params(self) -> Dict[str, object]:
+    def params(self) -> dict[str, object]:
         return {}
 
     def label(self) -> str:
         return self.name
 
-    def bind(self, n: int, caches: list, inflight: List[int], workload, seed: int = 0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         raise NotImplementedError
 
-    def routing_config(self) -> Dict[str, object]:
+    def routing_config(self) -> dict[str, object]:
         """The variant's cdk.json ``routing`` object for this strategy."""
         return {"strategy": self.name}
 
@@ -163,11 +176,11 @@ class Random(Strategy):
 
     name = "RANDOM"
 
-    def bind(self, n, caches, inflight, workload, seed=0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         self.spills = 0
         rnd = random.Random(seed).random
 
-        def route(req, sb):
+        def route(req: Request, sb: Blocks) -> int:
             return int(rnd() * n)
 
         return route
@@ -178,11 +191,11 @@ class LeastOutstanding(Strategy):
 
     name = "LEAST_OUTSTANDING_REQUESTS"
 
-    def bind(self, n, caches, inflight, workload, seed=0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         self.spills = 0
         rnd = random.Random(seed).random
 
-        def route(req, sb):
+        def route(req: Request, sb: Blocks) -> int:
             return _lor(inflight, rnd)
 
         return route
@@ -220,29 +233,29 @@ class PrefixAware(Strategy):
             )
         self.prefix_length = prefix_length
         self.concurrency_threshold = concurrency_threshold
-        self.ring: Optional[Ring] = None
-        self.keys_seen: set = set()
+        self.ring: Ring | None = None
+        self.keys_seen: set[int] = set()
         self.salt = 0
 
     #: distinct routing keys remembered for the remap statistic (bounded)
     MAX_KEYS = 65536
 
-    def params(self):
+    def params(self) -> dict[str, object]:
         return {"prefix_length": self.prefix_length, "concurrency_threshold": self.concurrency_threshold}
 
-    def label(self):
+    def label(self) -> str:
         return f"PREFIX_AWARE({self.prefix_length},{self.concurrency_threshold})"
 
-    def routing_config(self):
+    def routing_config(self) -> dict[str, object]:
         return {
             "strategy": self.name,
             "prefix_length": self.prefix_length,
             "concurrency_threshold": self.concurrency_threshold,
         }
 
-    def bind(self, n, caches, inflight, workload, seed=0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         self.spills = 0
-        self.keys_seen = keys = set()
+        self.keys_seen = keys = set[int]()
         self.salt = seed
         rnd = random.Random(seed).random
         L = self.prefix_length
@@ -258,7 +271,7 @@ class PrefixAware(Strategy):
         M64 = _M64
         ring_spill = self.spill == "ring"
 
-        def route(req, sb):
+        def route(req: Request, sb: Blocks) -> int:
             body = req[5]
             if body is not None:
                 k = body_key(body[:L])
@@ -289,7 +302,7 @@ class PrefixAware(Strategy):
 
         return route
 
-    def remap(self, n: int) -> Dict[str, float]:
+    def remap(self, n: int) -> dict[str, float]:
         """Share of the routing keys seen whose owner moves on scale-out
         (n -> n+1) and scale-in (n -> n-1)."""
         keys = list(self.keys_seen)
@@ -313,14 +326,14 @@ class KvAware(Strategy):
             raise ValueError(f"load_weight={load_weight!r} is outside the allowed range >= 0")
         self.load_weight = load_weight
 
-    def bind(self, n, caches, inflight, workload, seed=0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         self.spills = 0
         rnd = random.Random(seed).random
         w = self.load_weight
         rng_n = range(n)
         me = self
 
-        def route(req, sb):
+        def route(req: Request, sb: Blocks) -> int:
             total = 0
             for _, nb in sb:
                 total += nb
@@ -367,11 +380,11 @@ class Oracle(Strategy):
     name = "ORACLE"
     shared_cache = True
 
-    def bind(self, n, caches, inflight, workload, seed=0):
+    def bind(self, n: int, caches: Caches, inflight: list[int], workload: Workload, seed: int = 0) -> Route:
         self.spills = 0
         rnd = random.Random(seed).random
 
-        def route(req, sb):
+        def route(req: Request, sb: Blocks) -> int:
             return _lor(inflight, rnd)
 
         return route

@@ -48,10 +48,16 @@ import json
 import math
 import os
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Callable, Iterable, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
-from .workloads import BYTES_PER_TOKEN, HEADER_BYTES, Request, Workload
+from .workloads import BYTES_PER_TOKEN, HEADER_BYTES, Request, Segments, Workload
+
+Line = tuple[int, str, int, int, bytes]
+"""``(file index, path, line number, byte offset, text)`` of one trace line."""
+Order = tuple[float, int, int, int]
+"""``(time, file index, byte offset, line number)`` of one record."""
 
 BODY_CHUNK_BYTES = 256  # 64 tokens of ~4 bytes: KV granularity for raw bodies
 DEFAULT_OUTPUT_TOKENS = 256
@@ -61,7 +67,7 @@ class TraceError(ValueError):
     """A trace line that cannot be read; names the file, line and field."""
 
 
-def _stable_id(v) -> int:
+def _stable_id(v: object) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise TypeError(f"id {v!r} must be an int or a string")
     if isinstance(v, int):
@@ -73,7 +79,7 @@ def _chain(prev: int, v: int) -> int:
     return hash((prev, v))
 
 
-def body_segments(body: bytes, bytes_per_token: float = BYTES_PER_TOKEN) -> tuple:
+def body_segments(body: bytes, bytes_per_token: float = BYTES_PER_TOKEN) -> Segments:
     """Segments of a raw body: one per ``BODY_CHUNK_BYTES`` chunk, keyed by
     the running CRC/Adler of the whole prefix up to the chunk's end."""
     segs = []
@@ -90,7 +96,7 @@ def body_segments(body: bytes, bytes_per_token: float = BYTES_PER_TOKEN) -> tupl
     return tuple(segs)
 
 
-def _body_request(t: float, body: bytes, inp: Optional[int], out: int) -> Request:
+def _body_request(t: float, body: bytes, inp: int | None, out: int) -> Request:
     segs = body_segments(body) if body else ((0, 1),)
     tokens = inp if inp else max(1, int(len(body) / BYTES_PER_TOKEN))
     # rescale segment ends if the true token count is known
@@ -100,7 +106,7 @@ def _body_request(t: float, body: bytes, inp: Optional[int], out: int) -> Reques
     return (t, tokens, out, segs, None, body)
 
 
-def _num(rec: dict, field: str, where: str, scale: float = 1.0) -> float:
+def _num(rec: dict[str, Any], field: str, where: str, scale: float = 1.0) -> float:
     """A finite, non-negative time stamp (JSON allows NaN/Infinity in Python's reader)."""
     v = rec.get(field)
     if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -113,14 +119,14 @@ def _num(rec: dict, field: str, where: str, scale: float = 1.0) -> float:
     return v * scale
 
 
-def _int(rec: dict, field: str, where: str, default: Optional[int] = None, lo: int = 1, why: str = "") -> int:
+def _int(rec: dict[str, Any], field: str, where: str, default: int | None = None, lo: int = 1, why: str = "") -> int:
     v = rec.get(field, default)
     if v is None or isinstance(v, bool) or not isinstance(v, int) or v < lo:
         raise TraceError(f"{where}: {field}={v!r} is not an integer >= {lo}" + (f" -- {why}" if why else ""))
     return v
 
 
-def _id(v, where: str, what: str) -> int:
+def _id(v: object, where: str, what: str) -> int:
     try:
         return _stable_id(v)
     except TypeError:
@@ -129,7 +135,7 @@ def _id(v, where: str, what: str) -> int:
         ) from None
 
 
-def _b64(data, where: str, field: str) -> bytes:
+def _b64(data: object, where: str, field: str) -> bytes:
     if not isinstance(data, str):
         raise TraceError(f"{where}: {field} must be a base64 string, got {type(data).__name__}")
     try:
@@ -138,7 +144,7 @@ def _b64(data, where: str, field: str) -> bytes:
         raise TraceError(f"{where}: {field} is not valid base64 ({e})") from None
 
 
-def _check_context(inp: int, out: int, where: str, context_tokens: Optional[int]) -> None:
+def _check_context(inp: int, out: int, where: str, context_tokens: int | None) -> None:
     if context_tokens is not None and inp + out > context_tokens:
         raise TraceError(
             f"{where}: input {inp:,} + output {out:,} tokens = {inp + out:,} exceed the model's context "
@@ -147,7 +153,7 @@ def _check_context(inp: int, out: int, where: str, context_tokens: Optional[int]
         )
 
 
-def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = None) -> Request:
+def parse_line(rec: dict[str, Any], where: str = "trace", context_tokens: int | None = None) -> Request:
     """One trace record (hyperwarm or Mooncake) as a request tuple; every
     problem is a :class:`TraceError` naming ``where`` (``FILE:LINE``), the
     field, its value and why it is wrong."""
@@ -178,7 +184,7 @@ def parse_line(rec: dict, where: str = "trace", context_tokens: Optional[int] = 
     raise TraceError(f"{where}: needs one of 'body', 'body_b64', 'hash_ids', 'segments'")
 
 
-def _mooncake_request(rec: dict, where: str, context_tokens: Optional[int]) -> Request:
+def _mooncake_request(rec: dict[str, Any], where: str, context_tokens: int | None) -> Request:
     """A Mooncake line: ``timestamp`` in ms, ``input_length``, ``output_length``, 512-token ``hash_ids``."""
     t = _num(rec, "timestamp", where, 1 / 1000.0)
     inp = _int(rec, "input_length", where, why="a prompt has at least one token")
@@ -190,7 +196,7 @@ def _mooncake_request(rec: dict, where: str, context_tokens: Optional[int]) -> R
     return _hash_ids_request(t, ids, 512, inp, out, where)
 
 
-def _body(rec: dict, where: str) -> bytes:
+def _body(rec: dict[str, Any], where: str) -> bytes:
     """The bytes of exactly one of ``body`` (UTF-8 text) and ``body_b64``."""
     if "body" in rec and "body_b64" in rec:
         raise TraceError(f"{where}: give one of 'body' and 'body_b64', not both")
@@ -202,7 +208,7 @@ def _body(rec: dict, where: str) -> bytes:
 
 
 def _segments_request(
-    rec: dict, t: float, inp: Optional[int], out: int, where: str, context_tokens: Optional[int]
+    rec: dict[str, Any], t: float, inp: int | None, out: int, where: str, context_tokens: int | None
 ) -> Request:
     """A ``segments`` record: chained keys of ``[id, tokens]`` runs, and the reply's key from ``output_id``."""
     segs = []
@@ -229,7 +235,7 @@ def _segments_request(
     return (t, end, out, tuple(segs), out_key, None)
 
 
-def _hash_ids_request(t, ids, bt, inp, out, where) -> Request:
+def _hash_ids_request(t: float, ids: Sequence[object], bt: int, inp: int, out: int, where: str) -> Request:
     segs = []
     prev = 0
     for j, h in enumerate(ids):
@@ -243,7 +249,7 @@ def _hash_ids_request(t, ids, bt, inp, out, where) -> Request:
     return (t, inp, out, tuple(segs), None, None)
 
 
-def _lines(paths: Sequence[str]) -> Iterator[tuple]:
+def _lines(paths: Sequence[str]) -> Iterator[Line]:
     """``(file index, path, line number, byte offset, text)`` of every non-empty line."""
     for fi, p in enumerate(paths):
         with open(p, "rb") as f:
@@ -256,15 +262,15 @@ def _lines(paths: Sequence[str]) -> Iterator[tuple]:
                     yield fi, p, no, start, line
 
 
-def _load(line: bytes, where: str):
+def _load(line: bytes, where: str) -> Any:
     try:
         return json.loads(line)
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
         raise TraceError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
 
 
-def _expand(paths: Iterable[str]) -> List[str]:
-    out: List[str] = []
+def _expand(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
     for p in paths:
         if os.path.isdir(p):
             out.extend(sorted(glob.glob(os.path.join(p, "**", "*.jsonl"), recursive=True)))
@@ -281,12 +287,12 @@ def _expand(paths: Iterable[str]) -> List[str]:
 
 
 def _scanned(
-    files: List[str],
-    to_request: Callable[[object, str], Request],
+    files: list[str],
+    to_request: Callable[[Any, str], Request],
     name: str,
     header_bytes: int,
     shift: bool,
-    progress: Optional[Callable[[int], None]],
+    progress: Callable[[int], None] | None,
 ) -> Workload:
     """Read the trace once up front: every record is checked (errors come
     before any simulation, with ``FILE:LINE``), the requests are counted
@@ -321,7 +327,7 @@ class _Scan(NamedTuple):
 
 
 def _scan(
-    files: List[str], to_request: Callable[[object, str], Request], progress: Optional[Callable[[int], None]]
+    files: list[str], to_request: Callable[[Any, str], Request], progress: Callable[[int], None] | None
 ) -> _Scan:
     """Check and count every record, reporting progress every 65,536."""
     n = 0
@@ -346,7 +352,7 @@ def _scan(
     return _Scan(n, late, first_late, t_min)
 
 
-def _requests(items: Iterable[tuple], to_request: Callable[[object, str], Request], t0: float) -> Iterator[Request]:
+def _requests(items: Iterable[Line], to_request: Callable[[Any, str], Request], t0: float) -> Iterator[Request]:
     """The request of each line of ``items`` (as :func:`_lines` yields them), timed from ``t0``."""
     for _, p, no, _, line in items:
         where = f"{p}:{no}"
@@ -354,7 +360,7 @@ def _requests(items: Iterable[tuple], to_request: Callable[[object, str], Reques
         yield (req[0] - t0,) + req[1:] if t0 else req
 
 
-def _time_order(files: List[str], to_request: Callable[[object, str], Request]) -> List[tuple]:
+def _time_order(files: list[str], to_request: Callable[[Any, str], Request]) -> list[Order]:
     """``(time, file index, byte offset, line number)`` of every record in
     time order; stable, so equal times keep file order."""
     return sorted(
@@ -363,7 +369,7 @@ def _time_order(files: List[str], to_request: Callable[[object, str], Request]) 
     )
 
 
-def _seek_lines(files: List[str], order: List[tuple]) -> Iterator[tuple]:
+def _seek_lines(files: list[str], order: list[Order]) -> Iterator[Line]:
     """The lines of ``files`` in ``order`` (see :func:`_time_order`), read by seeking, as :func:`_lines` yields them."""
     handles = [open(f, "rb") for f in files]
     try:
@@ -377,8 +383,8 @@ def _seek_lines(files: List[str], order: List[tuple]) -> Iterator[tuple]:
 
 
 def read_trace(
-    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    paths: str | Sequence[str], name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """A hyperwarm/Mooncake JSONL trace (files, globs or directories),
     checked and counted up front (see :func:`_scanned`); requests longer
@@ -391,7 +397,7 @@ def read_trace(
     )
 
 
-def write_trace(workload: Workload, path: str, progress: Optional[Callable[[int], None]] = None) -> int:
+def write_trace(workload: Workload, path: str, progress: Callable[[int], None] | None = None) -> int:
     """Write a workload as a hyperwarm trace; returns the line count.
 
     Synthetic requests are written in the ``segments`` form: keys become
@@ -401,7 +407,7 @@ def write_trace(workload: Workload, path: str, progress: Optional[Callable[[int]
     n = 0
     with open(path, "w", encoding="utf-8") as f:
         for t, inp, out, segs, out_key, body in workload:
-            rec = {"timestamp": t, "input_tokens": inp, "output_tokens": out}
+            rec: dict[str, Any] = {"timestamp": t, "input_tokens": inp, "output_tokens": out}
             if body is not None:
                 try:
                     rec["body"] = body.decode("utf-8")
@@ -428,7 +434,7 @@ def write_trace(workload: Workload, path: str, progress: Optional[Callable[[int]
 # --- SageMaker data capture ------------------------------------------------
 
 
-def _decode(payload: dict, where: str, field: str) -> bytes:
+def _decode(payload: dict[str, Any], where: str, field: str) -> bytes:
     """The bytes of a captured payload; a missing or undecodable ``data``
     is an error, never an empty (1-token) request."""
     data = payload.get("data")
@@ -457,7 +463,7 @@ def _output_tokens(body: bytes) -> int:
     if isinstance(obj, dict):
         usage = obj.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            return max(1, usage["completion_tokens"])
+            return max(1, int(usage["completion_tokens"]))
         text = obj.get("generated_text")
         if text is None and isinstance(obj.get("choices"), list) and obj["choices"]:
             ch = obj["choices"][0]
@@ -469,7 +475,7 @@ def _output_tokens(body: bytes) -> int:
     return DEFAULT_OUTPUT_TOKENS
 
 
-def _input_tokens(body: bytes) -> Optional[int]:
+def _input_tokens(body: bytes) -> int | None:
     try:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -477,17 +483,17 @@ def _input_tokens(body: bytes) -> Optional[int]:
     if isinstance(obj, dict):
         usage = obj.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-            return usage["prompt_tokens"]
+            return int(usage["prompt_tokens"])
     return None
 
 
-def _capture_request(rec, where: str) -> Request:
+def _capture_request(rec: Any, where: str) -> Request:
     """One data-capture record as a ``body`` request timed in epoch seconds."""
     cap = rec.get("captureData") if isinstance(rec, dict) else None
     if not isinstance(cap, dict) or not isinstance(cap.get("endpointInput"), dict):
         raise TraceError(f"{where}: field 'captureData.endpointInput' is missing -- not a data-capture record")
     meta = rec.get("eventMetadata")
-    ts = meta.get("inferenceTime") if isinstance(meta, dict) else None
+    ts: Any = meta.get("inferenceTime") if isinstance(meta, dict) else None
     try:
         when = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
     except (AttributeError, ValueError):
@@ -506,8 +512,8 @@ def _capture_request(rec, where: str) -> Request:
 
 
 def read_data_capture(
-    paths, name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    paths: str | Sequence[str], name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """SageMaker data-capture JSONL files (files, globs or directories, read
     in sorted order, which is time order for the S3 ``yyyy/mm/dd/hh``
@@ -517,7 +523,7 @@ def read_data_capture(
     when present."""
     files = _expand([paths] if isinstance(paths, str) else paths)
 
-    def to_request(rec, where: str) -> Request:
+    def to_request(rec: Any, where: str) -> Request:
         req = _capture_request(rec, where)
         _check_context(req[1], req[2], where, context_tokens)
         return req
@@ -534,8 +540,8 @@ def is_data_capture(path: str) -> bool:
 
 
 def open_trace(
-    path: str, fmt: str = "auto", name: Optional[str] = None, *, context_tokens: Optional[int] = None,
-    progress: Optional[Callable[[int], None]] = None,
+    path: str, fmt: str = "auto", name: str | None = None, *, context_tokens: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Workload:
     """``fmt``: 'auto', 'jsonl' (hyperwarm/Mooncake) or 'capture'."""
     if fmt not in ("auto", "jsonl", "capture"):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .sim import InstanceModel, StrategyResult, simulate_many
 from .strategies import (
@@ -52,8 +52,8 @@ class Comparison:
 
     challenger: str
     baseline: str
-    gains_ms: List[float]  # baseline p90 - challenger p90, per fresh seed
-    hit_gains: List[float]  # challenger KV hit rate - baseline's, per fresh seed
+    gains_ms: list[float]  # baseline p90 - challenger p90, per fresh seed
+    hit_gains: list[float]  # challenger KV hit rate - baseline's, per fresh seed
 
     @property
     def mean_gain_ms(self) -> float:
@@ -89,7 +89,7 @@ class Comparison:
             f"KV hit {self.hit_gain:+.1%} (noise {self.hit_noise:.1%})"
         )
 
-    def to_dict(self) -> Dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "challenger": self.challenger, "baseline": self.baseline,
             "p90_gain_ms": [round(g, 2) for g in self.gains_ms], "p90_noise_ms": round(self.noise_ms, 2),
@@ -101,12 +101,12 @@ def _spread(values: Sequence[float]) -> float:
     return max(values) - min(values)
 
 
-def _compare(challenger: List[StrategyResult], baseline: List[StrategyResult]) -> Comparison:
+def _compare(challenger: list[StrategyResult], baseline: list[StrategyResult]) -> Comparison:
     return Comparison(
         challenger=challenger[0].label,
         baseline=baseline[0].label,
-        gains_ms=[b.ttft_ms["p90"] - c.ttft_ms["p90"] for b, c in zip(baseline, challenger)],
-        hit_gains=[c.kv_hit_rate - b.kv_hit_rate for b, c in zip(baseline, challenger)],
+        gains_ms=[b.ttft_ms["p90"] - c.ttft_ms["p90"] for b, c in zip(baseline, challenger, strict=True)],
+        hit_gains=[c.kv_hit_rate - b.kv_hit_rate for b, c in zip(baseline, challenger, strict=True)],
     )
 
 
@@ -114,18 +114,18 @@ def _compare(challenger: List[StrategyResult], baseline: List[StrategyResult]) -
 class TuneResult:
     best: StrategyResult  # the recommended strategy's run (grid seed)
     best_prefix_aware: StrategyResult  # the best PREFIX_AWARE run, recommended or not
-    baselines: List[StrategyResult]  # RANDOM, LEAST_OUTSTANDING_REQUESTS
-    candidates: List[StrategyResult]  # every PREFIX_AWARE run
+    baselines: list[StrategyResult]  # RANDOM, LEAST_OUTSTANDING_REQUESTS
+    candidates: list[StrategyResult]  # every PREFIX_AWARE run
     feasible: bool  # some PREFIX_AWARE run met the share constraint
     max_share_deviation: float
     reason: str = ""
-    seeds: List[int] = field(default_factory=list)  # the fresh seeds of the noise check
-    comparisons: List[Comparison] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # the fresh seeds of the noise check
+    comparisons: list[Comparison] = field(default_factory=list)
     prefix_aware_benefit: bool = False
-    extra: Dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     @property
-    def routing(self) -> Dict[str, object]:
+    def routing(self) -> dict[str, object]:
         return self.best.routing
 
     def cdk_snippet(self) -> str:
@@ -133,7 +133,7 @@ class TuneResult:
         return json.dumps({"routing": self.routing})
 
 
-def _validate(values: Sequence[int], field_name: str, rng) -> List[int]:
+def _validate(values: Sequence[int], field_name: str, rng: tuple[int, int]) -> list[int]:
     lo, hi = rng
     out = []
     for v in values:
@@ -146,7 +146,7 @@ def _validate(values: Sequence[int], field_name: str, rng) -> List[int]:
 
 
 def tune(
-    workload: Union[Workload, Callable[[int], Workload]],
+    workload: Workload | Callable[[int], Workload],
     n_instances: int,
     model: InstanceModel = InstanceModel(),
     *,
@@ -155,9 +155,9 @@ def tune(
     max_share_deviation: float = 0.2,
     seed: int = 0,
     seeds: int = DEFAULT_SEEDS,
-    on_run: Optional[Callable[[str], None]] = None,
+    on_run: Callable[[str], None] | None = None,
     batch: int = 8,
-    clients: Optional[int] = None,
+    clients: int | None = None,
 ) -> TuneResult:
     """Grid search on ``seed``, then the noise check on ``seeds`` fresh seeds.
 
@@ -207,19 +207,22 @@ def _check_args(n_instances: int, max_share_deviation: float, seeds: int, batch:
         raise ValueError(f"seeds={seeds!r} is outside the allowed range >= 2 (noise needs two runs or more)")
 
 
-_Run = Callable[[List[Strategy], int], List[StrategyResult]]
+_Run = Callable[[list[Strategy], int], list[StrategyResult]]
 
 
-def _runner(workload, n_instances: int, model: InstanceModel, batch: int, clients: Optional[int], on_run) -> _Run:
+def _runner(workload: Workload | Callable[[int], Workload], n_instances: int, model: InstanceModel, batch: int,
+            clients: int | None, on_run: Callable[[str], None] | None) -> _Run:
     """``run(strategies, seed)``: one pass over the seed's workload per batch
     of strategies, since reading and parsing a trace costs more than
     simulating one strategy on it."""
     tick = on_run or (lambda label: None)
-    for_seed = workload if callable(workload) and not isinstance(workload, Workload) else (lambda s: workload)
 
-    def run(strategies: List[Strategy], s: int) -> List[StrategyResult]:
+    def for_seed(seed: int) -> Workload:
+        return workload if isinstance(workload, Workload) else workload(seed)
+
+    def run(strategies: list[Strategy], s: int) -> list[StrategyResult]:
         wl = for_seed(s)
-        out: List[StrategyResult] = []
+        out: list[StrategyResult] = []
         for i in range(0, len(strategies), batch):
             group = strategies[i:i + batch]
             out.extend(simulate_many(wl, group, n_instances, model, seed=s, clients=clients))
@@ -230,12 +233,18 @@ def _runner(workload, n_instances: int, model: InstanceModel, batch: int, client
     return run
 
 
-def _rank(r: StrategyResult):
+def _int_param(r: StrategyResult, name: str) -> int:
+    value = r.params[name]
+    assert isinstance(value, int), (name, value)  # PrefixAware.params() holds its validated ints
+    return value
+
+
+def _rank(r: StrategyResult) -> tuple[float, float, float]:
     # p90 first; the least imbalance and highest hit rate break near-ties
     return (round(r.ttft_ms["p90"], 1), r.max_share_deviation, -r.kv_hit_rate)
 
 
-def _finalists(cands: List[StrategyResult], max_share_deviation: float) -> Tuple[List[StrategyResult], bool]:
+def _finalists(cands: list[StrategyResult], max_share_deviation: float) -> tuple[list[StrategyResult], bool]:
     """The :data:`FINALISTS` best grid runs within the share constraint, and
     whether any met it (if none did, the least imbalanced run alone)."""
     ok = [r for r in cands if r.max_share_deviation <= max_share_deviation]
@@ -253,19 +262,19 @@ class _NoiseCheck:
     benefit: bool  # best beats both baselines beyond the noise
 
 
-def _noise_check(run: _Run, finalists: List[StrategyResult], fresh: List[int], feasible: bool) -> _NoiseCheck:
+def _noise_check(run: _Run, finalists: list[StrategyResult], fresh: list[int], feasible: bool) -> _NoiseCheck:
     """Re-run the finalists with both baselines on the ``fresh`` seeds and
     pair them seed by seed; the best is the lowest mean p90 among the
     finalists that win (among all of them if none does)."""
-    finalist_strategies = [
-        PrefixAware(f.params["prefix_length"], f.params["concurrency_threshold"]) for f in finalists
+    finalist_strategies: list[Strategy] = [
+        PrefixAware(_int_param(f, "prefix_length"), _int_param(f, "concurrency_threshold")) for f in finalists
     ]
-    runs = [run([Random(), LeastOutstanding()] + finalist_strategies, s) for s in fresh]
-    by_strategy = list(zip(*runs))  # per strategy: its run on each fresh seed
+    runs = [run([Random(), LeastOutstanding(), *finalist_strategies], s) for s in fresh]
+    by_strategy = list(zip(*runs, strict=True))  # per strategy: its run on each fresh seed
     rnd_runs, lor_runs, pa_runs = list(by_strategy[0]), list(by_strategy[1]), [list(r) for r in by_strategy[2:]]
     confirmed = [
         (statistics.fmean(r.ttft_ms["p90"] for r in pa), f, _compare(pa, lor_runs), _compare(pa, rnd_runs))
-        for f, pa in zip(finalists, pa_runs)
+        for f, pa in zip(finalists, pa_runs, strict=True)
     ]
     passing = [c for c in confirmed if feasible and c[2].wins(need_hit_gain=True) and c[3].wins(need_hit_gain=True)]
     _, best, pa_vs_lor, pa_vs_rnd = min(passing or confirmed, key=lambda c: c[0])
@@ -273,8 +282,8 @@ def _noise_check(run: _Run, finalists: List[StrategyResult], fresh: List[int], f
 
 
 def _recommend(
-    check: _NoiseCheck, baselines: List[StrategyResult], feasible: bool, max_share_deviation: float, seeds: int
-) -> Tuple[StrategyResult, str]:
+    check: _NoiseCheck, baselines: list[StrategyResult], feasible: bool, max_share_deviation: float, seeds: int
+) -> tuple[StrategyResult, str]:
     """The recommended run and why: PREFIX_AWARE if it passed the noise
     check, else LEAST_OUTSTANDING_REQUESTS if it beats RANDOM, else RANDOM."""
     rnd, lor = baselines

@@ -39,11 +39,15 @@ bytes of two requests are equal exactly when they share that segment).
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-Request = Tuple[float, int, int, tuple, Optional[int], Optional[bytes]]
+Segments = tuple[tuple[int, int], ...]
+"""A prompt's ``(key, end token)`` runs, in order."""
+Request = tuple[float, int, int, Segments, int | None, bytes | None]
+"""``(arrival s, input tokens, output tokens, segments, output key, body)``: see the module docstring."""
 
 #: Bytes of serialised JSON per prompt token (English text is ~4 characters
 #: per Llama-3 token; JSON escaping adds little for plain prose).
@@ -74,7 +78,7 @@ class Workload:
         name: str,
         factory: Callable[[], Iterable[Request]],
         *,
-        n_requests: Optional[int] = None,
+        n_requests: int | None = None,
         bytes_per_token: float = BYTES_PER_TOKEN,
         header_bytes: int = HEADER_BYTES,
         description: str = "",
@@ -91,7 +95,7 @@ class Workload:
     def __iter__(self) -> Iterator[Request]:
         return iter(self._factory())
 
-    def limit(self, n: Optional[int]) -> "Workload":
+    def limit(self, n: int | None) -> Workload:
         """The first ``n`` requests only (``None`` = unchanged)."""
         if n is None:
             return self
@@ -112,16 +116,17 @@ class Workload:
         )
 
 
-def _check(name: str, value, lo, hi=None) -> None:
+def _check(name: str, value: float | None, lo: float, hi: float | None = None) -> None:
     if value is None or value < lo or (hi is not None and value > hi):
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         raise ValueError(f"{name}={value!r} is outside the allowed range {rng}")
 
 
-def _arrivals(rng: np.random.Generator, rate_rps: float, n: int, t0: float) -> list:
+def _arrivals(rng: np.random.Generator, rate_rps: float, n: int, t0: float) -> list[float]:
     """Poisson arrivals: ``n`` timestamps after ``t0``."""
     times = np.cumsum(rng.exponential(1.0 / rate_rps, n)) + t0
-    return times.tolist()
+    arrivals: list[float] = times.tolist()  # tolist: one C call, not one per element
+    return arrivals
 
 
 def shared_prefix(
@@ -133,7 +138,7 @@ def shared_prefix(
     question_jitter: float = 0.0,
     output_tokens: int = 256,
     rate_rps: float = 10.0,
-    n_requests: Optional[int] = None,
+    n_requests: int | None = None,
     hot_share: float = 0.0,
     seed: int = 0,
     name: str = "shared-prefix",
@@ -187,33 +192,32 @@ def _shared_prefix_requests(
         if hot_share > 0:
             grp[rng.random(b) < hot_share] = 0
         qlen = _question_lengths(rng, question_tokens, question_jitter, b)
-        for tt, g, q in zip(times, grp.tolist(), qlen):
+        for tt, g, q in zip(times, grp.tolist(), qlen, strict=True):
             inp = P + q
-            if P:
-                segs = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp))
-            else:
-                segs = ((hash((_S_QUESTION, seed, i)), inp),)
+            segs: Segments = ((pkeys[g], P), (hash((_S_QUESTION, seed, i)), inp)) if P \
+                else ((hash((_S_QUESTION, seed, i)), inp),)
             yield (tt, inp, output_tokens, segs, None, None)
             i += 1
 
 
-def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: float, n: int) -> list:
+def _question_lengths(rng: np.random.Generator, question_tokens: int, jitter: float, n: int) -> list[int]:
     """``n`` question lengths, uniform within +-``jitter`` of ``question_tokens``."""
     if jitter > 0:
         lo = max(1, int(question_tokens * (1 - jitter)))
         hi = int(question_tokens * (1 + jitter)) + 1
-        return rng.integers(lo, hi, n).tolist()
+        lengths: list[int] = rng.integers(lo, hi, n).tolist()
+        return lengths
     return [question_tokens] * n
 
 
 def multi_turn_chat(
     *,
     active_conversations: int = 64,
-    rounds: Tuple[int, int] = (2, 8),
+    rounds: tuple[int, int] = (2, 8),
     system_prompts: int = 1,
     system_tokens: int = 200,
-    user_tokens: Tuple[float, float] = (120.0, 0.8),
-    assistant_tokens: Tuple[float, float] = (250.0, 0.6),
+    user_tokens: tuple[float, float] = (120.0, 0.8),
+    assistant_tokens: tuple[float, float] = (250.0, 0.6),
     max_context_tokens: int = 32768,
     rate_rps: float = 10.0,
     n_requests: int = 10000,
@@ -254,14 +258,14 @@ def multi_turn_chat(
     )
 
 
-def _conversations(rng: np.random.Generator, seed: int, rounds: Tuple[int, int], system_prompts: int,
-                   system_tokens: int) -> Callable[[int], list]:
+def _conversations(rng: np.random.Generator, seed: int, rounds: tuple[int, int], system_prompts: int,
+                   system_tokens: int) -> Callable[[int], list[Any]]:
     """``new(system prompt index)``: a fresh conversation, numbered in order, as
     the mutable list ``[conv id, turns done, turns total, segs, end tokens, pending reply]``."""
     sys_keys = [hash((_S_SYSTEM, seed, s)) for s in range(system_prompts)]
     next_conv = [0]
 
-    def new(sys_choice: int) -> list:
+    def new(sys_choice: int) -> list[Any]:
         cid = next_conv[0]
         next_conv[0] += 1
         r = int(rng.integers(rounds[0], rounds[1] + 1))
@@ -272,8 +276,8 @@ def _conversations(rng: np.random.Generator, seed: int, rounds: Tuple[int, int],
 
 
 def _chat_requests(
-    seed: int, n_requests: int, active_conversations: int, rounds: Tuple[int, int], system_prompts: int,
-    system_tokens: int, user_tokens: Tuple[float, float], assistant_tokens: Tuple[float, float],
+    seed: int, n_requests: int, active_conversations: int, rounds: tuple[int, int], system_prompts: int,
+    system_tokens: int, user_tokens: tuple[float, float], assistant_tokens: tuple[float, float],
     max_context_tokens: int, rate_rps: float,
 ) -> Iterator[Request]:
     """The stream of :func:`multi_turn_chat`, drawn in chunks of :data:`_CHUNK`."""
@@ -292,7 +296,7 @@ def _chat_requests(
         ulen = np.maximum(1, rng.lognormal(mu_u, sg_u, b)).astype(int).tolist()
         alen = np.maximum(1, rng.lognormal(mu_a, sg_a, b)).astype(int).tolist()
         syss = rng.integers(0, system_prompts, b).tolist()
-        for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss):
+        for tt, s, u, a, sc in zip(times, slots, ulen, alen, syss, strict=True):
             conv = pool[s]
             cid, done, _, segs, end, pending = conv
             if pending is not None:  # previous reply joins the history
@@ -318,8 +322,8 @@ def variable_chat(
     *,
     system_prompts: int = 4,
     system_tokens: int = 300,
-    user_tokens: Tuple[float, float] = (200.0, 1.0),
-    output_tokens: Tuple[float, float] = (200.0, 0.6),
+    user_tokens: tuple[float, float] = (200.0, 1.0),
+    output_tokens: tuple[float, float] = (200.0, 0.6),
     rate_rps: float = 10.0,
     n_requests: int = 10000,
     seed: int = 0,

@@ -11,22 +11,19 @@ whose policies land in the grantee's stack. A plain helper adding to the hook it
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
+from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
-from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.endpoints.model import grant_model_data_read
-from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
+from hyperwarm.functions.cache_refresh import contract
 
 RBAC_GROUP = "hyperwarm:cache-refresh"
 

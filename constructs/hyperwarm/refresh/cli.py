@@ -29,8 +29,8 @@ import re
 import sys
 from typing import Any
 
-from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT
-from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY
+from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT, REPLAY_KEY
+
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
 REPLAY_VISIBILITY = 960
@@ -44,7 +44,8 @@ def original_event(body: str) -> dict[str, Any]:
     """The EventBridge event inside a DLQ message body, whichever path dead-lettered it."""
     doc = json.loads(body)
     if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("event"), dict):
-        return doc["event"]
+        event: dict[str, Any] = doc["event"]
+        return event
     if isinstance(doc, dict) and isinstance(doc.get("requestPayload"), dict):  # on-failure destination record
         return {k: v for k, v in doc["requestPayload"].items() if k != REPLAY_KEY}
     if isinstance(doc, dict) and doc.get("source") in _SOURCES:  # EventBridge target DLQ: the event itself
@@ -56,14 +57,16 @@ def letter_key(body: str) -> str | None:
     """What makes two messages the same letter: the envelope's ``letter_id``, else the event's ``id``."""
     doc = json.loads(body)
     if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("letter_id"), str):
-        return "letter:" + doc["letter_id"]
+        return "letter:" + str(doc["letter_id"])
     event_id = original_event(body).get("id")
     return f"event:{event_id}" if isinstance(event_id, str) else None
 
 
 def _receive(sqs: Any, queue_url: str, count: int) -> list[dict[str, Any]]:
-    return sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=min(10, count),
-                               VisibilityTimeout=SCAN_VISIBILITY, WaitTimeSeconds=1).get("Messages", [])
+    messages: list[dict[str, Any]] = sqs.receive_message(
+        QueueUrl=queue_url, MaxNumberOfMessages=min(10, count), VisibilityTimeout=SCAN_VISIBILITY,
+        WaitTimeSeconds=1).get("Messages", [])
+    return messages
 
 
 def _release(sqs: Any, queue_url: str, messages: list[dict[str, Any]]) -> None:

@@ -4,13 +4,10 @@ stay the hook's)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_events as events, aws_events_targets as targets, aws_lambda as lambda_, aws_sqs as sqs
 from constructs import Construct
 
 

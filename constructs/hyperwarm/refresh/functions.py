@@ -6,17 +6,21 @@ the ones the hook always had.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import (
+    aws_ec2 as ec2,
+    aws_iam as iam,
+    aws_lambda as lambda_,
+    aws_lambda_destinations as destinations,
+    aws_logs as logs,
+    aws_sqs as sqs,
+)
 from constructs import Construct
 
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.functions.cache_refresh import contract

@@ -22,14 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
+from aws_cdk import aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy

@@ -17,6 +17,7 @@ function reads (environment, targets, names, metrics) is the function's own
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Sequence
 
@@ -28,12 +29,12 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from hyperwarm.serving.buckets import model_bucket
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
@@ -243,7 +244,7 @@ class CacheRefreshHook(Construct):
         # the sum is missing too and the alarm never sees the failure.
         names = [chr(ord("a") + i) for i in range(len(metrics))]
         return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
-                                         using_metrics=dict(zip(names, metrics)),
+                                         using_metrics=dict(zip(names, metrics, strict=True)),
                                          **{"period": cdk.Duration.minutes(5), **options})
 
     # -- parts -----------------------------------------------------------------------------------
@@ -276,8 +277,9 @@ class CacheRefreshHook(Construct):
 
     def _environment(self, props: CacheRefreshHookProps) -> dict[str, str]:
         """The function's environment (README.md of ``lambdas/cache_refresh``, "Environment")."""
-        targets = {m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
-                   for m in props.models}
+        targets: dict[str, list[contract.Target]] = {
+            m.prefix: [*(t.to_contract() for t in m.hyperpod), *(t.to_contract() for t in m.endpoints)]
+            for m in props.models}
         return {
             contract.REFRESH_TARGETS: cdk.Stack.of(self).to_json_string(contract.targets_json(targets)),
             contract.STATE_TABLE: self.state_table.table_name,
@@ -356,9 +358,9 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
-    for j, target in enumerate(model.hyperpod):
+    for j, hyperpod in enumerate(model.hyperpod):
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
-                     contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+                     contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)]
     for j, target in enumerate(model.endpoints):
         endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
         if cdk.Token.is_unresolved(endpoint.endpoint_name):

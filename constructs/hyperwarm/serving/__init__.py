@@ -1,4 +1,5 @@
-"""What a model server needs: its container image, where its model is (model buckets), the settings it is told, and the host AMI its CUDA needs."""
+"""What a model server needs: its container image, where its model is (model buckets), the settings it is
+told, and the host AMI its CUDA needs."""
 
 import lazy_loader
 

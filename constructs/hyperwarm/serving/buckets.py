@@ -8,11 +8,10 @@ the deploy rehearsal can tell "exists already" from "nobody creates it".
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov

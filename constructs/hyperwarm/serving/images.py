@@ -15,12 +15,11 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_ecr as ecr
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ecr as ecr, aws_iam as iam
 from constructs import IConstruct
 
 _ECR_URI = re.compile(
@@ -56,7 +55,7 @@ def parse_ecr_uri(uri: str) -> EcrImage:
     return EcrImage(uri, match["account"], match["region"], match["repository"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def official_image_uri(framework: str, version: str, region: str) -> str:
     """The official serving image URI for ``framework`` ``version`` in ``region`` (offline).
 
@@ -87,9 +86,10 @@ def _cache_file(framework: str, version: str) -> Path:
 
 def _read(cache: Path) -> dict[str, str]:
     try:
-        return json.loads(cache.read_text())
+        known = json.loads(cache.read_text())
     except (OSError, ValueError):
         return {}
+    return {str(k): str(v) for k, v in known.items()} if isinstance(known, dict) else {}
 
 
 def _write(cache: Path, known: dict[str, str]) -> None:
@@ -106,7 +106,7 @@ def _resolve(framework: str, version: str, region: str) -> str:
     from sagemaker.core import image_uris
 
     try:
-        return image_uris.retrieve(framework=framework, version=version, region=region)
+        return str(image_uris.retrieve(framework=framework, version=version, region=region))
     except (ValueError, KeyError) as exc:
         raise ValueError(f"no official {framework} {version} image in {region}: {exc}") from None
 
@@ -134,17 +134,17 @@ class ContainerImage:
         """The official framework's version (``official``), else None."""
 
     @staticmethod
-    def from_uri(uri: str) -> "ContainerImage":
+    def from_uri(uri: str) -> ContainerImage:
         """An explicit ECR image URI; the model may pull from exactly its repository."""
         return ContainerImage(uri=uri)
 
     @staticmethod
-    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> "ContainerImage":
+    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ContainerImage:
         """An image in an ECR repository of this app (pull granted through ``repository.grant_pull``)."""
         return ContainerImage(repository=repository, tag=tag)
 
     @staticmethod
-    def official(framework: str, version: str) -> "ContainerImage":
+    def official(framework: str, version: str) -> ContainerImage:
         """An AWS serving container, e.g. ``official("vllm", "0.27.1")`` or ``official("djl-lmi", "0.33.0")``;
         resolved for the stack's region at synth."""
         return ContainerImage(framework=framework, version=version)

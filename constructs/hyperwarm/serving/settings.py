@@ -18,8 +18,9 @@ No aws_cdk here: the rules are unit tested and reused by the config models and t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from hyperwarm.cluster.catalog import CATALOG
 
@@ -265,13 +266,13 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
     convention = convention_for(serving, image_framework, image_uri)
     if serving.framework and convention is None:
         problems.append(Problem("serving.framework", serving.framework, f"unknown; allowed: {known}"))
-    elif serving.framework and (serving.model_env or serving.parallel_env):
+    elif serving.framework and convention is not None and (serving.model_env or serving.parallel_env):
         problems.append(Problem("serving.model_env" if serving.model_env else "serving.parallel_env",
                                 serving.model_env or serving.parallel_env,
                                 f"only for custom servers; the {convention.name} convention names its own variables"))
     elif convention is None:
-        given = "model_env" if serving.model_env else "parallel_env" if serving.parallel_env else "framework"
-        problems.append(Problem(f"serving.{given}", getattr(serving, given), (
+        field_name = "model_env" if serving.model_env else "parallel_env" if serving.parallel_env else "framework"
+        problems.append(Problem(f"serving.{field_name}", getattr(serving, field_name), (
             f"hyperwarm cannot tell how the server in {image} reads its model location and parallelism; "
             f"allowed: framework = one of {known} (an image following that container's conventions), "
             "or both model_env and parallel_env naming the variables a custom server reads")))

@@ -15,7 +15,8 @@ The old config and models serve until SageMaker reports InService on the new con
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -122,7 +123,7 @@ def rollout_seconds(bg: BlueGreen) -> int:
 
 
 def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
-          reserve: Callable[[dict[str, Any]], None] = lambda rollout: None) -> dict[str, Any]:
+          reserve: Callable[[dict[str, Any]], object] = lambda rollout: None) -> dict[str, Any]:
     """Clone models and config for ``event`` and start the update; returns the rollout record.
 
     ``reserve`` gets that record after the reads and before anything is created: whatever this call

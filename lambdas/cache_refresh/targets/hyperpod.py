@@ -113,7 +113,8 @@ def served_version(kind: str, obj: dict[str, Any], prefix: str, buckets: frozens
     source = spec.get("modelSourceConfig") or {}
     if (source.get("s3Storage") or {}).get("bucketName") not in buckets:
         return None
-    return location_version(source.get("modelLocation"), prefix)
+    location = source.get("modelLocation")
+    return location_version(location, prefix) if isinstance(location, str) else None
 
 
 def source_patch(kind: str, obj: dict[str, Any], event: ManifestCreated) -> dict[str, Any] | None:
