@@ -10,10 +10,10 @@ from pathlib import Path
 
 import cdk8s
 import yaml
+
 from hyperwarm.caches.cached_models import CLUSTER_NAME_PLACEHOLDER
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.props import MANAGED_BY
-
 from stacks.config import EnvironmentConfig
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from constructs import Construct
+
 from hyperwarm import IHyperPodCluster
 from hyperwarm.caches.cached_models import CachedModels, OperatorBuildError
 from hyperwarm.caches.props import CachedModelProps, CachedModelsProps
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
-
-from constructs import Construct
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import ConfigError, EnvironmentConfig

@@ -13,9 +13,15 @@ import jsii
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from hyperwarm import ContainerImage, DataCapture, DeploymentGuardrails, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant
-from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
-from stacks.config.endpoints import endpoint_name
+from hyperwarm import (
+    ContainerImage,
+    DataCapture,
+    DeploymentGuardrails,
+    InferenceEndpoint,
+    InferenceEndpointProps,
+    ModelSpec,
+    ProductionVariant,
+)
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.images import official_image_uri
 from hyperwarm.serving.inference_ami import cuda_ami_problem

@@ -6,7 +6,8 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster, InferenceEndpoint
-from hyperwarm.observability.dashboard import HyperPodModels, InferenceObservability
+from hyperwarm.observability.dashboard import InferenceObservability
+from hyperwarm.observability.props import HyperPodModels
 from stacks.config import EnvironmentConfig
 
 from .alarms_stack import alarm_topic

@@ -29,11 +29,11 @@ from rich.table import Table
 from hyperwarm.caches import events as cache_events
 from hyperwarm.caches.capacity import group_usage
 from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS, DEFAULT_IMAGE_PULL_MIN, ColdStart
+from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
 from hyperwarm.caches.schema import in_gigabytes
 from hyperwarm.cluster.catalog import instance_spec
-from stacks.config.caches import CachedModel
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_SCALE_OUT = 5

@@ -15,11 +15,10 @@ from hyperwarm import (
     InferenceEndpoint,
     RefreshedPrefix,
 )
-from manifests.inference import weights_cache_name
+from hyperwarm.caches.objects import weights_cache_name
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
-from hyperwarm.caches.objects import weights_cache_name
 
 from .refresh_guards import dead_letter_queue_name, state_table_name
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
+
 from hyperwarm.caches.autoscaling import (
     EXPORTER_SCALING_METRICS,
     CloudWatchTrigger,

@@ -7,17 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from hyperwarm.caches.props import CachedModelProps
-from stacks.config.caches import CachedModel
-from hyperwarm import cli
-from stacks.config.environment import parse_environment
-from stacks.__main__ import COMMANDS
-from stacks.plan import ColdStart, Scenarios, plan, plan_model
-
 from test_caches_config import environment, model
 
 from hyperwarm import cli
+from hyperwarm.caches.props import CachedModelProps
 from stacks.__main__ import COMMANDS
 from stacks.config.caches import CachedModel
 from stacks.config.environment import parse_environment

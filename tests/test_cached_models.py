@@ -11,6 +11,10 @@ import aws_cdk as cdk
 import pytest
 import test_caches_manifests
 from aws_cdk.assertions import Template
+from stand_ins import imported_cluster
+from test_caches_config import IMAGE
+from test_caches_manifests import crd_errors
+
 from hyperwarm.caches import (
     CachedModelProps,
     CachedModels,
@@ -27,9 +31,6 @@ from hyperwarm.caches import (
 )
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
-from stand_ins import imported_cluster
-from test_caches_config import IMAGE
-from test_caches_manifests import crd_errors
 
 crd_schemas = test_caches_manifests.crd_schemas  # the fixture
 GROUPS = [InstanceGroupSpec("system", "ml.c5.4xlarge"),
@@ -159,6 +160,7 @@ def test_binding_rejects_a_field_the_crd_does_not_know() -> None:
 # One schema: every range of the library's props is what cdk.json accepts, read from one place.
 def _bounded_fields() -> list[tuple[type, str, Any]]:
     import annotated_types
+
     from hyperwarm.caches import props
     from hyperwarm.caches.schema import field_metadata
 

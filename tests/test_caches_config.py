@@ -8,7 +8,6 @@ import pytest
 
 from hyperwarm.caches.capacity import CacheFootprint, group_usage
 from hyperwarm.caches.placement import footprint
-from stacks.config.environment import ConfigError, parse_environment, parse_environments
 from stacks.app import build_app
 from stacks.config.caches import CachedModel
 from stacks.config.environment import ConfigError, parse_environment, parse_environments

@@ -13,12 +13,9 @@ import yaml
 from test_caches_config import IMAGE, default_groups, environment, model
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
-from stacks.config.environment import parse_environment, parse_environments
-from hyperwarm.caches.objects import (IMAGE_READY_LABEL_PREFIX, PRIORITY_CLASS, WEIGHTS_READY_LABEL_PREFIX,
-                                      cache_ready_preferences)
+from hyperwarm.caches.objects import IMAGE_READY_LABEL_PREFIX, PRIORITY_CLASS, WEIGHTS_READY_LABEL_PREFIX, cache_ready_preferences
 from manifests import build_chart, write_manifests
-
-from test_caches_config import IMAGE, default_groups, environment, model
+from stacks.config.environment import parse_environment, parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 SIDECAR = "public.ecr.aws/example/proxy:1.2.0"

@@ -205,7 +205,8 @@ def test_cache_aware_routing_that_needs_autoscaling_to_reach_two_instances_warns
 
 def test_routing_on_a_serverless_variant_is_rejected() -> None:
     rejects(r"serverless variants take no routing",
-            ProductionVariant(name="sls", model=MODEL, serverless=ServerlessSpec(cdk.Size.mebibytes(2048), 5), routing=Routing.random()))
+            ProductionVariant(name="sls", model=MODEL, serverless=ServerlessSpec(cdk.Size.mebibytes(2048), 5),
+                              routing=Routing.random()))
 
 
 def test_duplicate_variant_names_are_rejected() -> None:

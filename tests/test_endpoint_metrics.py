@@ -11,9 +11,6 @@ from aws_cdk.assertions import Template
 
 from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
 from hyperwarm.functions.endpoint_metrics import promql
-from hyperwarm.observability.endpoint_metrics import (ENVIRONMENT_LIMIT, HANDLER, MAX_VARIANTS, EndpointMetricsBridge,
-                                        EndpointMetricsBridgeProps, environment_size)
-from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 from hyperwarm.observability.endpoint_metrics import (
     ENVIRONMENT_LIMIT,

@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 from hyperwarm.functions.endpoint_metrics import promql
-from hyperwarm.observability.metric_catalog import (ENDPOINTS_NAMESPACE, EXPORTER_NAMESPACE, NOT_PUBLISHED, PUBLISHED_METRICS,
-                                      find, find_promql)
+from hyperwarm.observability.metric_catalog import (
+    ENDPOINTS_NAMESPACE,
+    EXPORTER_NAMESPACE,
+    NOT_PUBLISHED,
+    PUBLISHED_METRICS,
+    find,
+    find_promql,
+)
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 CATALOGUED = {(m.namespace, m.name): set(m.dimensions) for m in PUBLISHED_METRICS}

@@ -1,4 +1,5 @@
-"""hyperwarm.functions.endpoint_metrics.promql: the TTFT queries of SageMaker detailed observability, escaping, and reading them back."""
+"""hyperwarm.functions.endpoint_metrics.promql: the TTFT queries of SageMaker detailed observability, escaping, and
+reading them back."""
 
 from __future__ import annotations
 

@@ -17,12 +17,6 @@ import boto3
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-
-from hyperwarm import (BlueGreen, CacheRefreshHook, CacheRefreshHookProps, EndpointRefreshTarget, HyperPodRefreshTarget,
-                       InferenceEndpoint, InstanceGroupSpec, RefreshedPrefix)
-from hyperwarm._internal.bundling import BundlingError
-from hyperwarm.refresh.asset import FUNCTION
-from hyperwarm.functions.cache_refresh import config, contract
 from stand_ins import imported_cluster
 
 from hyperwarm import (
@@ -35,8 +29,9 @@ from hyperwarm import (
     InstanceGroupSpec,
     RefreshedPrefix,
 )
+from hyperwarm._internal.bundling import BundlingError
 from hyperwarm.functions.cache_refresh import config, contract
-from hyperwarm.refresh import asset as refresh_asset
+from hyperwarm.refresh.asset import FUNCTION
 
 REPO = Path(__file__).resolve().parent.parent
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-exec"

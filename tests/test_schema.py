@@ -14,6 +14,7 @@ from typing import Any
 import annotated_types as at
 import aws_cdk as cdk
 import pytest
+
 from hyperwarm import (
     Autoscaling,
     BlueGreen,
@@ -38,7 +39,6 @@ from hyperwarm._internal.constraints import (
 )
 from hyperwarm.endpoints.rules import endpoint_problems
 from hyperwarm.functions.cache_refresh import contract
-
 from stacks.config import ConfigError, parse_environment
 from stacks.endpoints_stack import endpoint_props
 from stacks.refresh_stack import blue_green
@@ -132,8 +132,9 @@ def _edges(c: Constraint) -> list[float]:
 
 def _allowed(c: Constraint, value: float) -> bool:
     """What the metadata says, by annotated_types' own meaning."""
-    checks: dict[type, Callable[[Any], bool]] = {at.Ge: lambda x: value >= x.ge, at.Gt: lambda x: value > x.gt, at.Le: lambda x: value <= x.le,
-              at.Lt: lambda x: value < x.lt, at.MultipleOf: lambda x: value % x.multiple_of == 0}
+    checks: dict[type, Callable[[Any], bool]] = {
+        at.Ge: lambda x: value >= x.ge, at.Gt: lambda x: value > x.gt, at.Le: lambda x: value <= x.le,
+        at.Lt: lambda x: value < x.lt, at.MultipleOf: lambda x: value % x.multiple_of == 0}
     return all(checks[type(x)](x) for x in c.constraints)
 
 

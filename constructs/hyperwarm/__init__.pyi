@@ -2,10 +2,10 @@
 
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
-    CacheFootprint as CacheFootprint,
     CachedModelProps as CachedModelProps,
     CachedModels as CachedModels,
     CachedModelsProps as CachedModelsProps,
+    CacheFootprint as CacheFootprint,
     CloudWatchTrigger as CloudWatchTrigger,
     ExporterTrigger as ExporterTrigger,
     ExtraImage as ExtraImage,

@@ -4,7 +4,8 @@ With detailed observability on (``MetricsConfig.EnableDetailedObservability``), 
 serving container's Prometheus metrics and stores them in CloudWatch as OpenTelemetry metrics, queried
 with PromQL rather than named by namespace and metric name. The container's ``vllm:`` prefix reads
 ``vllm_`` there, and label names containing dots are quoted: SageMaker's documented example is
-``histogram_quantile(0.99, sum by (le) (rate(vllm_time_to_first_token_seconds_bucket{'aws.sagemaker.endpoint.name'="$endpoint"}[5m])))``
+``histogram_quantile(0.99, sum by (le) (rate(vllm_time_to_first_token_seconds_bucket{
+'aws.sagemaker.endpoint.name'="$endpoint"}[5m])))``
 (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-promql.html).
 
 The PromQL alarm, the dashboard's text widget and the endpoint metrics bridge (which republishes TTFT and

@@ -6,8 +6,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.functions.endpoint_metrics.promql import (ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS,
-                                                       VARIANT_LABEL, selectors)
+from hyperwarm.functions.endpoint_metrics.promql import (
+    ENDPOINT_LABEL,
+    PREFIX_CACHE_COUNTERS,
+    TTFT_METRICS,
+    VARIANT_LABEL,
+    selectors,
+)
 from hyperwarm.observability.metric_catalog import PROMQL_METRICS
 from hyperwarm.observability.otel_enrichment import DOCS, EXISTING, METADATA
 from hyperwarm.serving.settings import SERVING_METADATA, convention_from_metadata, convention_of_image

@@ -18,8 +18,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from moto import mock_aws
 
-from hyperwarm.functions.endpoint_metrics import promql
-from hyperwarm.functions.endpoint_metrics import handler as bridge
+from hyperwarm.functions.endpoint_metrics import handler as bridge, promql
 from hyperwarm.functions.endpoint_metrics.query_metrics import QueryError, cumulative_buckets, instant
 from hyperwarm.functions.metric_publishing.ttft import bucket_counts
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, PUBLISHED_METRICS

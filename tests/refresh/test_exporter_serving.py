@@ -7,19 +7,13 @@ import datetime
 import math
 
 import pytest
-
-from hyperwarm.functions.cache_exporter.counters import Scrape, Snapshots
-from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
-from hyperwarm.functions.metric_publishing.ttft import MAX_VALUES, bucket_counts, distribution
-from hyperwarm.functions.cache_exporter.placement import metrics_target
-from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
 from vllm_pages import TTFT_BOUNDS, page, uniform_ttft
 
 from hyperwarm.functions.cache_exporter.counters import Scrape, Snapshots
 from hyperwarm.functions.cache_exporter.placement import metrics_target
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
-from hyperwarm.functions.cache_exporter.ttft import MAX_VALUES, bucket_counts, distribution
 from hyperwarm.functions.cache_exporter.vllm import EngineSample, NotVllm, parse
+from hyperwarm.functions.metric_publishing.ttft import MAX_VALUES, bucket_counts, distribution
 
 T0 = datetime.datetime(2026, 11, 29, 17, 0, tzinfo=datetime.UTC)
 MINUTE = datetime.timedelta(minutes=1)

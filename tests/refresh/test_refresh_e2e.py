@@ -17,9 +17,8 @@ from typing import Any
 import moto_ext
 import pytest
 import requests
-from refresh_world import BUCKET, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 from moto.server import ThreadedMotoServer
-from refresh_world import BUCKET, LAMBDAS, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
+from refresh_world import BUCKET, PREFIX, ROUTING, LambdaContext, environment, s3_event, start_world, targets
 
 from hyperwarm.refresh.asset import FUNCTION
 

@@ -14,9 +14,7 @@ from typing import Annotated, Any, Literal
 
 import aws_cdk as cdk
 from annotated_types import Ge, Gt, Interval, Len, MultipleOf
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_s3 as s3
 
 from hyperwarm._internal.constraints import mebibytes, seconds
 from hyperwarm.endpoints.routing import Routing

@@ -11,6 +11,9 @@ from .alarms import (
 )
 from .cache_exporter import CacheMetricsExporter as CacheMetricsExporter, CacheMetricsExporterProps as CacheMetricsExporterProps
 from .dashboard import InferenceObservability as InferenceObservability
-from .endpoint_metrics import EndpointMetricsBridge as EndpointMetricsBridge, EndpointMetricsBridgeProps as EndpointMetricsBridgeProps
+from .endpoint_metrics import (
+    EndpointMetricsBridge as EndpointMetricsBridge,
+    EndpointMetricsBridgeProps as EndpointMetricsBridgeProps,
+)
 from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric
 from .props import HyperPodModels as HyperPodModels, InferenceObservabilityProps as InferenceObservabilityProps

@@ -19,22 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_eks_v2 as eks, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
 
-from hyperwarm.cluster.cluster import IHyperPodCluster
-from hyperwarm.cluster.kube_access import private_api_network
-from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
-from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
-from hyperwarm.functions import cache_exporter as _package
-from hyperwarm.functions import eks_auth, metric_publishing
 from hyperwarm._internal.validation import repeated
+from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.kube_access import private_api_network
+from hyperwarm.functions import cache_exporter as _package, eks_auth, metric_publishing
+from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
+from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 
 RBAC_GROUP = "hyperwarm:cache-exporter"
 FUNCTION = FunctionPackage.of(_package, "the cache metrics exporter", shared=(eks_auth, metric_publishing),

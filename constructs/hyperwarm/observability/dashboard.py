@@ -14,31 +14,21 @@ hold, a text widget says where to read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Sequence
-
 import aws_cdk as cdk
-from annotated_types import Gt, Interval
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_sns as sns
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions
 from constructs import Construct
 
+from hyperwarm._internal.constraints import field_problems
 from hyperwarm._internal.validation import repeated
-from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability import otel_enrichment as otel
 from hyperwarm.observability.alarms import alarm_topic
 from hyperwarm.observability.cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps, bridge_groups
 from hyperwarm.observability.metric_catalog import NOT_PUBLISHED
-from hyperwarm.observability.props import HyperPodModels, InferenceObservabilityProps
-from hyperwarm.observability import otel_enrichment as otel
+from hyperwarm.observability.props import InferenceObservabilityProps
 from hyperwarm.observability.sagemaker_ttft import variant_ttft
 from hyperwarm.observability.ttft_source import detailed_observability_off
-from hyperwarm._internal.constraints import field_problems, seconds
-from hyperwarm._internal.validation import repeated
 
 _LATENCY_STATS = ("p50", "p95", "p99")
 BLIND_MINUTES = 15

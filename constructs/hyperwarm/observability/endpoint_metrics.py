@@ -7,7 +7,8 @@ the cache exporter, ``lambdas/metric_publishing``) runs each variant's queries (
 by :mod:`hyperwarm.functions.endpoint_metrics.promql` from a compact entry per variant) through
 CloudWatch's QueryMetrics API every minute and publishes
 ``TimeToFirstToken``, ``PrefixCacheHitRate``, ``SeriesReturned`` and ``QueryFailures`` to
-``Hyperwarm/Endpoints`` per endpoint and variant (see :mod:`hyperwarm.observability.metric_catalog`). Which variants to read is in its
+``Hyperwarm/Endpoints`` per endpoint and variant (see :mod:`hyperwarm.observability.metric_catalog`).
+Which variants to read is in its
 environment, so it has no SageMaker permission; no VPC (it only calls CloudWatch's regional API).
 """
 
@@ -19,22 +20,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
-from hyperwarm.functions import endpoint_metrics as _package
-from hyperwarm.functions import metric_publishing
-from hyperwarm.functions.endpoint_metrics import promql
-from hyperwarm.endpoints.base import IInferenceEndpoint
-from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, find
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
+from hyperwarm._internal.validation import repeated
+from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.functions import endpoint_metrics as _package, metric_publishing
+from hyperwarm.functions.endpoint_metrics import promql
+from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 from hyperwarm.observability.ttft_source import detailed_observability_off, query_window, variant_engine
-from hyperwarm._internal.validation import repeated
 
 FUNCTION = FunctionPackage.of(_package, "the endpoint metrics bridge", shared=(metric_publishing,))
 """The bridge's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/endpoint_metrics/``

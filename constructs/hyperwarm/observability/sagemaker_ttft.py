@@ -29,7 +29,7 @@ _STATS = ("p50", "p95", "p99")
 
 
 def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *, threshold: cdk.Duration,
-                 topic: sns.ITopic, bridge: TtftMetrics
+                 topic: sns.ITopic, bridge: EndpointMetricsBridge
                  ) -> tuple[cloudwatch.PromQLAlarm, list[cloudwatch.IWidget]]:
     """The variant's p99 TTFT alarm (notifying ``topic``) and its dashboard widgets: the bridge's
     p50/p95/p99 and prefix-cache graphs, the alarm's status, and the queries behind them."""
@@ -52,7 +52,7 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
     return alarm, widgets
 
 
-def bridge_widgets(bridge: TtftMetrics, endpoint: IInferenceEndpoint,
+def bridge_widgets(bridge: EndpointMetricsBridge, endpoint: IInferenceEndpoint,
                    variant: str) -> list[cloudwatch.GraphWidget]:
     """TTFT p50/p95/p99 of the variant, and the engine's prefix-cache hit rate beside the bridge's failed queries."""
     where = f"{endpoint.node.id}/{variant}"

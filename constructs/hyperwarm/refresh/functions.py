@@ -24,7 +24,6 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_po
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
 from hyperwarm.refresh.asset import FUNCTION
 
 _RUNTIME_REASON = ("Python 3.13 is the runtime this function and its bundled dependencies are tested on; "

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any
 
 import aws_cdk as cdk
 from annotated_types import Interval
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_dynamodb as dynamodb, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
+from hyperwarm._internal.constraints import seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
@@ -38,8 +36,7 @@ from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
-from hyperwarm._internal.constraints import seconds
-from hyperwarm._internal.validation import raise_problems, repeated
+from hyperwarm.serving.buckets import model_bucket
 
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
