@@ -11,18 +11,32 @@ from aws_cdk import aws_apigateway as apigateway, aws_iam as iam
 import hyperwarm
 
 app = cdk.App()
-stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="eu-west-1"))
+stack = cdk.Stack(app, "MyTeamInference", env=cdk.Environment(region="us-west-2"))
 cluster = hyperwarm.HyperPodEksCluster(stack, "Inference", hyperwarm.HyperPodEksClusterProps(
     instance_groups=[
         hyperwarm.InstanceGroupSpec(name="system", instance_type="ml.m5.2xlarge", instance_count=2),
-        hyperwarm.InstanceGroupSpec(name="llm", instance_type="ml.g6e.12xlarge", instance_count=2,
-                                    holds_caches=True, taints=[hyperwarm.NodeTaint(key="gpu", effect="NoSchedule")]),
+        # Cached models' pods cannot tolerate taints (InferenceEndpointConfig has no tolerations): no taint here.
+        hyperwarm.InstanceGroupSpec(name="llm", instance_type="ml.g6e.12xlarge", instance_count=2, holds_caches=True),
     ],
     kubernetes_version="1.34",
+    # The cached models' fields need inference operator 3.3 or later: pin the add-on build that carries it.
+    addon_versions={"amazon-sagemaker-hyperpod-inference": "v2.0.0-eksbuild.1"},
     admin_principals=[iam.Role.from_role_arn(stack, "Ops", "arn:aws:iam::123456789012:role/ops")],
-    availability_zones=["eu-west-1a", "eu-west-1b"],
+    availability_zones=["us-west-2a", "us-west-2b"],
 ))
 cdk.CfnOutput(stack, "LlmGroupNvmeGb", value=str(cluster.cache_group("llm").nvme_gb))
+
+# A model cached on the llm group's NVMe (weights and image), pre-warmed on both nodes, scaling 1..2 pods on
+# the requests waiting in vLLM's queue: every pod of the range starts on a warm node.
+hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(cluster=cluster, models=[hyperwarm.CachedModelProps(
+    name="llama-3-1-8b",
+    source=hyperwarm.ModelSource(bucket="my-team-models", prefix="llama-3.1-8b-instruct", version="v1"),
+    size=cdk.Size.gibibytes(16),
+    image="763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
+    instance_group="llm", prewarm=True,
+    autoscaling=hyperwarm.HyperPodAutoScaling(
+        max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", target_value=8)),
+)]))
 
 # A SageMaker endpoint beside the cluster: an alarm on its latency, and a caller allowed to invoke it.
 chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointProps(
@@ -31,7 +45,7 @@ chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointPro
         name="main", instance_type="ml.g6e.12xlarge", instance_count=2,
         routing=hyperwarm.Routing.least_outstanding_requests(),
         model=hyperwarm.ModelSpec(
-            hyperwarm.ContainerImage.from_uri("111122223333.dkr.ecr.eu-west-1.amazonaws.com/vllm:0.10.1"),
+            hyperwarm.ContainerImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1"),
             model_data="s3://my-team-models/llama-3.1-8b-instruct/v1/",
             serving=hyperwarm.Serving(framework="vllm")),  # our own image: say which server it runs
     )],

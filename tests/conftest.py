@@ -134,6 +134,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (Path(os.environ[GROUPS]) / f"{worker}.json").write_text(json.dumps(groups))
 
 
+@pytest.hookimpl(optionalhook=True)  # a run with -p no:xdist has no such hook
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` scheduling by :func:`_group`. pytest-xdist 3.8 marks a group by renaming the
     test's node id, which pytest 9 no longer reads (its ids are structured), so every test was scheduled

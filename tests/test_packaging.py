@@ -27,6 +27,16 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
     assert {"AWS::SageMaker::Cluster", "AWS::EKS::Cluster", "AWS::SageMaker::Endpoint", "AWS::CloudWatch::Alarm",
             "AWS::ApiGateway::Method"} <= kinds
     assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
+    # The cached model reaches the cluster with its autoscaling, its caches and the exporter's trigger.
+    manifests = [r["Properties"]["Manifest"] for r in template["Resources"].values()
+                 if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" and "InferenceEndpointConfig" in
+                 json.dumps(r["Properties"]["Manifest"])]
+    assert len(manifests) == 1
+    applied = json.dumps(manifests[0])
+    assert all(kind in applied for kind in ("ModelWeightsCacheConfig", "ModelImageCache", "autoScalingSpec"))
+    # API Gateway's SageMaker integration may invoke exactly this endpoint.
+    integration = next(r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Method")
+    assert "sagemaker" in json.dumps(integration["Properties"]["Integration"]["Uri"])
 
 
 @pytest.mark.gate
