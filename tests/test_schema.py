@@ -16,7 +16,6 @@ import aws_cdk as cdk
 import pytest
 
 from hyperwarm import (
-    Autoscaling,
     BlueGreen,
     ContainerImage,
     DataCapture,
@@ -30,6 +29,7 @@ from hyperwarm import (
     ServerlessSpec,
     Serving,
     TrafficShift,
+    VariantAutoscaling,
 )
 from hyperwarm._internal.constraints import (
     Constraint,
@@ -88,9 +88,9 @@ PLACES: dict[type, Place] = {
         lambda f: _endpoint_json(_variant_json(serverless={"memory_size": 2048, "max_concurrency": 200, **f})),
         lambda f: _props(ProductionVariant("v1", MODEL, serverless=ServerlessSpec(
             **{"memory_size": cdk.Size.mebibytes(2048), "max_concurrency": 200, **f})))),
-    Autoscaling: Place(lambda f: _endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING, **f})),
+    VariantAutoscaling: Place(lambda f: _endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING, **f})),
                        lambda f: _props(ProductionVariant("v1", MODEL, **INSTANCE,
-                                                          autoscaling=Autoscaling(**{**SCALING, **f})))),
+                                                          autoscaling=VariantAutoscaling(**{**SCALING, **f})))),
     Routing: Place(lambda f: _endpoint_json(_variant_json(**INSTANCE, routing={**PREFIX, **f})),
                    lambda f: _props(ProductionVariant("v1", MODEL, **INSTANCE, routing=Routing(**{**PREFIX, **f})))),
     TrafficShift: Place(lambda f: _endpoint_json(guardrails={"traffic": "CANARY", "percent": 10, **f}),

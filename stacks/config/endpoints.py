@@ -2,7 +2,7 @@
 
 Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
 path). The library's props are the schema: ``routing``, ``autoscaling`` and ``serverless`` are parsed
-into :class:`~hyperwarm.endpoints.routing.Routing`, :class:`~hyperwarm.endpoints.props.Autoscaling` and
+into :class:`~hyperwarm.endpoints.routing.Routing`, :class:`~hyperwarm.endpoints.props.VariantAutoscaling` and
 :class:`~hyperwarm.endpoints.props.ServerlessSpec` themselves, and the other fields take their type,
 range and default from the props field of the same name (times are numbers of seconds, sizes of MiB).
 Rules across fields are the library's functions, so config and library users get the same messages.
@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from hyperwarm.endpoints.props import (
     METRIC_PUBLISH_FREQUENCIES,
     VARIANT_COUNT,
-    Autoscaling,
+    VariantAutoscaling,
     DataCapture,
     DeploymentGuardrails,
     InstanceCount,
@@ -102,7 +102,7 @@ class VariantConfig(StrictModel):
     instance_count: InstanceCount = library_default(ProductionVariant, "instance_count")
     initial_weight: VariantWeight = library_default(ProductionVariant, "initial_weight")
     routing: Routing | None = Field(default=None, description="none means RANDOM, as in SageMaker")
-    autoscaling: Autoscaling | None = Field(default=None, description="cooldowns in seconds")
+    autoscaling: VariantAutoscaling | None = Field(default=None, description="cooldowns in seconds")
     serverless: ServerlessSpec | None = Field(default=None, description="memory_size in MiB")
     model_data_download_timeout: StartupTimeout | None = Field(default=None, description="seconds")
     container_startup_health_check_timeout: StartupTimeout | None = Field(default=None, description="seconds")
@@ -128,7 +128,7 @@ class VariantConfig(StrictModel):
 
     @field_validator("autoscaling")
     @classmethod
-    def _scaling_order(cls, autoscaling: Autoscaling | None) -> Autoscaling | None:
+    def _scaling_order(cls, autoscaling: VariantAutoscaling | None) -> VariantAutoscaling | None:
         errors = autoscaling_problems(autoscaling) if autoscaling else []
         if errors:
             raise ValueError("; ".join(errors))

@@ -28,6 +28,6 @@ from .props import (
     ProductionVariant as ProductionVariant,
     ServerlessSpec as ServerlessSpec,
     TrafficShift as TrafficShift,
+    VariantAutoscaling as VariantAutoscaling,
 )
 from .routing import Routing as Routing
-from .scaling import VariantAutoscaling as VariantAutoscaling

@@ -24,7 +24,7 @@ from hyperwarm.serving.settings import Serving
 
 ScalingMetric = Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"]
 SCALING_METRICS: tuple[str, ...] = typing.get_args(ScalingMetric)
-"""What :class:`Autoscaling` may track (SageMaker's predefined variant metrics)."""
+"""What :class:`VariantAutoscaling` may track (SageMaker's predefined variant metrics)."""
 METRIC_PUBLISH_FREQUENCIES = (10, 30, 60, 120, 180, 240, 300)
 """``MetricsConfig.MetricPublishFrequencyInSeconds`` values SageMaker accepts."""
 
@@ -91,8 +91,9 @@ class ServerlessSpec:
 
 
 @dataclass(frozen=True)
-class Autoscaling:
-    """Target tracking on the variant's instance count (Application Auto Scaling)."""
+class VariantAutoscaling:
+    """Target tracking on the variant's instance count (Application Auto Scaling); named for the service it
+    scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoScaling` (KEDA)."""
 
     max_capacity: Annotated[int, Ge(1)]
     """Most instances; at least ``min_capacity``."""
@@ -143,7 +144,7 @@ class ProductionVariant:
     """Default: none, which SageMaker treats as RANDOM."""
     serverless: ServerlessSpec | None = None
     """Default: an instance-based variant."""
-    autoscaling: Autoscaling | None = None
+    autoscaling: VariantAutoscaling | None = None
     """Default: a fixed instance count."""
     inference_component: InferenceComponentSpec | None = None
     """Default: the model is bound to the variant directly."""

@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     import aws_cdk as cdk
 
     from hyperwarm.endpoints.props import (
-        Autoscaling,
         DeploymentGuardrails,
         InferenceEndpointProps,
         ProductionVariant,
         ServerlessSpec,
+        VariantAutoscaling,
     )
 
 VARIANT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -152,7 +152,7 @@ def serverless_problems(s: ServerlessSpec) -> list[str]:
     return []
 
 
-def autoscaling_problems(a: Autoscaling, *, component: bool = False) -> list[str]:
+def autoscaling_problems(a: VariantAutoscaling, *, component: bool = False) -> list[str]:
     """Problems of a variant's autoscaling beyond its fields' ranges (``component``: the variant serves an
     inference component)."""
     errors: list[str] = []

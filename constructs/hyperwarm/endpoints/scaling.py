@@ -6,11 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling, aws_iam as iam
 from constructs import Construct, IConstruct
 
-from hyperwarm.endpoints.props import Autoscaling, ProductionVariant
-
-VariantAutoscaling = Autoscaling
-"""Target tracking of an endpoint variant's instance count (Application Auto Scaling): the name that says which
-service it scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoScaling` (KEDA)."""
+from hyperwarm.endpoints.props import ProductionVariant
 
 PREDEFINED_METRICS = {
     "InvocationsPerInstance": appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
