@@ -23,7 +23,7 @@ from constructs import Construct
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
-from hyperwarm.caches.schema import PropsError
+from hyperwarm._internal.constraints import PropsError
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.rules import operator_pin_problem
 
