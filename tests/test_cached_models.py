@@ -159,8 +159,8 @@ def test_binding_rejects_a_field_the_crd_does_not_know() -> None:
 # One schema: every range of the library's props is what cdk.json accepts, read from one place.
 def _bounded_fields() -> list[tuple[type, str, Any]]:
     import annotated_types
-    from hyperwarm.caches import props
     from hyperwarm._internal.constraints import constraints_of
+    from hyperwarm.caches import props
 
     found = []
     for cls in (props.CachedModelProps, props.WorkerResources, props.Probes, props.Metrics, props.LoadBalancer,

@@ -23,7 +23,7 @@ from hyperwarm.caches.props import (
 from pydantic import Field, model_validator
 
 from . import deployment_options  # noqa: F401 (registers the autoscaling's cdk.json form)
-from .library import config_model, library_field
+from .library import LibraryModel, config_model, library_field
 from .serving import ServingConfig
 from .strict import StrictModel, repeated
 
@@ -54,7 +54,8 @@ class CachesConfig(StrictModel):
     @property
     def models(self) -> tuple[CachedModelProps, ...]:
         """The library's props of each cached model."""
-        return tuple(entry.props for entry in self.entries)
+        entries: tuple[LibraryModel, ...] = self.entries
+        return tuple(entry.props for entry in entries)
 
 
 def cache_problems(caches: CachesConfig, instance_groups: Sequence[CacheGroup]) -> list[str]:

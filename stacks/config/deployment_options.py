@@ -38,7 +38,8 @@ class Trigger(StrictModel):
 
     def to_spec(self) -> Any:
         """The library's trigger (an exporter trigger is resolved by the construct, which knows the cluster)."""
-        return next(t for t in (self.cloudwatch, self.prometheus, self.exporter) if t is not None).props
+        chosen: Any = next(t for t in (self.cloudwatch, self.prometheus, self.exporter) if t is not None)
+        return chosen.props
 
 
 AutoScaling = register(autoscaling.HyperPodAutoScaling, config_model(autoscaling.HyperPodAutoScaling, overrides={

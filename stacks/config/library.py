@@ -26,10 +26,10 @@ from typing import Any, Literal, get_args, get_origin
 import annotated_types
 from hyperwarm._internal.constraints import (
     Matches,
-    Measured,
     PropsError,
     Rule,
     constraints_of,
+    measured_of,
 )
 from pydantic import (
     AfterValidator,
@@ -148,17 +148,16 @@ def config_model(cls: type, *, overrides: dict[str, tuple[Any, Any, Convert]] | 
             fields[name] = (annotation, default)
             converters[name] = (name, convert)
             continue
-        base, metadata = _split(hints[name])
-        inner, optional = _optional(base)
-        measured = next((m for m in metadata if isinstance(m, Measured)), None)
+        measured = measured_of(cls, name)
         if measured is not None:  # a number in the marker's unit, parsed by its own schema into a Duration or Size
             key = name + measured.key_suffix
-            annotation = typing.Annotated[inner, measured]
             if default not in (..., None):  # a Duration or Size: not a JSON value of the schema's default
                 default = Field(default_factory=lambda given=default: given)
-            fields[key] = (annotation | None if optional else annotation, default)
+            fields[key] = (hints[name], default)
             converters[name] = (key, _same)
             continue
+        base, metadata = _split(hints[name])
+        inner, optional = _optional(base)
         annotation = _derived(inner)
         if optional:
             annotation = annotation | None
@@ -200,6 +199,12 @@ def register(cls: type, model: type[LibraryModel]) -> type[LibraryModel]:
 
 _BOUNDS = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le", annotated_types.Lt: "lt",
            annotated_types.MinLen: "min_length", annotated_types.MaxLen: "max_length"}
+
+
+def parsed_into_props(cls: type) -> Any:
+    """The cdk.json type of a field that holds props ``cls``: its derived model, whose value the field keeps as the
+    library's object (``routing: parsed_into_props(Routing) | None``)."""
+    return typing.Annotated[_derived(cls), AfterValidator(lambda model: model.props)]
 
 
 def library_field(cls: type, name: str, **extra: Any) -> Any:

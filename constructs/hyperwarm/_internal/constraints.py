@@ -26,7 +26,6 @@ import annotated_types as at
 
 from hyperwarm._internal.tokens import unresolved
 
-
 _BYTES_PER_GB = 1_000_000_000
 
 
@@ -95,7 +94,7 @@ def gigabytes(amount: float) -> Any:
 
 def in_gigabytes(size: Any) -> float:
     """``size`` (a ``Size``) in GB (10^9 bytes), e.g. for the NVMe capacity guard."""
-    return round(size.to_bytes(rounding=_size_rounding()) / _BYTES_PER_GB, 9)
+    return round(float(size.to_bytes(rounding=_size_rounding())) / _BYTES_PER_GB, 9)
 
 
 @dataclass(frozen=True)
