@@ -1,17 +1,20 @@
 """The one way the app turns the library's props into cdk.json parsing: the props are the one definition of each
 field, default and range (their ``Annotated`` metadata, :mod:`hyperwarm._internal.constraints`).
 
-Two places read that metadata, both through pydantic: a hand-written section model (endpoints, observability) types
-a field with the props' own annotated alias (``StartupTimeout``) or props class (``Routing``), and pydantic parses
-into the library's objects directly; :func:`config_model` derives a whole strict model from a props dataclass whose
-constructor checks itself (the caches' props), and maps the library's :class:`~hyperwarm._internal.constraints.PropsError`
-back to the cdk.json field each problem is about. Derived models are kept here rather than pydantic over the
-dataclass alone because a props constructor that raises would otherwise surface as one error at the whole object,
-not at ``environments.<env>.<path>``, and because some cdk.json keys are not the field's name: a ``Duration`` or
-``Size`` field's unit marker states the suffix cdk.json appends (``Measured.key_suffix``: the caches' times are
-``<name>_s``, their sizes ``<name>_gb``; an endpoint's ``wait`` and ``memory_size`` have none). Both paths parse a
-time or size with the marker's own pydantic schema (a number in its unit), so cdk.json and the library accept and
-reject the same values.
+:func:`config_model` derives a strict model from a props dataclass (a cached model, its options and autoscaling, an
+endpoint variant's routing, autoscaling and serverless spec); its ``props`` is the library's object, built by the
+props' own constructor, whose :class:`~hyperwarm._internal.constraints.PropsError` problems are placed back at the
+cdk.json field each is about; :func:`parsed_into_props` keeps that object as a field's value. A hand-written section
+model (app-level settings, or a flattened form such as the guardrails) types a single field with the props' own
+annotation or :func:`library_field`, as :func:`config_model` does for each field.
+
+Why derived models rather than pydantic over the dataclasses alone: a props constructor that checks itself would
+surface as one error for the whole object instead of ``environments.<env>.<path>: value -- rule`` for each problem;
+strictness (unknown keys, no coercion) is the app's configuration policy, not the library's; and a cdk.json key is not
+always the field's name. A ``Duration`` or ``Size`` field's unit marker
+(:class:`~hyperwarm._internal.constraints.Measured`) states its unit and the suffix of its key, in one place: the
+caches' times are ``<name>_s`` and sizes ``<name>_gb``, an endpoint's ``wait`` and ``memory_size`` (MiB) have none.
+Its own pydantic schema parses the number, so cdk.json and the library accept and reject the same values.
 """
 
 from __future__ import annotations
