@@ -268,3 +268,13 @@ def test_a_key_of_the_earlier_release_names_its_new_key(old: dict[str, Any], pat
 def test_the_construct_checks_what_cdk_json_does_not_offer(spec: InferenceComponentSpec, problem: str) -> None:
     props = _props(ProductionVariant("v1", MODEL, **INSTANCE, inference_component=spec))
     assert f"variant 'v1': {problem}" in endpoint_problems(props)
+
+
+def test_one_checker_reports_a_choice_once_for_the_library_and_cdk_json_rejects_it() -> None:
+    """A ``Literal`` field's choices are a constraint of the one checker: the construct names it once."""
+    problems = endpoint_problems(_props(ProductionVariant("v1", MODEL, **INSTANCE, autoscaling=Autoscaling(
+        **{**SCALING, "metric": "CPUUtilization"}))))
+    expected = "autoscaling.metric = 'CPUUtilization' -- allowed: ConcurrentRequestsPerModel, InvocationsPerInstance"
+    assert [p for p in problems if "autoscaling.metric" in p] == [f"variant 'v1': {expected}"]
+    assert not _config_accepts(_endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING,
+                                                                                     "metric": "CPUUtilization"})))
