@@ -32,7 +32,7 @@ from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS, DEFAULT_IMAGE_PU
 from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
-from hyperwarm.caches.schema import in_gigabytes
+from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 

@@ -50,12 +50,12 @@ def test_every_problem_is_named_with_its_value_and_what_is_allowed() -> None:
                                                       metric_type="Total", period=cdk.Duration.seconds(30)))
     text = str(error.value)
     for expected in ("min_replicas = 3 -- must not exceed max_replicas (2)",
-                     "polling_interval = 0 s -- allowed: 1..3600 seconds",
-                     "scale_down_stabilization = 7200 s -- allowed: 0..3600 seconds",
-                     "trigger.target_value = 0 -- must be positive",
-                     "trigger.statistic = 'Median' -- allowed: Average, Sum",
+                     "polling_interval = 0 seconds -- allowed: 1..3600 seconds",
+                     "scale_down_stabilization = 7200 seconds -- allowed: 0..3600 seconds",
+                     "trigger.target_value = 0 -- allowed: > 0",
+                     "trigger.statistic = 'Median' -- allowed: a CloudWatch statistic: Average, Sum",
                      "trigger.metric_type = 'Total' -- allowed: Average, Value",
-                     "trigger.period = 30 s -- allowed: 60..86400 seconds"):
+                     "trigger.period = 30 seconds -- allowed: 60..86400 seconds"):
         assert expected in text
     with pytest.raises(ValueError, match="trigger.server_address = 'http://prometheus:9090' -- allowed: an Amazon "
                                          "Managed Service for Prometheus workspace URL"):

@@ -126,9 +126,9 @@ def test_the_operator_readers_may_read_the_model_version_prefix() -> None:
 @pytest.mark.parametrize(("build_props", "message"), [
     (lambda: ModelSource("b", "p", "v1"), "bucket = 'b' -- allowed: an S3 bucket name"),
     (lambda: llama(replicas=5000), "replicas = 5000 -- allowed: 0..1000"),
-    (lambda: llama(size=gigabytes(0)), "size = 0 GB -- allowed: above 0 GB, up to 100000 GB"),
+    (lambda: llama(size=gigabytes(0)), "size = 0 GB -- allowed: above 0, up to 100000 GB"),
     (lambda: llama(image=IMAGE.split(":")[0] + ":latest"), "image = '.*:latest' -- a moving tag"),
-    (lambda: Probes(period=cdk.Duration.seconds(0)), "period = 0 s -- allowed: 1..300 seconds"),
+    (lambda: Probes(period=cdk.Duration.seconds(0)), "period = 0 seconds -- allowed: 1..300 seconds"),
     (lambda: Probes(readiness_failures=5), "readiness_failures = 5 -- must not exceed liveness_failures"),
     (lambda: llama(routing="fastest"), "routing = 'fastest' -- allowed: prefixaware, kvaware, session, roundrobin"),
     (lambda: llama(extra_images=(ExtraImage("public.ecr.aws/x/proxy:1.2"),)),
@@ -160,22 +160,22 @@ def test_binding_rejects_a_field_the_crd_does_not_know() -> None:
 # One schema: every range of the library's props is what cdk.json accepts, read from one place.
 def _bounded_fields() -> list[tuple[type, str, Any]]:
     import annotated_types
-
+    from hyperwarm._internal.constraints import constraints_of
     from hyperwarm.caches import props
-    from hyperwarm.caches.schema import field_metadata
 
     found = []
     for cls in (props.CachedModelProps, props.WorkerResources, props.Probes, props.Metrics, props.LoadBalancer,
                 props.RequestLimits, props.ExtraImage):
-        for item in dataclasses.fields(cls):
-            for rule in field_metadata(cls, item.name):
-                if isinstance(rule, annotated_types.Interval) and rule.le is not None:
-                    found.append((cls, item.name, rule))
+        for name, constraint in constraints_of(cls).items():
+            for rule in constraint.constraints:
+                if isinstance(rule, annotated_types.Le):
+                    found.append((cls, name, rule))
     return found
 
 
 @pytest.mark.parametrize(("cls", "name", "rule"), _bounded_fields(), ids=lambda v: getattr(v, "__name__", str(v)))
 def test_the_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, name: str, rule: Any) -> None:
+    from hyperwarm._internal.constraints import measured_of
     from pydantic import ValidationError
 
     from stacks.config import caches, library
@@ -186,8 +186,10 @@ def test_the_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, n
                 "Probes": {"liveness_failures": 100},
                 "CachedModelProps": {"name": "m", "source": {"bucket": "bkt", "prefix": "p", "version": "v1"},
                                      "size_gb": 1, "image": IMAGE, "instance_group": "g"}}.get(cls.__name__, {})
+    measured = measured_of(cls, name)  # a Duration or Size: cdk.json gives its number as <name><key_suffix>
+    key = name + measured.key_suffix if measured else name
     for value, accepted in ((rule.le, True), (rule.le + 1, False)):
-        raw = {**required, name: value}
+        raw = {**required, key: value}
         try:
             model.model_validate_json(json.dumps(raw))
             cdk_json = True
@@ -196,7 +198,7 @@ def test_the_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, n
         assert cdk_json is accepted, (cls.__name__, name, value)
         try:
             kwargs = model.model_validate_json(json.dumps({**required})).props
-            dataclasses.replace(kwargs, **{name: value})
+            dataclasses.replace(kwargs, **{name: measured.make(value) if measured else value})
             library_accepts = True
         except ValueError:
             library_accepts = False

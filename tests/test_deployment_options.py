@@ -153,7 +153,7 @@ def test_readiness_probe_is_optional() -> None:
 
 BAD: dict[str, tuple[dict[str, Any], str]] = {
     "max below min": ({"autoscaling": autoscaling(min_replicas=3, max_replicas=2)},
-                      "caches.models[0].autoscaling: min_replicas 3 -- must not exceed max_replicas (2)"),
+                      "caches.models[0].autoscaling.min_replicas: 3 -- must not exceed max_replicas (2)"),
     "no max": ({"autoscaling": {"trigger": {"cloudwatch": CLOUDWATCH}}}, "caches.models[0].autoscaling.max_replicas"),
     "two triggers": ({"autoscaling": autoscaling(trigger={"cloudwatch": CLOUDWATCH, "prometheus": PROMETHEUS})},
                      "caches.models[0].autoscaling.trigger: give exactly one of cloudwatch, prometheus and exporter"),

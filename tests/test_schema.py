@@ -107,8 +107,9 @@ LIBRARY_ONLY: dict[tuple[type, str], str] = {
 
 
 def _constraints() -> list[tuple[type, Constraint]]:
+    """Every field with bounds (choices and patterns are pydantic's own ``Literal`` and pattern checks)."""
     classes = (*PLACES, DeploymentGuardrails, InferenceComponentSpec, InferenceEndpointProps)
-    return [(cls, c) for cls in classes for c in constraints_of(cls).values()]
+    return [(cls, c) for cls in classes for c in constraints_of(cls).values() if c.constraints]
 
 
 def _edges(c: Constraint) -> list[float]:
@@ -181,7 +182,7 @@ def test_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, const
         is expected
 
 
-BLUE_GREEN = [(c, value) for c in constraints_of(BlueGreen).values() for value in _edges(c)]
+BLUE_GREEN = [(c, value) for c in constraints_of(BlueGreen).values() if c.constraints for value in _edges(c)]
 
 
 @pytest.mark.parametrize("constraint, value", BLUE_GREEN, ids=[f"{c.field}={v:g}" for c, v in BLUE_GREEN])
@@ -268,3 +269,13 @@ def test_a_key_of_the_earlier_release_names_its_new_key(old: dict[str, Any], pat
 def test_the_construct_checks_what_cdk_json_does_not_offer(spec: InferenceComponentSpec, problem: str) -> None:
     props = _props(ProductionVariant("v1", MODEL, **INSTANCE, inference_component=spec))
     assert f"variant 'v1': {problem}" in endpoint_problems(props)
+
+
+def test_one_checker_reports_a_choice_once_for_the_library_and_cdk_json_rejects_it() -> None:
+    """A ``Literal`` field's choices are a constraint of the one checker: the construct names it once."""
+    problems = endpoint_problems(_props(ProductionVariant("v1", MODEL, **INSTANCE, autoscaling=VariantAutoscaling(
+        **{**SCALING, "metric": "CPUUtilization"}))))
+    expected = "autoscaling.metric = 'CPUUtilization' -- allowed: ConcurrentRequestsPerModel, InvocationsPerInstance"
+    assert [p for p in problems if "autoscaling.metric" in p] == [f"variant 'v1': {expected}"]
+    assert not _config_accepts(_endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING,
+                                                                                     "metric": "CPUUtilization"})))

@@ -22,8 +22,8 @@ from hyperwarm.caches.props import (
 )
 from pydantic import Field, model_validator
 
-from .deployment_options import AutoScaling
-from .library import config_model, library_field
+from . import deployment_options  # noqa: F401 (registers the autoscaling's cdk.json form)
+from .library import LibraryModel, config_model, library_field
 from .serving import ServingConfig
 from .strict import StrictModel, repeated
 
@@ -31,7 +31,6 @@ S3ModelSource = config_model(ModelSource)
 CachedExtraImage = config_model(ExtraImage)
 CachedModel = config_model(CachedModelProps, overrides={
     "serving": (ServingConfig, Field(default_factory=ServingConfig), lambda s: s.to_serving()),
-    "autoscaling": (AutoScaling | None, None, lambda a: a.to_spec() if a else None),
 })
 """One cached model in cdk.json (``size_gb``, ``image_size_gb``, ``*_s``: the props' Sizes and Durations)."""
 
@@ -55,7 +54,8 @@ class CachesConfig(StrictModel):
     @property
     def models(self) -> tuple[CachedModelProps, ...]:
         """The library's props of each cached model."""
-        return tuple(entry.props for entry in self.entries)
+        entries: tuple[LibraryModel, ...] = self.entries
+        return tuple(entry.props for entry in entries)
 
 
 def cache_problems(caches: CachesConfig, instance_groups: Sequence[CacheGroup]) -> list[str]:

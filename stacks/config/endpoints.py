@@ -1,10 +1,11 @@
 """The ``endpoints`` section of an environment: SageMaker real-time endpoints and their variants.
 
 Validated like the rest of ``cdk.json`` (strict, frozen, one error per problem naming the field
-path). The library's props are the schema: ``routing``, ``autoscaling`` and ``serverless`` are parsed
-into :class:`~hyperwarm.endpoints.routing.Routing`, :class:`~hyperwarm.endpoints.props.VariantAutoscaling` and
-:class:`~hyperwarm.endpoints.props.ServerlessSpec` themselves, and the other fields take their type,
-range and default from the props field of the same name (times are numbers of seconds, sizes of MiB).
+path). The library's props are the schema: ``routing``, ``autoscaling`` and ``serverless`` are the models
+:mod:`stacks.config.library` derives from :class:`~hyperwarm.endpoints.routing.Routing`,
+:class:`~hyperwarm.endpoints.props.VariantAutoscaling` and :class:`~hyperwarm.endpoints.props.ServerlessSpec`
+(parsed into those props), and the other fields take their annotated type and default from the props
+field of the same name (times are numbers of seconds, sizes of MiB: their unit markers add no key suffix).
 Rules across fields are the library's functions, so config and library users get the same messages.
 """
 
@@ -44,6 +45,7 @@ from pydantic import (
     model_validator,
 )
 
+from .library import parsed_into_props
 from .serving import ServingConfig
 from .strict import StrictModel, described, library_default, repeated
 
@@ -101,9 +103,12 @@ class VariantConfig(StrictModel):
                                       description="an ml.* instance type")
     instance_count: InstanceCount = library_default(ProductionVariant, "instance_count")
     initial_weight: VariantWeight = library_default(ProductionVariant, "initial_weight")
-    routing: Routing | None = Field(default=None, description="none means RANDOM, as in SageMaker")
-    autoscaling: VariantAutoscaling | None = Field(default=None, description="cooldowns in seconds")
-    serverless: ServerlessSpec | None = Field(default=None, description="memory_size in MiB")
+    routing: parsed_into_props(Routing) | None = Field(  # type: ignore[valid-type]
+        default=None, description="none means RANDOM, as in SageMaker")
+    autoscaling: parsed_into_props(VariantAutoscaling) | None = Field(  # type: ignore[valid-type]
+        default=None, description="cooldowns in seconds")
+    serverless: parsed_into_props(ServerlessSpec) | None = Field(  # type: ignore[valid-type]
+        default=None, description="memory_size in MiB")
     model_data_download_timeout: StartupTimeout | None = Field(default=None, description="seconds")
     container_startup_health_check_timeout: StartupTimeout | None = Field(default=None, description="seconds")
     inference_ami_version: str | None = Field(

@@ -1,9 +1,20 @@
-"""cdk.json models derived from the library's props: the library is the one definition of each field, default and range.
+"""The one way the app turns the library's props into cdk.json parsing: the props are the one definition of each
+field, default and range (their ``Annotated`` metadata, :mod:`hyperwarm._internal.constraints`).
 
-:func:`config_model` turns a props dataclass of :mod:`hyperwarm.caches.props` into a strict pydantic model of its
-cdk.json form; ``to_props()`` then builds the library's props, whose constructor runs the rules across fields, so
-cdk.json and the library accept and reject the same values. The cdk.json form spells a ``Duration`` field ``<name>_s``
-(whole seconds) and a ``Size`` field ``<name>_gb`` (GB): the units the configuration has always used.
+:func:`config_model` derives a strict model from a props dataclass (a cached model, its options and autoscaling, an
+endpoint variant's routing, autoscaling and serverless spec); its ``props`` is the library's object, built by the
+props' own constructor, whose :class:`~hyperwarm._internal.constraints.PropsError` problems are placed back at the
+cdk.json field each is about; :func:`parsed_into_props` keeps that object as a field's value. A hand-written section
+model (app-level settings, or a flattened form such as the guardrails) types a single field with the props' own
+annotation or :func:`library_field`, as :func:`config_model` does for each field.
+
+Why derived models rather than pydantic over the dataclasses alone: a props constructor that checks itself would
+surface as one error for the whole object instead of ``environments.<env>.<path>: value -- rule`` for each problem;
+strictness (unknown keys, no coercion) is the app's configuration policy, not the library's; and a cdk.json key is not
+always the field's name. A ``Duration`` or ``Size`` field's unit marker
+(:class:`~hyperwarm._internal.constraints.Measured`) states its unit and the suffix of its key, in one place: the
+caches' times are ``<name>_s`` and sizes ``<name>_gb``, an endpoint's ``wait`` and ``memory_size`` (MiB) have none.
+Its own pydantic schema parses the number, so cdk.json and the library accept and reject the same values.
 """
 
 from __future__ import annotations
@@ -16,13 +27,12 @@ from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
-from hyperwarm.caches.schema import (
-    Gigabytes,
+from hyperwarm._internal.constraints import (
     Matches,
     PropsError,
     Rule,
-    Seconds,
-    field_hint,
+    constraints_of,
+    measured_of,
 )
 from pydantic import (
     AfterValidator,
@@ -69,28 +79,8 @@ def _default(field: dataclasses.Field[Any]) -> Any:
     return ...
 
 
-def _unit(cls_name: str, name: str, metadata: tuple[Any, ...], base: Any) -> tuple[str, Any, Convert, Convert]:
-    """(cdk.json key, annotation, cdk.json value -> props value, default -> cdk.json value) of a Duration or Size."""
-    import aws_cdk as cdk
-    from hyperwarm.caches.schema import gigabytes, in_gigabytes
-
-    if base is cdk.Duration:
-        (seconds,) = [m for m in metadata if isinstance(m, Seconds)]
-        return (f"{name}_s", typing.Annotated[int, annotated_types.Interval(ge=seconds.ge, le=seconds.le)],
-                cdk.Duration.seconds, lambda d: d.to_seconds())
-    if base is cdk.Size:
-        (gb,) = [m for m in metadata if isinstance(m, Gigabytes)]
-        return (f"{name}_gb", typing.Annotated[float, annotated_types.Interval(gt=gb.gt, le=gb.le)],
-                gigabytes, in_gigabytes)
-    raise TypeError(f"{cls_name}.{name}: no cdk.json form for {base!r}")
-
-
-def _unless_none(convert: Convert) -> Convert:
-    return lambda value: None if value is None else convert(value)
-
-
-def _is_unit(base: Any) -> bool:
-    return getattr(base, "__module__", "").startswith("aws_cdk") and base.__name__ in ("Duration", "Size")
+def _same(value: Any) -> Any:
+    return value
 
 
 class LibraryModel(StrictModel):
@@ -161,14 +151,16 @@ def config_model(cls: type, *, overrides: dict[str, tuple[Any, Any, Convert]] | 
             fields[name] = (annotation, default)
             converters[name] = (name, convert)
             continue
+        measured = measured_of(cls, name)
+        if measured is not None:  # a number in the marker's unit, parsed by its own schema into a Duration or Size
+            key = name + measured.key_suffix
+            if default not in (..., None):  # a Duration or Size: not a JSON value of the schema's default
+                default = Field(default_factory=lambda given=default: given)
+            fields[key] = (hints[name], default)
+            converters[name] = (key, _same)
+            continue
         base, metadata = _split(hints[name])
         inner, optional = _optional(base)
-        if _is_unit(inner):
-            key, annotation, convert, to_json = _unit(cls.__name__, name, metadata, inner)
-            fields[key] = (annotation | None if optional else annotation,
-                           to_json(default) if default not in (..., None) else default)
-            converters[name] = (key, _unless_none(convert))
-            continue
         annotation = _derived(inner)
         if optional:
             annotation = annotation | None
@@ -208,16 +200,25 @@ def register(cls: type, model: type[LibraryModel]) -> type[LibraryModel]:
     return model
 
 
+_BOUNDS = {annotated_types.Ge: "ge", annotated_types.Gt: "gt", annotated_types.Le: "le", annotated_types.Lt: "lt",
+           annotated_types.MinLen: "min_length", annotated_types.MaxLen: "max_length"}
+
+
+def parsed_into_props(cls: type) -> Any:
+    """The cdk.json type of a field that holds props ``cls``: its derived model, whose value the field keeps as the
+    library's object (``routing: parsed_into_props(Routing) | None``)."""
+    return typing.Annotated[_derived(cls), AfterValidator(lambda model: model.props)]
+
+
 def library_field(cls: type, name: str, **extra: Any) -> Any:
     """A pydantic field with the default and constraints of field ``name`` of ``cls`` (for a hand-written model)."""
     (item,) = [f for f in dataclasses.fields(cls) if f.name == name]
-    _, metadata = _split(field_hint(cls, name))
     kwargs: dict[str, Any] = dict(extra)
-    for rule in metadata:
+    constraint = constraints_of(cls).get(name)
+    for bound in constraint.constraints if constraint else ():
+        kwargs[_BOUNDS[type(bound)]] = getattr(bound, _BOUNDS[type(bound)])
+    for rule in constraint.rules if constraint else ():
         if isinstance(rule, Matches):
             kwargs["pattern"] = described(rule.pattern, rule.words)
-        elif isinstance(rule, annotated_types.Interval):
-            kwargs.update({k: v for k, v in (("ge", rule.ge), ("gt", rule.gt), ("le", rule.le), ("lt", rule.lt))
-                           if v is not None})
     default = _default(item)
     return Field(default=default, **kwargs) if default is not ... else Field(**kwargs)

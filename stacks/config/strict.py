@@ -9,6 +9,7 @@ from typing import Any
 from hyperwarm._internal.validation import (
     repeated,  # re-exported: one rule for app and library
 )
+from hyperwarm.caches import props as _props
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["BUCKET", "KEY_PREFIX", "REGION", "StrictModel", "by_rule", "described", "library_default", "pattern_in_words",
@@ -38,11 +39,10 @@ def pattern_in_words(pattern: str) -> str:
     return f"must be {_PATTERN_WORDS[pattern]}" if pattern in _PATTERN_WORDS else f"must match {pattern}"
 
 
-REGION = described(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
-BUCKET = described(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                   "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
-KEY_PREFIX = described(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
-                       "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
+# The library's patterns (with their words), for the app's own fields of the same kinds.
+REGION = described(_props.REGION.pattern, _props.REGION.words)
+BUCKET = described(_props.BUCKET.pattern, _props.BUCKET.words)
+KEY_PREFIX = described(_props.KEY_PREFIX.pattern, _props.KEY_PREFIX.words)
 
 
 def by_rule(rule: Callable[[Any], str | None]) -> Callable[[Any], Any]:

@@ -1,47 +1,60 @@
-"""Field constraints of the props dataclasses, read from their ``typing.Annotated`` metadata.
+"""Field constraints of the props dataclasses, read from their ``typing.Annotated`` metadata: the one
+vocabulary of every props class of the library, and its one checker.
 
 The props are the one definition of every field, default and range. A number field states its range
 with ``annotated_types`` (``Annotated[int, Interval(ge=1, le=200)]``); a ``Duration`` or ``Size`` field
-states it in the number cdk.json gives, seconds or MiB (``Annotated[Duration, seconds(Interval(ge=60,
-le=3600))]``). The constructs check values with :func:`field_problems`; the app parses cdk.json with the
-same metadata: pydantic honours ``annotated_types``, and :class:`Measured` tells it how a number becomes
-a ``Duration`` or ``Size``. No aws-cdk and no pydantic is imported here.
+states it in the number a configuration gives, seconds, MiB or GB (``Annotated[Duration, seconds(Interval(ge=60,
+le=3600))]``); a string states its pattern with :class:`Matches` (the words an error shows); a ``Literal``
+states its choices; :class:`Rule` is a field's own check beyond these. The constructs check values with
+:func:`field_problems` (or :func:`check`, which raises :class:`PropsError`); the app parses cdk.json with the
+same metadata: pydantic honours ``annotated_types``, and :class:`Measured` tells it how a number becomes a
+``Duration`` or ``Size``. No aws-cdk and no pydantic is imported here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import annotated_types as at
 
 from hyperwarm._internal.tokens import unresolved
 
+_BYTES_PER_GB = 1_000_000_000
+
 
 @dataclass(frozen=True)
 class Measured:
-    """A ``Duration`` or ``Size`` field's constraints, on the field in ``unit`` (``seconds`` or ``MiB``)."""
+    """A ``Duration`` or ``Size`` field's constraints, on the field in ``unit`` (``seconds``, ``MiB`` or ``GB``)."""
 
     unit: str
     constraints: tuple[at.BaseMetadata | at.GroupedMetadata, ...]
     fractional: bool = False
     """Whether a fraction is allowed (an alarm threshold of 0.75 s); SageMaker's ``*InSeconds`` are integers."""
+    key_suffix: str = ""
+    """What a configuration that gives the bare number appends to the field's name (cdk.json's ``size_gb``
+    for a cached model's ``size``): empty where the name alone is the key (an endpoint's ``wait``)."""
 
     def number(self, value: Any) -> float:
         """The value in :attr:`unit`."""
         if self.unit == "seconds":
             return float(value.to_seconds(integral=False))
+        if self.unit == "GB":
+            return in_gigabytes(value)
         return float(value.to_mebibytes(rounding=_size_rounding()))
 
     def make(self, number: float) -> Any:
         """A ``Duration`` or ``Size`` of ``number`` :attr:`unit` (aws-cdk loads here, when a value is parsed)."""
         import aws_cdk as cdk
 
+        if self.unit == "GB":
+            return gigabytes(number)
         if self.unit != "seconds":
             return cdk.Size.mebibytes(number)
         return cdk.Duration.seconds(number) if float(number).is_integer() else cdk.Duration.millis(round(number * 1000))
@@ -55,15 +68,63 @@ class Measured:
                 "serialization": {"type": "function-plain", "function": self.number}}
 
 
-def seconds(*constraints: at.BaseMetadata | at.GroupedMetadata, fractional: bool = False) -> Measured:
-    """A ``Duration`` field's range in seconds: whole ones, as SageMaker's ``*InSeconds`` fields take them,
-    unless ``fractional``."""
-    return Measured("seconds", constraints, fractional)
+def seconds(*constraints: at.BaseMetadata | at.GroupedMetadata, fractional: bool = False,
+            key_suffix: str = "") -> Measured:
+    """A ``Duration`` field's range in seconds: whole ones, as SageMaker's ``*InSeconds`` fields and the
+    operator's CRD take them, unless ``fractional``."""
+    return Measured("seconds", constraints, fractional, key_suffix)
 
 
 def mebibytes(*constraints: at.BaseMetadata | at.GroupedMetadata) -> Measured:
     """A ``Size`` field's range in MiB, as SageMaker's ``*InMB`` fields take it."""
     return Measured("MiB", constraints)
+
+
+def size_in_gb(*constraints: at.BaseMetadata | at.GroupedMetadata, key_suffix: str = "") -> Measured:
+    """A ``Size`` field's range in GB (10^9 bytes, the unit of instance NVMe sizes), fractions allowed."""
+    return Measured("GB", constraints, fractional=True, key_suffix=key_suffix)
+
+
+def gigabytes(amount: float) -> Any:
+    """A ``Size`` of ``amount`` GB (10^9 bytes): model and image sizes are published in GB."""
+    import aws_cdk as cdk
+
+    return cdk.Size.bytes(amount * _BYTES_PER_GB)
+
+
+def in_gigabytes(size: Any) -> float:
+    """``size`` (a ``Size``) in GB (10^9 bytes), e.g. for the NVMe capacity guard."""
+    return round(float(size.to_bytes(rounding=_size_rounding())) / _BYTES_PER_GB, 9)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A string field's regular expression, and what it allows in words with an example."""
+
+    pattern: str
+    words: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A field's own rule beyond its range, pattern or choices: what is wrong with a value, in words, or None."""
+
+    problem: Callable[[Any], str | None]
+
+
+class PropsError(ValueError):
+    """Invalid props: every problem (``field = value -- rule``) in one error."""
+
+    def __init__(self, props: str, problems: list[str]) -> None:
+        super().__init__(f"{props}: invalid props:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+def check(props: Any, rules: list[str]) -> None:
+    """Raise every problem of ``props`` at once: its fields' constraints, then ``rules`` across fields."""
+    problems = field_problems(props) + rules
+    if problems:
+        raise PropsError(type(props).__name__, problems)
 
 
 def _size_rounding() -> Any:
@@ -74,26 +135,35 @@ def _size_rounding() -> Any:
 
 @dataclass(frozen=True)
 class Constraint:
-    """One constrained field of a props class: its constraints, and the unit of a ``Duration``/``Size``."""
+    """One constrained field of a props class: its bounds (with the unit of a ``Duration``/``Size``), its
+    choices (a ``Literal``), and its patterns and rules."""
 
     field: str
     constraints: tuple[at.BaseMetadata, ...]
     unit: str | None = None
+    choices: tuple[Any, ...] = ()
+    rules: tuple[Matches | Rule, ...] = ()
 
     def allowed(self) -> str:
-        """What the field allows, in words: ``1..200``, ``a multiple of 1024``, ``60..3600 seconds``."""
+        """What the field's bounds allow, in words: ``1..200``, ``a multiple of 1024``, ``60..3600 seconds``."""
         words = ", ".join(_words(c) for c in _merged(self.constraints))
         return f"{words} {self.unit}" if self.unit else words
 
-    def problem(self, value: Any) -> str | None:
-        """``field = value -- allowed: ...`` when ``value`` breaks a constraint, else None (tokens pass)."""
+    def problems(self, value: Any) -> list[str]:
+        """``field = value -- allowed: ...`` for each constraint ``value`` breaks (tokens pass)."""
         if value is None or (value.is_unresolved() if self.unit else _scalar(value) and unresolved(value)):
-            return None
+            return []
         number = _measured_number(self.unit, value)
         shown = f"{number:g} {self.unit}" if self.unit else repr(value)
-        if all(_holds(c, number) for c in self.constraints):
-            return None
-        return f"{self.field} = {shown} -- allowed: {self.allowed()}"
+        if self.choices and value not in self.choices:
+            return [f"{self.field} = {shown} -- allowed: {', '.join(map(str, self.choices))}"]
+        found = [] if all(_holds(c, number) for c in self.constraints) else [f"allowed: {self.allowed()}"]
+        for rule in self.rules:
+            if isinstance(rule, Matches):
+                found += [] if isinstance(value, str) and re.match(rule.pattern, value) else [f"allowed: {rule.words}"]
+            elif (problem := rule.problem(value)) is not None:
+                found.append(problem)
+        return [f"{self.field} = {shown} -- {words}" for words in found]
 
 
 def constraints_of(cls: type) -> dict[str, Constraint]:
@@ -104,9 +174,17 @@ def constraints_of(cls: type) -> dict[str, Constraint]:
         measured = [m for m in metadata if isinstance(m, Measured)]
         own = measured[0].constraints if measured else tuple(
             m for m in metadata if isinstance(m, (at.BaseMetadata, at.GroupedMetadata)))
-        if own:
-            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None)
+        rules = tuple(m for m in metadata if isinstance(m, (Matches, Rule)))
+        choices = _choices(hint)
+        if own or rules or choices:
+            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None, choices, rules)
     return found
+
+
+def measured_of(cls: type, name: str) -> Measured | None:
+    """The unit marker of field ``name`` of ``cls`` (a ``Duration`` or ``Size``), or None."""
+    hint = _hints(cls).get(name)
+    return next((m for m in _metadata(hint) if isinstance(m, Measured)), None) if hint is not None else None
 
 
 def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = ()) -> list[str]:
@@ -120,8 +198,8 @@ def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = (
             continue
         value = getattr(props, item.name)
         rule = rules.get(item.name)
-        if rule is not None and (problem := rule.problem(value)):
-            problems.append(prefix + problem)
+        if rule is not None:
+            problems += [prefix + problem for problem in rule.problems(value)]
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             problems += field_problems(value, f"{prefix}{item.name}.", exclude=exclude)
     return problems
@@ -152,6 +230,17 @@ def _metadata(hint: Any) -> tuple[Any, ...]:
         return tuple(m for arg in typing.get_args(hint) if arg is not type(None) for m in _metadata(arg))
     if typing.get_origin(hint) is typing.Annotated:
         return tuple(hint.__metadata__)
+    return ()
+
+
+def _choices(hint: Any) -> tuple[Any, ...]:
+    """The values of a ``Literal`` field (also inside ``Annotated`` and ``X | None``)."""
+    if typing.get_origin(hint) is typing.Annotated:
+        return _choices(typing.get_args(hint)[0])
+    if typing.get_origin(hint) is Literal:
+        return typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        return tuple(c for arg in typing.get_args(hint) for c in _choices(arg))
     return ()
 
 
@@ -189,13 +278,19 @@ def _holds(constraint: at.BaseMetadata, value: Any) -> bool:
 
 
 def _merged(constraints: tuple[at.BaseMetadata, ...]) -> Iterator[Any]:
-    """``Ge`` and ``Le`` as one ``low..high``; the rest as they are."""
+    """``Ge`` and ``Le`` as one ``low..high``, ``Gt`` and ``Le`` as ``above low, up to high``; the rest as they are."""
     ge = next((c.ge for c in constraints if isinstance(c, at.Ge)), None)
+    gt = next((c.gt for c in constraints if isinstance(c, at.Gt)), None)
     le = next((c.le for c in constraints if isinstance(c, at.Le)), None)
-    if ge is not None and le is not None:
+    pair: tuple[type, ...] = ()
+    if le is not None and ge is not None:
+        pair = (at.Ge, at.Le)
         yield f"{ge}..{le}"
+    elif le is not None and gt is not None:
+        pair = (at.Gt, at.Le)
+        yield f"above {gt}, up to {le}"
     for c in constraints:
-        if not (ge is not None and le is not None and isinstance(c, (at.Ge, at.Le))):
+        if not isinstance(c, pair):
             yield c
 
 

@@ -80,12 +80,12 @@ from .props import (
 from .props import (
     WorkerResources as WorkerResources,
 )
-from .schema import (
+from .props import (
     PropsError as PropsError,
 )
-from .schema import (
+from .props import (
     gigabytes as gigabytes,
 )
-from .schema import (
+from .props import (
     in_gigabytes as in_gigabytes,
 )

@@ -20,10 +20,10 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 
 from constructs import Construct
+from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
-from hyperwarm.caches.schema import PropsError
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.rules import operator_pin_problem
 

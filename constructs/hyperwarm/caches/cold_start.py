@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperwarm.caches.schema import in_gigabytes
+from hyperwarm._internal.constraints import in_gigabytes
 
 if TYPE_CHECKING:
     from hyperwarm.caches.props import CachedModelProps

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.caches.capacity import CacheFootprint, capacity_problems
 from hyperwarm.caches.objects import model_server_settings
 from hyperwarm.caches.props import CachedModelProps
-from hyperwarm.caches.schema import in_gigabytes
 from hyperwarm.cluster.catalog import instance_spec
 
 

@@ -1,7 +1,7 @@
 """Typed props of a model cached on a HyperPod cluster's NVMe: the one definition of every field, default and range.
 
 Frozen dataclasses that check themselves when built (every problem in one error naming field, value and
-what is allowed). The ranges and patterns sit on the fields (:mod:`hyperwarm.caches.schema`); the
+what is allowed). The ranges and patterns sit on the fields (:mod:`hyperwarm._internal.constraints`); the
 operator's CRD (``crds/``, operator 3.3) is where most of them come from. Times are ``aws_cdk.Duration``
 and sizes ``aws_cdk.Size``; the rendered objects keep the operator's units (seconds). Model weights live
 in S3 at ``s3://<bucket>/<prefix>/<version>``: the operator does not notice objects overwritten under the
@@ -18,9 +18,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import aws_cdk as cdk
 from annotated_types import Interval, MaxLen
 
+from hyperwarm._internal.constraints import Matches, Measured, Rule, check, size_in_gb
+
+# Public as hyperwarm.caches' own: the error the props raise, and the GB unit of their sizes.
+from hyperwarm._internal.constraints import PropsError as PropsError  # noqa: PLC0414
+from hyperwarm._internal.constraints import gigabytes as gigabytes  # noqa: PLC0414
+from hyperwarm._internal.constraints import in_gigabytes as in_gigabytes  # noqa: PLC0414
 from hyperwarm._internal.tokens import resolved
-from hyperwarm.caches.autoscaling import HyperPodAutoScaling
-from hyperwarm.caches.schema import Gigabytes, Matches, Rule, Seconds, check, gigabytes
+from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving.settings import Serving
 
@@ -59,6 +64,12 @@ DOMAIN = Matches(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61
                  "a lower-case domain name without wildcard, e.g. chat.example.com")
 S3_URI = Matches(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$", "an S3 URI, e.g. s3://my-bucket/certificates/")
 REDIS_URL = Matches(r"^rediss?://[^\s]+$", "a redis:// or rediss:// URL, e.g. rediss://kv.example.internal:6379")
+
+def node_gb(above: float, most: float) -> Measured:
+    """A size on a node's NVMe, in GB (10^9 bytes, as model and image sizes are published); above ``above``, at
+    most ``most``. cdk.json gives it as ``<name>_gb``."""
+    return size_in_gb(Interval(gt=above, le=most), key_suffix="_gb")
+
 
 PrepullMode = Literal["operator", "daemonset", "both"]
 RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
@@ -120,7 +131,7 @@ class ExtraImage:
     """An image the operator's image cache does not cover (sidecar, init image): pre-pulled by the DaemonSet."""
 
     image: Annotated[str, IMAGE, Rule(pinned_image_problem)]
-    size: Annotated[cdk.Size, Gigabytes(gt=0, le=500)] = field(default_factory=lambda: gigabytes(1))
+    size: Annotated[cdk.Size, node_gb(0, 500)] = field(default_factory=lambda: gigabytes(1))
     """Uncompressed size on the node. Default: 1 GB."""
 
     def __post_init__(self) -> None:
@@ -137,9 +148,9 @@ class Probes:
 
     path: Annotated[str, HTTP_PATH] = "/ping"
     """The server's health path. Default: /ping."""
-    period: Annotated[cdk.Duration, Seconds(ge=1, le=300)] = field(default_factory=lambda: cdk.Duration.seconds(10))
+    period: Annotated[cdk.Duration, crd_seconds(1, 300)] = field(default_factory=lambda: cdk.Duration.seconds(10))
     """Default: 10 seconds."""
-    timeout: Annotated[cdk.Duration, Seconds(ge=1, le=300)] = field(default_factory=lambda: cdk.Duration.seconds(5))
+    timeout: Annotated[cdk.Duration, crd_seconds(1, 300)] = field(default_factory=lambda: cdk.Duration.seconds(5))
     """Default: 5 seconds."""
     liveness_failures: Annotated[int, Interval(ge=1, le=100)] = 3
     """Failed checks before a restart. Default: 3."""
@@ -167,7 +178,7 @@ class Metrics:
 
     enabled: bool = True
     """Default: true."""
-    scrape_interval: Annotated[cdk.Duration, Seconds(ge=5, le=300)] = field(
+    scrape_interval: Annotated[cdk.Duration, crd_seconds(5, 300)] = field(
         default_factory=lambda: cdk.Duration.seconds(15))
     """Default: 15 seconds."""
     path: Annotated[str, HTTP_PATH] = "/metrics"
@@ -207,7 +218,7 @@ class LoadBalancer:
 
     health_check_path: Annotated[str, HTTP_PATH] = "/ping"
     """Default: /ping."""
-    idle_timeout: Annotated[cdk.Duration, Seconds(ge=1, le=4000)] = field(
+    idle_timeout: Annotated[cdk.Duration, crd_seconds(1, 4000)] = field(
         default_factory=lambda: cdk.Duration.seconds(60))
     """Long generations need more than the default, 60 seconds."""
     routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
@@ -260,13 +271,13 @@ class CachedModelProps:
     name: Annotated[str, K8S_NAME]
     """Names every object of the model (``<name>``, ``<name>-weights``)."""
     source: ModelSource
-    size: Annotated[cdk.Size, Gigabytes(gt=0, le=100_000)]
+    size: Annotated[cdk.Size, node_gb(0, 100_000)]
     """Weights size (counted twice on the NVMe: old and new version side by side on refresh)."""
     image: Annotated[str, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)]
     """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes."""
     instance_group: str
     """An instance group of the cluster with local NVMe (``cluster.cache_group``)."""
-    image_size: Annotated[cdk.Size, Gigabytes(gt=0, le=500)] = field(default_factory=lambda: gigabytes(20))
+    image_size: Annotated[cdk.Size, node_gb(0, 500)] = field(default_factory=lambda: gigabytes(20))
     """Uncompressed image size on the node. Default: 20 GB (vLLM/LMI DLCs)."""
     weights_cache: bool = True
     """The operator caches the weights on the group's NVMe. Default: true."""

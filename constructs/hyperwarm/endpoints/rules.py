@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from hyperwarm._internal.constraints import field_problems
 from hyperwarm._internal.tokens import resolved, unresolved
 from hyperwarm.cluster.catalog import CATALOG
-from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES, SCALING_METRICS
+from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES
 from hyperwarm.endpoints.routing import routing_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import INFERENCE_AMI_CUDA, cuda_ami_problem
@@ -158,8 +158,6 @@ def autoscaling_problems(a: VariantAutoscaling, *, component: bool = False) -> l
     errors: list[str] = []
     if resolved(a.min_capacity) and resolved(a.max_capacity) and a.max_capacity < a.min_capacity:
         errors.append(f"autoscaling.max_capacity = {a.max_capacity!r} -- allowed: >= min_capacity ({a.min_capacity})")
-    if a.metric not in SCALING_METRICS:
-        errors.append(f"autoscaling.metric = {a.metric!r} -- allowed: {', '.join(SCALING_METRICS)}")
     if component:
         errors.append("autoscaling -- inference-component variants scale copies, not instances; "
                       "autoscaling of inference components is not supported by hyperwarm yet")
