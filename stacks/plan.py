@@ -26,13 +26,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.caches import events as cache_events
 from hyperwarm.caches.capacity import group_usage
 from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS, DEFAULT_IMAGE_PULL_MIN, ColdStart
 from hyperwarm.caches.events import EVENTS, EventForecast
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
-from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from aws_cdk import cx_api
 
 from hyperwarm import group_usage, instance_spec
+from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.caches.autoscaling import CloudWatchTrigger, ExporterTrigger
 from hyperwarm.caches.placement import footprint
-from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.observability.cache_exporter import HANDLER as CACHE_EXPORTER
 from hyperwarm.observability.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
 from stacks.config import EnvironmentConfig

@@ -160,6 +160,7 @@ def test_binding_rejects_a_field_the_crd_does_not_know() -> None:
 # One schema: every range of the library's props is what cdk.json accepts, read from one place.
 def _bounded_fields() -> list[tuple[type, str, Any]]:
     import annotated_types
+
     from hyperwarm._internal.constraints import constraints_of
     from hyperwarm.caches import props
 
@@ -175,9 +176,9 @@ def _bounded_fields() -> list[tuple[type, str, Any]]:
 
 @pytest.mark.parametrize(("cls", "name", "rule"), _bounded_fields(), ids=lambda v: getattr(v, "__name__", str(v)))
 def test_the_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, name: str, rule: Any) -> None:
-    from hyperwarm._internal.constraints import measured_of
     from pydantic import ValidationError
 
+    from hyperwarm._internal.constraints import measured_of
     from stacks.config import caches, library
 
     # The app's cdk.json model of each props class (a model's own, with cdk.json's autoscaling and serving).

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from hyperwarm._internal.validation import repeated
 from pydantic import Field, model_validator
+
+from hyperwarm._internal.validation import repeated
 
 from .strict import StrictModel, described
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pydantic import Field, model_validator
+
 from hyperwarm.caches.placement import CacheGroup, placement_problems
 from hyperwarm.caches.props import (
     CachedModelProps,
@@ -20,7 +22,6 @@ from hyperwarm.caches.props import (
     ExtraImage,
     ModelSource,
 )
-from pydantic import Field, model_validator
 
 from . import deployment_options  # noqa: F401 (registers the autoscaling's cdk.json form)
 from .library import LibraryModel, config_model, library_field

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.caches import autoscaling, props
 from pydantic import model_validator
+
+from hyperwarm.caches import autoscaling, props
 
 from .library import config_model, register
 from .strict import StrictModel

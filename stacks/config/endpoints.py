@@ -15,10 +15,17 @@ import typing
 from typing import Annotated, Literal
 
 import aws_cdk as cdk
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
 from hyperwarm.endpoints.props import (
     METRIC_PUBLISH_FREQUENCIES,
     VARIANT_COUNT,
-    VariantAutoscaling,
     DataCapture,
     DeploymentGuardrails,
     InstanceCount,
@@ -30,6 +37,7 @@ from hyperwarm.endpoints.props import (
     ShiftWait,
     StartupTimeout,
     TrafficShift,
+    VariantAutoscaling,
     VariantWeight,
 )
 from hyperwarm.endpoints.routing import Routing, routing_problems
@@ -37,13 +45,6 @@ from hyperwarm.endpoints.rules import autoscaling_problems, serverless_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import cuda_ami_problem
 from hyperwarm.serving.settings import sagemaker_placement, server_settings
-from pydantic import (
-    AfterValidator,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
 
 from .library import parsed_into_props
 from .serving import ServingConfig
@@ -51,7 +52,8 @@ from .strict import StrictModel, described, library_default, repeated
 
 RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
     "model_data_download_timeout", "container_startup_health_check_timeout", "scale_in_cooldown",
-    "scale_out_cooldown", "wait", "metric_publish_frequency", "model_latency_p99", "ttft_p99")} | {"memory_size_mb": "memory_size (MiB, as before)"}
+    "scale_out_cooldown", "wait", "metric_publish_frequency", "model_latency_p99", "ttft_p99")} | {
+    "memory_size_mb": "memory_size (MiB, as before)"}
 """Keys of the earlier release, named by the error for an unknown key (the props' names carry no unit)."""
 
 _NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",

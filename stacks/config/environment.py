@@ -15,8 +15,11 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from hyperwarm.caches.autoscaling import ExporterTrigger
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.cluster.instance_group import (
@@ -36,14 +39,14 @@ from hyperwarm.cluster.node_capacity import (
     workloads_from_objects,
 )
 from hyperwarm.cluster.rules import (
-    DEEP_HEALTH_CHECKS,
     DEFAULT_KUBERNETES_VERSION,
     GROUP_NAME_PATTERN,
     GROUP_NAME_WORDS,
     INFERENCE_OPERATOR_ADDON,
-    SUPPORTED_KUBERNETES_VERSIONS,
-    TAINT_EFFECTS,
-    THREADS_PER_CORE,
+    DeepHealthCheck,
+    KubernetesVersion,
+    TaintEffect,
+    ThreadsPerCore,
     addon_build_problem,
     instance_type_problem,
     nvme_problem,
@@ -51,11 +54,8 @@ from hyperwarm.cluster.rules import (
     taints_problem,
 )
 from hyperwarm.functions.cache_refresh import contract
-from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .alarms import AlarmsConfig, alarm_problems
-from hyperwarm.caches.autoscaling import ExporterTrigger
-
 from .caches import CachesConfig, cache_problems
 from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
@@ -95,7 +95,7 @@ class ConfigError(ValueError):
 class Taint(StrictModel):
     key: str = Field(min_length=1, max_length=253)
     value: str = Field(default="", max_length=63)
-    effect: Literal[TAINT_EFFECTS]  # the tuple's values: one list of what is allowed, in cluster_rules
+    effect: TaintEffect  # one list of what is allowed, in hyperwarm.cluster.rules
 
 
 class InstanceGroupConfig(StrictModel):
@@ -104,8 +104,8 @@ class InstanceGroupConfig(StrictModel):
     name: str = Field(pattern=_NAME, description="instance group name, 1..63 letters, digits or hyphens")
     instance_type: str = Field(description="an ml.* type from hyperwarm's instance catalog")
     instance_count: GroupInstanceCount = library_default(InstanceGroupSpec, "instance_count")
-    threads_per_core: Literal[THREADS_PER_CORE] = 1
-    deep_health_checks: tuple[Literal[DEEP_HEALTH_CHECKS], ...] = ()
+    threads_per_core: ThreadsPerCore = 1
+    deep_health_checks: tuple[DeepHealthCheck, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     ebs_volume_gb: EbsVolumeGb | None = Field(
@@ -213,7 +213,7 @@ class EnvironmentConfig(StrictModel):
                                    "sets the stack policy (docs/operations.md: Protecting production); default: true for an "
                                    "environment named prod or production, else false")
     vpc: VpcConfig = Field(default_factory=VpcConfig)
-    kubernetes_version: Literal[SUPPORTED_KUBERNETES_VERSIONS] = DEFAULT_KUBERNETES_VERSION
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
     endpoint_public_access: bool = Field(
         default=False, description="expose the EKS API publicly (private-only by default)"
     )
@@ -335,7 +335,8 @@ class EnvironmentConfig(StrictModel):
         for model in self.caches.models:
             prepull.setdefault(model.instance_group, set()).update(model.daemonset_images)
             workloads.append(Workload(
-                f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""), pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
+                f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
+                pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
                 replicas=model.max_replicas, groups=frozenset({model.instance_group})))
         for group, images in prepull.items():
             if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
@@ -350,7 +351,8 @@ class EnvironmentConfig(StrictModel):
         problems = [f"caches.models[{i}].autoscaling.trigger.exporter: {m.autoscaling.trigger.metric} -- "
                     "the cache metrics exporter publishes it only with observability.enabled true; enable it or "
                     "use a cloudwatch or prometheus trigger"
-                    for i, m in enumerate(self.caches.models) if m.autoscaling and isinstance(m.autoscaling.trigger, ExporterTrigger)]
+                    for i, m in enumerate(self.caches.models)
+                    if m.autoscaling and isinstance(m.autoscaling.trigger, ExporterTrigger)]
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
@@ -402,7 +404,7 @@ class EnvironmentConfig(StrictModel):
 @functools.cache
 def sagemaker_regions() -> tuple[str, ...]:
     """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data."""
-    import boto3  # type: ignore[import-untyped]  # boto3 ships no type information
+    import boto3  # ships no type information (pyproject.toml: ignore_missing_imports)
 
     session = boto3.session.Session()
     return tuple(sorted({region for partition in session.get_available_partitions()

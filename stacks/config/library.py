@@ -27,13 +27,6 @@ from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
-from hyperwarm._internal.constraints import (
-    Matches,
-    PropsError,
-    Rule,
-    constraints_of,
-    measured_of,
-)
 from pydantic import (
     AfterValidator,
     Field,
@@ -43,6 +36,14 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from hyperwarm._internal.constraints import (
+    Matches,
+    PropsError,
+    Rule,
+    constraints_of,
+    measured_of,
+)
 
 from .strict import StrictModel, by_rule, described
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field, model_validator
+
 from hyperwarm.observability.props import (
     ColdPodShareMinutes,
     ColdPodSharePercent,
@@ -17,7 +19,6 @@ from hyperwarm.observability.props import (
     LatencyThreshold,
     TtftThreshold,
 )
-from pydantic import Field, model_validator
 
 from .strict import StrictModel, library_default
 

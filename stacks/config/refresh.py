@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperwarm.functions.cache_refresh import versions
 from pydantic import Field, model_validator
+
+from hyperwarm.functions.cache_refresh import versions
 
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from hyperwarm.serving.settings import Serving
 from pydantic import Field
+
+from hyperwarm.serving.settings import Serving
 
 from .strict import StrictModel, described
 

@@ -6,11 +6,12 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from hyperwarm._internal.validation import (
     repeated,  # re-exported: one rule for app and library
 )
 from hyperwarm.caches import props as _props
-from pydantic import BaseModel, ConfigDict
 
 __all__ = ["BUCKET", "KEY_PREFIX", "REGION", "StrictModel", "by_rule", "described", "library_default", "pattern_in_words",
            "repeated"]

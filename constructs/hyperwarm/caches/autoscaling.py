@@ -159,7 +159,8 @@ class HyperPodAutoScaling:
     """No scaling this long after creation, 0..86400 seconds. Default: 5 minutes."""
     scale_up_stabilization: Annotated[cdk.Duration, crd_seconds(0, 3600)] = field(default_factory=lambda: cdk.Duration.seconds(0))
     """0..3600 seconds. Default: none."""
-    scale_down_stabilization: Annotated[cdk.Duration, crd_seconds(0, 3600)] = field(default_factory=lambda: cdk.Duration.minutes(5))
+    scale_down_stabilization: Annotated[cdk.Duration, crd_seconds(0, 3600)] = field(
+        default_factory=lambda: cdk.Duration.minutes(5))
     """The highest recommendation of this window wins, 0..3600 seconds. Default: 5 minutes."""
 
     def __post_init__(self) -> None:

@@ -16,10 +16,9 @@ from typing import Any
 
 import aws_cdk as cdk
 import cdk8s
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_s3 as s3
-
+from aws_cdk import aws_eks_v2 as eks, aws_s3 as s3
 from constructs import Construct
+
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.placement import placement_problems

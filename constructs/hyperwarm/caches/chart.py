@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cdk8s
-
 from constructs import Construct
+
 from hyperwarm.caches.objects import (
     inference_endpoint_config,
     model_image_cache,

@@ -18,12 +18,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import aws_cdk as cdk
 from annotated_types import Interval, MaxLen
 
-from hyperwarm._internal.constraints import Matches, Measured, Rule, check, size_in_gb
-
 # Public as hyperwarm.caches' own: the error the props raise, and the GB unit of their sizes.
-from hyperwarm._internal.constraints import PropsError as PropsError  # noqa: PLC0414
-from hyperwarm._internal.constraints import gigabytes as gigabytes  # noqa: PLC0414
-from hyperwarm._internal.constraints import in_gigabytes as in_gigabytes  # noqa: PLC0414
+from hyperwarm._internal.constraints import (
+    Matches,
+    Measured,
+    PropsError as PropsError,  # noqa: PLC0414
+    Rule,
+    check,
+    gigabytes as gigabytes,  # noqa: PLC0414
+    in_gigabytes as in_gigabytes,  # noqa: PLC0414
+    size_in_gb,
+)
 from hyperwarm._internal.tokens import resolved
 from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem

@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from hyperwarm._internal.tokens import resolved, unresolved
 from hyperwarm.cluster.catalog import CATALOG
 
 OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
 
-SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+# Each choice is a Literal type (what a type checker and pydantic read) and the tuple of its values (what
+# error messages list), one derived from the other.
+KubernetesVersion = Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"]
 """EKS versions the HyperPod constructs are tested with (one kubectl layer per version, pyproject.toml)."""
-DEFAULT_KUBERNETES_VERSION = "1.33"
-DEEP_HEALTH_CHECKS = ("InstanceStress", "InstanceConnectivity")
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = get_args(KubernetesVersion)
+DEFAULT_KUBERNETES_VERSION: KubernetesVersion = "1.33"
+DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 """``OnStartDeepHealthChecks`` values HyperPod accepts."""
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+DEEP_HEALTH_CHECKS: tuple[str, ...] = get_args(DeepHealthCheck)
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
 NODE_RECOVERY = ("Automatic", "None")
-THREADS_PER_CORE = (1, 2)
+ThreadsPerCore = Literal[1, 2]
+THREADS_PER_CORE: tuple[int, ...] = get_args(ThreadsPerCore)
 INSTANCE_COUNT = range(0, 1001)
 EBS_VOLUME_GB = range(1, 16385)
 """``EbsVolumeConfig.VolumeSizeInGB`` (the volume mounts at /opt/sagemaker)."""
