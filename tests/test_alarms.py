@@ -82,12 +82,17 @@ def _stacks(app: cdk.App) -> list[cdk.Stack]:
     return [s for s in app.node.children if isinstance(s, cdk.Stack)]
 
 
-def test_every_alarm_of_every_environment_notifies_its_alarm_topic(project_app: cdk.App) -> None:
+def _template(synthesized, stack: cdk.Stack) -> assertions.Template:
+    """The stack's template from the session's synthesis (Template.from_stack synthesizes the whole app again)."""
+    return assertions.Template.from_json(synthesized.template(stack.stack_name))
+
+
+def test_every_alarm_of_every_environment_notifies_its_alarm_topic(synthesized, project_app: cdk.App) -> None:
     """The refresh hook's four alarms and the endpoints' 5XX rollback alarms had no action at all."""
     checked = set()
     for stack in _stacks(project_app):
         env = stack.stack_name.split("-")[1]
-        for logical_id, alarm in assertions.Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").items():
+        for logical_id, alarm in synthesized.resources(stack.stack_name, "AWS::CloudWatch::Alarm").items():
             (action,) = alarm["Properties"]["AlarmActions"]
             assert stack.resolve(action) == {"Fn::Join": ["", [
                 f"arn:aws:sns:{stack.region}:", {"Ref": "AWS::AccountId"}, f":hyperwarm-{env}-alarms"]]}, logical_id
@@ -95,16 +100,16 @@ def test_every_alarm_of_every_environment_notifies_its_alarm_topic(project_app: 
     assert checked == {"endpoints", "refresh", "observability"}
 
 
-def test_stacks_with_alarms_deploy_after_the_alarm_topic(project_app: cdk.App) -> None:
+def test_stacks_with_alarms_deploy_after_the_alarm_topic(synthesized, project_app: cdk.App) -> None:
     for stack in _stacks(project_app):
-        has_alarms = bool(assertions.Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm"))
+        has_alarms = bool(synthesized.resources(stack.stack_name, "AWS::CloudWatch::Alarm"))
         env = stack.stack_name.split("-")[1]
         alarms = project_app.node.find_child(f"hyperwarm-{env}-alarms")
         assert (alarms in stack.dependencies) == has_alarms, stack.stack_name
 
 
-def test_prods_example_address_subscribes_and_is_labelled_to_replace(project_app: cdk.App) -> None:
-    template = assertions.Template.from_stack(project_app.node.find_child("hyperwarm-prod-alarms"))
+def test_prods_example_address_subscribes_and_is_labelled_to_replace(synthesized, project_app: cdk.App) -> None:
+    template = _template(synthesized, project_app.node.find_child("hyperwarm-prod-alarms"))
     template.has_resource_properties("AWS::SNS::Subscription", {
         "Protocol": "email", "Endpoint": "oncall-replace-me@example.com"})
     assert template.find_outputs("AlarmTopicArn")
