@@ -350,9 +350,9 @@ def test_an_existing_topic_is_used_declared_and_none_created(project_context):
     project_context["environments"]["prod"]["alarms"] = {"topic_arn": arn}
     app = _app(project_context, "prod")
     assert "hyperwarm-prod-alarms" not in [c.node.id for c in app.node.children]
+    assembly = app.synth()  # once: Template.from_stack would synthesize the whole app again per stack
     for part in ("observability", "endpoints", "refresh"):
-        stack = app.node.find_child(f"hyperwarm-prod-{part}")
-        template = assertions.Template.from_stack(stack)
+        template = assertions.Template.from_json(assembly.get_stack_by_name(f"hyperwarm-prod-{part}").template)
         template.resource_count_is("AWS::SNS::Topic", 0)
         for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
             assert alarm["Properties"]["AlarmActions"] == [arn]

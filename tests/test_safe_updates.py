@@ -45,9 +45,9 @@ def assembly(context: dict[str, Any], outdir: Path) -> Assembly:
 def prod_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """prod as cdk.json configures it, synthesized once for the module (nag off): the deployed baseline most
     tests start from. Read it only; a test that synthesizes over it works on a copy (:func:`deployed_in`)."""
-    from conftest import project_context
     outdir = tmp_path_factory.mktemp("prod-cdk.out")
-    build_app(outdir=str(outdir), context=prod(project_context()), nag=False).synth()
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    build_app(outdir=str(outdir), context=prod(context), nag=False).synth()
     return outdir
 
 
