@@ -10,7 +10,6 @@ import pytest
 from aws_cdk import assertions
 
 from stacks.alarms_stack import AlarmsStack
-from stacks.app import build_app
 from stacks.config import ConfigError, parse_environment, parse_environments
 from test_config import error_of
 
