@@ -75,6 +75,14 @@ class Synthesized:
     def resources(self, stack_name: str, kind: str) -> dict[str, dict[str, Any]]:
         return {k: v for k, v in self.template(stack_name)["Resources"].items() if v["Type"] == kind}
 
+    def warnings(self) -> dict[str, list[Any]]:
+        """The warnings of each stack that has any, as every ``cdk`` command prints them."""
+        from aws_cdk.cx_api import SynthesisMessageLevel
+
+        found = {s.stack_name: [m.entry.data for m in s.messages if m.level == SynthesisMessageLevel.WARNING]
+                 for s in self.assembly.stacks}
+        return {name: messages for name, messages in found.items() if messages}
+
 
 @pytest.fixture(name="project_context")
 def project_context_fixture() -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import assertions
 from test_config import error_of
 
-from stacks.app import build_app
+from stacks.alarms_stack import AlarmsStack
 from stacks.config import ConfigError, parse_environment, parse_environments
 
 ENDPOINTS = {"endpoints": [{"name": "chat", "variants": [{
@@ -83,12 +83,17 @@ def _stacks(app: cdk.App) -> list[cdk.Stack]:
     return [s for s in app.node.children if isinstance(s, cdk.Stack)]
 
 
-def test_every_alarm_of_every_environment_notifies_its_alarm_topic(project_app: cdk.App) -> None:
+def _template(synthesized, stack: cdk.Stack) -> assertions.Template:
+    """The stack's template from the session's synthesis (Template.from_stack synthesizes the whole app again)."""
+    return assertions.Template.from_json(synthesized.template(stack.stack_name))
+
+
+def test_every_alarm_of_every_environment_notifies_its_alarm_topic(synthesized, project_app: cdk.App) -> None:
     """The refresh hook's four alarms and the endpoints' 5XX rollback alarms had no action at all."""
     checked = set()
     for stack in _stacks(project_app):
         env = stack.stack_name.split("-")[1]
-        for logical_id, alarm in assertions.Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").items():
+        for logical_id, alarm in synthesized.resources(stack.stack_name, "AWS::CloudWatch::Alarm").items():
             (action,) = alarm["Properties"]["AlarmActions"]
             assert stack.resolve(action) == {"Fn::Join": ["", [
                 f"arn:aws:sns:{stack.region}:", {"Ref": "AWS::AccountId"}, f":hyperwarm-{env}-alarms"]]}, logical_id
@@ -96,16 +101,16 @@ def test_every_alarm_of_every_environment_notifies_its_alarm_topic(project_app: 
     assert checked == {"endpoints", "refresh", "observability"}
 
 
-def test_stacks_with_alarms_deploy_after_the_alarm_topic(project_app: cdk.App) -> None:
+def test_stacks_with_alarms_deploy_after_the_alarm_topic(synthesized, project_app: cdk.App) -> None:
     for stack in _stacks(project_app):
-        has_alarms = bool(assertions.Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm"))
+        has_alarms = bool(synthesized.resources(stack.stack_name, "AWS::CloudWatch::Alarm"))
         env = stack.stack_name.split("-")[1]
         alarms = project_app.node.find_child(f"hyperwarm-{env}-alarms")
         assert (alarms in stack.dependencies) == has_alarms, stack.stack_name
 
 
-def test_prods_example_address_subscribes_and_is_labelled_to_replace(project_app: cdk.App) -> None:
-    template = assertions.Template.from_stack(project_app.node.find_child("hyperwarm-prod-alarms"))
+def test_prods_example_address_subscribes_and_is_labelled_to_replace(synthesized, project_app: cdk.App) -> None:
+    template = _template(synthesized, project_app.node.find_child("hyperwarm-prod-alarms"))
     template.has_resource_properties("AWS::SNS::Subscription", {
         "Protocol": "email", "Endpoint": "oncall-replace-me@example.com"})
     assert template.find_outputs("AlarmTopicArn")
@@ -116,8 +121,11 @@ def test_slack_channels_receive_alarms_through_chatbot_that_may_run_nothing(proj
     context["environments"]["prod"]["alarms"] = {
         "emails": ["oncall@example.com"], "https_endpoints": ["https://events.pagerduty.com/integration/k/enqueue"],
         "slack_channels": [{"workspace_id": "T07EA123LEP", "channel_id": "C07EZ1ABC23"}]}
-    app = build_app(context={**context, "env": "prod"}, nag=False)
-    template = assertions.Template.from_stack(app.node.find_child("hyperwarm-prod-alarms"))
+    # The alarms stack as the app adds it, alone: the rest of prod plays no part in its topic's subscribers.
+    config = parse_environments(context["environments"])["prod"]
+    stack = AlarmsStack(cdk.App(), "hyperwarm-prod-alarms", env_name="prod", config=config,
+                        env=cdk.Environment(account=config.account, region=config.region))
+    template = assertions.Template.from_stack(stack)
     template.resource_count_is("AWS::SNS::Subscription", 2)
     template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "https"})
     (chatbot,) = template.find_resources("AWS::Chatbot::SlackChannelConfiguration").values()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from aws_cdk import cx_api
 from moto import mock_aws
 
 import stacks.endpoints_stack
@@ -39,6 +41,22 @@ def assembly(context: dict[str, Any], outdir: Path) -> Assembly:
     return Assembly.from_outdir(build_app(outdir=str(outdir), context=context, nag=False).synth().directory)
 
 
+@pytest.fixture(scope="module")
+def prod_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """prod as cdk.json configures it, synthesized once for the module (nag off): the deployed baseline most
+    tests start from. Read it only; a test that synthesizes over it works on a copy (:func:`deployed_in`)."""
+    outdir = tmp_path_factory.mktemp("prod-cdk.out")
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    build_app(outdir=str(outdir), context=prod(context), nag=False).synth()
+    return outdir
+
+
+def deployed_in(prod_synth: Path, outdir: Path) -> Path:
+    """``outdir`` holding what a synth of prod leaves there: as if it had been synthesized in it."""
+    shutil.copytree(prod_synth, outdir, dirs_exist_ok=True)
+    return outdir
+
+
 def variant(n: int, **changes: Any):
     def edit(config: dict[str, Any]) -> None:
         config["endpoints"][0]["variants"][n].update(changes)
@@ -50,11 +68,11 @@ def variant(n: int, **changes: Any):
 # -- (a) an autoscaled variant's instance type ---------------------------------------------------------------
 
 def test_an_autoscaled_variants_new_instance_type_fails_synth_until_autoscaling_goes_first(project_context,
-                                                                                        tmp_path) -> None:
+                                                                                        tmp_path, prod_synth) -> None:
     def run(edit=None) -> None:
         synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, edit), nag=False))
 
-    run()  # what is deployed
+    deployed_in(prod_synth, tmp_path)  # what is deployed
     bigger = variant(1, instance_type="ml.p5en.48xlarge")
     for _ in range(2):  # the previous templates are put back: the second try compares with them again
         with pytest.raises(ConfigError, match=re.escape(f"compared with {tmp_path}/ of the previous synth")) as error:
@@ -80,8 +98,8 @@ def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized)
     variant(1, name="uniform"),  # rename it
 ], ids=["remove", "rename"])
 def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_imports(project_context, tmp_path,
-                                                                                  edit) -> None:
-    deployed = assembly(prod(project_context), tmp_path / "deployed")
+                                                                                  edit, prod_synth) -> None:
+    deployed = Assembly.from_outdir(str(prod_synth))
     changed = assembly(prod(project_context, edit), tmp_path / "changed")
     assert list(exports_in_use(deployed, changed)) == []
 
@@ -98,12 +116,12 @@ def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path,
 
 
 def test_stacks_deployed_with_imported_exports_take_this_version_in_one_deploy(project_context, tmp_path,
-                                                                             monkeypatch) -> None:
+                                                                             monkeypatch, prod_synth) -> None:
     with monkeypatch.context() as patch:
         patch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
                       stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
         deployed = assembly(prod(project_context), tmp_path / "deployed")
-    assert compare(deployed, assembly(prod(project_context), tmp_path / "now")) == []
+    assert compare(deployed, Assembly.from_outdir(str(prod_synth))) == []
 
 
 # -- (c) production ----------------------------------------------------------------------------------------------
@@ -185,9 +203,8 @@ def test_protect_leaves_other_environments_alone(monkeypatch, capsys) -> None:
 
 
 def test_a_change_that_replaces_the_hyperpod_cluster_fails_synth_naming_the_field(project_context,
-                                                                                tmp_path) -> None:
-    kept = tmp_path / "deployed"
-    build_app(outdir=str(kept), context=prod(project_context), nag=False).synth()  # kept from the last deploy
+                                                                                tmp_path, prod_synth) -> None:
+    kept = deployed_in(prod_synth, tmp_path / "deployed")  # kept from the last deploy
     cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"), baseline=str(kept))
     with pytest.raises(ConfigError) as error:
         synthesize(build_app(outdir=str(tmp_path / "out"), context=cidr, nag=False))
@@ -201,10 +218,10 @@ def test_a_change_that_replaces_the_hyperpod_cluster_fails_synth_naming_the_fiel
 
 @mock_aws
 def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exist(project_context,
-                                                                                   tmp_path) -> None:
+                                                                                   tmp_path, prod_synth) -> None:
     boto3.client("cloudformation", region_name="us-east-1").create_stack(
         StackName="hyperwarm-prod-endpoints", TemplateBody=_EMPTY)
-    cloud = build_app(outdir=str(tmp_path / "a"), context=prod(project_context), nag=False).synth()
+    cloud = cx_api.CloudAssembly(str(prod_synth))
     baseline = deployed_templates(cloud)
     assert baseline.templates == {"hyperwarm-prod-endpoints": json.loads(_EMPTY)}
     assert baseline.source == "the deployed templates (CloudFormation GetTemplate)"
@@ -217,7 +234,7 @@ def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exi
 
 @mock_aws
 def test_a_failed_first_create_is_no_baseline_and_the_cli_account_is_checked(project_context, tmp_path,
-                                                                            monkeypatch) -> None:
+                                                                            monkeypatch, prod_synth) -> None:
     """A stack left in ROLLBACK_COMPLETE deployed nothing to keep; an environment-agnostic stack deploys to
     the account the cdk CLI resolved, so credentials of another one would compare with nothing."""
     cloudformation = boto3.client("cloudformation", region_name="us-east-1")
@@ -225,7 +242,7 @@ def test_a_failed_first_create_is_no_baseline_and_the_cli_account_is_checked(pro
     from moto.cloudformation.models import cloudformation_backends
     for stack in cloudformation_backends["123456789012"]["us-east-1"].stacks.values():
         stack.status = "ROLLBACK_COMPLETE"
-    cloud = build_app(outdir=str(tmp_path / "a"), context=prod(project_context), nag=False).synth()
+    cloud = cx_api.CloudAssembly(str(prod_synth))
     assert deployed_templates(cloud).templates == {}
     monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "999999999999")
     with pytest.raises(ConfigError, match=r"the AWS credentials are account 123456789012, hyperwarm-prod-\w+ "
@@ -234,10 +251,10 @@ def test_a_failed_first_create_is_no_baseline_and_the_cli_account_is_checked(pro
 
 
 def test_a_synth_that_fails_its_validations_keeps_the_previous_baseline(project_context, tmp_path,
-                                                                       monkeypatch) -> None:
+                                                                       monkeypatch, prod_synth) -> None:
     """aws-cdk-lib writes the assembly before cdk-nag fails it: that synth must not become the baseline, or the
     next one compares with a change that never deployed."""
-    synthesize(build_app(outdir=str(tmp_path), context=prod(project_context), nag=False))  # what is deployed
+    deployed_in(prod_synth, tmp_path)  # what is deployed
     cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"))
     app = build_app(outdir=str(tmp_path), context=cidr, nag=False)
     synth = app.synth

@@ -14,7 +14,8 @@ from hyperwarm.planner.workloads import shared_prefix
 MODEL = get_scenario("aws-long-context").model
 
 
-@pytest.mark.parametrize("seed", range(8))
+# The fast loop tunes on the first two seeds; the other six are ``slow`` (``make test`` runs all eight).
+@pytest.mark.parametrize("seed", [*range(2), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(2, 8))])
 def test_tune_never_recommends_prefix_aware_without_shared_prefixes(seed):
     w = shared_prefix(groups=1, prefix_tokens=0, question_tokens=2000, rate_rps=8.0, n_requests=1500, seed=seed)
     res = tune(w, 4, MODEL, prefix_lengths=[1024, 65536], seed=seed)
