@@ -41,7 +41,7 @@ from hyperwarm.endpoints.props import (
     VariantWeight,
 )
 from hyperwarm.endpoints.routing import Routing, routing_problems
-from hyperwarm.endpoints.rules import autoscaling_problems, serverless_problems
+from hyperwarm.endpoints.rules import VARIANT_NAME, autoscaling_problems, serverless_problems
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.inference_ami import cuda_ami_problem
 from hyperwarm.serving.settings import sagemaker_placement, server_settings
@@ -56,7 +56,7 @@ RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
     "memory_size_mb": "memory_size (MiB, as before)"}
 """Keys of the earlier release, named by the error for an unknown key (the props' names carry no unit)."""
 
-_NAME = described(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+_NAME = described(VARIANT_NAME.pattern,  # the library's rule (hyperwarm.endpoints.rules), in words
                   "1..63 letters, digits or hyphens, starting and ending with a letter or digit, e.g. prefix-aware")
 _S3_URI = described(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+$",
                     "an S3 URI of an object or prefix, e.g. s3://my-models/llama-3.1-8b-instruct/v1/")
