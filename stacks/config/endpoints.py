@@ -48,7 +48,7 @@ from hyperwarm.serving.settings import sagemaker_placement, server_settings
 
 from .library import parsed_into_props
 from .serving import ServingConfig
-from .strict import StrictModel, described, library_default, repeated
+from .strict import StrictModel, by_rule, described, library_default, repeated
 
 RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
     "model_data_download_timeout", "container_startup_health_check_timeout", "scale_in_cooldown",
@@ -117,29 +117,11 @@ class VariantConfig(StrictModel):
         default=None, pattern=_AMI_VERSION,
         description="InferenceAmiVersion (host AMI and GPU driver); needed for images built for a newer CUDA")
 
-    @field_validator("routing")
-    @classmethod
-    def _prefix_fields(cls, routing: Routing | None) -> Routing | None:
-        errors = routing_problems(routing, max_instances=2, min_instances=2)[0] if routing else []
-        if errors:
-            raise ValueError("; ".join(errors))
-        return routing
-
-    @field_validator("serverless")
-    @classmethod
-    def _provisioned(cls, serverless: ServerlessSpec | None) -> ServerlessSpec | None:
-        errors = serverless_problems(serverless) if serverless else []
-        if errors:
-            raise ValueError("; ".join(errors))
-        return serverless
-
-    @field_validator("autoscaling")
-    @classmethod
-    def _scaling_order(cls, autoscaling: VariantAutoscaling | None) -> VariantAutoscaling | None:
-        errors = autoscaling_problems(autoscaling) if autoscaling else []
-        if errors:
-            raise ValueError("; ".join(errors))
-        return autoscaling
+    # The library's own rules across a field's parts, on the field they are about.
+    _routing_rule = field_validator("routing")(
+        by_rule(lambda routing: routing_problems(routing, max_instances=2, min_instances=2)[0]))
+    _serverless_rule = field_validator("serverless")(by_rule(serverless_problems))
+    _autoscaling_rule = field_validator("autoscaling")(by_rule(autoscaling_problems))
 
     @property
     def max_instances(self) -> int:

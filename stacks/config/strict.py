@@ -46,13 +46,14 @@ BUCKET = described(_props.BUCKET.pattern, _props.BUCKET.words)
 KEY_PREFIX = described(_props.KEY_PREFIX.pattern, _props.KEY_PREFIX.words)
 
 
-def by_rule(rule: Callable[[Any], str | None]) -> Callable[[Any], Any]:
-    """A field check from one of the library's rules (what is wrong, in words, or None): each rule is written
-    once, in the library, and cdk.json fails with its words (``field_validator("x")(by_rule(rule))``)."""
+def by_rule(rule: Callable[[Any], str | list[str] | None]) -> Callable[[Any], Any]:
+    """A field check from one of the library's rules (what is wrong, in words: one problem, a list, or none):
+    each rule is written once, in the library, and cdk.json fails with its words
+    (``field_validator("x")(by_rule(rule))``). An unset optional field (None) is not checked."""
     def check(value: Any) -> Any:
-        problem = rule(value)
+        problem = rule(value) if value is not None else None
         if problem:
-            raise ValueError(problem)
+            raise ValueError(problem if isinstance(problem, str) else "; ".join(problem))
         return value
     return check
 
