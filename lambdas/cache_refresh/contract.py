@@ -28,19 +28,24 @@ from .naming import (
     hyperpod_target_id,
     model_name,
     model_stem,
+    rollout_execution_name,
+    staged_cache_name,
     state_pk,
 )
 
 __all__ = [
-    "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
+    "ALLOWED_BUCKETS", "BlueGreen", "ConfigError", "DEFAULT_LOCK_SECONDS", "DEFAULT_STAGING_TIMEOUT_SECONDS",
+    "DEFAULT_SWITCH_TIMEOUT_SECONDS", "DEPLOY_GUARD_HANDLER", "DLQ_URL",
     "DRY_RUN", "EndpointTarget", "HYPERPOD_KINDS", "HyperPodTarget", "LETTER_FORMAT", "LOCK_SECONDS",
     "MAX_EXECUTION_SECONDS_RANGE", "METRICS_NAMESPACE", "METRICS_NAMESPACE_VARIABLE", "NAME_MAX", "NAME_PATTERN",
     "PACKAGE", "Problem", "RECONCILED_METRIC", "RECONCILE_HANDLER", "REFRESH_HANDLER", "REFRESH_TARGETS",
-    "REPLAY_KEY", "SERVICE", "SERVICE_VARIABLE", "SHIFT_PERCENT", "STATE_HANDLER", "STATE_TABLE", "TRAFFIC_TYPES", "Target",
-    "WAIT_SECONDS_RANGE", "arn_name",
+    "REPLAY_KEY", "ROLLOUT_HANDLER", "ROLLOUT_METRICS", "ROLLOUT_PHASES", "ROLLOUT_POLL_SECONDS",
+    "ROLLOUT_STATE_MACHINE", "RolloutStep", "SERVICE", "SERVICE_VARIABLE", "SHIFT_PERCENT", "STATE_HANDLER",
+    "STATE_TABLE", "TIMEOUT_SECONDS_RANGE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
-    "prefix_problem", "service_name", "shift_percent_problem", "state_pk", "target_problems", "targets_json",
+    "prefix_problem", "rollout_execution_name", "service_name", "shift_percent_problem", "staged_cache_name",
+    "state_pk", "target_problems", "targets_json",
 ]
 
 # -- environment (README.md, "Environment") ------------------------------------------------------
@@ -53,6 +58,9 @@ LOCK_SECONDS = "HYPERWARM_LOCK_SECONDS"
 DEFAULT_LOCK_SECONDS = 900
 SERVICE_VARIABLE = "POWERTOOLS_SERVICE_NAME"
 METRICS_NAMESPACE_VARIABLE = "POWERTOOLS_METRICS_NAMESPACE"
+
+ROLLOUT_STATE_MACHINE = "HYPERWARM_ROLLOUT_STATE_MACHINE"
+"""ARN of the warm-rollout state machine the refresh function starts (unset: HyperPod targets repoint at once)."""
 
 # -- metrics: the function publishes, the construct's alarms watch ------------------------------
 METRICS_NAMESPACE = "Hyperwarm"
@@ -72,6 +80,54 @@ RECONCILE_HANDLER = f"{PACKAGE}.handler.on_schedule"
 RECONCILED_METRIC = "RefreshReconciled"
 """What the scheduled reconciliation repaired (Reason: rollout-ended, start-abandoned, queued-rolled)."""
 DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"
+ROLLOUT_HANDLER = f"{PACKAGE}.handler.on_rollout_step"
+"""The warm-rollout state machine's one task: advance a target's staged rollout by one idempotent step."""
+
+# -- warm rollout on HyperPod (README.md, "Warm rollout") ----------------------------------------
+# A HyperPod target with stand-alone weight caches moves in stages, driven by a Step Functions Standard
+# workflow (one execution per target and version, :func:`rollout_execution_name`): stage the new version
+# in caches of its own (:func:`staged_cache_name`), wait until they are ready on every node, switch the
+# deployment, wait for its rollout, retire the previous version's caches.
+ROLLOUT_POLL_SECONDS = 60
+"""The workflow's Wait between two steps (the step's answer may ask for another)."""
+DEFAULT_STAGING_TIMEOUT_SECONDS = 3600
+"""A staging that is not ready on every node within this fails (dead-lettered; the old version serves)."""
+DEFAULT_SWITCH_TIMEOUT_SECONDS = 1800
+"""A deployment rollout not finished within this fails: the deployment is pointed back at the old version."""
+TIMEOUT_SECONDS_RANGE = (300, 86400)
+"""Staging and switch timeouts: 5 minutes to a day (a Standard workflow's Wait states bound neither)."""
+ROLLOUT_PHASES = ("staging", "switching", "done", "failed")
+"""A step's answer: staging and switching ask the workflow to wait and step again; done and failed end it."""
+ROLLOUT_METRICS = {
+    "StagingReadyNodes": "nodes where the new version's caches are ready (per step while staging; Count)",
+    "StagingTargetNodes": "nodes the deployment can be scheduled on, read from the cluster (Count)",
+    "TimeToWarm": "staging start to every node ready (Seconds)",
+    "TimeToSwitch": "deployment repointed to its rollout finished (Seconds)",
+    "RolloutInProgress": "1 per step while a target stages or switches (Count)",
+}
+"""Published with the dimensions ``service`` and ``target`` (the target id), beside the refresh's own metrics
+(``RefreshFailed`` with Reason ``staging-timeout``, ``staging-failed``, ``switch-timeout``, ``switch-failed``)."""
+
+
+class RolloutStep(NamedTuple):
+    """The workflow's input to a step and the step's answer (``phase``, ``wait_seconds``): JSON objects with
+    these keys. ``abandon``: the workflow's catch, after a step failed past its retries; the step ends the
+    rollout as failed (dead letter, old version serving)."""
+
+    target: str
+    version: str
+    phase: str = "staging"
+    wait_seconds: int = ROLLOUT_POLL_SECONDS
+    abandon: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+    @classmethod
+    def from_json(cls, raw: Any) -> RolloutStep:
+        if not isinstance(raw, dict) or not isinstance(raw.get("target"), str) or not isinstance(raw.get("version"), str):
+            raise ConfigError(f"a rollout step needs the string fields target and version, got {raw!r}")
+        return cls(**{k: raw[k] for k in cls._fields if k in raw})
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
 LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"
@@ -119,6 +175,10 @@ class HyperPodTarget:
     name: str
     resource: str = "InferenceEndpointConfig"
     caches: tuple[str, ...] = ()
+    staging_timeout_seconds: int = DEFAULT_STAGING_TIMEOUT_SECONDS
+    """Warm rollout (with ``caches`` and a state machine): the new version ready on every node within this."""
+    switch_timeout_seconds: int = DEFAULT_SWITCH_TIMEOUT_SECONDS
+    """Warm rollout: the deployment's rollout to the staged version finished within this."""
     kind: str = "hyperpod"
 
     @property
@@ -127,7 +187,9 @@ class HyperPodTarget:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "cluster": self.cluster, "namespace": self.namespace, "resource": self.resource,
-                "name": self.name, "caches": list(self.caches)}
+                "name": self.name, "caches": list(self.caches),
+                "staging_timeout_seconds": self.staging_timeout_seconds,
+                "switch_timeout_seconds": self.switch_timeout_seconds}
 
 
 @dataclass(frozen=True)
@@ -187,6 +249,12 @@ def target_problems(target: Target, is_token: Any = lambda value: False) -> list
                 for p in [_name_problem(f, v)] if p]
     if isinstance(target, HyperPodTarget) and target.resource not in HYPERPOD_KINDS:
         problems.append(Problem("resource", target.resource, f"allowed: {', '.join(HYPERPOD_KINDS)}"))
+    if isinstance(target, HyperPodTarget):
+        low, high = TIMEOUT_SECONDS_RANGE
+        problems += [Problem(name, value, f"allowed: {low}..{high} seconds")
+                     for name in ("staging_timeout_seconds", "switch_timeout_seconds")
+                     for value in [getattr(target, name)]
+                     if not is_token(value) and not (isinstance(value, int) and low <= value <= high)]
     if isinstance(target, EndpointTarget):
         problems += [Problem(f"blue_green.{f}", v, p) for f, v, p in blue_green_problems(target.blue_green)]
     return problems
@@ -266,7 +334,11 @@ def _parse_target(where: str, raw: Any) -> Target:
         if kind == "hyperpod":
             target = HyperPodTarget(cluster=raw["cluster"], namespace=raw["namespace"], name=raw["name"],
                                     resource=raw.get("resource", "InferenceEndpointConfig"),
-                                    caches=tuple(raw.get("caches", ())))
+                                    caches=tuple(raw.get("caches", ())),
+                                    staging_timeout_seconds=raw.get("staging_timeout_seconds",
+                                                                    DEFAULT_STAGING_TIMEOUT_SECONDS),
+                                    switch_timeout_seconds=raw.get("switch_timeout_seconds",
+                                                                   DEFAULT_SWITCH_TIMEOUT_SECONDS))
         elif kind == "endpoint":
             options: dict[str, Any] = {k: tuple(v) if k == "rollback_alarms" else v
                                        for k, v in raw.get("blue_green", {}).items()}

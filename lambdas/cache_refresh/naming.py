@@ -73,6 +73,30 @@ def hyperpod_target_id(cluster: str, namespace: str, resource: str, name: str) -
     return f"hyperpod:{cluster}/{namespace}/{resource}/{name}"
 
 
+_K8S_NAME_MAX = 63
+"""Longest staged cache name: a DNS label, so it also fits label values and the operator's derived names."""
+_EXECUTION_MAX = 80
+"""Step Functions execution names: at most 80 characters of [0-9A-Za-z_-] (StartExecution, ``name``)."""
+
+
+def staged_cache_name(cache: str, version: str) -> str:
+    """The ``ModelWeightsCacheConfig`` that stages ``version`` beside ``cache`` (the target's stand-alone
+    cache as deployed): lower-case, at most 63 characters, the same for the same pair on every retry."""
+    digest = hashlib.sha256(f"{cache}|{version}".encode()).hexdigest()[:_DIGEST]
+    slug = re.sub(r"[^a-z0-9]+", "-", version.lower()).strip("-")[:_VERSION]
+    stem = re.sub(r"[^a-z0-9-]+", "-", cache.lower())[:_K8S_NAME_MAX - len(slug) - _DIGEST - 2].strip("-")
+    return "-".join(p for p in (stem, slug, digest) if p)
+
+
+def rollout_execution_name(target_id: str, version: str) -> str:
+    """The Step Functions execution of one target's warm rollout to ``version``: the same name for the
+    same pair, so a second StartExecution of it is a no-op (its name is unique per state machine for 90 days)."""
+    digest = hashlib.sha256(f"{target_id}|{version}".encode()).hexdigest()[:_DIGEST * 2]
+    name = re.sub(r"[^0-9A-Za-z_-]+", "-", target_id.rsplit("/", 1)[-1])[:40].strip("-")
+    slug = re.sub(r"[^0-9A-Za-z_-]+", "-", version)[:_EXECUTION_MAX - len(name) - len(digest) - 2].strip("-")
+    return "-".join(p for p in (name, slug, digest) if p)
+
+
 def state_pk(target_id: str) -> str:
     """The partition key ``pk`` of one target's item in the state table."""
     return f"target#{target_id}"
