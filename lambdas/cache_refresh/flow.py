@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import contract, decide, letters
+from . import contract, decide, letters, rollout
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (
@@ -30,6 +30,7 @@ from .events import (
 )
 from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
+from .targets.hyperpod import Kube
 from .versions import UnorderableVersion, compare, parse
 
 DLQ_FORMAT = letters.FORMAT
@@ -56,6 +57,14 @@ class Ports:
     metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
     log: Callable[..., None] = lambda message, **extra: None
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    kube: Callable[[HyperPodTarget], Kube] = lambda target: _no_kube(target)
+    """The Kubernetes API of a HyperPod target's cluster (a warm rollout's reads and writes)."""
+    start_workflow: Callable[[HyperPodTarget, str], None] | None = None
+    """Start the warm-rollout execution of (target, version); None: HyperPod targets repoint at once."""
+
+
+def _no_kube(target: HyperPodTarget) -> Kube:
+    raise TransientError("no-kubernetes-access", f"{target.id}: no Kubernetes client configured")
 
 
 @dataclass
@@ -230,6 +239,11 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         elif d.action != "start":
             state.release(target.id, owner)
             outcome = Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
+        elif rollout.is_warm(ports, target):
+            assert isinstance(target, HyperPodTarget)
+            ports.metric("RefreshStarted", target=target.id)
+            rollout.start(ports, target, created, event, owner, item)
+            return [Outcome(target.id, "started")]
         elif isinstance(target, HyperPodTarget):
             outcome = _repoint(ports, target, created, owner)
         else:
@@ -306,7 +320,7 @@ def _since(iso_time: str, now: float) -> float:
 
 
 def _rollout_seconds(target: Target) -> int:
-    return rollout_seconds(target.blue_green) if isinstance(target, EndpointTarget) else 0
+    return rollout_seconds(target.blue_green) if isinstance(target, EndpointTarget) else rollout.lock_seconds(target)
 
 
 def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Live, owner: str) -> dict[str, Any]:
@@ -316,6 +330,8 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     An update whose start was never recorded (``starting``: its answer was lost, or the function died
     after it) is settled first: adopted when its config serves, its resources deleted when it never ran.
     """
+    if (item.get("pending") or {}).get("kind") == "hyperpod" and isinstance(target, HyperPodTarget):
+        return rollout.advance(ports, target, item, owner)
     record = "pending"
     if item.get("starting") and not item.get("pending"):
         item, record = _settle_start(ports, target, item, live, owner)
@@ -483,6 +499,52 @@ def _revisit(ports: Ports, target: Target) -> tuple[dict[str, Any], decide.Live,
     return item, live, _drain(ports, target, 0)
 
 
+# -- warm rollout steps (the Step Functions workflow's task) ----------------------------------------
+
+def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
+    """Advance one target's warm rollout by one step (:mod:`.rollout`) and answer the workflow
+    (``contract.RolloutStep``: ``phase`` staging or switching -> wait ``wait_seconds`` and step again;
+    done or failed -> end). Idempotent: a step of a rollout that has ended (settled by another step or by
+    the reconciliation) only answers how it ended. A transient failure is raised: the workflow retries it."""
+    step = contract.RolloutStep.from_json(raw)
+    target = next((t for ts in ports.settings.targets.values() for t in ts if t.id == step.target), None)
+    if not isinstance(target, HyperPodTarget):
+        ports.log("rollout step for a target not configured", target=step.target)
+        return step._replace(phase="failed").to_json()
+    owner = _owner(ports)
+    try:
+        item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
+    except Busy:  # an invocation is at work on the target: look again after the wait
+        return step._replace(abandon=False).to_json()
+    pending = item.get("pending") or {}
+    try:
+        if pending.get("kind") == "hyperpod" and pending.get("version") == step.version:
+            item = rollout.advance(ports, target, item, owner, abandon=step.abandon)
+        if item.get("pending"):
+            ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
+            phase = rollout.PHASE_ANSWER.get(item["pending"].get("phase", ""), "staging") \
+                if item["pending"].get("version") == step.version else _ended(item, step.version)
+            return step._replace(phase=phase, abandon=False).to_json()
+        ports.state.release(target.id, owner)
+    except (PermanentError, TransientError):
+        _release_quietly(ports, target, owner)
+        raise
+    except Exception as exc:  # noqa: BLE001
+        _release_quietly(ports, target, owner)
+        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+    ended = _ended(item, step.version)
+    retry = [o for o in _drain(ports, target, 0) if o.status == "retry"]
+    if retry:  # the version that waited behind the rollout is still waiting: the step's retry rolls it
+        raise TransientError(retry[0].reason, retry[0].message)
+    return step._replace(phase=ended, abandon=False).to_json()
+
+
+def _ended(item: dict[str, Any], version: str) -> str:
+    """How the rollout of ``version`` ended, from the record: failed (and dead-lettered) or done."""
+    failed = {(item.get(k) or {}).get("version") for k in ("failed", "last_failed")}
+    return "failed" if version in failed and item.get("current_version") != version else "done"
+
+
 # -- the scheduled reconciliation -----------------------------------------------------------------
 
 RECONCILED = contract.RECONCILED_METRIC
@@ -522,7 +584,7 @@ def _reconcile(ports: Ports, target: Target) -> list[str]:
         return []
     if lock_held(item, ports.state.clock()) and not held_by_rollout(item):
         return []  # an invocation is at work: it settles and rolls what waits itself
-    if item.get("pending") and decide.rollout(item["pending"], ports.live(
+    if isinstance(target, EndpointTarget) and item.get("pending") and decide.rollout(item["pending"], ports.live(
             target, _prefix_of(ports.settings, target)))[0] == "in-progress":
         return []  # still running: nothing to write
     try:
