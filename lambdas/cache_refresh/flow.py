@@ -522,7 +522,8 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
             item = rollout.advance(ports, target, item, owner, abandon=step.abandon)
         if item.get("pending"):
             ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
-            phase = rollout.PHASE_ANSWER.get(item["pending"].get("phase", ""), "staging") \
+            # Abandoned: the workflow ends here; a revert still under way is the reconciliation's to settle.
+            phase = "failed" if step.abandon else rollout.PHASE_ANSWER.get(item["pending"].get("phase", ""), "staging") \
                 if item["pending"].get("version") == step.version else _ended(item, step.version)
             return step._replace(phase=phase, abandon=False).to_json()
         ports.state.release(target.id, owner)
