@@ -511,6 +511,9 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
     if not isinstance(target, HyperPodTarget):
         ports.log("rollout step for a target not configured", target=step.target)
         return step._replace(phase="failed").to_json()
+    if ports.settings.dry_run:  # a rollout a live run started waits, unchanged, until dry run is off
+        ports.log("dry run: rollout step changes nothing", target=target.id, version=step.version)
+        return step._replace(abandon=False).to_json()
     owner = _owner(ports)
     try:
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)

@@ -55,6 +55,8 @@ class Operator:
     """Names of caches the operator fails (state Failed) at their next tick."""
     fail_rollouts: bool = False
     """The next deployment rollout ends DeploymentFailed."""
+    restored: set[str] = field(default_factory=set)
+    """Versions a stack rollback put back: their pods may start cold (a deploy's doing, not a refresh's)."""
     calls: list[str] = field(default_factory=list)
     crash_at: int | None = None
     """Raise :class:`Crash` at this call number (counted over every call, from 0): a step dies mid-way."""
@@ -219,7 +221,7 @@ class Operator:
             pod = stale[0]
             new = Pod(pod.node, rolling["version"], not self._holds(pod.node, rolling["version"]), rolling["next"])
             self.pods[self.pods.index(pod)] = new
-            if new.cold:
+            if new.cold and new.version not in self.restored:
                 self.cold_starts.append(new)
             rolling["next"] += self.pod_seconds
         self._replica_counts(obj, rolling["version"])

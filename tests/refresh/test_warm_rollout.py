@@ -252,3 +252,15 @@ def test_the_staged_cache_is_a_copy_of_the_serving_one_at_the_new_location() -> 
     assert staged["spec"]["nodeSelector"] == serving["spec"]["nodeSelector"]
     assert staged["spec"]["modelSourceConfig"]["modelLocation"] == f"{PREFIX}/v2"
     assert staged["metadata"]["labels"]["hyperwarm.io/staged-version"] == "v2"
+
+
+def test_a_step_under_dry_run_changes_nothing_and_asks_to_wait() -> None:
+    world = WarmWorld()
+    world.upload("v2", 1)
+    before = (dict(world.store.items), list(world.operator.calls))
+    ports = world.ports()
+    ports.settings = Settings(targets=SETTINGS.targets, state_table="t", allowed_buckets=SETTINGS.allowed_buckets,
+                              dlq_url="q", dry_run=True)
+    answer = flow.on_rollout_step(ports, contract.RolloutStep(TARGET.id, "v2").to_json())
+    assert answer["phase"] == "staging"
+    assert (dict(world.store.items), list(world.operator.calls)) == before
