@@ -60,13 +60,22 @@ def start(ports: Ports, target: HyperPodTarget, created: Any, event: dict[str, A
                "created_models": [], "version": created.version, "sequencer": created.sequencer,
                "location": created.location, "bucket": created.bucket, "event": json.dumps(event),
                "started": int(ports.state.clock()), "phase": "staging",
-               "serving": list(item.get("current_caches") or target.caches),
-               "leftovers": list(item.get("leftover_caches") or []),
+               "serving": _serving(target, item),
+               # Every other cache a rollout of this target left (retired when this one completes).
+               "leftovers": sorted({*(item.get("leftover_caches") or []), *(item.get("current_caches") or [])}
+                                   - set(_serving(target, item))),
                "staged": warm.staged_names(target, created.version), "previous": previous}
     ports.state.start_rollout(target.id, owner, pending, lock_seconds(target))
     assert ports.start_workflow is not None  # is_warm said so
     ports.start_workflow(target, created.version)
     ports.log("warm rollout started", target=target.id, version=created.version, staged=pending["staged"])
+
+
+def _serving(target: HyperPodTarget, item: dict[str, Any]) -> list[str]:
+    """The caches the pods use now, in the order of ``target.caches``: the record's (a previous warm
+    rollout's), unless the target's caches changed since (then the deployed ones)."""
+    current = list(item.get("current_caches") or [])
+    return current if len(current) == len(target.caches) else list(target.caches)
 
 
 def advance(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, *,
@@ -118,8 +127,9 @@ def _switching(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner
     state, words = warm.rollout(kube, target, int(pending["generation"]))
     elapsed = _now(ports) - float(pending["switched"])
     if state == "complete":
-        retired = warm.retire(kube, target.namespace, [*pending["serving"], *pending.get("leftovers", [])],
-                              keep=list(pending["staged"]))
+        # The deployed cache objects too: a deploy re-creates them under their own names after a rollout.
+        retire = dict.fromkeys([*pending["serving"], *pending.get("leftovers", []), *target.caches])
+        retired = warm.retire(kube, target.namespace, list(retire), keep=list(pending["staged"]))
         item = ports.state.finish_rollout(target.id, owner, succeeded=True, keep_lock=True)
         ports.metric("TimeToSwitch", target=target.id, value=elapsed, unit="Seconds")
         ports.metric("RefreshSucceeded", target=target.id)

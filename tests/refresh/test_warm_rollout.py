@@ -264,3 +264,35 @@ def test_a_step_under_dry_run_changes_nothing_and_asks_to_wait() -> None:
     answer = flow.on_rollout_step(ports, contract.RolloutStep(TARGET.id, "v2").to_json())
     assert answer["phase"] == "staging"
     assert (dict(world.store.items), list(world.operator.calls)) == before
+
+
+def test_a_cache_object_a_deploy_recreated_is_retired_by_the_next_rollout() -> None:
+    """After v2 serves from its staged cache, a deploy applies the caches manifest again: the deployed
+    cache object is back under its own name. The next rollout retires it with v2's staged cache."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.run("v2")
+    world.operator.create(CACHE, "models", {"metadata": {"name": "llama-weights"}, "spec": {
+        "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
+                              "modelLocation": f"{PREFIX}/v2"}}})
+    world.upload("v3", 2)
+    assert world.run("v3") == "done"
+    assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}
+    world.assert_safe()
+
+
+def test_when_the_target_names_other_caches_the_deployed_ones_are_the_template() -> None:
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.run("v2")
+    record = world.record()
+    record["current_caches"] = [*record["current_caches"], "b"]  # recorded when the target had two caches
+    world.store.items[StateTable.key(TARGET.id)] = __import__("json").dumps(record)
+    world.operator.create(CACHE, "models", {"metadata": {"name": "llama-weights"}, "spec": {
+        "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
+                              "modelLocation": f"{PREFIX}/v2"}}})
+    world.upload("v3", 2)
+    assert world.run("v3") == "done"
+    assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}, \
+        "v2's staged cache, which the record named, is retired too"
+    world.assert_safe()
