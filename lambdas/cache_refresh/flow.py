@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,9 +27,9 @@ from .events import (
     parse_manifest_created,
     valid_version,
 )
-from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
+from .ports import Ports as Ports
+from .state import Busy, Freed, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
-from .targets.hyperpod import Kube
 from .versions import UnorderableVersion, compare, parse
 
 DLQ_FORMAT = letters.FORMAT
@@ -39,32 +38,6 @@ REPLAY_KEY = contract.REPLAY_KEY
 DRAIN_DEPTH = 3
 LOCK_ATTEMPTS = 3
 """Tries to take a target's lock when its holder lets go between our look and our queue write."""
-
-
-@dataclass
-class Ports:
-    """Everything the flow reads or changes outside itself."""
-
-    settings: Settings
-    state: StateTable
-    verify: Callable[[ManifestCreated], None]
-    live: Callable[[Target, str], decide.Live]
-    apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
-    start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], object]], dict[str, Any]]
-    """(target, event, reserve): ``reserve`` records the names before anything is created."""
-    delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
-    dead_letter: Callable[[dict[str, Any]], None]
-    metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
-    log: Callable[..., None] = lambda message, **extra: None
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    kube: Callable[[HyperPodTarget], Kube] = lambda target: _no_kube(target)
-    """The Kubernetes API of a HyperPod target's cluster (a warm rollout's reads and writes)."""
-    start_workflow: Callable[[HyperPodTarget, str], None] | None = None
-    """Start the warm-rollout execution of (target, version); None: HyperPod targets repoint at once."""
-
-
-def _no_kube(target: HyperPodTarget) -> Kube:
-    raise TransientError("no-kubernetes-access", f"{target.id}: no Kubernetes client configured")
 
 
 @dataclass

@@ -24,16 +24,14 @@ reports every replica on the new version, and never touches a cache the record s
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import contract, letters
 from .config import HyperPodTarget, Target
 from .errors import PermanentError
 from .events import parse_manifest_created
+from .ports import Ports
 from .targets import warm
-
-if TYPE_CHECKING:
-    from .flow import Ports
 
 PHASE_ANSWER = {"staging": "staging", "switching": "switching", "reverting": "switching"}
 """The workflow's view of a record's phase: reverting is a deployment rollout too (waits, then ends failed)."""
