@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from . import contract, decide, letters, rollout
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
@@ -32,6 +33,7 @@ from .state import Busy, Freed, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse
 
+_T = TypeVar("_T")
 DLQ_FORMAT = letters.FORMAT
 REPLAY_KEY = contract.REPLAY_KEY
 """Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
@@ -281,6 +283,19 @@ def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event:
     return Outcome(target.id, "retry", "target-busy", f"{target.id}: {d.message}")
 
 
+def _holding(ports: Ports, target: Target, owner: str, work: Callable[[], _T]) -> _T:
+    """``work()`` under ``owner``'s lock of ``target``: on any failure the lock is released and the failure
+    raised classified (an unknown one as transient: retried)."""
+    try:
+        return work()
+    except (PermanentError, TransientError):
+        _release_quietly(ports, target, owner)
+        raise
+    except Exception as exc:  # noqa: BLE001
+        _release_quietly(ports, target, owner)
+        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+
+
 def _release_quietly(ports: Ports, target: Target, owner: str) -> None:
     try:
         ports.state.release(target.id, owner)
@@ -454,19 +469,17 @@ def _revisit(ports: Ports, target: Target) -> tuple[dict[str, Any], decide.Live,
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
     except Busy:
         raise TransientError("target-busy", f"{target.id}: another invocation holds the target") from None
-    try:
+    def settle() -> tuple[dict[str, Any], decide.Live, bool]:
         live = ports.live(target, _prefix_of(ports.settings, target))
-        item = _settle(ports, target, item, live, owner)
-        if item.get("pending"):
+        settled = _settle(ports, target, item, live, owner)
+        if settled.get("pending"):
             ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
-            return item, live, []
+            return settled, live, True
         ports.state.release(target.id, owner)
-    except (PermanentError, TransientError):
-        _release_quietly(ports, target, owner)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        _release_quietly(ports, target, owner)
-        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+        return settled, live, False
+    item, live, running = _holding(ports, target, owner, settle)
+    if running:
+        return item, live, []
     if live.status != "InService":
         return item, live, []
     return item, live, _drain(ports, target, 0)
@@ -492,23 +505,21 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
     except Busy:  # an invocation is at work on the target: look again after the wait
         return step._replace(abandon=False).to_json()
-    pending = item.get("pending") or {}
-    try:
+    def advance() -> tuple[dict[str, Any], str | None]:
+        pending, stepped = item.get("pending") or {}, item
         if pending.get("kind") == "hyperpod" and pending.get("version") == step.version:
-            item = rollout.advance(ports, target, item, owner, abandon=step.abandon)
-        if item.get("pending"):
-            ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
-            # Abandoned: the workflow ends here; a revert still under way is the reconciliation's to settle.
-            phase = "failed" if step.abandon else rollout.PHASE_ANSWER.get(item["pending"].get("phase", ""), "staging") \
-                if item["pending"].get("version") == step.version else _ended(item, step.version)
-            return step._replace(phase=phase, abandon=False).to_json()
-        ports.state.release(target.id, owner)
-    except (PermanentError, TransientError):
-        _release_quietly(ports, target, owner)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        _release_quietly(ports, target, owner)
-        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+            stepped = rollout.advance(ports, target, item, owner, abandon=step.abandon)
+        if not stepped.get("pending"):
+            ports.state.release(target.id, owner)
+            return stepped, None
+        ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
+        if stepped["pending"].get("version") != step.version:
+            return stepped, _ended(stepped, step.version)
+        # Abandoned: the workflow ends here; a revert still under way is the reconciliation's to settle.
+        return stepped, "failed" if step.abandon else rollout.PHASE_ANSWER[stepped["pending"]["phase"]]
+    item, phase = _holding(ports, target, owner, advance)
+    if phase is not None:
+        return step._replace(phase=phase, abandon=False).to_json()
     ended = _ended(item, step.version)
     retry = [o for o in _drain(ports, target, 0) if o.status == "retry"]
     if retry:  # the version that waited behind the rollout is still waiting: the step's retry rolls it
