@@ -16,7 +16,6 @@ from moto import mock_aws
 from vllm_pages import page, uniform_ttft
 
 from hyperwarm.functions import eks_auth
-from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.cache_exporter import handler, kube as exporter_kube, placement
 from hyperwarm.functions.cache_exporter.counters import Snapshots
 from hyperwarm.functions.cache_exporter.placement import (
@@ -27,6 +26,7 @@ from hyperwarm.functions.cache_exporter.placement import (
 )
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
 from hyperwarm.functions.cache_exporter.vllm import parse
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, PUBLISHED_METRICS
 
 NOW = datetime.datetime(2026, 11, 29, 17, 0, 0, tzinfo=datetime.UTC)
