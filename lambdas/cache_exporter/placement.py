@@ -7,7 +7,7 @@ a weights cache that holds the VERSION the pod reads (the node has those weights
 ``InferenceEndpointConfig`` (the operator's per-deployment cache), or reading the version the deployment
 reads (a warm rollout's staged cache once the deployment is switched to it). A version is a
 ``spec.modelSourceConfig`` location (type, bucket, ``modelLocation``); the pods read their
-deployment's: the pod spec the operator renders does not name it, and a warm rollout switches the
+deployment's: no documented field of the operator's pods names it, and a warm rollout switches the
 deployment only once the new version is ready on every node, so the pods of the old version still
 running then sit on nodes that hold both. A staged cache of the next version therefore warms nobody
 while it fills, and a pod of a new version on a node with only the old one cached is cold. Its pods

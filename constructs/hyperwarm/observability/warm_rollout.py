@@ -11,6 +11,7 @@ was staged on every node before the switch (a pod is cold only on a node without
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import aws_cdk as cdk
@@ -23,10 +24,11 @@ from hyperwarm.observability.metric_catalog import find
 SOURCE = "Hyperwarm, the refresh function's warm rollout"
 STAGING_TIMEOUT = "staging-timeout"
 SWITCH_TIMEOUT = "switch-timeout"
-COLD_PERIOD = cdk.Duration.seconds(2 * contract.ROLLOUT_POLL_SECONDS)
-"""The cold-pod-during-a-refresh alarm's period: the workflow steps (and publishes ``RolloutInProgress``) every
-``ROLLOUT_POLL_SECONDS`` plus the step's own time, so a period of two polls holds a step, while the exporter's
-``ColdPods`` comes every minute; a cold pod stays cold for its whole download, so it is seen in the next one."""
+COLD_PERIOD = cdk.Duration.minutes(math.ceil(2 * contract.ROLLOUT_POLL_SECONDS / 60))
+"""The cold-pod-during-a-refresh alarm's period (whole minutes, as CloudWatch alarms on periods over a minute
+need): the workflow steps (and publishes ``RolloutInProgress``) every ``ROLLOUT_POLL_SECONDS`` plus the step's
+own time, so a period of two polls holds a step, while the exporter's ``ColdPods`` comes every minute; a cold
+pod stays cold for its whole download, so a period that missed the step sees it in the next one."""
 
 
 def rollout_metric(name: str, target: str, **options: Any) -> cloudwatch.Metric:
