@@ -12,7 +12,8 @@ each at the per-node rate), the NVMe it holds at the peak, the switch (the pods 
 warm start, as a rolling deployment), and the cold share without staging beside the one with it.
 
 The estimates are the library's :class:`~hyperwarm.caches.cold_start.ColdStart` (AWS's published HyperPod
-figures), which also sizes the startup probe of a cached model.
+figures, and vLLM's measured engine start: its docstring cites each), which also sizes the startup probe of a
+cached model.
 
 ``--scenario`` adds the events the dashboard watches (``hyperwarm.caches.events``): a scale-out of K
 pods onto W warm nodes, a rolling deployment (``--version-changed`` for a new model version), a warm
