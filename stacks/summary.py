@@ -97,7 +97,7 @@ def _caches(config: EnvironmentConfig) -> str:
         if placed:
             usage = group_usage(group.name, instance_spec(group.instance_type).nvme_gb, placed,
                                 config.caches.nvme_headroom_percent)
-            lines.append(f"{group.name}: NVMe {usage.need_gb:,.0f} of {usage.have_gb:,.0f} GB usable")
+            lines.append(f"{group.name}: NVMe at peak {usage.need_gb:,.0f} of {usage.have_gb:,.0f} GB usable")
     return "\n".join(lines)
 
 
