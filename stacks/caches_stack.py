@@ -61,7 +61,7 @@ class CachesStack(cdk.Stack):
             self.caches = CachedModels(self, "Default", CachedModelsProps(
                 cluster=cluster, models=models, namespace=config.caches.namespace,
                 nvme_headroom_percent=config.caches.nvme_headroom_percent, labels=environment_labels(env_name),
-                buckets=buckets))
+                buckets=buckets, refreshed=config.refresh.cached_models))
         except OperatorBuildError as error:
             raise ConfigError(f"invalid configuration for environment {env_name!r}:\n  environments.{env_name}."
                               f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}]: {error.addon_version!r} -- "

@@ -92,11 +92,12 @@ def _caches(config: EnvironmentConfig) -> str:
         lines.append(f"{m.name}: {in_gigabytes(m.size):,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}{_scaling(m)}, "
                      f"caches {', '.join(cached) or 'none'}, prepull {m.prepull}")
     for group in config.instance_groups:
-        placed = [footprint(m) for m in config.caches.models if m.instance_group == group.name]
+        placed = [footprint(m, refreshed=m.name in config.refresh.cached_models) for m in config.caches.models
+                  if m.instance_group == group.name]
         if placed:
             usage = group_usage(group.name, instance_spec(group.instance_type).nvme_gb, placed,
                                 config.caches.nvme_headroom_percent)
-            lines.append(f"{group.name}: NVMe {usage.need_gb:,.0f} of {usage.have_gb:,.0f} GB usable")
+            lines.append(f"{group.name}: NVMe at peak {usage.need_gb:,.0f} of {usage.have_gb:,.0f} GB usable")
     return "\n".join(lines)
 
 

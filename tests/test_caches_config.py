@@ -111,33 +111,36 @@ def test_duplicate_model_names_are_rejected() -> None:
 
 
 def test_oversize_cache_fails_with_its_numbers() -> None:
-    message = problems(environment(model(name="big", size_gb=120), model(name="small", size_gb=5)))
-    # (120 + 5) x 2 weights + 20 GB image = 270 GB; 250 GB NVMe less 10 % = 225 GB.
-    assert "instance group 'inference': need 270 GB, have 225 GB (NVMe 250 GB less 10 % headroom)" in message
-    assert "models big (120 GB x 2), small (5 GB x 2); images 20 GB -- does not fit" in message
+    message = problems(environment(model(name="big", size_gb=220), model(name="small", size_gb=5)))
+    # (220 + 5) x 1 version + 20 GB image = 245 GB; 250 GB NVMe less 10 % = 225 GB.
+    assert "instance group 'inference': need 245 GB, have 225 GB (NVMe 250 GB less 10 % headroom)" in message
+    assert "models big (220 GB x 1 version), small (5 GB x 1 version); images 20 GB -- does not fit;" in message
 
 
 def test_oversize_cache_fails_synth(project_context) -> None:
-    project_context["environments"]["dev"] = environment(model(size_gb=200))
+    project_context["environments"]["dev"] = environment(model(size_gb=300))
     project_context["env"] = "dev"
-    with pytest.raises(ConfigError, match="need 420 GB, have 225 GB"):
+    with pytest.raises(ConfigError, match="need 320 GB, have 225 GB"):
         build_app(context=project_context, nag=False)
 
 
 def test_headroom_is_configurable() -> None:
-    raw = environment(model(size_gb=110))  # 240 GB: over 225 GB at 10 %, under 250 GB at 0 %
+    raw = environment(model(size_gb=220))  # 240 GB: over 225 GB at 10 %, under 250 GB at 0 %
     assert "need 240 GB, have 225 GB" in problems(raw)
     raw["caches"]["nvme_headroom_percent"] = 0
     assert parse_environment("dev", raw).caches.nvme_headroom_percent == 0
 
 
-def test_refresh_keeps_two_copies_of_the_weights() -> None:
-    placed = footprint(CachedModel.model_validate(model(size_gb=100)).props)
-    assert (placed.weights_gb, placed.weight_copies) == (100, 2)
+def test_a_model_keeps_one_version_and_a_refreshed_one_two() -> None:
+    props = CachedModel.model_validate(model(size_gb=100)).props
+    placed, refreshed = footprint(props), footprint(props, refreshed=True)
+    assert (placed.weights_gb, placed.weight_copies, placed.versions, placed.peak_gb) == (100, 1, 1, 100)
+    assert (refreshed.versions, refreshed.peak_gb) == (2, 200)
 
 
-def test_prewarm_cache_is_a_third_copy() -> None:
-    assert footprint(CachedModel.model_validate(model(prewarm=True)).props).weight_copies == 3
+def test_prewarm_cache_is_a_second_copy_of_each_version() -> None:
+    props = CachedModel.model_validate(model(prewarm=True)).props
+    assert (footprint(props).weight_copies, footprint(props, refreshed=True).peak_gb) == (2, 10 * 2 * 2)
 
 
 def test_uncached_weights_take_no_nvme() -> None:

@@ -155,3 +155,58 @@ def test_an_autoscaled_deployment_counts_its_maximum_replicas() -> None:
                        "worker": {"resources": {"requests": {"cpu": "2", "memory": "12Gi", "nvidia.com/gpu": 1}}}}}
     (served,) = workloads_from_objects([config])
     assert served.replicas == 3
+
+
+# NVMe: ml.g5.xlarge has 250 GB, 225 GB usable at the default 10 % headroom; the serving image takes 20 GB.
+NVME_GB, HEADROOM, IMAGE_GB = instance_spec("ml.g5.xlarge").nvme_gb, 10, 20
+USABLE_GB = NVME_GB * (100 - HEADROOM) / 100
+ONE_BUT_NOT_TWO_GB = 110  # one version fits (110 + 20 <= 225), two do not (2 x 110 + 20 > 225)
+
+
+def refreshed(raw: dict, *names: str) -> dict:
+    """``raw`` with a refresh prefix targeting the cached models ``names`` (all read s3://models/qwen/)."""
+    return {**raw, "refresh": {"bucket": "models", "models": [{"prefix": "qwen", "caches": list(names)}]}}
+
+
+def test_sizes_put_one_version_within_the_nvme_and_two_beyond() -> None:
+    assert ONE_BUT_NOT_TWO_GB + IMAGE_GB <= USABLE_GB < 2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB
+
+
+def test_a_refreshed_model_needs_room_for_two_versions_or_synth_fails_naming_model_sizes_and_group() -> None:
+    big = {"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=ONE_BUT_NOT_TWO_GB)]}}
+    message = error_of(refreshed(big, "qwen"))
+    need = 2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB
+    assert (f"caches: instance group 'inference': need {need} GB, have {USABLE_GB:.0f} GB (NVMe {NVME_GB:.0f} GB "
+            f"less {HEADROOM} % headroom); weights {2 * ONE_BUT_NOT_TWO_GB} GB from models qwen "
+            f"({ONE_BUT_NOT_TWO_GB} GB x 2 versions, refreshed); images {IMAGE_GB} GB -- does not fit (a refreshed "
+            "model, qwen, holds its new version beside the serving one until the switch)") in message
+
+
+def test_a_model_no_refresh_targets_needs_room_for_one_version() -> None:
+    parse({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=ONE_BUT_NOT_TWO_GB)]}})
+
+
+def test_a_refreshed_pre_warmed_model_holds_two_versions_of_each_of_its_caches() -> None:
+    """The stand-alone pre-warm cache has a directory of its own beside the deployment's; both get a second
+    version during a refresh."""
+    size = 50  # one version: 2 x 50 + 20 = 120 GB fits; two: 4 x 50 + 20 = 220 GB fits; 55: 240 GB does not
+    parse(refreshed({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=size, prewarm=True)]}},
+                    "qwen"))
+    message = error_of(refreshed({"instance_groups": [SYSTEM, GPU],
+                                  "caches": {"models": [model(size_gb=size + 5, prewarm=True)]}}, "qwen"))
+    assert f"need {4 * (size + 5) + IMAGE_GB} GB" in message
+    assert f"qwen ({size + 5} GB x 2 caches x 2 versions, refreshed)" in message
+
+
+def test_the_library_construct_reserves_two_versions_of_the_models_it_is_told_are_refreshed() -> None:
+    from test_cached_models import build, llama
+
+    from hyperwarm.caches import PropsError, gigabytes
+
+    big = llama(size=gigabytes(ONE_BUT_NOT_TWO_GB))
+    build(big)
+    with pytest.raises(PropsError, match=rf"instance group 'inference': need {2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB} GB.*"
+                                         rf"llama \({ONE_BUT_NOT_TWO_GB} GB x 2 versions, refreshed\)"):
+        build(big, refreshed=["llama"])
+    with pytest.raises(PropsError, match=r"refreshed = qwen -- not a model of models; allowed: llama"):
+        build(big, refreshed=["qwen"])

@@ -59,6 +59,9 @@ class CachesConfig(StrictModel):
         return tuple(entry.props for entry in entries)
 
 
-def cache_problems(caches: CachesConfig, instance_groups: Sequence[CacheGroup]) -> list[str]:
-    """Rules across ``caches`` and the instance groups; each problem names its field path and value."""
-    return placement_problems(caches.models, instance_groups, caches.nvme_headroom_percent, path="caches.models")
+def cache_problems(caches: CachesConfig, instance_groups: Sequence[CacheGroup],
+                   refreshed: Sequence[str] = ()) -> list[str]:
+    """Rules across ``caches``, the instance groups and the ``refreshed`` models (their NVMe holds two versions);
+    each problem names its field path and value."""
+    return placement_problems(caches.models, instance_groups, caches.nvme_headroom_percent, path="caches.models",
+                              refreshed=refreshed)

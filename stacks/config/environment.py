@@ -301,7 +301,7 @@ class EnvironmentConfig(StrictModel):
 
     @model_validator(mode="after")
     def _caches_fit_groups(self) -> EnvironmentConfig:
-        problems = cache_problems(self.caches, self.instance_groups)
+        problems = cache_problems(self.caches, self.instance_groups, self.refresh.cached_models)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

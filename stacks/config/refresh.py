@@ -53,6 +53,11 @@ class RefreshConfig(StrictModel):
             raise ValueError(f"refresh prefixes must be unique; repeated: {', '.join(dupes)}")
         return self
 
+    @property
+    def cached_models(self) -> tuple[str, ...]:
+        """Names of the cached models a refresh prefix targets (each reserves two versions on its NVMe)."""
+        return tuple(dict.fromkeys(name for m in self.models for name in m.caches))
+
 
 def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> list[str]:
     """Rules across sections: every named cache and endpoint exists and reads the refreshed prefix."""

@@ -21,7 +21,10 @@ from .chart import (
     CachesChartProps as CachesChartProps,
     cache_objects as cache_objects,
 )
-from .cold_start import ColdStart as ColdStart
+from .cold_start import (
+    ColdStart as ColdStart,
+    StartBreakdown as StartBreakdown,
+)
 from .objects import cache_ready_preferences as cache_ready_preferences
 from .placement import (
     footprint as footprint,

@@ -53,7 +53,7 @@ class CachedModels(Construct):
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
         groups = [cluster.cache_group(name) for name in sorted({m.instance_group for m in props.models})]
-        problems = placement_problems(props.models, groups, props.nvme_headroom_percent)
+        problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
         self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(

@@ -1,9 +1,16 @@
 """NVMe capacity guard: every cache placed on an instance group must fit each node's NVMe.
 
-Per node of a group: cached weights of every model x their copies (2 for a serving cache: old and
-new version side by side while the operator refreshes; +1 for a stand-alone pre-warm cache, which
-the operator keeps in its own directory), plus every distinct image once, must fit the NVMe less a
+Per node of a group: cached weights of every model x their copies of one version (the deployment's
+cache; +1 for a stand-alone pre-warm cache, which the operator keeps in its own directory, as each
+deployment's) x the versions kept at once, plus every distinct image once, must fit the NVMe less a
 headroom. Checked at synth, so an oversize cache never reaches a GPU node.
+
+A refreshed model (a refresh prefix targets it) keeps exactly two versions at its peak: the refresh stages
+the new version in caches of its own beside the serving one, and retires the old only after the deployment
+moved (without stand-alone caches, the operator's own source change does the same: "creates a new cache,
+rolls the deployment, deletes the old cache"). Any other model keeps one: its version changes only by a
+deploy, and a new cache that finds no room is not ready, so pods on that node download instead (the
+operator's affinity to a ready cache is only preferred: a slower start, not a failed deployment).
 """
 
 from __future__ import annotations
@@ -19,9 +26,24 @@ class CacheFootprint:
     model: str
     weights_gb: float
     weight_copies: int
-    """Copies of the weights kept at once (0 when weights are not cached)."""
+    """Copies of one version kept at once: the deployment's cache, +1 with a stand-alone pre-warm cache
+    (0 when weights are not cached)."""
     images: Mapping[str, float] = field(default_factory=dict)
     """Cached image -> size in GB; an image shared by several models is counted once per node."""
+    versions: int = 1
+    """Versions side by side at the peak: 2 for a refreshed model (the new one staged beside the serving
+    one), else 1. Default: 1."""
+
+    @property
+    def peak_gb(self) -> float:
+        """The model's weights on one node at the peak: size x copies x versions."""
+        return self.weights_gb * self.weight_copies * self.versions
+
+    def describe(self) -> str:
+        """``llama (145 GB x 2 caches x 2 versions, refreshed)``."""
+        caches = f" x {self.weight_copies} caches" if self.weight_copies > 1 else ""
+        versions = "2 versions, refreshed" if self.versions == 2 else f"{self.versions} version"
+        return f"{self.model} ({_gb(self.weights_gb)} GB{caches} x {versions})"
 
 
 @dataclass(frozen=True)
@@ -48,8 +70,7 @@ class GroupUsage:
         return self.need_gb <= self.have_gb
 
     def describe(self) -> str:
-        models = ", ".join(f"{m.model} ({_gb(m.weights_gb)} GB x {m.weight_copies})" for m in self.models
-                           if m.weight_copies) or "none"
+        models = ", ".join(m.describe() for m in self.models if m.weight_copies) or "none"
         return (f"instance group {self.group!r}: need {_gb(self.need_gb)} GB, have {_gb(self.have_gb)} GB "
                 f"(NVMe {_gb(self.nvme_gb)} GB less {self.headroom_percent} % headroom); "
                 f"weights {_gb(self.weights_gb)} GB from models {models}; images {_gb(self.images_gb)} GB")
@@ -61,7 +82,7 @@ def group_usage(group: str, nvme_gb: float, footprints: Sequence[CacheFootprint]
     for footprint in footprints:
         for image, size in footprint.images.items():
             images[image] = max(size, images.get(image, 0.0))
-    weights = sum(f.weights_gb * f.weight_copies for f in footprints)
+    weights = sum(f.peak_gb for f in footprints)
     return GroupUsage(group, nvme_gb, headroom_percent, weights, sum(images.values()), tuple(footprints))
 
 
@@ -69,8 +90,16 @@ def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequenc
                       headroom_percent: int) -> list[str]:
     """One message per instance group whose caches do not fit its NVMe."""
     usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent) for g in nvme_gb]
-    return [f"caches: {u.describe()} -- does not fit; use a larger instance type, fewer or smaller models, "
-            "or a lower nvme_headroom_percent" for u in usages if not u.fits]
+    return [f"caches: {u.describe()} -- does not fit{_why_two(u)}; use a larger instance type, fewer or smaller "
+            "models, or a lower nvme_headroom_percent" for u in usages if not u.fits]
+
+
+def _why_two(usage: GroupUsage) -> str:
+    refreshed = [m.model for m in usage.models if m.versions == 2 and m.weight_copies]
+    if not refreshed:
+        return ""
+    return (f" (a refreshed model, {', '.join(refreshed)}, holds its new version beside the serving one until the "
+            "switch)")
 
 
 def _gb(value: float) -> str:

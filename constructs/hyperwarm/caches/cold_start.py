@@ -1,10 +1,27 @@
 """How long a new pod of a cached model takes to serve on a cold and on a warm node (estimates).
 
-Defaults follow AWS's published HyperPod figures: a multi-GB serving image takes 5..7 min to pull
-(6 min), 145 GB of weights take more than 20 min from S3 (an effective ~1 Gbit/s per node, well
-below the ~5 Gbit/s ceiling of one S3 connection), local NVMe reads ~7 GB/s. The startup probe of
-a cached model is sized from :meth:`ColdStart.cold_s`; the planner (``python -m stacks plan cache``)
-reports all three.
+A pod serves once its node has the image and the weights, and its engine has started. The node part follows
+AWS's published HyperPod figures: a multi-GB serving image takes 5..7 min to pull (6 min), 145 GB of weights
+take more than 20 min from S3 (an effective ~1 Gbit/s per node, well below the ~5 Gbit/s ceiling of one S3
+connection), local NVMe reads ~7 GB/s. The engine part is what every vLLM start costs, cached or not, measured
+by vLLM's maintainers on Llama 3 70B at tensor parallelism 8 (https://github.com/vllm-project/vllm/issues/19824:
+"~10s to load weights --- from hot page cache, ~15s to convert dynamo bytecode, ~70s to run torch.compile,
+~60s to capture the cudagraphs"):
+
+- container start: AWS and vLLM publish no figure for a pod whose image is on the node; 30 s is an assumption
+  (the process, its imports, CUDA and NCCL initialisation). The same issue measured a further ~60 s peer-to-peer
+  access check at tensor parallelism 8, which ``VLLM_SKIP_P2P_CHECK=1`` skips; it is not counted.
+- weight load into GPU memory: ~70 GB (70B parameters in FP8) in ~10 s, 7 GB/s; counted after the weights
+  arrive on the node, although vLLM's loader overlaps part of it with the read (the conservative side).
+- torch.compile: 15 s Dynamo bytecode transform + 70 s Inductor compilation = 85 s. hyperwarm keeps no compile
+  cache between pods; vLLM's cache (``~/.cache/vllm/torch_compile_cache``, https://docs.vllm.ai/en/latest/design/torch_compile/)
+  cuts this to the bytecode transform (7.5 s for a small Llama 3.2 in https://github.com/vllm-project/vllm/issues/20264).
+- CUDA-graph capture: 60 s (vLLM captures one graph per batch size, 67 by default:
+  https://github.com/vllm-project/vllm/issues/20098). Smaller models compile and capture faster (Llama 3 8B:
+  19 s and 15 s, https://github.com/vllm-project/vllm/pull/11005), so the 70B figures are the conservative side.
+
+The startup probe of a cached model is sized from :meth:`ColdStart.cold_s`; the planner (``python -m stacks plan
+cache``) reports all of it, each part on its own (:meth:`ColdStart.breakdown`).
 """
 
 from __future__ import annotations
@@ -20,11 +37,34 @@ if TYPE_CHECKING:
 DEFAULT_BANDWIDTH_GBPS = 1.0
 DEFAULT_IMAGE_PULL_MIN = 6.0
 NVME_GB_PER_S = 7.0
+DEFAULT_CONTAINER_START_S = 30.0
+GPU_LOAD_GB_PER_S = 7.0
+DEFAULT_COMPILE_S = 85.0
+DEFAULT_CUDA_GRAPH_S = 60.0
+
+
+@dataclass(frozen=True)
+class StartBreakdown:
+    """Where one pod's start goes, in seconds; the parts add up to :attr:`total_s`."""
+
+    image_s: float
+    """Pulling the serving image (0 when the node has it)."""
+    weights_s: float
+    """The weights onto the node: the S3 download, or the read from the NVMe cache."""
+    container_s: float
+    load_s: float
+    """The weights into GPU memory."""
+    compile_s: float
+    cuda_graph_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.image_s + self.weights_s + self.container_s + self.load_s + self.compile_s + self.cuda_graph_s
 
 
 @dataclass(frozen=True)
 class ColdStart:
-    """Assumptions of the estimate."""
+    """Assumptions of the estimate (the module's docstring gives the source of every default)."""
 
     bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS
     """Effective S3 download rate per node, Gbit/s. Default: 1."""
@@ -32,18 +72,36 @@ class ColdStart:
     """Default: 6 minutes."""
     nvme_gb_per_s: float = NVME_GB_PER_S
     """Default: 7 GB/s."""
+    container_start_s: float = DEFAULT_CONTAINER_START_S
+    """The server process up on a node that has its image (no published figure). Default: 30 seconds."""
+    gpu_load_gb_per_s: float = GPU_LOAD_GB_PER_S
+    """Weights into GPU memory, GB/s. Default: 7 GB/s."""
+    compile_s: float = DEFAULT_COMPILE_S
+    """torch.compile without a compile cache. Default: 85 seconds."""
+    cuda_graph_s: float = DEFAULT_CUDA_GRAPH_S
+    """CUDA-graph capture. Default: 60 seconds."""
+
+    def download_s(self, model: CachedModelProps) -> float:
+        """The weights from S3 onto one node at the per-node rate."""
+        return in_gigabytes(model.size) * 8 / self.bandwidth_gbps
+
+    def breakdown(self, model: CachedModelProps, *, warm: bool) -> StartBreakdown:
+        """A new pod on a prepared (``warm``) node, or on a node without caches: what is cached costs (almost)
+        nothing, the rest is fetched; the engine starts either way."""
+        size_gb = in_gigabytes(model.size)
+        image = 0.0 if warm and model.image_cache else self.image_pull_s
+        weights = size_gb / self.nvme_gb_per_s if warm and model.weights_cache else self.download_s(model)
+        return StartBreakdown(image, weights, self.container_start_s, size_gb / self.gpu_load_gb_per_s,
+                              self.compile_s, self.cuda_graph_s)
 
     def cold_s(self, model: CachedModelProps) -> float:
-        """A new pod on a node without caches: pull the image, download the weights."""
-        return self.image_pull_s + in_gigabytes(model.size) * 8 / self.bandwidth_gbps
+        """A new pod on a node without caches: pull the image, download the weights, start the engine."""
+        return self.breakdown(model, warm=False).total_s
 
     def fill_s(self, model: CachedModelProps) -> float:
         """One node's weights cache fills at the S3 rate; nothing fills when weights are not cached."""
-        return in_gigabytes(model.size) * 8 / self.bandwidth_gbps if model.weights_cache else 0.0
+        return self.download_s(model) if model.weights_cache else 0.0
 
     def warm_s(self, model: CachedModelProps) -> float:
-        """A new pod on a prepared node: what is cached costs (almost) nothing, the rest stays cold."""
-        size_gb = in_gigabytes(model.size)
-        image = 0.0 if model.image_cache else self.image_pull_s
-        weights = size_gb / self.nvme_gb_per_s if model.weights_cache else size_gb * 8 / self.bandwidth_gbps
-        return image + weights
+        """A new pod on a prepared node: the cache's read, then the engine's start."""
+        return self.breakdown(model, warm=True).total_s

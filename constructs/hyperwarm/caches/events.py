@@ -114,3 +114,51 @@ def spot_interruption(pods: int, replicas: int, cold_s: float, fill_s: float) ->
 
 def _lost(event: str, pods: int, replicas: int, cold_s: float, fill_s: float) -> EventForecast:
     return EventForecast(event, pods, pods, pods, replicas, cold_s if pods else 0.0, fill_s if pods else 0.0)
+
+
+@dataclass(frozen=True)
+class RefreshForecast:
+    """A new model version reaching a model's pods through a refresh, with and without staging.
+
+    With staging (the model has stand-alone caches the refresh can stage in), every node of the group downloads
+    the new version into a cache of its own, all at once at the per-node rate, while the old version serves;
+    then the deployment's pods roll one by one onto nodes that hold it. Without, the deployment moves at once
+    and each new-version pod downloads on its own: every one starts cold.
+    """
+
+    refreshed: bool
+    """A refresh prefix targets the model (else a new version comes with a deploy)."""
+    staged: bool
+    """The refresh stages the new version before it switches (a refreshed model with stand-alone caches)."""
+    nodes: int
+    """Nodes of the group that stage the new version."""
+    staging_s: float
+    """Until the new version is ready on every node (0 when nothing stages)."""
+    peak_gb: float
+    """The model's weights on one node at the peak: both versions of each of its caches."""
+    switch_s: float
+    """Rolling the pods onto the staged version, one by one, each a warm start."""
+    without_staging: EventForecast
+    """The same new version rolled without staging."""
+    with_staging: EventForecast | None
+    """Rolled after staging; None when the refresh does not stage."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"refreshed": self.refreshed, "staged": self.staged, "nodes": self.nodes, "staging_s": self.staging_s,
+                "peak_gb": self.peak_gb, "switch_s": self.switch_s,
+                "without_staging": self.without_staging.as_dict(),
+                "with_staging": self.with_staging.as_dict() if self.with_staging else None}
+
+
+def refresh(replicas: int, nodes: int, cold_s: float, warm_s: float, fill_s: float, peak_gb: float, *,
+            refreshed: bool, staged: bool) -> RefreshForecast:
+    """A refresh of a model with ``replicas`` pods on a group of ``nodes``: staging takes one node's fill (the
+    nodes download in parallel), the switch ``replicas`` warm starts; without staging it is a rolling
+    deployment of a new version onto cold caches (:func:`rolling_deployment`)."""
+    _check(replicas=replicas, nodes=nodes)
+    staged = staged and refreshed
+    without = rolling_deployment(replicas, cold_s, warm_s, fill_s, version_changed=True, prefilled=False)
+    with_staging = (rolling_deployment(replicas, cold_s, warm_s, fill_s, version_changed=True, prefilled=True)
+                    if staged else None)
+    return RefreshForecast(refreshed, staged, nodes, fill_s if staged else 0.0, peak_gb,
+                           replicas * warm_s if staged else 0.0, without, with_staging)

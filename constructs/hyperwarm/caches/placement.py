@@ -6,7 +6,7 @@ checks its configuration before building anything (on its own description of the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from hyperwarm._internal.constraints import in_gigabytes
@@ -32,12 +32,13 @@ class CacheGroup(Protocol):
     def taints(self) -> Sequence[Any]: ...
 
 
-def footprint(model: CachedModelProps) -> CacheFootprint:
-    """What ``model`` puts on each node of its group (for the capacity guard)."""
-    copies = (2 if model.weights_cache else 0) + (1 if model.prewarm and model.weights_cache else 0)
+def footprint(model: CachedModelProps, *, refreshed: bool = False) -> CacheFootprint:
+    """What ``model`` puts on each node of its group at the peak (for the capacity guard): two versions when
+    ``refreshed`` (a refresh prefix targets it), else one (:mod:`hyperwarm.caches.capacity`)."""
+    copies = (1 if model.weights_cache else 0) + (1 if model.prewarm and model.weights_cache else 0)
     # The serving image is on every node that runs the model, cached or not.
     images = {model.image: in_gigabytes(model.image_size), **{e.image: in_gigabytes(e.size) for e in model.extra_images}}
-    return CacheFootprint(model.name, in_gigabytes(model.size), copies, images)
+    return CacheFootprint(model.name, in_gigabytes(model.size), copies, images, versions=2 if refreshed else 1)
 
 
 def _group_problem(path: str, model: CachedModelProps, groups: Mapping[str, CacheGroup]) -> str | None:
@@ -57,9 +58,10 @@ def _group_problem(path: str, model: CachedModelProps, groups: Mapping[str, Cach
 
 
 def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[CacheGroup], nvme_headroom_percent: int,
-                       path: str = "models") -> list[str]:
-    """Every model on a group that can serve it, then every group's NVMe holding its caches; each problem names its
-    field path (``<path>[i].field``) and value, or the instance group."""
+                       path: str = "models", refreshed: Collection[str] = ()) -> list[str]:
+    """Every model on a group that can serve it, then every group's NVMe holding its caches (two versions of the
+    models named in ``refreshed``); each problem names its field path (``<path>[i].field``) and value, or the
+    instance group."""
     by_name = {g.name: g for g in groups}
     problems = []
     for index, model in enumerate(models):
@@ -76,7 +78,8 @@ def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[Cach
         problems += [p.at(at) for p in model_server_settings(model).problems]
     if problems:
         return problems
-    placed = {name: [footprint(m) for m in models if m.instance_group == name] for name in by_name}
+    placed = {name: [footprint(m, refreshed=m.name in refreshed) for m in models if m.instance_group == name]
+              for name in by_name}
     return capacity_problems(
         {name: instance_spec(g.instance_type).nvme_gb for name, g in by_name.items() if placed[name]},
         placed, nvme_headroom_percent)

@@ -277,7 +277,7 @@ class CachedModelProps:
     """Names every object of the model (``<name>``, ``<name>-weights``)."""
     source: ModelSource
     size: Annotated[cdk.Size, node_gb(0, 100_000)]
-    """Weights size (counted twice on the NVMe: old and new version side by side on refresh)."""
+    """Weights size (counted twice on the NVMe when refreshed: old and new version side by side)."""
     image: Annotated[str, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)]
     """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes."""
     instance_group: str
@@ -376,8 +376,16 @@ class CachedModelsProps:
     buckets: Mapping[str, s3.IBucket] = field(default_factory=dict)
     """Bucket name -> the bucket, for models whose bucket has a KMS key or lives in this app. Default: each
     model's bucket imported by name."""
+    refreshed: Sequence[str] = ()
+    """Names of the models a refresh targets (:class:`~hyperwarm.refresh.CacheRefreshHook`): the NVMe capacity
+    guard keeps room for two versions of each, the new one staged beside the serving one; one for the others.
+    Default: none."""
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.models]
         repeated = sorted({n for n in names if names.count(n) > 1})
-        check(self, [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else [])
+        rules = [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else []
+        unknown = [n for n in self.refreshed if n not in names]
+        if unknown:
+            rules.append(f"refreshed = {', '.join(unknown)} -- not a model of models; allowed: {', '.join(names)}")
+        check(self, rules)
