@@ -233,7 +233,9 @@ class CacheRefreshHook(Construct):
         self.rollout_function: lambda_.Function | None = functions.rollout_step
         """The warm rollout's step function (the workflow's one task), or None without a warm rollout."""
         self.rollout_role = functions.rollout_role
+        """The step function's own role (state table, dead-letter queue, cluster), or None."""
         self.rollout_access_entry = access.rollout_access_entry
+        """The step function's access entry, in the refresh's Kubernetes group, or None."""
         self.rollout_workflow: sfn.StateMachine | None = None
         """The warm rollout's Standard state machine (one execution per target and version), or None when no
         HyperPod target has ``weights_caches``. The refresh function and the reconciliation may start it
@@ -290,8 +292,9 @@ class CacheRefreshHook(Construct):
                                  **{"statistic": "Sum", "period": cdk.Duration.hours(1), **options})
 
     def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
-        """Warm rollouts that ended failed, abandoned or timed out (``AWS/States`` ``ExecutionsFailed`` of the
-        rollout workflow; the step already dead-lettered what it could). Default: Sum over 5 minutes.
+        """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
+        workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
+        timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
         Raises ``ValueError`` without a warm rollout (no HyperPod target with ``weights_caches``)."""
         return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
 
