@@ -1,12 +1,19 @@
 """Pure logic of the exporter: from the cluster's objects to each model's warm/cold figures.
 
 A pod of a model is WARM when its node carries the operator's ``weights-cache-ready.<uid>`` label of
-one of the model's weights caches (the node holds the weights on NVMe), else COLD (it downloads).
-A model's weights caches are the ``ModelWeightsCacheConfig`` objects labelled
-``hyperwarm.io/model=<model>`` (hyperwarm's pre-warm caches) or owned by the model's
-``InferenceEndpointConfig`` (the operator's per-deployment cache). Its pods are those matching the
-deployment's ``status.selector`` (the scale subresource's label selector). Their own metrics are read
-at :func:`metrics_target` (also the port the deploy rehearsal checks the network for).
+a weights cache that holds the VERSION the pod reads (the node has those weights on NVMe), else COLD
+(it downloads). A model's weights caches are the ``ModelWeightsCacheConfig`` objects labelled
+``hyperwarm.io/model=<model>`` (hyperwarm's pre-warm caches), owned by the model's
+``InferenceEndpointConfig`` (the operator's per-deployment cache), or reading the version the deployment
+reads (a warm rollout's staged cache once the deployment is switched to it). A version is a
+``spec.modelSourceConfig`` location (type, bucket, ``modelLocation``); the pods read their
+deployment's: no documented field of the operator's pods names it, and a warm rollout switches the
+deployment only once the new version is ready on every node, so the pods of the old version still
+running then sit on nodes that hold both. A staged cache of the next version therefore warms nobody
+while it fills, and a pod of a new version on a node with only the old one cached is cold. Its pods
+are those matching the deployment's ``status.selector`` (the scale subresource's label selector).
+Their own metrics are read at :func:`metrics_target` (also the port the deploy rehearsal checks the
+network for).
 """
 
 from __future__ import annotations
@@ -84,12 +91,49 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def weights_caches_of(deployment: Obj, caches: Iterable[Obj]) -> list[Obj]:
+Version = tuple[str | None, str | None, str]
+"""(modelSourceType, S3 bucket, modelLocation without trailing slashes)."""
+
+
+def version_of(obj: Obj) -> Version | None:
+    """The model version a deployment or cache reads, from ``spec.modelSourceConfig``; None when it names
+    no ``modelLocation`` (a JumpStart source): then no version is compared."""
+    source = (obj.get("spec") or {}).get("modelSourceConfig") or {}
+    location = source.get("modelLocation")
+    if not location:
+        return None
+    return source.get("modelSourceType"), (source.get("s3Storage") or {}).get("bucketName"), location.rstrip("/")
+
+
+def _labelled_or_owned(deployment: Obj, cache: Obj) -> bool:
     meta = _meta(deployment)
-    model, uid = meta.get("name"), meta.get("uid")
+    return (_meta(cache).get("labels") or {}).get(MODEL_LABEL) == meta.get("name") \
+        or any(ref.get("uid") == meta.get("uid") for ref in _meta(cache).get("ownerReferences") or [])
+
+
+def weights_caches_of(deployment: Obj, caches: Iterable[Obj]) -> list[Obj]:
+    """The model's weights caches, of any version: labelled with the model, owned by its deployment, or
+    reading the version it reads."""
+    version = version_of(deployment)
     return [c for c in caches
-            if (_meta(c).get("labels") or {}).get(MODEL_LABEL) == model
-            or any(ref.get("uid") == uid for ref in _meta(c).get("ownerReferences") or [])]
+            if _labelled_or_owned(deployment, c) or (version is not None and version_of(c) == version)]
+
+
+def _current(cache: Obj) -> bool:
+    """False while the operator has not reported on the cache's present spec (every condition's
+    ``observedGeneration`` behind ``metadata.generation``): its node labels may be of a previous version."""
+    generation = _meta(cache).get("generation")
+    observed = [c["observedGeneration"] for c in (cache.get("status") or {}).get("conditions") or []
+                if isinstance(c.get("observedGeneration"), int)]
+    return not isinstance(generation, int) or not observed or max(observed) >= generation
+
+
+def version_caches(deployment: Obj, caches: Iterable[Obj]) -> list[Obj]:
+    """The model's weights caches that hold the version its deployment (and so its pods) reads. A cache
+    naming no version counts when labelled or owned, as does any when the deployment names none."""
+    version = version_of(deployment)
+    return [c for c in weights_caches_of(deployment, caches) if _current(c)
+            and (version is None or version_of(c) in (version, None))]
 
 
 def image_caches_of(model: str, image_caches: Iterable[Obj]) -> list[Obj]:
@@ -126,8 +170,8 @@ def _placed(pod: Obj) -> bool:
 
 
 def warm_nodes(deployment: Obj, weights_caches: Iterable[Obj], nodes: Iterable[Obj]) -> set[str]:
-    """Names of the nodes where one of the model's weights caches is ready."""
-    own = weights_caches_of(deployment, weights_caches)
+    """Names of the nodes where a weights cache of the version the model's deployment reads is ready."""
+    own = version_caches(deployment, weights_caches)
     ready_labels = {WEIGHTS_READY_LABEL_PREFIX + _meta(c)["uid"] for c in own if _meta(c).get("uid")}
     return {_meta(n)["name"] for n in nodes if ready_labels & set(_meta(n).get("labels") or {})}
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from . import contract, decide, letters
+from . import contract, decide, letters, rollout
 from .config import EndpointTarget, HyperPodTarget, Settings, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (
@@ -28,34 +28,18 @@ from .events import (
     parse_manifest_created,
     valid_version,
 )
-from .state import Busy, Freed, StateTable, held_by_rollout, lock_held
+from .ports import Ports as Ports
+from .state import Busy, Freed, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
 from .versions import UnorderableVersion, compare, parse
 
+_T = TypeVar("_T")
 DLQ_FORMAT = letters.FORMAT
 REPLAY_KEY = contract.REPLAY_KEY
 """Top-level key ``hyperwarm refresh replay`` adds: the run replays a letter, so it writes no second one."""
 DRAIN_DEPTH = 3
 LOCK_ATTEMPTS = 3
 """Tries to take a target's lock when its holder lets go between our look and our queue write."""
-
-
-@dataclass
-class Ports:
-    """Everything the flow reads or changes outside itself."""
-
-    settings: Settings
-    state: StateTable
-    verify: Callable[[ManifestCreated], None]
-    live: Callable[[Target, str], decide.Live]
-    apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
-    start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], object]], dict[str, Any]]
-    """(target, event, reserve): ``reserve`` records the names before anything is created."""
-    delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
-    dead_letter: Callable[[dict[str, Any]], None]
-    metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
-    log: Callable[..., None] = lambda message, **extra: None
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass
@@ -230,6 +214,11 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         elif d.action != "start":
             state.release(target.id, owner)
             outcome = Outcome(target.id, "skipped" if d.action == "skip" else "failed", d.reason, d.message)
+        elif rollout.is_warm(ports, target):
+            assert isinstance(target, HyperPodTarget)
+            ports.metric("RefreshStarted", target=target.id)
+            rollout.start(ports, target, created, event, owner, item)
+            return [Outcome(target.id, "started")]
         elif isinstance(target, HyperPodTarget):
             outcome = _repoint(ports, target, created, owner)
         else:
@@ -294,6 +283,19 @@ def _queue_behind(ports: Ports, target: Target, created: ManifestCreated, event:
     return Outcome(target.id, "retry", "target-busy", f"{target.id}: {d.message}")
 
 
+def _holding(ports: Ports, target: Target, owner: str, work: Callable[[], _T]) -> _T:
+    """``work()`` under ``owner``'s lock of ``target``: on any failure the lock is released and the failure
+    raised classified (an unknown one as transient: retried)."""
+    try:
+        return work()
+    except (PermanentError, TransientError):
+        _release_quietly(ports, target, owner)
+        raise
+    except Exception as exc:  # noqa: BLE001
+        _release_quietly(ports, target, owner)
+        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+
+
 def _release_quietly(ports: Ports, target: Target, owner: str) -> None:
     try:
         ports.state.release(target.id, owner)
@@ -306,7 +308,7 @@ def _since(iso_time: str, now: float) -> float:
 
 
 def _rollout_seconds(target: Target) -> int:
-    return rollout_seconds(target.blue_green) if isinstance(target, EndpointTarget) else 0
+    return rollout_seconds(target.blue_green) if isinstance(target, EndpointTarget) else rollout.lock_seconds(target)
 
 
 def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Live, owner: str) -> dict[str, Any]:
@@ -316,6 +318,8 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     An update whose start was never recorded (``starting``: its answer was lost, or the function died
     after it) is settled first: adopted when its config serves, its resources deleted when it never ran.
     """
+    if (item.get("pending") or {}).get("kind") == "hyperpod" and isinstance(target, HyperPodTarget):
+        return rollout.advance(ports, target, item, owner)
     record = "pending"
     if item.get("starting") and not item.get("pending"):
         item, record = _settle_start(ports, target, item, live, owner)
@@ -465,22 +469,68 @@ def _revisit(ports: Ports, target: Target) -> tuple[dict[str, Any], decide.Live,
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
     except Busy:
         raise TransientError("target-busy", f"{target.id}: another invocation holds the target") from None
-    try:
+    def settle() -> tuple[dict[str, Any], decide.Live, bool]:
         live = ports.live(target, _prefix_of(ports.settings, target))
-        item = _settle(ports, target, item, live, owner)
-        if item.get("pending"):
+        settled = _settle(ports, target, item, live, owner)
+        if settled.get("pending"):
             ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
-            return item, live, []
+            return settled, live, True
         ports.state.release(target.id, owner)
-    except (PermanentError, TransientError):
-        _release_quietly(ports, target, owner)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        _release_quietly(ports, target, owner)
-        raise TransientError("unexpected", f"{target.id}: {exc!r}") from None
+        return settled, live, False
+    item, live, running = _holding(ports, target, owner, settle)
+    if running:
+        return item, live, []
     if live.status != "InService":
         return item, live, []
     return item, live, _drain(ports, target, 0)
+
+
+# -- warm rollout steps (the Step Functions workflow's task) ----------------------------------------
+
+def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
+    """Advance one target's warm rollout by one step (:mod:`.rollout`) and answer the workflow
+    (``contract.RolloutStep``: ``phase`` staging or switching -> wait ``wait_seconds`` and step again;
+    done or failed -> end). Idempotent: a step of a rollout that has ended (settled by another step or by
+    the reconciliation) only answers how it ended. A transient failure is raised: the workflow retries it."""
+    step = contract.RolloutStep.from_json(raw)
+    target = next((t for ts in ports.settings.targets.values() for t in ts if t.id == step.target), None)
+    if not isinstance(target, HyperPodTarget):
+        ports.log("rollout step for a target not configured", target=step.target)
+        return step._replace(phase="failed").to_json()
+    if ports.settings.dry_run:  # a rollout a live run started waits, unchanged, until dry run is off
+        ports.log("dry run: rollout step changes nothing", target=target.id, version=step.version)
+        return step._replace(abandon=False).to_json()
+    owner = _owner(ports)
+    try:
+        item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
+    except Busy:  # an invocation is at work on the target: look again after the wait
+        return step._replace(abandon=False).to_json()
+    def advance() -> tuple[dict[str, Any], str | None]:
+        pending, stepped = item.get("pending") or {}, item
+        if pending.get("kind") == "hyperpod" and pending.get("version") == step.version:
+            stepped = rollout.advance(ports, target, item, owner, abandon=step.abandon)
+        if not stepped.get("pending"):
+            ports.state.release(target.id, owner)
+            return stepped, None
+        ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
+        if stepped["pending"].get("version") != step.version:
+            return stepped, _ended(stepped, step.version)
+        # Abandoned: the workflow ends here; a revert still under way is the reconciliation's to settle.
+        return stepped, "failed" if step.abandon else rollout.PHASE_ANSWER[stepped["pending"]["phase"]]
+    item, phase = _holding(ports, target, owner, advance)
+    if phase is not None:
+        return step._replace(phase=phase, abandon=False).to_json()
+    ended = _ended(item, step.version)
+    retry = [o for o in _drain(ports, target, 0) if o.status == "retry"]
+    if retry:  # the version that waited behind the rollout is still waiting: the step's retry rolls it
+        raise TransientError(retry[0].reason, retry[0].message)
+    return step._replace(phase=ended, abandon=False).to_json()
+
+
+def _ended(item: dict[str, Any], version: str) -> str:
+    """How the rollout of ``version`` ended, from the record: failed (and dead-lettered) or done."""
+    failed = {(item.get(k) or {}).get("version") for k in ("failed", "last_failed")}
+    return "failed" if version in failed and item.get("current_version") != version else "done"
 
 
 # -- the scheduled reconciliation -----------------------------------------------------------------
@@ -522,7 +572,7 @@ def _reconcile(ports: Ports, target: Target) -> list[str]:
         return []
     if lock_held(item, ports.state.clock()) and not held_by_rollout(item):
         return []  # an invocation is at work: it settles and rolls what waits itself
-    if item.get("pending") and decide.rollout(item["pending"], ports.live(
+    if isinstance(target, EndpointTarget) and item.get("pending") and decide.rollout(item["pending"], ports.live(
             target, _prefix_of(ports.settings, target)))[0] == "in-progress":
         return []  # still running: nothing to write
     try:

@@ -6,6 +6,8 @@ Entry points (one code asset, two EventBridge rules):
   (it also takes a "SageMaker Endpoint State Change", so one function name replays any dead letter).
 - ``hyperwarm.functions.cache_refresh.handler.on_schedule``: EventBridge's schedule; the reconciliation settles
   every rollout, unrecorded update and waiting version whose end was never announced.
+- ``hyperwarm.functions.cache_refresh.handler.on_rollout_step``: the warm-rollout workflow's task (one
+  idempotent step of a HyperPod target's stage -> switch -> retire, :mod:`.rollout`).
 - ``hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change``: "SageMaker Endpoint State Change"; finishes
   endpoint rollouts (deletes superseded resources once the new config serves, dead-letters a
   rollback or failure), rolls a version that waited behind the rollout, and dead-letters an endpoint
@@ -28,6 +30,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from botocore.exceptions import ClientError
 
 from . import config, contract, flow, letters, manifest
 from .errors import Skip, TransientError
@@ -63,7 +66,13 @@ def client(service: str) -> Any:
 
 def _metric(name: str, reason: str | None = None, target: str | None = None, value: float = 1.0,
             unit: str = "Count") -> None:
-    """The metric with the service dimension only (what the alarms watch) and, with a reason, by Reason."""
+    """The metric with the service dimension only (what the alarms watch) and, with a reason, by Reason;
+    a warm rollout's (``contract.ROLLOUT_METRICS``) by service and target, what the dashboard draws per model."""
+    if name in contract.ROLLOUT_METRICS and target:
+        with single_metric(name=name, unit=MetricUnit[unit], value=value, namespace=NAMESPACE,
+                           default_dimensions={"service": SERVICE}) as metric:
+            metric.add_dimension(name="target", value=target)
+        return
     metrics.add_metric(name=name, unit=MetricUnit[unit], value=value)
     if reason:
         with single_metric(name=name, unit=MetricUnit[unit], value=value, namespace=NAMESPACE,
@@ -94,6 +103,19 @@ def _live(target: config.Target, prefix: str) -> Any:
     return endpoint_target.live(client("sagemaker"), target, prefix, s.allowed_buckets)
 
 
+def _start_workflow(target: config.HyperPodTarget, version: str) -> None:
+    """StartExecution named by target and version: a second start of the same one is a no-op."""
+    arn = os.environ[contract.ROLLOUT_STATE_MACHINE]
+    name = contract.rollout_execution_name(target.id, version)
+    try:
+        client("stepfunctions").start_execution(stateMachineArn=arn, name=name,
+                                                input=json.dumps(contract.RolloutStep(target.id, version).to_json()))
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code != "ExecutionAlreadyExists":  # started before (a retry): its steps carry on
+            raise TransientError("workflow-unavailable", f"StartExecution {name}: {code}") from None
+
+
 def ports(request_id: str) -> flow.Ports:
     s = settings()
     return flow.Ports(
@@ -104,7 +126,8 @@ def ports(request_id: str) -> flow.Ports:
         delete_superseded=lambda cfg, models, serving: endpoint_target.delete_superseded(
             client("sagemaker"), cfg, models, serving),
         dead_letter=_dead_letter, metric=_metric, log=lambda message, **extra: logger.info(message, extra=extra),
-        request_id=request_id)
+        request_id=request_id, kube=lambda target: hyperpod.kube_for(target, _region()),
+        start_workflow=_start_workflow if os.environ.get(contract.ROLLOUT_STATE_MACHINE) else None)
 
 
 @logger.inject_lambda_context(correlation_id_path="id", clear_state=True)
@@ -131,6 +154,15 @@ def on_endpoint_state_change(event: Any, context: Any) -> dict[str, Any]:
 def on_schedule(event: Any, context: Any) -> dict[str, Any]:
     """The scheduled reconciliation: settles what waits on an event that never came (:func:`.flow.reconcile`)."""
     return _handle(event, context)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def on_rollout_step(event: Any, context: Any) -> dict[str, Any]:
+    """The warm-rollout workflow's task: one step of (target, version), answered as ``contract.RolloutStep``."""
+    metrics.add_metric(name="EventsReceived", unit=MetricUnit.Count, value=1)
+    logger.append_keys(target=event.get("target") if isinstance(event, dict) else None)
+    return flow.on_rollout_step(ports(getattr(context, "aws_request_id", None) or "local"), event)
 
 
 def _handle(event: Any, context: Any) -> dict[str, Any]:

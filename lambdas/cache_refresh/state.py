@@ -208,23 +208,34 @@ class StateTable:
             **{k: v for k, v in item.items() if k != "starting"}, "pending": pending,
             "lock_owner": ROLLOUT + pending["config"], "lock_expires": int(self.clock()) + seconds})
 
+    def update_rollout(self, target_id: str, owner: str, **changes: Any) -> dict[str, Any]:
+        """Record a warm rollout's progress (its phase and what it did) in its ``pending`` record."""
+        return self._owned(target_id, owner, lambda item: {**item, "pending": {**item["pending"], **changes}})
+
     def keep_rollout(self, target_id: str, owner: str, seconds: int) -> dict[str, Any]:
         """A rollout whose lock expired is still running: give the lock back to it."""
         return self._owned(target_id, owner, lambda item: {
             **item, "lock_owner": ROLLOUT + item["pending"]["config"], "lock_expires": int(self.clock()) + seconds})
 
     def finish_rollout(self, target_id: str, owner: str, *, succeeded: bool, reason: str = "",
-                       keep_lock: bool = False, record: str = "pending") -> dict[str, Any]:
+                       keep_lock: bool = False, record: str = "pending", leftovers: list[str] | None = None) -> dict[str, Any]:
         """End the rollout under ``owner``'s lock: the new version serves, or it failed. ``record``:
-        ``starting`` for an update whose start was never recorded (its answer was lost) but that serves."""
+        ``starting`` for an update whose start was never recorded (its answer was lost) but that serves.
+        ``leftovers``: caches a failed warm rollout could not delete (a pod may read them): the next
+        warm rollout that completes retires them."""
         def finish(item: dict[str, Any]) -> dict[str, Any]:
             pending = item[record]
             rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != record}
             if succeeded:
+                rest = {k: v for k, v in rest.items() if k != "leftover_caches"}
+            if leftovers:
+                rest["leftover_caches"] = sorted({*item.get("leftover_caches", []), *leftovers})
+            if succeeded:
+                # A warm rollout's record names the caches the pods now use; an endpoint's, what it created.
+                owned = ({"current_caches": pending["staged"]} if pending.get("kind") == "hyperpod" else
+                         {"owned_config": pending["config"], "owned_models": pending["created_models"]})
                 return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
-                        "current_location": pending["location"], "current_bucket": pending["bucket"],
-                        "owned_config": pending["config"],
-                        "owned_models": pending["created_models"]}
+                        "current_location": pending["location"], "current_bucket": pending["bucket"], **owned}
             return {**rest, "failed": {"version": pending["version"], "sequencer": pending["sequencer"], "reason": reason},
                     "last_failed": pending}
         return self._owned(target_id, owner, finish)

@@ -5,7 +5,10 @@ Follows the API server's rules the refresh Lambda relies on: bearer token requir
 ``k8s-aws-v1.`` token presigned for the right cluster), 404 for a missing object, lists (GET of a
 collection: the operator's objects and pods in a namespace, nodes cluster-wide), 415 for a PATCH
 that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.resourceVersion`` is not
-the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write. The pod proxy
+the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write (a spec change also
+raises ``metadata.generation``); POST to a collection creates (409 AlreadyExists for a taken name, with a
+``uid`` and generation 1), DELETE removes (404 when gone), and a node list honours ``labelSelector``
+equalities. The pod proxy
 (``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>``) serves the pages in ``pod_pages``, and 503
 (the API server's answer when it cannot reach the pod) for any other.
 """
@@ -32,9 +35,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _PATH = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_COLLECTION = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)$")
 _PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy(/.*)$")
 _LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/api/v1)"
-                   r"(?:/namespaces/([^/]+))?/([a-z]+)$")
+                   r"(?:/namespaces/([^/]+))?/([a-z]+)(?:\?labelSelector=([^&]*))?$")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -100,6 +104,8 @@ class FakeKube:
         self.race_next: set[str] = set()      # names changed by "someone else" right before their next PATCH
         self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
+        self.created: list[tuple[str, str]] = []   # (namespace, name) of every POST that created
+        self.deleted: list[tuple[str, str]] = []   # (namespace, name) of every DELETE that removed
         self.proxy_delay = 0.0                # seconds each pod-proxy GET takes (so scrapes overlap)
         self._rv = 100
         self._lock = threading.Lock()
@@ -130,6 +136,8 @@ class FakeKube:
         meta = obj["metadata"]
         stored = copy.deepcopy(obj)
         stored["metadata"]["resourceVersion"] = self._next_rv()
+        stored["metadata"].setdefault("generation", 1)
+        stored["metadata"].setdefault("uid", f"uid-{self._rv}")
         self.objects[(plural, meta.get("namespace", ""), meta["name"])] = stored
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -193,10 +201,12 @@ class FakeKube:
                     if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
                         self._status(401, "Unauthorized", "Unauthorized")
                         return
-                    ns, plural = listed.groups()
+                    ns, plural, selector = listed.groups()
+                    wanted = dict(pair.split("=", 1) for pair in urllib.parse.unquote(selector or "").split(",") if pair)
                     with kube._lock:
                         items = [o for (p, n, _), o in sorted(kube.objects.items())
-                                 if p == plural and (ns is None or n == ns)]
+                                 if p == plural and (ns is None or n == ns)
+                                 and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
                         self._send(200, {"kind": "List", "apiVersion": "v1", "items": items})
                     return
                 key = self._route()
@@ -230,8 +240,37 @@ class FakeKube:
                         return
                     updated = merge_patch(stored, patch)
                     updated["metadata"]["resourceVersion"] = kube._next_rv()
+                    if updated.get("spec") != stored.get("spec"):
+                        updated["metadata"]["generation"] = int(stored["metadata"].get("generation", 1)) + 1
                     kube.objects[key] = updated
                     kube.patches.append((key[1], name, patch))
                     self._send(200, updated)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
+                    self._status(401, "Unauthorized", "Unauthorized")
+                    return
+                match = _COLLECTION.match(self.path)
+                if not match:
+                    self._status(404, "NotFound", f"no route {self.path}")
+                    return
+                ns, plural = match.groups()
+                name = body.get("metadata", {}).get("name", "")
+                with kube._lock:
+                    if (plural, ns, name) in kube.objects:
+                        self._status(409, "AlreadyExists", f'{plural} "{name}" already exists')
+                        return
+                    kube.add({**body, "metadata": {**body["metadata"], "namespace": ns}})
+                    kube.created.append((ns, name))
+                    self._send(201, kube.objects[(plural, ns, name)])
+
+            def do_DELETE(self) -> None:
+                key = self._route()
+                if key:
+                    with kube._lock:
+                        gone = kube.objects.pop(key)
+                        kube.deleted.append((key[1], key[2]))
+                        self._send(200, gone)
 
         return Handler

@@ -21,6 +21,7 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
+from operator_model import Operator
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -206,6 +207,62 @@ class FakeKube:
             obj["spec"]["modelSourceConfig"]["modelLocation"] = f"{PREFIX}/{version}"
             obj["spec"]["modelVersion"] = version
             obj["metadata"]["resourceVersion"] = str(next(self.rv))
+
+
+class OperatorKube:
+    """The HyperPod target's cluster as the operator model (tests/refresh/operator_model.py), behind the same
+    numbered, faulted boundary as :class:`FakeKube`; the operator's time follows the world's clock."""
+
+    def __init__(self, world: World) -> None:
+        self.faults, self.world = world.faults, world
+        self.operator = Operator(node_names=["node-0", "node-1", "node-2"], fill_seconds=300, pod_seconds=60,
+                                 now=world.clock.now)
+        self.operator.deploy("llama", "llama-weights", BUCKET, f"{PREFIX}/{world.initial}", world.initial)
+
+    @property
+    def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
+        return self.operator.objects
+
+    def _now(self) -> Operator:
+        self.operator.tick(max(0.0, self.world.clock.now - self.operator.now))
+        return self.operator
+
+    @boundary("live")
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        return self._now().get(kind, namespace, name)
+
+    @boundary("apply")
+    def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return self.world._alone(HYPERPOD.id, lambda: self._now().merge_patch(kind, namespace, name, patch))
+
+    @boundary("apply")
+    def create(self, kind: str, namespace: str, obj: dict[str, Any]) -> bool:
+        return self.world._alone(HYPERPOD.id, lambda: self._now().create(kind, namespace, obj))
+
+    @boundary("apply")
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        return self.world._alone(HYPERPOD.id, lambda: self._now().delete(kind, namespace, name))
+
+    @boundary("live")
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
+        return self._now().nodes(selector)
+
+    def location(self, kind: str = "InferenceEndpointConfig", name: str = "llama") -> str:
+        return str(self._now().objects[(kind, name)]["spec"]["modelSourceConfig"]["modelLocation"])
+
+    def restore(self, version: str) -> None:
+        """A stack rollback re-applies the deployment as first deployed (its base cache object too, as the
+        manifest names it); the operator rolls the pods back (cold where that version's cache is gone)."""
+        self.operator.restored.add(version)
+        op = self._now()
+        if ("ModelWeightsCacheConfig", "llama-weights") not in op.objects:
+            op.create("ModelWeightsCacheConfig", NAMESPACE, {"metadata": {"name": "llama-weights"}, "spec": {
+                "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
+                                      "modelLocation": f"{PREFIX}/{version}"}}})
+        obj = op.objects[("InferenceEndpointConfig", "llama")]
+        op.merge_patch("InferenceEndpointConfig", NAMESPACE, "llama", {"spec": {
+            "modelSourceConfig": {"modelLocation": f"{PREFIX}/{version}"}, "modelVersion": version},
+            "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}})
 
 
 class FakeSageMaker:
@@ -400,11 +457,15 @@ class World:
     """(name, reason, target, invocation number) of every metric the function emitted."""
     observer: Callable[[], None] | None = None
     """Called after every invocation, however it ended (the sweep checks its invariants there)."""
+    warm: bool = False
+    """The HyperPod target rolls out warm: its cluster is the operator model and a workflow steps it."""
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.rng, self.fault_rate, self.interleave_share)
         self.store = MemStore(self.faults)
-        self.kube = FakeKube(self.faults, self.initial)
+        self.kube: FakeKube | OperatorKube = OperatorKube(self) if self.warm else FakeKube(self.faults, self.initial)
+        self.executions: dict[str, int] = {}
+        """Warm rollouts started (version -> failed attempts of its current step): the workflow's executions."""
         self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
         self.sqs = FakeSqs(self.faults)
         self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
@@ -439,7 +500,26 @@ class World:
             dead_letter=lambda body: self.sqs.send(body, self.running[-1]),
             metric=lambda name, reason=None, target=None, **_: self.metrics.append(
                 (name, reason, target, self.running[-1])),
-            request_id=f"req-{self.running[-1]}")
+            request_id=f"req-{self.running[-1]}",
+            kube=lambda target: self.kube,
+            start_workflow=self._start_workflow if self.warm else None)
+
+    @boundary("workflow")
+    def _start_workflow(self, target: Any, version: str) -> None:
+        self.executions.setdefault(version, 0)  # a second start of the same execution is a no-op
+
+    def step(self, version: str, *, abandon: bool = False) -> tuple[int, str]:
+        """One step of the workflow's execution for ``version`` (as Step Functions invokes it): (its number,
+        its answer's phase); raises what the step raises (the workflow's Retry, then its Catch, decide)."""
+        number = next(self._request)
+        self.running.append(number)
+        try:
+            return number, str(flow.on_rollout_step(self.ports(), {"target": HYPERPOD.id, "version": version,
+                                                                    "abandon": abandon})["phase"])
+        finally:
+            self.running.pop()
+            if self.observer is not None:
+                self.observer()
 
     def _alone(self, target_id: str, change: Callable[[], Any]) -> Any:
         """I0: a change of a target while another running invocation is changing it is a violation
@@ -473,7 +553,7 @@ class World:
     def served_objects(self) -> dict[str, str]:
         """Every HyperPod object and every endpoint variant -> the version it serves (I2 and I3 hold for each)."""
         objects = {f"{HYPERPOD.id}#{kind}/{name}": self.kube.location(kind, name).rsplit("/", 1)[-1]
-                   for kind, name in self.kube.objects}
+                   for kind, name in self.kube.objects if kind == "InferenceEndpointConfig" or not self.warm}
         return {**objects, **{f"{ENDPOINT.id}#{v}": version for v, version in self.sm.served_variants().items()}}
 
     def replay(self, **options: Any) -> list[dict[str, Any]]:

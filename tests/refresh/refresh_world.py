@@ -206,7 +206,7 @@ def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refre
     from hyperwarm.functions import eks_auth
     from hyperwarm.functions.cache_refresh import handler
 
-    for state in (kube.objects, kube.patches, kube.fail_next, kube.race_next):
+    for state in (kube.objects, kube.patches, kube.fail_next, kube.race_next, kube.created, kube.deleted):
         state.clear()
     moto_ext.install()
     moto_ext.UPDATES.clear()

@@ -16,6 +16,9 @@ went through: a lost answer), including a second invocation run in the middle of
 - I5: no endpoint config or model is deleted while it serves or is being moved to;
 - I6 (at the end): every endpoint config and model a refresh created serves, or the record names it
   (``owned_*``: deleted when the next refresh serves; a deploy may have replaced it meanwhile);
+- I7 (odd seeds: the HyperPod target rolls out warm, on the operator model, stepped by its workflow's
+  executions, which fail, are retried, give up and get lost): no pod of a new version starts on a node
+  without that version cached, and no cache is deleted while a pod reads it;
 - dry run changes nothing at all.
 
 At the end the world quiesces (faults off, rollouts end, retries and the queue are replayed) and
@@ -53,7 +56,7 @@ class History:
         self.rng = rng = random.Random(seed)
         initial = rng.choice(["v1", "v1", "v1", "v5"])
         self.world = mw.World(rng, fault_rate=rng.choice([0.0, 0.0, 0.05, 0.15, 0.3]), initial=initial,
-                              interleave_share=rng.choice([0.3, 0.3, 0.8]))
+                              interleave_share=rng.choice([0.3, 0.3, 0.8]), warm=seed % 2 == 1)
         self.world.faults.interleave = self._deliver_one
         self.inflight: list[tuple[dict[str, Any], int]] = []  # (event, attempts so far)
         self.delivered_live: set[str | None] = set()
@@ -113,6 +116,30 @@ class History:
             self.delivered_live.add(version)
             if ahead and (w.files.get(version) != "complete" or version in ODD):
                 self.check_bad_upload_lettered(event, version, ahead & self._ahead_of(version))
+        self.check_failures_recorded([m for m in w.metrics if m[3] == number],
+                                     [letter for n, letter in w.sqs.sent if n == number])
+
+    def step_workflow(self) -> None:
+        """Step Functions runs one step of a warm rollout's execution: retried when it raises, then its
+        Catch gives up (the abandon step); an execution whose abandon step fails too is lost (the
+        reconciliation settles its rollout)."""
+        w = self.world
+        if not w.executions:
+            return
+        version = self.rng.choice(sorted(w.executions))
+        abandon = w.executions[version] >= 3
+        try:
+            number, phase = w.step(version, abandon=abandon)
+        except (Exception, mw.Crash) as exc:  # noqa: BLE001 - every way a step can end
+            self.trace.append(f"step {version}{' abandon' if abandon else ''} -> raised {exc!r}")
+            w.executions[version] += 1
+            if abandon:
+                del w.executions[version]
+            return
+        self.trace.append(f"step {version}{' abandon' if abandon else ''} -> {phase}")
+        w.executions[version] = 0
+        if phase in ("done", "failed") or abandon:
+            del w.executions[version]
         self.check_failures_recorded([m for m in w.metrics if m[3] == number],
                                      [letter for n, letter in w.sqs.sent if n == number])
 
@@ -237,6 +264,10 @@ class History:
     def check(self) -> None:
         w = self.world
         assert not w.sm.violations, w.sm.violations  # I5
+        if isinstance(w.kube, mw.OperatorKube):  # I7: warm rollouts start no cold pod, delete no cache in use
+            operator = w.kube.operator
+            assert not operator.violations, f"I7: {operator.violations}"
+            assert not operator.cold_starts, f"I7: cold pods {[(p.node, p.version) for p in operator.cold_starts]}"
         assert not w.violations, w.violations  # I0: one change of a target at a time
         for obj, now in w.served_objects().items():  # every HyperPod object, every endpoint variant
             previous = self.history[obj][-1]
@@ -255,6 +286,8 @@ class History:
     def run(self, steps: int) -> None:
         actions = [self.upload] * 3 + [self._deliver_one] * 5 + [self.settle] * 2 + [
             self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy, self.move_back]
+        if self.world.warm:
+            actions += [self.step_workflow] * 4
         for _ in range(steps):
             self.rng.choice(actions)()
             self.flush_state_changes()
@@ -280,9 +313,28 @@ class History:
         self.check_newest_serves()
         assert w.sm.status == "InService"
 
+    def _finish_executions(self) -> None:
+        """The workflow's executions run to their end, a Wait between steps; the schedule settles lost ones."""
+        w = self.world
+        for _ in range(200):
+            if not w.executions:
+                break
+            w.clock.now += 60
+            self.step_workflow()
+            self.flush_state_changes()
+            self.check()
+        if w.warm:
+            w.clock.now += 6000
+            try:
+                w.invoke(mw.scheduled_event(len(self.trace)))
+            except (Exception, mw.Crash) as exc:  # noqa: BLE001 - the next schedule retries
+                self.trace.append(f"reconcile -> raised {exc!r}")
+            self.check()
+
     def _settle_all(self) -> None:
         w = self.world
         for _ in range(40):
+            self._finish_executions()
             w.clock.now += 20_000  # locks of crashed invocations and lost rollouts expire
             while self.inflight:
                 self._deliver_one()
@@ -417,3 +469,28 @@ def test_the_model_catches_decisions_taken_from_the_record_alone(monkeypatch):
                                replay=replay), item
     monkeypatch.setattr(flow, "_first_look", record_only)
     assert re.match(r"seed \d+: I1: ", _first_failure(1000))
+
+
+def test_the_model_catches_a_switch_before_the_new_version_is_staged(monkeypatch):
+    """With staging taken as ready at once (the repoint of old), pods of the new version start cold (I7)."""
+    from hyperwarm.functions.cache_refresh.targets import warm
+
+    monkeypatch.setattr(warm, "staging", lambda kube, target, staged, instance_type: warm.Staging(0, 0, True))
+    assert re.match(r"seed \d+: I7: cold pods", _first_failure(200))
+
+
+def test_the_model_catches_a_cache_retired_while_pods_read_it(monkeypatch):
+    """With the previous version's caches retired at the switch instead of after the rollout, a cache is
+    deleted while pods of that version still read it (I7)."""
+    from hyperwarm.functions.cache_refresh import rollout
+    from hyperwarm.functions.cache_refresh.targets import warm
+
+    switch = warm.switch
+
+    def switch_and_retire(kube, target, created):
+        generation = switch(kube, target, created)
+        serving = [c for c in target.caches]
+        warm.retire(kube, target.namespace, serving, keep=warm.staged_names(target, created.version))
+        return generation
+    monkeypatch.setattr(rollout.warm, "switch", switch_and_retire)
+    assert re.match(r"seed \d+: I7: .*deleted while", _first_failure(200))

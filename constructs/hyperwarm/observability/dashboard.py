@@ -8,8 +8,10 @@ the last byte), overhead, invocations and errors, and time to first token from d
 :mod:`hyperwarm.observability.sagemaker_ttft`).
 HyperPod models: the cache metrics exporter's warm/cold figures (:class:`CacheMetricsExporter`,
 created here), and from the pods' own vLLM metrics TTFT p50/p95/p99 (an alarm on p99), the engine's
-prefix-cache hit rate and the share of requests on unprepared nodes. What CloudWatch metrics do not
-hold, a text widget says where to read.
+prefix-cache hit rate and the share of requests on unprepared nodes; for a model the refresh function
+rolls out warm, its staging progress, time to warm and to switch, and its cold pods during a refresh
+(:mod:`hyperwarm.observability.warm_rollout`, with alarms on a staging or switch timeout and on a cold pod
+during a refresh). What CloudWatch metrics do not hold, a text widget says where to read.
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ from hyperwarm.observability.metric_catalog import NOT_PUBLISHED
 from hyperwarm.observability.props import InferenceObservabilityProps
 from hyperwarm.observability.sagemaker_ttft import variant_ttft
 from hyperwarm.observability.ttft_source import detailed_observability_off
+from hyperwarm.observability.warm_rollout import (
+    STAGING_TIMEOUT,
+    SWITCH_TIMEOUT,
+    cold_during_rollout,
+    refresh_failed,
+    rollout_widgets,
+)
 
 _LATENCY_STATS = ("p50", "p95", "p99")
 BLIND_MINUTES = 15
@@ -64,6 +73,10 @@ class InferenceObservability(Construct):
                 self._model(model, props)
                 self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
                 self._serving_alarms(model, props)
+                if model in props.hyperpod.refreshed:
+                    self._warm_rollout(model, props.hyperpod.refresh_target(model))
+            if props.hyperpod.refreshed:
+                self._rollout_timeouts(props.hyperpod.namespace)
             self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
                         "cache alarms see no data until it runs again")
@@ -180,6 +193,38 @@ class InferenceObservability(Construct):
         self._alarm(f"{model}CacheFailed", exporter.metric_failed_caches(model), threshold=1, periods=1,
                     description=f"{model}: a weights or image cache of the model is in state Failed")
 
+    def _warm_rollout(self, model: str, target: str) -> None:
+        """A refreshed model's rollout widgets, and an alarm on a cold pod during a refresh."""
+        exporter = self.exporter
+        assert exporter is not None
+        self.dashboard.add_widgets(*rollout_widgets(exporter, model, target))
+        self._alarm(f"{model}ColdDuringRefresh", cold_during_rollout(exporter, model, target), threshold=1,
+                    periods=1,
+                    description=f"{model}: a pod on a node without the version it reads while a refresh of it "
+                                "stages or switches: the rollout is not warm and that pod downloads the weights. "
+                                "Compare the model's ColdPods and WarmNodes with StagingReadyNodes: a node that "
+                                "joined after staging, a staged cache whose nodeSelector misses nodes the "
+                                "deployment uses, or a refresh without the rollout state machine (it repoints at "
+                                "once). Cold before the refresh already: see the ColdPodShare alarm")
+
+    def _rollout_timeouts(self, namespace: str) -> None:
+        """Alarms on a warm rollout's staging or switch timeout: once, as ``RefreshFailed`` names no target."""
+        self._alarm("RefreshStagingTimeout", refresh_failed(STAGING_TIMEOUT), threshold=1, periods=1,
+                    description="a refresh's new version was not cached on every node within its staging timeout: "
+                                "the refresh failed for good (one dead letter), its staged caches were deleted and "
+                                "the previous version still serves. Check the staged ModelWeightsCacheConfig's "
+                                "status and the nodes' NVMe (kubectl get modelweightscacheconfigs -n "
+                                f"{namespace}) and StagingReadyNodes on the dashboard; raise the target's "
+                                "staging timeout if the fill needs longer (`python -m stacks plan cache` forecasts it), "
+                                "then `hyperwarm refresh replay`")
+        self._alarm("RefreshSwitchTimeout", refresh_failed(SWITCH_TIMEOUT), threshold=1, periods=1,
+                    description="a refreshed deployment did not finish rolling out the staged version within its "
+                                "switch timeout: it was pointed back at the previous version, which serves (one "
+                                "dead letter). Check the deployment's status and pods (kubectl describe "
+                                f"inferenceendpointconfigs -n {namespace}: pending pods, GPU capacity, "
+                                "image pulls, failing probes); raise the switch timeout if the rollout needs "
+                                "longer, then `hyperwarm refresh replay`")
+
     def _serving_alarms(self, model: str, props: InferenceObservabilityProps) -> None:
         assert self.exporter is not None
         self._alarm(f"{model}ScrapeFailures", self.exporter.metric_scrape_failures(model), threshold=1,
@@ -242,6 +287,12 @@ def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
         dupes = repeated(props.hyperpod.models)
         if dupes:
             problems.append(f"hyperpod.models = {', '.join(dupes)} -- each model once")
+        unknown = [m for m in props.hyperpod.refreshed if m not in props.hyperpod.models]
+        if unknown:
+            problems.append(f"hyperpod.refreshed = {', '.join(unknown)} -- allowed: names in hyperpod.models "
+                            f"({', '.join(props.hyperpod.models)})")
+        if repeated(props.hyperpod.refreshed):
+            problems.append(f"hyperpod.refreshed = {', '.join(repeated(props.hyperpod.refreshed))} -- each model once")
     problems += field_problems(props)  # thresholds within their Annotated ranges
     if props.otel_enrichment not in otel.CHOICES:
         problems.append(f"otel_enrichment = {props.otel_enrichment!r} -- allowed: {', '.join(otel.CHOICES)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.endpoint_metrics.promql import ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS, VARIANT_LABEL
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
@@ -23,6 +24,7 @@ ENDPOINTS_NAMESPACE = "Hyperwarm/Endpoints"
 _SAGEMAKER_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html"
 _EXPORTER_SOURCE = "lambdas/cache_exporter (hyperwarm's cache metrics exporter)"
 _BRIDGE_SOURCE = "lambdas/endpoint_metrics (hyperwarm's endpoint metrics bridge)"
+_REFRESH_SOURCE = "lambdas/cache_refresh (hyperwarm's refresh function; names in its contract.ROLLOUT_METRICS)"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,18 @@ _SAGEMAKER_BRIDGE = (  # the bridge's figures from SageMaker AI detailed observa
             "error status): 0..2. While it is above 0 the figures above are missing for the minute."),
 )
 
+_UNITS = {"StagingReadyNodes": "Count", "StagingTargetNodes": "Count", "TimeToWarm": "Seconds",
+          "TimeToSwitch": "Seconds", "RolloutInProgress": "Count"}
+_WARM_ROLLOUT = (  # the refresh function's steps of a HyperPod target's warm rollout, per target
+    *(PublishedMetric(contract.METRICS_NAMESPACE, name, ("service", "target"), _UNITS[name], _REFRESH_SOURCE,
+                      f"Per refresh target (its id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/"
+                      f"<model>): {meaning}.") for name, meaning in contract.ROLLOUT_METRICS.items()),
+    PublishedMetric(contract.METRICS_NAMESPACE, "RefreshFailed", ("service", "Reason"), "Count", _REFRESH_SOURCE,
+                    "Refreshes that failed for good or were rolled back, by Reason (also published with service "
+                    "alone); a warm rollout's: staging-timeout, staging-failed, switch-timeout, switch-failed. "
+                    "The previous version still serves."),
+)
+
 _HYPERPOD_SERVING = (  # the exporter's figures from the HyperPod pods' own vLLM metrics
     _exporter("TimeToFirstToken", "Milliseconds",
               "Time to first token of the model's requests since the previous run, from each Running pod's "
@@ -111,8 +125,10 @@ PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
                "Time SageMaker added on top of ModelLatency (authentication, routing, payload handling)."),
     _exporter("Pods", "Count", "Scheduled, not terminating pods of the model's deployment (status.selector)."),
     _exporter("WarmNodes", "Count",
-              "Nodes carrying the operator's weights-cache-ready.<uid> label of one of the model's weights caches."),
-    _exporter("ColdPods", "Count", "Pods of the model scheduled on a node where none of its weights caches is ready."),
+              "Nodes carrying the operator's weights-cache-ready.<uid> label of a weights cache of the version "
+              "(modelSourceConfig location) the model's deployment reads."),
+    _exporter("ColdPods", "Count", "Pods of the model scheduled on a node where no weights cache of the version "
+              "its deployment reads is ready (a staged next version warms nobody until the switch)."),
     _exporter("ColdPodShare", "Percent",
               "ColdPods / Pods x 100: the share of the model's pods that started on unprepared nodes (the "
               "complement is the weights-cache hit rate). Not published while the model has no pods."),
@@ -122,6 +138,7 @@ PUBLISHED_METRICS: tuple[PublishedMetric, ...] = (
     _exporter("FailedCaches", "Count", "The model's weights and image caches whose status.state is Failed."),
     *_HYPERPOD_SERVING,
     *_SAGEMAKER_BRIDGE,
+    *_WARM_ROLLOUT,
     PublishedMetric("AWS/Lambda", "Errors", ("FunctionName",), "Count",
                     "https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html",
                     "Invocations of the exporter or the endpoint metrics bridge that failed: while one fails, "

@@ -14,6 +14,7 @@ import aws_cdk as cdk
 from annotated_types import Gt, Interval
 
 from hyperwarm._internal.constraints import seconds
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.observability import otel_enrichment as otel
 
 if TYPE_CHECKING:
@@ -40,6 +41,17 @@ class HyperPodModels:
     """Names of the models' ``InferenceEndpointConfig`` objects (at least one)."""
     namespace: str = "hyperwarm-models"
     """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
+    refreshed: Sequence[str] = ()
+    """Models among ``models`` whose new versions the refresh function rolls out warm (a refresh target with
+    stand-alone weights caches, ``HyperPodRefreshTarget.weights_caches``): the dashboard charts their staging,
+    time to warm, time to switch and cold pods during a refresh, and alarms fire when a refresh's staging or
+    switch times out or a cold pod appears during one. Default: none."""
+
+    def refresh_target(self, model: str) -> str:
+        """The refresh function's target id of ``model``'s ``InferenceEndpointConfig``: the ``target``
+        dimension of its rollout metrics."""
+        return contract.hyperpod_target_id(self.cluster.eks_cluster.cluster_name, self.namespace,
+                                           contract.HyperPodTarget.resource, model)
 
 
 @dataclass(frozen=True)

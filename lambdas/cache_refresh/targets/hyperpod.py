@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 from botocore.exceptions import ClientError
@@ -46,6 +47,20 @@ def cluster_access(cluster: str, region: str) -> tuple[str, str]:
         raise TransientError("eks-unavailable", f"DescribeCluster {cluster}: {code}") from None
 
 
+class Kube(Protocol):
+    """What a warm rollout calls: :class:`KubeApi`, or the tests' operator model."""
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
+
+    def create(self, kind: str, namespace: str, obj: dict[str, Any]) -> bool: ...
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool: ...
+
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]: ...
+
+
 @dataclass
 class KubeApi:
     """A minimal Kubernetes API client: GET and merge-PATCH of one namespaced custom object."""
@@ -60,8 +75,9 @@ class KubeApi:
                                          retries=urllib3.Retry(total=2, connect=2, read=0, status=0),
                                          timeout=urllib3.Timeout(total=self.timeout))
 
-    def _path(self, kind: str, namespace: str, name: str) -> str:
-        return f"{self.endpoint.rstrip('/')}/apis/{GROUP_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}"
+    def _path(self, kind: str, namespace: str, name: str = "") -> str:
+        collection = f"{self.endpoint.rstrip('/')}/apis/{GROUP_VERSION}/namespaces/{namespace}/{PLURALS[kind]}"
+        return f"{collection}/{name}" if name else collection
 
     def _call(self, method: str, url: str, body: dict[str, Any] | None = None,
               content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
@@ -89,6 +105,30 @@ class KubeApi:
         if status != 409:
             _raise_for(status, data, f"{kind} {namespace}/{name}")
         return status, data
+
+    def create(self, kind: str, namespace: str, obj: dict[str, Any]) -> bool:
+        """POST ``obj``; False when an object of its name exists already (409 AlreadyExists)."""
+        status, data = self._call("POST", self._path(kind, namespace), {"apiVersion": GROUP_VERSION, "kind": kind, **obj})
+        if status == 409:
+            return False
+        _raise_for(status, data, f"{kind} {namespace}/{obj['metadata']['name']}")
+        return True
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """DELETE; False when it is gone already (404)."""
+        status, data = self._call("DELETE", self._path(kind, namespace, name))
+        if status == 404:
+            return False
+        _raise_for(status, data, f"{kind} {namespace}/{name}")
+        return True
+
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
+        """The cluster's nodes carrying every label of ``selector`` (a ``labelSelector`` of equalities)."""
+        query = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+        url = f"{self.endpoint.rstrip('/')}/api/v1/nodes" + (f"?labelSelector={urllib.parse.quote(query)}" if query else "")
+        status, data = self._call("GET", url)
+        _raise_for(status, data, f"nodes {query}")
+        return list(data.get("items") or [])
 
 
 def _raise_for(status: int, data: dict[str, Any], what: str) -> None:
@@ -146,7 +186,7 @@ def source_patch(kind: str, obj: dict[str, Any], event: ManifestCreated) -> dict
     return patch
 
 
-def repoint(kube: KubeApi, kind: str, namespace: str, name: str, event: ManifestCreated) -> bool:
+def repoint(kube: Kube, kind: str, namespace: str, name: str, event: ManifestCreated) -> bool:
     """GET, then merge-patch with the resourceVersion just read; re-read on 409. True if it changed."""
     for _ in range(CONFLICT_RETRIES):
         obj = kube.get(kind, namespace, name)
