@@ -4,6 +4,7 @@ definition run by moto's Step Functions interpreter with the step answered in-pr
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
@@ -136,7 +137,25 @@ def test_the_step_runs_the_rollout_handler_in_the_cluster_vpc_with_a_role_of_its
     _, refresh = _function(template, contract.REFRESH_HANDLER)
     assert step["Role"] != refresh["Role"] and step["VpcConfig"]["SubnetIds"]
     assert step["Code"] == refresh["Code"] and step["Runtime"] == "python3.13"
-    assert contract.ROLLOUT_STATE_MACHINE not in step["Environment"]["Variables"]  # no cycle
+
+
+def _by_name(template: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's ARN built from its name: what the step uses, without a reference to the workflow
+    (which invokes the step: a reference would be a cycle)."""
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                              f":states:{REGION}:{ACCOUNT}:stateMachine:{machine['StateMachineName']}"]]}
+
+
+def test_the_last_step_of_a_rollout_may_start_the_next_one_by_the_workflows_name(warm) -> None:
+    """A version that waited behind a rollout is rolled warm by the step that ends it."""
+    _, template = warm
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    assert re.fullmatch(r"[0-9A-Za-z_-]{1,80}", machine["StateMachineName"])  # CreateStateMachine's name rule
+    assert step["Environment"]["Variables"][contract.ROLLOUT_STATE_MACHINE] == _by_name(template)
+    starts = [s for s in _statements(template, step["Role"]["Fn::GetAtt"][0]) if "states:StartExecution" in s["Action"]]
+    assert [(s["Action"], s["Resource"]) for s in starts] == [("states:StartExecution", _by_name(template))]
 
 
 def test_the_workflow_may_invoke_only_the_step_function_and_its_versions(warm) -> None:
@@ -152,14 +171,16 @@ def test_the_workflow_may_invoke_only_the_step_function_and_its_versions(warm) -
     assert {a.split(":")[0] for a in others} <= {"logs", "xray"}
 
 
-def test_only_the_refresh_role_may_start_executions_and_only_of_the_workflow(warm) -> None:
+def test_only_the_refresh_and_step_roles_may_start_executions_and_only_of_the_workflow(warm) -> None:
     _, template = warm
     machine_id, _ = _only(template, "AWS::StepFunctions::StateMachine")
     _, refresh = _function(template, contract.REFRESH_HANDLER)
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
     starts = [(role, s) for role in _resources(template, "AWS::IAM::Role") for s in _statements(template, role)
               if any(a.startswith("states:") for a in _actions(s))]
-    assert [(role, s["Action"], s["Resource"]) for role, s in starts] == [
-        (refresh["Role"]["Fn::GetAtt"][0], "states:StartExecution", {"Ref": machine_id})]
+    assert sorted(((role, s["Action"], json.dumps(s["Resource"])) for role, s in starts)) == sorted([
+        (refresh["Role"]["Fn::GetAtt"][0], "states:StartExecution", json.dumps({"Ref": machine_id})),
+        (step["Role"]["Fn::GetAtt"][0], "states:StartExecution", json.dumps(_by_name(template)))])
 
 
 def test_the_refresh_function_and_the_reconciliation_name_the_workflow(warm) -> None:
@@ -172,7 +193,7 @@ def test_the_refresh_function_and_the_reconciliation_name_the_workflow(warm) -> 
     assert contract.ROLLOUT_STATE_MACHINE not in state_handler["Environment"]["Variables"]
 
 
-def test_the_step_role_reaches_the_state_table_the_queue_and_the_cluster_only(warm) -> None:
+def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_workflow_only(warm) -> None:
     _, template = warm
     _, step = _function(template, contract.ROLLOUT_HANDLER)
     role_id = step["Role"]["Fn::GetAtt"][0]
@@ -181,6 +202,7 @@ def test_the_step_role_reaches_the_state_table_the_queue_and_the_cluster_only(wa
     by_action = {a: s["Resource"] for s in _statements(template, role_id) for a in _actions(s)}
     assert by_action.pop("dynamodb:GetItem") == by_action.pop("dynamodb:PutItem") == {"Fn::GetAtt": [table_id, "Arn"]}
     assert by_action.pop("sqs:SendMessage") == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert by_action.pop("states:StartExecution") == _by_name(template)
     assert json.dumps(by_action.pop("eks:DescribeCluster")).endswith(f':eks:{REGION}:{ACCOUNT}:cluster/hyperpod-eks"]]}}')
     assert {a.split(":")[0] for a in by_action} == {"sqs", "xray"}  # GetQueueAttributes/Url; trace writes
     entries = [e["Properties"] for e in _resources(template, "AWS::EKS::AccessEntry").values()]

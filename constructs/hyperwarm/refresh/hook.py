@@ -238,8 +238,9 @@ class CacheRefreshHook(Construct):
         """The step function's access entry, in the refresh's Kubernetes group, or None."""
         self.rollout_workflow: sfn.StateMachine | None = None
         """The warm rollout's Standard state machine (one execution per target and version), or None when no
-        HyperPod target has ``weights_caches``. The refresh function and the reconciliation may start it
-        (``states:StartExecution`` on it alone); it may invoke only :attr:`rollout_function`."""
+        HyperPod target has ``weights_caches``. The refresh functions and the step (which rolls a version that
+        waited behind a rollout) may start it (``states:StartExecution`` on it alone); it may invoke only
+        :attr:`rollout_function`."""
         if functions.rollout_step is not None:
             self.rollout_workflow = rollout_workflow(self, functions.rollout_step, backstop_timeout(warm))
             self.rollout_workflow.grant_start_execution(self.role)

@@ -13,17 +13,20 @@ answers a :class:`contract.RolloutStep` whose ``phase`` says what comes next::
          --error past its retries--> MarkAbandoned (abandon: true) --> Abandon (the step) --> Abandoned (Fail)
 
 The refresh function starts an execution named :func:`contract.rollout_execution_name` (a duplicate start is a
-no-op). The step's per-target staging and switch timeouts end a rollout; the state machine's own timeout is
-only the backstop behind them (:func:`backstop_timeout`).
+no-op), as does the step that ends a rollout for the version that waited behind it. The step's per-target
+staging and switch timeouts end a rollout; the state machine's own timeout is only the backstop behind them
+(:func:`backstop_timeout`).
 """
 
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import (
+    aws_iam as iam,
     aws_lambda as lambda_,
     aws_logs as logs,
     aws_stepfunctions as sfn,
@@ -70,10 +73,14 @@ def backstop_timeout(targets: Sequence[contract.HyperPodTarget]) -> cdk.Duration
     return cdk.Duration.seconds(slowest + BACKSTOP_MARGIN_SECONDS)
 
 
-def rollout_workflow(scope: Construct, step: lambda_.IFunction, timeout: cdk.Duration) -> sfn.StateMachine:
+def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Duration) -> sfn.StateMachine:
     """The state machine ``RolloutWorkflow`` in ``scope``, whose one task invokes ``step`` (and nothing else:
     its role may invoke that function and its versions); logs every transition, without execution data,
-    to ``RolloutWorkflowLogs``; X-Ray traced."""
+    to ``RolloutWorkflowLogs``; X-Ray traced.
+
+    ``step`` may start executions of it too: when a rollout ends, its last step rolls the version that waited
+    behind it, warm. The workflow invokes the step, so the step cannot reference the workflow's ARN; the
+    workflow gets a name derived from its construct path instead (unique per stack), whose ARN both know."""
     states = Construct(scope, "RolloutStates")
     first = _invoke(states, "Step", step, "advance the rollout by one step; the answer's phase says what is next")
     abandon = _invoke(states, "Abandon", step, "end the rollout as failed: dead letter, the old version serving")
@@ -109,6 +116,12 @@ def rollout_workflow(scope: Construct, step: lambda_.IFunction, timeout: cdk.Dur
         # Every transition and error; the inputs and answers (target ids and versions) stay in the
         # execution history, which the console shows per execution.
         logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False))
+    name = cdk.Names.unique_resource_name(machine, max_length=80, separator="-")
+    typing.cast(sfn.CfnStateMachine, machine.node.default_child).state_machine_name = name
+    arn = cdk.Stack.of(machine).format_arn(service="states", resource="stateMachine", resource_name=name,
+                                           arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+    step.add_environment(contract.ROLLOUT_STATE_MACHINE, arn)
+    step.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[arn]))
     acknowledge(machine, "aws-cdk-lib grants the Lambda invoke integration on the step function and its "
                 "versions, nothing else", f"IAM5[Resource::<{logical_id(step)}.Arn>:*]")
     acknowledge(machine, "CloudWatch Logs' log-delivery actions and X-Ray's trace writes have no resource-level "
