@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from hyperwarm import (
@@ -45,6 +48,8 @@ class RefreshStack(cdk.Stack):
         cached = {m.name: m for m in config.caches.models}
         configured = {e.name: e for e in config.endpoints}
         models = []
+        self.hyperpod_targets: dict[str, HyperPodRefreshTarget] = {}
+        """The refreshed cached models' HyperPod targets, by cached model name."""
         for entry in refresh.models:
             hyperpod = []
             if entry.caches:
@@ -52,7 +57,8 @@ class RefreshStack(cdk.Stack):
                 hyperpod = [HyperPodRefreshTarget(
                     cluster=cluster, namespace=config.caches.namespace, name=name,
                     weights_caches=[weights_cache_name(name)] if cached[name].prewarm and cached[name].weights_cache
-                    else []) for name in entry.caches]
+                    else [], model_size=cached[name].size) for name in entry.caches]
+                self.hyperpod_targets.update(zip(entry.caches, hyperpod, strict=True))
             served = [EndpointRefreshTarget(endpoint=endpoints[name],
                                             blue_green=blue_green(configured[name], endpoints[name]))
                       for name in entry.endpoints]
@@ -62,5 +68,20 @@ class RefreshStack(cdk.Stack):
             state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name)))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
+        self.rollout_workflow = self.hook.rollout_workflow
+        """The warm rollout's state machine (None without a pre-warmed refreshed cache); its metrics are the hook's
+        ``metric_rollout_executions_failed()`` and ``metric_time_to_warm(target)``."""
+        if self.rollout_workflow is not None:
+            cdk.CfnOutput(self, "RolloutStateMachineArn", value=self.rollout_workflow.state_machine_arn,
+                          description="warm rollouts, one execution per target and version (Step Functions console)")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,
                       description="refresh events that failed for good: hyperwarm refresh replay --queue-url <this>")
+
+    def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
+        """The hook's :meth:`~hyperwarm.refresh.hook.CacheRefreshHook.metric_rollout_executions_failed`."""
+        return self.hook.metric_rollout_executions_failed(**options)
+
+    def metric_time_to_warm(self, model: str, **options: Any) -> cloudwatch.Metric:
+        """The hook's :meth:`~hyperwarm.refresh.hook.CacheRefreshHook.metric_time_to_warm` for the refreshed
+        cached model ``model`` (a ``caches.models[].name``)."""
+        return self.hook.metric_time_to_warm(self.hyperpod_targets[model], **options)

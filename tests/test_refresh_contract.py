@@ -220,8 +220,8 @@ def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_p
                  if str(f["Properties"].get("Handler", "")).startswith(f"{contract.PACKAGE}.")]
     handlers = {f["Handler"] for f in functions}
     assert handlers == {contract.REFRESH_HANDLER, contract.STATE_HANDLER, contract.RECONCILE_HANDLER,
-                        contract.DEPLOY_GUARD_HANDLER}
-    (asset,) = {f["Code"]["S3Key"].removesuffix(".zip") for f in functions}  # one bundle for all four
+                        contract.ROLLOUT_HANDLER, contract.DEPLOY_GUARD_HANDLER}
+    (asset,) = {f["Code"]["S3Key"].removesuffix(".zip") for f in functions}  # one bundle for all five
     copy = tmp_path / "asset"
     shutil.copytree(synthesized.outdir / f"asset.{asset}", copy)
     site = str(Path(boto3.__file__).resolve().parent.parent)

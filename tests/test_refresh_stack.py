@@ -73,11 +73,13 @@ def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesiz
 
 
 def test_both_event_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
-    """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches."""
+    """Errors the functions raise are retried by Lambda, then land in the queue the alarm watches (the
+    reconciliation's next run retries it; the rollout step is invoked synchronously by its workflow, whose
+    catch abandons the rollout)."""
     (queue_id,) = synthesized.resources(PROD, "AWS::SQS::Queue")
     functions = {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
                  if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")
-                 and not f["Properties"]["Handler"].endswith(".on_schedule")}
+                 and not f["Properties"]["Handler"].endswith((".on_schedule", ".on_rollout_step"))}
     configs = [c for c in resources(synthesized, "AWS::Lambda::EventInvokeConfig") if "DestinationConfig" in c]
     assert {c["FunctionName"]["Ref"] for c in configs} == functions and len(functions) == 2
     for config in configs:
@@ -85,7 +87,7 @@ def test_both_event_functions_send_invocations_that_still_fail_to_the_dead_lette
         assert (config["Qualifier"], config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (
             "$LATEST", 2, 7200)
     sends = [s for s in statements(synthesized) if "sqs:SendMessage" in s["Action"]]
-    assert [s["Resource"] for s in sends] == [{"Fn::GetAtt": [queue_id, "Arn"]}]
+    assert len(sends) == 2 and all(s["Resource"] == {"Fn::GetAtt": [queue_id, "Arn"]} for s in sends)  # both roles
     dead_letters = next(a for a in resources(synthesized, "AWS::CloudWatch::Alarm")
                         if a.get("MetricName") == "ApproximateNumberOfMessagesVisible")
     assert dead_letters["Dimensions"][0]["Value"] == {"Fn::GetAtt": [queue_id, "QueueName"]}
@@ -98,7 +100,7 @@ def test_a_failure_that_cannot_reach_the_queue_raises_an_alarm(synthesized) -> N
     assert {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"] for m in alarm["Metrics"] if "MetricStat" in m} \
         == {k for k, f in synthesized.resources(PROD, "AWS::Lambda::Function").items()
             if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.handler")
-            and not f["Properties"]["Handler"].endswith(".on_schedule")}  # no destination: nothing undelivered
+            and not f["Properties"]["Handler"].endswith((".on_schedule", ".on_rollout_step"))}  # not asynchronous
 
 
 def test_the_reconciliation_runs_every_five_minutes_without_retries_and_counts_in_the_errors_alarm(synthesized) -> None:
@@ -134,12 +136,29 @@ def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
     assert {"RefreshFunctionName", "DeadLetterQueueUrl"} <= set(outputs)
 
 
+def test_prod_rolls_its_prewarmed_model_out_warm_with_a_staging_timeout_from_its_size(synthesized) -> None:
+    """prod's 70B model (145 GB, pre-warmed): twice the planner's 1,160 s fill at 1 Gbit/s; the 8B model has no
+    pre-warm cache (repointed at once) and its timeouts ride along unused."""
+    (machine_id,) = synthesized.resources(PROD, "AWS::StepFunctions::StateMachine")
+    outputs = synthesized.template(PROD)["Outputs"]
+    assert outputs["RolloutStateMachineArn"]["Value"] == {"Ref": machine_id}
+    function = next(f for f in resources(synthesized, "AWS::Lambda::Function")
+                    if f.get("Handler") == "hyperwarm.functions.cache_refresh.handler.lambda_handler")
+    joined = function["Environment"]["Variables"]["HYPERWARM_REFRESH_TARGETS"]["Fn::Join"][1]  # the cluster's name
+    targets = json.loads("".join(p if isinstance(p, str) else "cluster" for p in joined))
+    (big,) = [t for t in targets["llama-3.1-70b-instruct"] if t["kind"] == "hyperpod"]
+    assert (big["caches"], big["staging_timeout_seconds"], big["switch_timeout_seconds"]) == (
+        ["llama-3-1-70b-weights"], 2320, 1800)
+    assert function["Environment"]["Variables"]["HYPERWARM_ROLLOUT_STATE_MACHINE"] == {"Ref": machine_id}
+
+
 def test_functions_run_in_the_cluster_vpc_on_python_3_13(synthesized) -> None:
     functions = [f for f in resources(synthesized, "AWS::Lambda::Function")
                  if str(f.get("Handler", "")).startswith("hyperwarm.functions.cache_refresh.")]
     assert {f["Handler"] for f in functions} == {"hyperwarm.functions.cache_refresh.handler.lambda_handler",
                                                  "hyperwarm.functions.cache_refresh.handler.on_endpoint_state_change",
-                                                 "hyperwarm.functions.cache_refresh.handler.on_schedule"}
+                                                 "hyperwarm.functions.cache_refresh.handler.on_schedule",
+                                                 "hyperwarm.functions.cache_refresh.handler.on_rollout_step"}
     for function in functions:
         assert function["Runtime"] == "python3.13" and function["VpcConfig"]["SubnetIds"]
 
@@ -164,24 +183,38 @@ def test_no_wildcard_actions_and_resources_scoped_to_bucket_prefixes_endpoints_a
 
 
 def test_state_table_access_is_what_the_function_calls(synthesized) -> None:
-    """The function reads whole items and writes them with conditional puts (lambdas/cache_refresh/state.py)."""
+    """The functions read whole items and write them with conditional puts (lambdas/cache_refresh/state.py):
+    the refresh role and the rollout step's."""
     (table_id,) = synthesized.resources(PROD, "AWS::DynamoDB::Table")
-    (statement,) = [s for s in statements(synthesized) if str(s["Action"]).startswith("['dynamodb:")
-                    or str(s["Action"]).startswith("dynamodb:")]
-    assert statement["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]
-    assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    found = [s for s in statements(synthesized) if str(s["Action"]).startswith("['dynamodb:")
+             or str(s["Action"]).startswith("dynamodb:")]
+    assert len(found) == 2
+    for statement in found:
+        assert statement["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]
+        assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
 
 
-def test_kubernetes_access_is_a_namespace_role_that_gets_and_patches_operator_objects(synthesized) -> None:
-    (entry,) = resources(synthesized, "AWS::EKS::AccessEntry")
-    assert entry["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in entry
-    role, binding = rbac_objects(["hyperwarm-models"])
+def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthesized) -> None:
+    """Deployments: get, patch; weight caches: get, list, create, patch, delete (a rollout stages a version in
+    caches of its own, retires the previous); nodes: list, cluster-wide (how many nodes a cache must be ready on)."""
+    entries = resources(synthesized, "AWS::EKS::AccessEntry")
+    assert len(entries) == 2  # the refresh role's and the rollout step's
+    for entry in entries:
+        assert entry["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in entry
+    role, binding, cluster_role, cluster_binding = rbac_objects(["hyperwarm-models"])
     assert role["metadata"]["namespace"] == "hyperwarm-models"
-    assert role["rules"] == [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
-                              "resources": ["inferenceendpointconfigs", "jumpstartmodels", "modelweightscacheconfigs"],
-                              "verbs": ["get", "patch"]}]
-    assert binding["subjects"][0] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                                      "name": "hyperwarm:cache-refresh"}
+    assert role["rules"] == [
+        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
+         "verbs": ["get", "patch"]},
+        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["modelweightscacheconfigs"],
+         "verbs": ["get", "list", "create", "patch", "delete"]}]
+    assert (cluster_role["kind"], cluster_role["rules"]) == (
+        "ClusterRole", [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
+    assert cluster_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                          "name": cluster_role["metadata"]["name"]}
+    for bound in (binding, cluster_binding):
+        assert bound["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                      "name": "hyperwarm:cache-refresh"}]
 
 
 def test_rbac_objects_validate_against_kubernetes_schemas() -> None:

@@ -89,6 +89,7 @@ from .refresh import (
     RefreshedPrefix as RefreshedPrefix,
     RefreshGuard as RefreshGuard,
     RefreshGuardProps as RefreshGuardProps,
+    default_staging_timeout as default_staging_timeout,
 )
 from .serving import (
     MODEL_DIR as MODEL_DIR,

@@ -13,3 +13,4 @@ from .hook import (
     HyperPodRefreshTarget as HyperPodRefreshTarget,
     RefreshedPrefix as RefreshedPrefix,
 )
+from .rollout import default_staging_timeout as default_staging_timeout

@@ -2,9 +2,12 @@
 
 The functions' role names the bucket prefixes, the state table, the queue, the endpoints and the
 models and configs a refresh creates (named by the function's own contract), and the HyperPod
-cluster; inside the cluster it may only get and patch the operator's objects in the targets'
-namespaces. Whatever serves a refreshed prefix (an endpoint's execution role, the inference
-operator's model readers) is granted it through the public grant functions
+cluster; inside the cluster it may only get and patch the operator's deployments and manage its weight
+caches in the targets' namespaces, and list nodes (:func:`rbac_objects`). The warm rollout's step function
+has a role of its own with the state table, the queue and the same cluster access (and starts executions of
+the rollout workflow: :func:`~hyperwarm.refresh.rollout.rollout_workflow`). Whatever serves a
+refreshed prefix (an endpoint's execution role, the inference operator's model readers) is granted it
+through the public grant functions
 (:func:`~hyperwarm.endpoints.model.grant_model_data_read`, :func:`~hyperwarm.cluster.addons.grant_mounted_model_read`),
 whose policies land in the grantee's stack. A plain helper adding to the hook itself.
 """
@@ -26,14 +29,18 @@ from hyperwarm.endpoints.model import grant_model_data_read
 from hyperwarm.functions.cache_refresh import contract
 
 RBAC_GROUP = "hyperwarm:cache-refresh"
+_OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
 
 
 class RefreshAccess:
-    """The refresh role's policies and, with a cluster, its access entry and namespace-scoped RBAC."""
+    """The refresh role's policies and, with a cluster, its access entry and namespace-scoped RBAC; with a
+    ``rollout_role`` (the warm rollout's step function), that role's: the state table, the dead-letter queue and
+    the cluster, in the same Kubernetes group, and nothing else."""
 
     def __init__(self, scope: Construct, *, role: iam.Role, bucket: s3.IBucket, prefixes: Sequence[str],
                  state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
-                 namespaces: Sequence[str], endpoints: Sequence[IInferenceEndpoint]) -> None:
+                 namespaces: Sequence[str], endpoints: Sequence[IInferenceEndpoint],
+                 rollout_role: iam.IRole | None = None) -> None:
         if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
             bucket.encryption_key.grant_decrypt(role)
         for prefix in prefixes:
@@ -41,32 +48,46 @@ class RefreshAccess:
                 actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
             acknowledge(role, "the function reads the manifest and checks every file of a model version under "
                         "its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
-            resources=[state_table.table_arn]))
-        dead_letter_queue.grant_send_messages(role)
+        _grant_state_and_letters(role, state_table, dead_letter_queue)
         self.access_entry: eks.CfnAccessEntry | None = None
+        self.rollout_access_entry: eks.CfnAccessEntry | None = None
         self.rbac: eks.KubernetesManifest | None = None
         self.rbac_objects: list[dict[str, Any]] = []
         if cluster is not None:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["eks:DescribeCluster"], resources=[cluster.eks_cluster.cluster_arn]))
-            self._kubernetes_access(scope, role, cluster, namespaces)
+            self.access_entry = _cluster_access(scope, "AccessEntry", role, cluster)
+            self._kubernetes_rbac(scope, cluster, namespaces)
+        if rollout_role is not None:
+            assert cluster is not None  # a rollout needs HyperPod targets, so a cluster
+            _grant_state_and_letters(rollout_role, state_table, dead_letter_queue)
+            self.rollout_access_entry = _cluster_access(scope, "RolloutAccessEntry", rollout_role, cluster)
         if endpoints:
             _grant_endpoints(cdk.Stack.of(scope), role, endpoints)
 
-    def _kubernetes_access(self, scope: Construct, role: iam.IRole, cluster: IHyperPodCluster,
-                           namespaces: Sequence[str]) -> None:
-        """An access entry in a group that a namespace-scoped Role lets get and patch the operator's objects."""
+    def _kubernetes_rbac(self, scope: Construct, cluster: IHyperPodCluster, namespaces: Sequence[str]) -> None:
+        """What the group may do in the cluster: :func:`rbac_objects`."""
         eks_cluster = cluster.eks_cluster
-        self.access_entry = eks.CfnAccessEntry(
-            scope, "AccessEntry", cluster_name=eks_cluster.cluster_name, principal_arn=role.role_arn,
-            kubernetes_groups=[RBAC_GROUP], type="STANDARD")
         self.rbac_objects = rbac_objects(namespaces)
         self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=eks_cluster, manifest=self.rbac_objects,
                                            overwrite=True)
         if cluster.inference_operator is not None:
             self.rbac.node.add_dependency(cluster.inference_operator.addon)  # the operator's CRDs exist first
+
+
+def _grant_state_and_letters(role: iam.IRole, state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue) -> None:
+    """The state table's whole-item reads and conditional puts, and letters to the dead-letter queue."""
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
+        resources=[state_table.table_arn]))
+    dead_letter_queue.grant_send_messages(role)  # with kms:Encrypt and GenerateDataKey on a customer key
+
+
+def _cluster_access(scope: Construct, id: str, role: iam.IRole, cluster: IHyperPodCluster) -> eks.CfnAccessEntry:
+    """DescribeCluster (the API endpoint and CA an EKS token is used with) and an access entry in the group
+    that :func:`rbac_objects` binds, with no access policy of its own."""
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["eks:DescribeCluster"], resources=[cluster.eks_cluster.cluster_arn]))
+    return eks.CfnAccessEntry(scope, id, cluster_name=cluster.eks_cluster.cluster_name, principal_arn=role.role_arn,
+                              kubernetes_groups=[RBAC_GROUP], type="STANDARD")
 
 
 def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInferenceEndpoint]) -> None:
@@ -120,18 +141,31 @@ def refreshed_resource_names(endpoint_names: Sequence[str]) -> list[tuple[str, s
 
 
 def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
-    """A Role and RoleBinding per namespace: get and patch the operator's model objects, nothing else."""
+    """What the refresh and rollout functions' group may do in the cluster, nothing else: per namespace (a Role)
+    get and patch the operator's deployments, and get, list, create, patch and delete its weight caches (a
+    warm rollout stages a version in caches of its own and retires the previous one's); cluster-wide (a
+    ClusterRole) list nodes, to count the nodes a staged cache must be ready on."""
     name = "hyperwarm-cache-refresh"
+    labels = {"app.kubernetes.io/managed-by": "hyperwarm"}
+    subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
     objects: list[dict[str, Any]] = []
     for namespace in namespaces:
-        meta = {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "hyperwarm"}}
+        meta = {"name": name, "namespace": namespace, "labels": labels}
         objects += [
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-             "rules": [{"apiGroups": ["inference.sagemaker.aws.amazon.com"],
-                        "resources": ["inferenceendpointconfigs", "jumpstartmodels", "modelweightscacheconfigs"],
-                        "verbs": ["get", "patch"]}]},
+             "rules": [{"apiGroups": [_OPERATOR_GROUP], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
+                        "verbs": ["get", "patch"]},
+                       {"apiGroups": [_OPERATOR_GROUP], "resources": ["modelweightscacheconfigs"],
+                        "verbs": ["get", "list", "create", "patch", "delete"]}]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]},
+             "subjects": subjects},
         ]
-    return objects
+    meta = {"name": name, "labels": labels}
+    return objects + [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta,
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": subjects},
+    ]

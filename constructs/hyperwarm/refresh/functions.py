@@ -1,4 +1,4 @@
-"""The cache refresh hook's two functions, their role and logs, and where their failures go.
+"""The cache refresh hook's functions, their role and logs, and where their failures go.
 
 A plain helper, not a construct: it adds its resources to the hook itself, so their logical ids are
 the ones the hook always had.
@@ -25,6 +25,7 @@ from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.asset import FUNCTION
+from hyperwarm.refresh.rollout import STEP_TIMEOUT
 
 _RUNTIME_REASON = ("Python 3.13 is the runtime this function and its bundled dependencies are tested on; "
                    "moving to a newer one is a deliberate, tested upgrade")
@@ -34,11 +35,15 @@ class RefreshFunctions:
     """The refresh function (manifest events), the state handler (endpoint state changes) and the
     reconciler (a schedule): one code asset, one role, in the cluster's private subnets when there is a cluster (its EKS API
     endpoint is private). Every invocation that still fails after Lambda's retries goes to
-    ``dead_letter_queue`` (the on-failure destination), except the reconciler's: its next run retries."""
+    ``dead_letter_queue`` (the on-failure destination), except the reconciler's: its next run retries.
+
+    With ``rollout``, also the warm rollout's step function (the rollout workflow's task), from the same code with
+    a role of its own: the refresh role may start the workflow, which invokes the step, so one role for both
+    would make the workflow depend on itself."""
 
     def __init__(self, scope: Construct, *, cluster: IHyperPodCluster | None, environment: Mapping[str, str],
                  dead_letter_queue: sqs.IQueue, function_name: str | None, lock: cdk.Duration,
-                 retry_attempts: int, max_event_age: cdk.Duration) -> None:
+                 retry_attempts: int, max_event_age: cdk.Duration, rollout: bool = False) -> None:
         self.security_group: ec2.SecurityGroup | None = None
         network: dict[str, Any] = {}
         if cluster is not None:
@@ -47,10 +52,10 @@ class RefreshFunctions:
         code = FUNCTION.code()  # one bundle for the three functions
 
         def function(id: str, logs_id: str, handler: str, memory: int, timeout: cdk.Duration, description: str,
-                     name: str | None = None) -> lambda_.Function:
+                     name: str | None = None, role: iam.Role = self.role) -> lambda_.Function:
             created = lambda_.Function(
                 scope, id, function_name=name, runtime=lambda_.Runtime.PYTHON_3_13,
-                architecture=lambda_.Architecture.ARM_64, handler=handler, code=code, role=self.role,
+                architecture=lambda_.Architecture.ARM_64, handler=handler, code=code, role=role,
                 memory_size=memory, timeout=timeout, environment=dict(environment),
                 log_group=logs.LogGroup(scope, logs_id, retention=logs.RetentionDays.THREE_MONTHS),
                 tracing=lambda_.Tracing.ACTIVE, description=description, **network)
@@ -74,11 +79,23 @@ class RefreshFunctions:
         self.reconciler.configure_async_invoke(retry_attempts=0, max_event_age=cdk.Duration.minutes(5))
         acknowledge_checkov(self.reconciler, "a scheduled run with no event worth keeping: the next run "
                             "retries it, and a failed run counts in the Errors alarm", "CKV_AWS_116")
+        self.rollout_role: iam.Role | None = None
+        self.rollout_step: lambda_.Function | None = None
+        if rollout:
+            self.rollout_role = _role(scope, in_vpc=bool(network), id="RolloutRole",
+                                      description="warm rollout step function")
+            self.rollout_step = function("RolloutStepFunction", "RolloutStepLogs", contract.ROLLOUT_HANDLER, 256,
+                                         STEP_TIMEOUT, "hyperwarm: advance a HyperPod target's warm rollout by one "
+                                         "step (the rollout workflow's task)", role=self.rollout_role)
+            acknowledge(self.rollout_role, "X-Ray trace segment writes have no resource-level permissions",
+                        "IAM5[Resource::*]")
+            acknowledge_checkov(self.rollout_step, "invoked synchronously by the rollout workflow, whose Retry and "
+                                "Catch handle its failures: the catch's abandon step dead-letters the rollout",
+                                "CKV_AWS_116")
 
 
-def _role(scope: Construct, *, in_vpc: bool) -> iam.Role:
-    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                    description="cache refresh function")
+def _role(scope: Construct, *, in_vpc: bool, id: str = "Role", description: str = "cache refresh function") -> iam.Role:
+    role = iam.Role(scope, id, assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description)
     role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
         "service-role/AWSLambdaVPCAccessExecutionRole" if in_vpc else "service-role/AWSLambdaBasicExecutionRole"))
     acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs and, "

@@ -8,25 +8,38 @@ same code, which finishes endpoint rollouts. Whatever fails reaches that queue: 
 cannot deliver, permanent failures the function records, and (the functions' on-failure
 destination) every invocation that still raises after Lambda's retries.
 
+A HyperPod target with pre-warm weight caches moves in stages (a warm rollout): the refresh function
+stages the new version in caches of its own and starts the rollout workflow (:mod:`.rollout`, a Step
+Functions state machine, one execution per target and version), whose steps wait until the new version is
+ready on every node, switch the deployment and retire the previous version's caches.
+
 The parts: :mod:`.functions` (functions, role, logs, failure destination),
 :mod:`.access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
-:mod:`.events` (rules), :mod:`.asset` (the code). What the construct writes and the
+:mod:`.events` (rules), :mod:`.rollout` (the warm rollout's workflow), :mod:`.asset` (the code). What the construct writes and the
 function reads (environment, targets, names, metrics) is the function's own
 :mod:`~hyperwarm.functions.cache_refresh.contract`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import aws_cdk as cdk
 from annotated_types import Interval
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_dynamodb as dynamodb, aws_s3 as s3, aws_sqs as sqs
+from aws_cdk import (
+    aws_cloudwatch as cloudwatch,
+    aws_dynamodb as dynamodb,
+    aws_lambda as lambda_,
+    aws_s3 as s3,
+    aws_sqs as sqs,
+    aws_stepfunctions as sfn,
+)
 from constructs import Construct
 
-from hyperwarm._internal.constraints import seconds
+from hyperwarm._internal.constraints import field_problems, seconds, size_in_gb
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
@@ -36,11 +49,19 @@ from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
+from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, rollout_workflow
 from hyperwarm.serving.buckets import model_bucket
 
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
+RolloutTimeout = Annotated[cdk.Duration, seconds(Interval(ge=contract.TIMEOUT_SECONDS_RANGE[0],
+                                                          le=contract.TIMEOUT_SECONDS_RANGE[1]))]
+"""A warm rollout's staging or switch timeout: 300..86400 s (``contract.TIMEOUT_SECONDS_RANGE``)."""
+ModelSize = Annotated[cdk.Size, size_in_gb(Interval(gt=0, le=100_000))]
+"""A model's weights, in GB as ``CachedModelProps.size``: above 0, at most 100,000."""
+_TIMEOUT_FIELDS = ("staging_timeout_seconds", "switch_timeout_seconds")
+"""The contract's names of the timeouts, which the props check under their own names."""
 
 __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
            "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
@@ -57,12 +78,29 @@ class HyperPodRefreshTarget:
     """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
     InferenceEndpointConfig."""
     weights_caches: Sequence[str] = ()
-    """``ModelWeightsCacheConfig`` names repointed too. Default: none."""
+    """Stand-alone ``ModelWeightsCacheConfig`` names (pre-warm caches). With any, a new version rolls out warm:
+    staged in caches of its own, switched once ready on every node, then the previous caches retired (the
+    hook's rollout workflow). Default: none (the deployment is repointed at once)."""
+    model_size: ModelSize | None = None
+    """The model's weights size (a cached model's ``CachedModelProps.size``): sizes the default
+    ``staging_timeout``. Default: unknown."""
+    staging_timeout: RolloutTimeout | None = None
+    """Warm rollout: the new version ready on every node within this, 300..86400 s; else the rollout fails
+    (dead-lettered) and the old version keeps serving. Default: :func:`~hyperwarm.refresh.rollout.default_staging_timeout`
+    of ``model_size``, twice one node's cache fill at the planner's 1 Gbit/s, at least 5 minutes (145 GB:
+    2,320 s); 1 hour without a ``model_size``."""
+    switch_timeout: RolloutTimeout = field(
+        default_factory=lambda: cdk.Duration.seconds(contract.DEFAULT_SWITCH_TIMEOUT_SECONDS))
+    """Warm rollout: the deployment's rollout to the staged version finished within this, 300..86400 s; else it
+    is pointed back at the old version. Default: 30 minutes."""
 
     def to_contract(self) -> contract.HyperPodTarget:
         """The target as the function reads it."""
+        staging = self.staging_timeout or default_staging_timeout(self.model_size)
         return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
-                                       name=self.name, resource=self.resource, caches=tuple(self.weights_caches))
+                                       name=self.name, resource=self.resource, caches=tuple(self.weights_caches),
+                                       staging_timeout_seconds=_whole_seconds(staging),
+                                       switch_timeout_seconds=_whole_seconds(self.switch_timeout))
 
 
 @dataclass(frozen=True)
@@ -159,7 +197,8 @@ class CacheRefreshHook(Construct):
     Whatever serves a refreshed prefix is granted to read every version of it (an endpoint's execution
     role, the inference operator's ``model_readers``), through the public grant functions; those
     policies land in the grantees' stacks. ``node.default_child`` is the refresh function's
-    ``AWS::Lambda::Function``.
+    ``AWS::Lambda::Function``. With a HyperPod target that has ``weights_caches``, the warm rollout's
+    workflow is :attr:`rollout_workflow` (also ``node.find_child("RolloutWorkflow")``).
     """
 
     def __init__(self, scope: Construct, id: str, props: CacheRefreshHookProps) -> None:
@@ -172,10 +211,11 @@ class CacheRefreshHook(Construct):
         self.dead_letter_queue = self._dead_letter_queue(props)
         self.cluster: IHyperPodCluster | None = next((t.cluster for m in props.models for t in m.hyperpod), None)
         endpoints = [t.endpoint for m in props.models for t in m.endpoints]
+        warm = [t.to_contract() for m in props.models for t in m.hyperpod if t.weights_caches]
         functions = RefreshFunctions(
             self, cluster=self.cluster, environment=self._environment(props), dead_letter_queue=self.dead_letter_queue,
             function_name=props.function_name, lock=props.lock, retry_attempts=props.function_retry_attempts,
-            max_event_age=props.max_event_age)
+            max_event_age=props.max_event_age, rollout=bool(warm))
         self.security_group = functions.security_group
         self.role = functions.role
         self.function = functions.function
@@ -185,10 +225,27 @@ class CacheRefreshHook(Construct):
         access = RefreshAccess(
             self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
             state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
-            namespaces=sorted({t.namespace for m in props.models for t in m.hyperpod}), endpoints=endpoints)
+            namespaces=sorted({t.namespace for m in props.models for t in m.hyperpod}), endpoints=endpoints,
+            rollout_role=functions.rollout_role)
         self.access_entry = access.access_entry
         self.rbac = access.rbac
         self.rbac_objects = access.rbac_objects
+        self.rollout_function: lambda_.Function | None = functions.rollout_step
+        """The warm rollout's step function (the workflow's one task), or None without a warm rollout."""
+        self.rollout_role = functions.rollout_role
+        """The step function's own role (state table, dead-letter queue, cluster), or None."""
+        self.rollout_access_entry = access.rollout_access_entry
+        """The step function's access entry, in the refresh's Kubernetes group, or None."""
+        self.rollout_workflow: sfn.StateMachine | None = None
+        """The warm rollout's Standard state machine (one execution per target and version), or None when no
+        HyperPod target has ``weights_caches``. The refresh functions and the step (which rolls a version that
+        waited behind a rollout) may start it (``states:StartExecution`` on it alone); it may invoke only
+        :attr:`rollout_function`."""
+        if functions.rollout_step is not None:
+            self.rollout_workflow = rollout_workflow(self, functions.rollout_step, backstop_timeout(warm))
+            self.rollout_workflow.grant_start_execution(self.role)
+            for starter in (self.function, self.reconciler):
+                starter.add_environment(contract.ROLLOUT_STATE_MACHINE, self.rollout_workflow.state_machine_arn)
         self._grant_serving_read(props)
         rules = RefreshEvents(
             self, bucket_name=self.bucket.bucket_name, prefixes=[m.prefix for m in props.models],
@@ -234,6 +291,26 @@ class CacheRefreshHook(Construct):
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.RECONCILED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
                                  **{"statistic": "Sum", "period": cdk.Duration.hours(1), **options})
+
+    def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
+        """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
+        workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
+        timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
+        Raises ``ValueError`` without a warm rollout (no HyperPod target with ``weights_caches``)."""
+        return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+
+    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Any) -> cloudwatch.Metric:
+        """Seconds from a warm rollout's staging start until the new version was ready on every node of
+        ``target`` (``TimeToWarm``, published once per rollout). Default: Maximum over 5 minutes."""
+        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="TimeToWarm",
+                                 dimensions_map={"service": contract.SERVICE, "target": target.to_contract().id},
+                                 **{"statistic": "Maximum", "period": cdk.Duration.minutes(5), **options})
+
+    def _workflow(self) -> sfn.StateMachine:
+        if self.rollout_workflow is None:
+            raise ValueError(f"{self.node.path}: no warm rollout workflow; it exists when a HyperPod target "
+                             "has weights_caches")
+        return self.rollout_workflow
 
     @staticmethod
     def _sum(metrics: list[cloudwatch.IMetric], options: dict[str, Any]) -> cloudwatch.MathExpression:
@@ -356,8 +433,10 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):
+        problems += [f"{where}.hyperpod[{j}].{p}" for p in field_problems(hyperpod)]
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
-                     contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)]
+                     contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)
+                     if p.field not in _TIMEOUT_FIELDS]
     for j, target in enumerate(model.endpoints):
         endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
         if cdk.Token.is_unresolved(endpoint.endpoint_name):
@@ -369,3 +448,8 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
                             "with execution_role (the refresh passes it to the models it creates)")
         problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
     return problems
+
+
+def _whole_seconds(duration: cdk.Duration) -> int:
+    """A timeout as the contract's whole seconds (a fraction rounds up: never shorter than asked)."""
+    return math.ceil(duration.to_seconds(integral=False))

@@ -1,0 +1,380 @@
+"""The warm rollout's workflow: the state machine, its step function, their IAM and timeouts, and the ASL
+definition run by moto's Step Functions interpreter with the step answered in-process (scripted)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import aws_cdk as cdk
+import boto3
+import pytest
+from aws_cdk import assertions
+from moto import mock_aws
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
+from stand_ins import ACCOUNT, imported_cluster
+
+from hyperwarm import (
+    CacheRefreshHook,
+    CacheRefreshHookProps,
+    HyperPodRefreshTarget,
+    InstanceGroupSpec,
+    RefreshedPrefix,
+    default_staging_timeout,
+)
+from hyperwarm._internal.constraints import gigabytes
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.refresh.rollout import BACKSTOP_MARGIN_SECONDS
+
+REGION = "us-west-2"
+
+
+def _hook(targets: Callable[[Any], list[HyperPodRefreshTarget]]) -> tuple[CacheRefreshHook, cdk.Stack]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "T", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
+    hook = CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(
+        models=[RefreshedPrefix(prefix="models/big", hyperpod=targets(cluster))]))
+    return hook, stack
+
+
+def _warm(cluster: Any, **options: Any) -> HyperPodRefreshTarget:
+    return HyperPodRefreshTarget(cluster, "models", "big", weights_caches=["big-weights"], **options)
+
+
+@pytest.fixture(scope="module")
+def warm() -> tuple[CacheRefreshHook, dict[str, Any]]:
+    """One hook with a warm target (145 GB, default timeouts) and one without caches, synthesized once."""
+    hook, stack = _hook(lambda c: [_warm(c, model_size=gigabytes(145)),
+                                   HyperPodRefreshTarget(c, "models", "small")])
+    return hook, assertions.Template.from_stack(stack).to_json()
+
+
+def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _only(template: dict[str, Any], kind: str) -> tuple[str, dict[str, Any]]:
+    (found,) = _resources(template, kind).items()
+    return found[0], found[1]["Properties"]
+
+
+def _function(template: dict[str, Any], handler: str) -> tuple[str, dict[str, Any]]:
+    (found,) = [(k, r["Properties"]) for k, r in _resources(template, "AWS::Lambda::Function").items()
+                if r["Properties"].get("Handler") == handler]
+    return found
+
+
+def _statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    return [s for p in _resources(template, "AWS::IAM::Policy").values()
+            if {"Ref": role_id} in p["Properties"]["Roles"] for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def _definition(template: dict[str, Any]) -> dict[str, Any]:
+    """The ASL with references resolved to names a test can read (a function's ARN ends in its logical id)."""
+    def resolve(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if "Fn::Join" in value:
+            separator, parts = value["Fn::Join"]
+            return separator.join(resolve(p) for p in parts)
+        if "Fn::GetAtt" in value:
+            return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{value['Fn::GetAtt'][0]}"
+        return {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT}[value["Ref"]]
+
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    return json.loads(resolve(machine["DefinitionString"]))
+
+
+# -- the template -------------------------------------------------------------------------------
+
+def test_a_standard_workflow_logs_every_transition_without_data_traced_with_a_backstop_timeout(warm) -> None:
+    _, template = warm
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    assert machine["StateMachineType"] == "STANDARD" and machine["TracingConfiguration"] == {"Enabled": True}
+    logging = machine["LoggingConfiguration"]
+    assert (logging["Level"], logging["IncludeExecutionData"]) == ("ALL", False)
+    (destination,) = logging["Destinations"]
+    group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+    assert template["Resources"][group]["Type"] == "AWS::Logs::LogGroup"
+    # 145 GB at 1 Gbit/s is 1,160 s per node, twice that stages; plus the 30-minute switch and the margin.
+    assert _definition(template)["TimeoutSeconds"] == 2320 + 1800 + BACKSTOP_MARGIN_SECONDS
+
+
+def test_the_one_task_is_the_rollout_step_with_the_step_as_input_retried_with_back_off(warm) -> None:
+    _, template = warm
+    step_id, _ = _function(template, contract.ROLLOUT_HANDLER)
+    states = _definition(template)["States"]
+    tasks = {name: s for name, s in states.items() if s["Type"] == "Task"}
+    assert set(tasks) == {"Step", "Abandon"}
+    for task in tasks.values():
+        assert task["Resource"] == "arn:aws:states:::lambda:invoke"
+        assert task["Parameters"] == {"FunctionName": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{step_id}",
+                                      "Payload.$": "$"}
+        assert task["OutputPath"] == "$.Payload"
+        retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
+        assert {"Lambda.ServiceException", "States.TaskFailed"} <= retried
+        assert all(r["BackoffRate"] >= 2 for r in task["Retry"])
+        (catch,) = task["Catch"]
+        assert catch["ErrorEquals"] == ["States.ALL"] and catch["ResultPath"] == "$.error"
+    assert states["Wait"]["SecondsPath"] == "$.wait_seconds" and states["Wait"]["Next"] == "Step"
+
+
+def test_the_step_runs_the_rollout_handler_in_the_cluster_vpc_with_a_role_of_its_own(warm) -> None:
+    _, template = warm
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
+    _, refresh = _function(template, contract.REFRESH_HANDLER)
+    assert step["Role"] != refresh["Role"] and step["VpcConfig"]["SubnetIds"]
+    assert step["Code"] == refresh["Code"] and step["Runtime"] == "python3.13"
+
+
+def _by_name(template: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's ARN built from its name: what the step uses, without a reference to the workflow
+    (which invokes the step: a reference would be a cycle)."""
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                              f":states:{REGION}:{ACCOUNT}:stateMachine:{machine['StateMachineName']}"]]}
+
+
+def test_the_last_step_of_a_rollout_may_start_the_next_one_by_the_workflows_name(warm) -> None:
+    """A version that waited behind a rollout is rolled warm by the step that ends it."""
+    _, template = warm
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    assert re.fullmatch(r"[0-9A-Za-z_-]{1,80}", machine["StateMachineName"])  # CreateStateMachine's name rule
+    assert step["Environment"]["Variables"][contract.ROLLOUT_STATE_MACHINE] == _by_name(template)
+    starts = [s for s in _statements(template, step["Role"]["Fn::GetAtt"][0]) if "states:StartExecution" in s["Action"]]
+    assert [(s["Action"], s["Resource"]) for s in starts] == [("states:StartExecution", _by_name(template))]
+
+
+def test_the_workflow_may_invoke_only_the_step_function_and_its_versions(warm) -> None:
+    _, template = warm
+    step_id, _ = _function(template, contract.ROLLOUT_HANDLER)
+    _, machine = _only(template, "AWS::StepFunctions::StateMachine")
+    role_id = machine["RoleArn"]["Fn::GetAtt"][0]
+    statements = _statements(template, role_id)
+    invokes = [s for s in statements if any(a.startswith("lambda:") for a in _actions(s))]
+    assert [(_actions(s), s["Resource"]) for s in invokes] == [(["lambda:InvokeFunction"], [
+        {"Fn::GetAtt": [step_id, "Arn"]}, {"Fn::Join": ["", [{"Fn::GetAtt": [step_id, "Arn"]}, ":*"]]}])]
+    others = {a for s in statements if s not in invokes for a in _actions(s)}
+    assert {a.split(":")[0] for a in others} <= {"logs", "xray"}
+
+
+def test_only_the_refresh_and_step_roles_may_start_executions_and_only_of_the_workflow(warm) -> None:
+    _, template = warm
+    machine_id, _ = _only(template, "AWS::StepFunctions::StateMachine")
+    _, refresh = _function(template, contract.REFRESH_HANDLER)
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
+    starts = [(role, s) for role in _resources(template, "AWS::IAM::Role") for s in _statements(template, role)
+              if any(a.startswith("states:") for a in _actions(s))]
+    assert sorted(((role, s["Action"], json.dumps(s["Resource"])) for role, s in starts)) == sorted([
+        (refresh["Role"]["Fn::GetAtt"][0], "states:StartExecution", json.dumps({"Ref": machine_id})),
+        (step["Role"]["Fn::GetAtt"][0], "states:StartExecution", json.dumps(_by_name(template)))])
+
+
+def test_the_refresh_function_and_the_reconciliation_name_the_workflow(warm) -> None:
+    _, template = warm
+    machine_id, _ = _only(template, "AWS::StepFunctions::StateMachine")
+    for handler in (contract.REFRESH_HANDLER, contract.RECONCILE_HANDLER):
+        _, function = _function(template, handler)
+        assert function["Environment"]["Variables"][contract.ROLLOUT_STATE_MACHINE] == {"Ref": machine_id}
+    _, state_handler = _function(template, contract.STATE_HANDLER)
+    assert contract.ROLLOUT_STATE_MACHINE not in state_handler["Environment"]["Variables"]
+
+
+def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_workflow_only(warm) -> None:
+    _, template = warm
+    _, step = _function(template, contract.ROLLOUT_HANDLER)
+    role_id = step["Role"]["Fn::GetAtt"][0]
+    table_id, _ = _only(template, "AWS::DynamoDB::Table")
+    queue_id, _ = _only(template, "AWS::SQS::Queue")
+    by_action = {a: s["Resource"] for s in _statements(template, role_id) for a in _actions(s)}
+    assert by_action.pop("dynamodb:GetItem") == by_action.pop("dynamodb:PutItem") == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert by_action.pop("sqs:SendMessage") == {"Fn::GetAtt": [queue_id, "Arn"]}
+    assert by_action.pop("states:StartExecution") == _by_name(template)
+    assert json.dumps(by_action.pop("eks:DescribeCluster")).endswith(f':eks:{REGION}:{ACCOUNT}:cluster/hyperpod-eks"]]}}')
+    assert {a.split(":")[0] for a in by_action} == {"sqs", "xray"}  # GetQueueAttributes/Url; trace writes
+    entries = [e["Properties"] for e in _resources(template, "AWS::EKS::AccessEntry").values()]
+    assert {json.dumps(e["PrincipalArn"]) for e in entries} == {
+        json.dumps({"Fn::GetAtt": [role_id, "Arn"]}), json.dumps(_function(template, contract.REFRESH_HANDLER)[1][
+            "Role"])}
+    assert all(e["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in e for e in entries)
+
+
+def test_targets_carry_their_timeouts_to_the_functions(warm) -> None:
+    _, template = warm
+    for handler in (contract.REFRESH_HANDLER, contract.ROLLOUT_HANDLER):
+        _, function = _function(template, handler)
+        (big, small) = contract.parse_targets(function["Environment"]["Variables"][contract.REFRESH_TARGETS])[
+            "models/big"]
+        assert isinstance(big, contract.HyperPodTarget) and isinstance(small, contract.HyperPodTarget)
+        assert (big.staging_timeout_seconds, big.switch_timeout_seconds) == (2320, 1800)
+        assert small.staging_timeout_seconds == contract.DEFAULT_STAGING_TIMEOUT_SECONDS  # no size known
+
+
+def test_metrics_name_the_workflow_and_the_target(warm) -> None:
+    hook, _ = warm
+    stack = cdk.Stack.of(hook)
+    failed = hook.metric_rollout_executions_failed()
+    assert (failed.namespace, failed.metric_name, failed.statistic) == ("AWS/States", "ExecutionsFailed", "Sum")
+    assert stack.resolve(failed.dimensions["StateMachineArn"]) == stack.resolve(
+        hook.rollout_workflow.state_machine_arn)
+    target = _warm(hook.cluster)
+    warm_metric = hook.metric_time_to_warm(target)
+    assert (warm_metric.namespace, warm_metric.metric_name) == (contract.METRICS_NAMESPACE, "TimeToWarm")
+    assert stack.resolve(warm_metric.dimensions) == {
+        "service": contract.SERVICE, "target": "hyperpod:hyperpod-eks/models/InferenceEndpointConfig/big"}
+    assert hook.node.find_child("RolloutWorkflow") is hook.rollout_workflow
+
+
+def test_without_weight_caches_there_is_no_workflow_and_targets_repoint_at_once() -> None:
+    hook, stack = _hook(lambda c: [HyperPodRefreshTarget(c, "models", "small")])
+    assert hook.rollout_workflow is None and hook.rollout_function is None
+    template = assertions.Template.from_stack(stack).to_json()
+    assert not _resources(template, "AWS::StepFunctions::StateMachine")
+    _, refresh = _function(template, contract.REFRESH_HANDLER)
+    assert contract.ROLLOUT_STATE_MACHINE not in refresh["Environment"]["Variables"]
+    with pytest.raises(ValueError, match="no warm rollout workflow; it exists when a HyperPod target has weights_caches"):
+        hook.metric_rollout_executions_failed()
+
+
+# -- timeouts -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size_gb, expected", [(145, 2320), (16, 300), (100_000, 86_400), (None, 3600)])
+def test_the_default_staging_timeout_is_twice_the_planners_fill_within_the_contract_range(size_gb, expected) -> None:
+    size = None if size_gb is None else gigabytes(size_gb)
+    assert default_staging_timeout(size).to_seconds() == expected
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"staging_timeout": cdk.Duration.seconds(100)},
+     r"models\[0\]\.hyperpod\[0\]\.staging_timeout = 100 seconds -- allowed: 300\.\.86400 seconds"),
+    ({"switch_timeout": cdk.Duration.days(2)},
+     r"models\[0\]\.hyperpod\[0\]\.switch_timeout = 172800 seconds -- allowed: 300\.\.86400 seconds"),
+    ({"model_size": gigabytes(0)}, r"models\[0\]\.hyperpod\[0\]\.model_size = 0 GB -- allowed: "),
+])
+def test_timeouts_and_size_outside_their_range_fail_synth_naming_the_field(options, message) -> None:
+    with pytest.raises(ValueError, match=message) as raised:
+        _hook(lambda c: [_warm(c, **options)])
+    assert "_timeout_seconds" not in str(raised.value)  # one problem, under the props' own name
+
+
+def test_explicit_timeouts_reach_the_contract() -> None:
+    _, stack = _hook(lambda c: [_warm(c, model_size=gigabytes(145), staging_timeout=cdk.Duration.hours(2),
+                                         switch_timeout=cdk.Duration.minutes(10))])
+    _, function = _function(assertions.Template.from_stack(stack).to_json(), contract.REFRESH_HANDLER)
+    (target,) = contract.parse_targets(function["Environment"]["Variables"][contract.REFRESH_TARGETS])["models/big"]
+    assert isinstance(target, contract.HyperPodTarget)
+    assert (target.staging_timeout_seconds, target.switch_timeout_seconds) == (7200, 600)
+
+
+# -- the definition under moto's interpreter ---------------------------------------------------
+
+Step = Callable[[contract.RolloutStep], dict[str, Any]]
+
+
+class Rollout(SimpleNamespace):
+    calls: list[contract.RolloutStep]
+    waits: list[int]
+    backoffs: list[float]
+    status: str
+
+
+@pytest.fixture
+def run(warm, monkeypatch) -> Iterator[Callable[[Step], Rollout]]:
+    """Runs the synthesized definition under moto's interpreter; each Lambda invoke calls the scripted
+    step in-process (moto would run the function in Docker) and answers as Lambda does: the step's
+    return value, or ``FunctionError`` with ``errorType`` when it raises. Waits and retry back-offs are
+    recorded instead of slept."""
+    _, template = warm
+    definition = json.dumps(_definition(template))
+    rollout = Rollout(calls=[], waits=[], backoffs=[], status="")
+    script: list[Step] = []
+
+    def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
+        step = contract.RolloutStep.from_json(json.loads(parameters["Payload"]))
+        rollout.calls.append(step)
+        try:
+            return {"StatusCode": 200, "Payload": script[0](step)}
+        except Exception as exc:  # what Lambda answers for an unhandled error
+            return {"StatusCode": 200, "FunctionError": "Unhandled",
+                    "Payload": {"errorType": type(exc).__name__, "errorMessage": str(exc)}}
+
+    monkeypatch.setattr(lambda_eval_utils, "_invoke_lambda_function", invoke)
+    monkeypatch.setattr(retrier_decl, "time", SimpleNamespace(sleep=rollout.backoffs.append))
+    monkeypatch.setattr(WaitFunction, "_wait_interval", lambda self, env, wait_seconds: rollout.waits.append(wait_seconds))
+
+    def execute(step: Step) -> Rollout:
+        script.append(step)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            client = boto3.client("stepfunctions", region_name=REGION)
+            arn = client.create_state_machine(name="rollout", definition=definition,
+                                              roleArn=f"arn:aws:iam::{ACCOUNT}:role/rollout")["stateMachineArn"]
+            first = contract.RolloutStep(target="hyperpod:c/ns/InferenceEndpointConfig/big", version="v2")
+            execution = client.start_execution(
+                stateMachineArn=arn, name=contract.rollout_execution_name(first.target, first.version),
+                input=json.dumps(first.to_json()))["executionArn"]
+            for _ in range(2000):  # the interpreter runs in a thread; bounded, never a timing assert
+                rollout.status = client.describe_execution(executionArn=execution)["status"]
+                if rollout.status != "RUNNING":
+                    break
+                time.sleep(0.01)
+        return rollout
+
+    yield execute
+
+
+def _answers(*phases: str) -> Step:
+    remaining = list(phases)
+
+    def step(given: contract.RolloutStep) -> dict[str, Any]:
+        return given._replace(phase=remaining.pop(0), wait_seconds=contract.ROLLOUT_POLL_SECONDS).to_json()
+    return step
+
+
+def test_a_rollout_stages_switches_and_succeeds(run) -> None:
+    rollout = run(_answers("staging", "staging", "switching", "done"))
+    assert rollout.status == "SUCCEEDED"
+    assert [c.phase for c in rollout.calls] == ["staging", "staging", "staging", "switching"]
+    assert {(c.target, c.version, c.abandon) for c in rollout.calls} == {
+        ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", False)}
+    assert rollout.waits == [contract.ROLLOUT_POLL_SECONDS] * 3 and rollout.backoffs == []
+
+
+def test_a_failed_answer_fails_the_execution_without_abandoning(run) -> None:
+    rollout = run(_answers("staging", "failed"))
+    assert rollout.status == "FAILED"
+    assert [c.abandon for c in rollout.calls] == [False, False] and rollout.waits == [contract.ROLLOUT_POLL_SECONDS]
+
+
+def test_a_step_that_keeps_failing_is_retried_with_back_off_then_abandoned(run) -> None:
+    def step(given: contract.RolloutStep) -> dict[str, Any]:
+        if given.abandon:
+            return given._replace(phase="failed").to_json()
+        raise RuntimeError("the cluster does not answer")
+
+    rollout = run(step)
+    assert rollout.status == "FAILED"
+    *failed, last = rollout.calls
+    assert len(failed) == 5 and not any(c.abandon for c in failed)  # the first try and 4 retries
+    assert (last.target, last.version, last.abandon) == ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", True)
+    assert len(rollout.backoffs) == 4 and all(0 <= b <= 120 for b in rollout.backoffs)
+
+
+def test_an_unknown_phase_is_abandoned(run) -> None:
+    def step(given: contract.RolloutStep) -> dict[str, Any]:
+        return given._replace(phase="failed" if given.abandon else "sideways").to_json()
+
+    rollout = run(step)
+    assert rollout.status == "FAILED" and [c.abandon for c in rollout.calls] == [False, True]
