@@ -13,14 +13,6 @@ from stacks.config import EnvironmentConfig
 from .alarms_stack import alarm_topic
 
 
-def warm_refreshed(config: EnvironmentConfig) -> list[str]:
-    """Cached models the refresh function rolls out warm: refreshed, with a stand-alone (pre-warm) weights
-    cache, the ``weights_caches`` the refresh stack gives their targets."""
-    cached = {m.name: m for m in config.caches.models}
-    return list(dict.fromkeys(name for entry in config.refresh.models for name in entry.caches
-                              if cached[name].prewarm and cached[name].weights_cache))
-
-
 class ObservabilityStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
                  cluster: IHyperPodCluster | None, endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
@@ -30,7 +22,7 @@ class ObservabilityStack(cdk.Stack):
         hyperpod = None
         if cluster is not None and config.caches.models:
             hyperpod = HyperPodModels(cluster=cluster, models=[m.name for m in config.caches.models],
-                                      namespace=config.caches.namespace, refreshed=warm_refreshed(config))
+                                      namespace=config.caches.namespace, refreshed=list(config.refresh.warm(config.caches)))
         self.observability = InferenceObservability(self, "Observability", settings.to_props(
             endpoints=list(endpoints.values()), hyperpod=hyperpod, topic=topic,
             dashboard_name=f"hyperwarm-{env_name}"))

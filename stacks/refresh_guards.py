@@ -31,7 +31,7 @@ def dead_letter_queue_name(env_name: str) -> str:
 
 def cache_targets(env_name: str, config: EnvironmentConfig, cluster_name: str) -> list[GuardedTarget]:
     """Refreshed cached models: the version is ``caches.models[i].source.version``."""
-    refreshed = {name for m in config.refresh.models for name in m.caches}
+    refreshed = set(config.refresh.cached_models)
     return [GuardedTarget(
         target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, contract.HyperPodTarget.resource,
                                               m.name),

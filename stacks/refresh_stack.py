@@ -46,6 +46,7 @@ class RefreshStack(cdk.Stack):
         # By name: the bucket exists before this stack (model_buckets: created by the buckets stack, or existing).
         bucket = model_bucket_by_name(self, "Models", refresh.bucket, config)
         cached = {m.name: m for m in config.caches.models}
+        warm = refresh.warm(config.caches)
         configured = {e.name: e for e in config.endpoints}
         models = []
         self.hyperpod_targets: dict[str, HyperPodRefreshTarget] = {}
@@ -56,8 +57,8 @@ class RefreshStack(cdk.Stack):
                 assert cluster is not None  # the config rules place every cached model on the environment's cluster
                 hyperpod = [HyperPodRefreshTarget(
                     cluster=cluster, namespace=config.caches.namespace, name=name,
-                    weights_caches=[weights_cache_name(name)] if cached[name].prewarm and cached[name].weights_cache
-                    else [], model_size=cached[name].size) for name in entry.caches]
+                    weights_caches=[weights_cache_name(name)] if name in warm else [],
+                    model_size=cached[name].size) for name in entry.caches]
                 self.hyperpod_targets.update(zip(entry.caches, hyperpod, strict=True))
             served = [EndpointRefreshTarget(endpoint=endpoints[name],
                                             blue_green=blue_green(configured[name], endpoints[name]))

@@ -184,10 +184,9 @@ def test_refreshed_models_must_be_watched_models_each_once():
 def test_the_app_watches_the_models_its_refresh_rolls_out_warm(project_context):
     """The observability stack's refreshed models are the refresh stack's targets with stand-alone caches."""
     from stacks.config import parse_environments
-    from stacks.observability_stack import warm_refreshed
 
     environments = parse_environments(project_context["environments"])
-    assert {env: warm_refreshed(config) for env, config in environments.items()} == {
+    assert {env: list(config.refresh.warm(config.caches)) for env, config in environments.items()} == {
         "dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b"]}
 
 
