@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import aws_cdk as cdk
@@ -52,13 +53,17 @@ class RefreshStack(cdk.Stack):
         self.hyperpod_targets: dict[str, HyperPodRefreshTarget] = {}
         """The refreshed cached models' HyperPod targets, by cached model name."""
         for entry in refresh.models:
-            hyperpod = []
+            hyperpod: list[HyperPodRefreshTarget] = []
             if entry.caches:
                 assert cluster is not None  # the config rules place every cached model on the environment's cluster
-                hyperpod = [HyperPodRefreshTarget(
-                    cluster=cluster, namespace=config.caches.namespace, name=name,
-                    weights_caches=[weights_cache_name(name)] if name in warm else [],
-                    model_size=cached[name].size) for name in entry.caches]
+                for name in entry.caches:
+                    target = HyperPodRefreshTarget(
+                        cluster=cluster, namespace=config.caches.namespace, name=name,
+                        weights_caches=[weights_cache_name(name)] if name in warm else [],
+                        model_size=cached[name].size, staging_timeout=entry.staging_timeout)
+                    # cdk.json's switch_timeout overrides the library's default only when it is set
+                    hyperpod.append(dataclasses.replace(target, switch_timeout=entry.switch_timeout)
+                                    if entry.switch_timeout else target)
                 self.hyperpod_targets.update(zip(entry.caches, hyperpod, strict=True))
             served = [EndpointRefreshTarget(endpoint=endpoints[name],
                                             blue_green=blue_green(configured[name], endpoints[name]))

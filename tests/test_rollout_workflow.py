@@ -378,3 +378,21 @@ def test_an_unknown_phase_is_abandoned(run) -> None:
 
     rollout = run(step)
     assert rollout.status == "FAILED" and [c.abandon for c in rollout.calls] == [False, True]
+
+
+def test_cdk_json_sets_a_refreshed_cached_models_timeouts_within_the_librarys_range() -> None:
+    """A refresh entry's staging_timeout and switch_timeout are the library's RolloutTimeout: same range, parsed
+    into Durations, reported with the field and what is allowed."""
+    import json
+
+    from pydantic import ValidationError
+
+    from stacks.config.refresh import RefreshedModel
+
+    entry = RefreshedModel.model_validate_json(json.dumps(
+        {"prefix": "models/llama", "caches": ["llama"], "staging_timeout": 5400, "switch_timeout": 900}))
+    assert entry.staging_timeout is not None and entry.staging_timeout.to_seconds() == 5400
+    assert entry.switch_timeout is not None and entry.switch_timeout.to_seconds() == 900
+    for key, value in (("staging_timeout", 299), ("switch_timeout", 86401)):
+        with pytest.raises(ValidationError, match=key):
+            RefreshedModel.model_validate_json(json.dumps({"prefix": "models/llama", "caches": ["llama"], key: value}))

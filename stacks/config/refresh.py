@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hyperwarm.functions.cache_refresh import versions
+from hyperwarm.refresh.hook import RolloutTimeout
 
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
 
@@ -24,6 +25,12 @@ class RefreshedModel(StrictModel):
     prefix: str = Field(pattern=KEY_PREFIX, description="S3 key prefix in front of <version>/manifest.json")
     caches: tuple[str, ...] = Field(default=(), description="names of caches.models served from this prefix")
     endpoints: tuple[str, ...] = Field(default=(), description="names of endpoints with a variant on this prefix")
+    staging_timeout: RolloutTimeout | None = Field(
+        default=None, description="seconds a warm rollout of these caches may take to stage the new version on every "
+                                  "node (HyperPodRefreshTarget.staging_timeout; default from the model's size)")
+    switch_timeout: RolloutTimeout | None = Field(
+        default=None, description="seconds the deployment's rollout to the staged version may take "
+                                  "(HyperPodRefreshTarget.switch_timeout; default 30 minutes)")
 
     @model_validator(mode="after")
     def _has_targets(self) -> RefreshedModel:
