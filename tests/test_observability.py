@@ -334,7 +334,7 @@ def test_thresholds_come_from_cdk_json(project_context):
     import aws_cdk.assertions as assertions
 
     project_context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99": 2.5,
+        "cold_pod_share_percent": 20, "cold_pod_share_period": 300, "model_latency_p99": 2.5,
         "ttft_p99": 0.75}
     app = _app(project_context, "prod")
     stack = app.node.find_child("hyperwarm-prod-observability")
@@ -376,7 +376,11 @@ def test_disabled_observability_adds_no_stack(project_context):
     ({"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"},
      "environments.prod.observability: alarm_topic_arn moved to alarms.topic_arn"),
     ({"otel_enrichment": "on"}, "environments.prod.observability.otel_enrichment: 'on' -- Input should be 'create' or"),
-    ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
+    ({"cold_pod_share_period": 0}, "environments.prod.observability.cold_pod_share_period: 0"),
+    ({"cold_pod_share_period": 90}, "environments.prod.observability.cold_pod_share_period: 90 -- Input should be a "
+                                    "multiple of 60"),
+    ({"cold_pod_share_minutes": 15}, "environments.prod.observability.cold_pod_share_minutes: 15 -- unknown key; it "
+                                     "is now cold_pod_share_period (seconds, whole minutes: 15 minutes is 900)"),
     ({"ttft_p99": 0}, "environments.prod.observability.ttft_p99: 0"),
     ({"ttft_p99_seconds": 5}, "environments.prod.observability.ttft_p99_seconds: 5 -- unknown key; it is now ttft_p99"),
 ])
@@ -399,12 +403,12 @@ def test_construct_validation_names_every_problem():
     imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat")
     with pytest.raises(ValueError) as error:
         InferenceObservability(stack, "Obs", InferenceObservabilityProps(
-            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_minutes=0,
+            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_period=cdk.Duration.seconds(90),
             ttft_p99=cdk.Duration.seconds(0)))
     text = str(error.value)
     assert "S/Obs: " in text and "variant_names must be known" in text
     assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
-    assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
+    assert "cold_pod_share_period = 90 seconds -- allowed: 60..86400, a multiple of 60 seconds" in text
     assert "ttft_p99 = 0 seconds -- allowed: > 0 seconds" in text
 
 
