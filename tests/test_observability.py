@@ -330,15 +330,28 @@ def _app(context, env: str):
     return build_app(context={**context, "env": env}, nag=False)
 
 
-def test_thresholds_come_from_cdk_json(project_context):
+@pytest.fixture(scope="module")
+def prod_own_alarms():
+    """prod with thresholds of its own and an existing alarm topic, synthesized once (each test reads its part:
+    the two settings are independent): (app, assembly)."""
+    from pathlib import Path
+
+    context = json.loads((Path(__file__).resolve().parent.parent / "cdk.json").read_text())["context"]
+    context["environments"]["prod"]["observability"] = {
+        "cold_pod_share_percent": 20, "cold_pod_share_period": 300, "model_latency_p99": 2.5, "ttft_p99": 0.75}
+    context["environments"]["prod"]["alarms"] = {"topic_arn": EXISTING_TOPIC}
+    app = _app(context, "prod")
+    return app, app.synth()
+
+
+EXISTING_TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
+
+
+def test_thresholds_come_from_cdk_json(prod_own_alarms):
     import aws_cdk.assertions as assertions
 
-    project_context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_period": 300, "model_latency_p99": 2.5,
-        "ttft_p99": 0.75}
-    app = _app(project_context, "prod")
-    stack = app.node.find_child("hyperwarm-prod-observability")
-    template = assertions.Template.from_stack(stack)
+    _, assembly = prod_own_alarms
+    template = assertions.Template.from_json(assembly.get_stack_by_name("hyperwarm-prod-observability").template)
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "ColdPodShare", "Threshold": 20, "EvaluationPeriods": 5})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
@@ -349,26 +362,26 @@ def test_thresholds_come_from_cdk_json(project_context):
         "MetricName": "TimeToFirstToken", "ExtendedStatistic": "p99", "Threshold": 750})
 
 
-def test_an_existing_topic_is_used_declared_and_none_created(project_context):
+def test_an_existing_topic_is_used_declared_and_none_created(prod_own_alarms):
     import aws_cdk.assertions as assertions
 
-    arn = "arn:aws:sns:us-east-1:123456789012:oncall"
-    project_context["environments"]["prod"]["alarms"] = {"topic_arn": arn}
-    app = _app(project_context, "prod")
+    app, assembly = prod_own_alarms
     assert "hyperwarm-prod-alarms" not in [c.node.id for c in app.node.children]
-    assembly = app.synth()  # once: Template.from_stack would synthesize the whole app again per stack
     for part in ("observability", "endpoints", "refresh"):
         template = assertions.Template.from_json(assembly.get_stack_by_name(f"hyperwarm-prod-{part}").template)
         template.resource_count_is("AWS::SNS::Topic", 0)
         for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
-            assert alarm["Properties"]["AlarmActions"] == [arn]
-        assert template.to_json()["Metadata"]["hyperwarm:existingAlarmTopics"] == [arn]
+            assert alarm["Properties"]["AlarmActions"] == [EXISTING_TOPIC]
+        assert template.to_json()["Metadata"]["hyperwarm:existingAlarmTopics"] == [EXISTING_TOPIC]
 
 
 def test_disabled_observability_adds_no_stack(project_context):
-    project_context["environments"]["prod"]["observability"] = {"enabled": False}
-    app = _app(project_context, "prod")
-    assert "hyperwarm-prod-observability" not in [c.node.id for c in app.node.children]
+    # An environment of endpoints alone (no cluster to build): something to observe, and no observability stack.
+    dev = project_context["environments"]["dev"]
+    edge = {"endpoints": dev["endpoints"], "model_buckets": dev["model_buckets"], "observability": {"enabled": False}}
+    app = _app({**project_context, "environments": {"dev": edge}}, "dev")
+    stacks = [c.node.id for c in app.node.children]
+    assert "hyperwarm-dev-endpoints" in stacks and "hyperwarm-dev-observability" not in stacks
 
 
 @pytest.mark.parametrize("section, message", [
