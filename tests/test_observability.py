@@ -330,28 +330,12 @@ def _app(context, env: str):
     return build_app(context={**context, "env": env}, nag=False)
 
 
-@pytest.fixture(scope="module")
-def prod_own_alarms():
-    """prod with thresholds of its own and an existing alarm topic, synthesized once (each test reads its part:
-    the two settings are independent): (app, assembly)."""
-    from pathlib import Path
-
-    context = json.loads((Path(__file__).resolve().parent.parent / "cdk.json").read_text())["context"]
-    context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_period": 300, "model_latency_p99": 2.5, "ttft_p99": 0.75}
-    context["environments"]["prod"]["alarms"] = {"topic_arn": EXISTING_TOPIC}
-    app = _app(context, "prod")
-    return app, app.synth()
-
-
-EXISTING_TOPIC = "arn:aws:sns:us-east-1:123456789012:oncall"
-
-
-def test_thresholds_come_from_cdk_json(prod_own_alarms):
+def test_thresholds_come_from_cdk_json(prod_variant):
     import aws_cdk.assertions as assertions
 
-    _, assembly = prod_own_alarms
-    template = assertions.Template.from_json(assembly.get_stack_by_name("hyperwarm-prod-observability").template)
+    assert prod_variant.observability == {"cold_pod_share_percent": 20, "cold_pod_share_period": 300,
+                                          "model_latency_p99": 2.5, "ttft_p99": 0.75}
+    template = assertions.Template.from_json(prod_variant.template("hyperwarm-prod-observability"))
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "ColdPodShare", "Threshold": 20, "EvaluationPeriods": 5})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
@@ -362,17 +346,17 @@ def test_thresholds_come_from_cdk_json(prod_own_alarms):
         "MetricName": "TimeToFirstToken", "ExtendedStatistic": "p99", "Threshold": 750})
 
 
-def test_an_existing_topic_is_used_declared_and_none_created(prod_own_alarms):
+def test_an_existing_topic_is_used_declared_and_none_created(prod_variant):
     import aws_cdk.assertions as assertions
 
-    app, assembly = prod_own_alarms
-    assert "hyperwarm-prod-alarms" not in [c.node.id for c in app.node.children]
+    arn = prod_variant.topic_arn  # alarms.topic_arn
+    assert "hyperwarm-prod-alarms" not in [c.node.id for c in prod_variant.app.node.children]
     for part in ("observability", "endpoints", "refresh"):
-        template = assertions.Template.from_json(assembly.get_stack_by_name(f"hyperwarm-prod-{part}").template)
+        template = assertions.Template.from_json(prod_variant.template(f"hyperwarm-prod-{part}"))
         template.resource_count_is("AWS::SNS::Topic", 0)
         for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
-            assert alarm["Properties"]["AlarmActions"] == [EXISTING_TOPIC]
-        assert template.to_json()["Metadata"]["hyperwarm:existingAlarmTopics"] == [EXISTING_TOPIC]
+            assert alarm["Properties"]["AlarmActions"] == [arn]
+        assert template.to_json()["Metadata"]["hyperwarm:existingAlarmTopics"] == [arn]
 
 
 def test_disabled_observability_adds_no_stack(project_context):

@@ -109,15 +109,12 @@ def test_no_stack_of_any_environment_warns_at_synth(synthesized) -> None:
     assert synthesized.warnings() == {}
 
 
-def test_every_reader_of_a_bucket_with_a_customer_key_may_decrypt_with_it(project_context) -> None:
+def test_every_reader_of_a_bucket_with_a_customer_key_may_decrypt_with_it(prod_variant) -> None:
     """SSE-KMS objects cannot be read without kms:Decrypt: the endpoint's role, the operator's model readers
     and the refresh function all get it on the key model_buckets names."""
-    key = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    context = copy.deepcopy(project_context)
-    context["environments"]["prod"]["model_buckets"] = [{"name": "hyperwarm-models-prod", "kms_key_arn": key}]
-    assembly = build_app(context={**context, "env": "prod"}, nag=False).synth()
+    key = prod_variant.kms_key_arn  # prod's model bucket hyperwarm-models-prod with kms_key_arn
     decrypting = set()
-    for stack in assembly.stacks:
+    for stack in prod_variant.assembly.stacks:
         for r in stack.template["Resources"].values():
             if r["Type"] == "AWS::IAM::Policy" and any(
                     "kms:Decrypt" in json.dumps(s["Action"]) and s["Resource"] == key
