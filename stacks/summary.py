@@ -120,7 +120,7 @@ def _observability(env_name: str, config: EnvironmentConfig, resources: dict, ki
     return (f"dashboard hyperwarm-{env_name}, {kinds['AWS::CloudWatch::Alarm']} alarms (p99 ModelLatency >= "
             f"{o.model_latency_p99.to_milliseconds() / 1000:g} s, p99 time to first token >= "
             f"{o.ttft_p99.to_milliseconds() / 1000:g} s, ColdPodShare >= "
-            f"{o.cold_pod_share_percent:g} % for {o.cold_pod_share_minutes} min)"
+            f"{o.cold_pod_share_percent:g} % for {o.cold_pod_share_period.to_minutes():g} min)"
             + (f"; every minute: {', '.join(feeds)}" if feeds else ""))
 
 

@@ -94,6 +94,37 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return Synthesized(tmp_path_factory.mktemp("cdk.out"))
 
 
+class ProdVariant:
+    """prod with settings cdk.json's prod does not have, synthesized once (nag off) for the tests of each setting:
+    its own alarm thresholds, an existing alarm topic and a customer-managed key on its model bucket. Each test
+    reads what its setting changes (the thresholds in the alarms, the topic in the alarm actions, the key in the
+    IAM policies): the settings touch different properties, so one synthesis serves them all."""
+
+    topic_arn = "arn:aws:sns:us-east-1:123456789012:oncall"
+    kms_key_arn = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    observability = {"cold_pod_share_percent": 20, "cold_pod_share_period": 300, "model_latency_p99": 2.5,
+                     "ttft_p99": 0.75}
+
+    def __init__(self, outdir: Path) -> None:
+        from stacks.app import build_app
+
+        context = project_context()
+        prod = context["environments"]["prod"]
+        prod["observability"] = self.observability
+        prod["alarms"] = {"topic_arn": self.topic_arn}
+        prod["model_buckets"] = [{**bucket, "kms_key_arn": self.kms_key_arn} for bucket in prod["model_buckets"]]
+        self.app = build_app(outdir=str(outdir), context={**context, "env": "prod"}, nag=False)
+        self.assembly = self.app.synth()
+
+    def template(self, stack_name: str) -> dict[str, Any]:
+        return self.assembly.get_stack_by_name(stack_name).template
+
+
+@pytest.fixture(scope="session")
+def prod_variant(tmp_path_factory: pytest.TempPathFactory) -> ProdVariant:
+    return ProdVariant(tmp_path_factory.mktemp("prod-variant"))
+
+
 @pytest.fixture(scope="session")
 def crds_dir() -> Path:
     """The published operator CRDs, kept in the project with their provenance (constructs/hyperwarm/caches/crds/README.md)."""
@@ -101,6 +132,8 @@ def crds_dir() -> Path:
 
 
 SYNTH_GROUP = "app-synthesis"
+SHARED_SYNTHESES = {"synthesized": SYNTH_GROUP, "prod_variant": "prod-variant"}
+"""The session's syntheses and the group of the tests that read each (on one worker it is built once)."""
 GROUPS = "HYPERWARM_TEST_GROUPS"
 """The folder where the workers write each test's group for the controller's scheduler (set by the controller)."""
 
@@ -113,15 +146,16 @@ def _shares_a_fixture(item: pytest.Item) -> bool:
 
 
 def _group(item: pytest.Item) -> str | None:
-    """Where a test runs: with the others that read the app's synthesis (built once per worker, so on
+    """Where a test runs: with the others that read the same session synthesis (built once per worker, so on
     one worker it is built once), with its file when it shares a fixture with it (the fixture is built
     once), in the group it names (the long histories, split over the workers), or else alone, wherever
     a worker is free."""
     named = item.get_closest_marker("xdist_group")
     if named:
         return str(named.args[0])
-    if "synthesized" in item.fixturenames:
-        return SYNTH_GROUP
+    shared = [group for fixture, group in SHARED_SYNTHESES.items() if fixture in item.fixturenames]
+    if shared:
+        return shared[0]
     return item.nodeid.split("::")[0] if _shares_a_fixture(item) else None
 
 

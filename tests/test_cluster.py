@@ -12,6 +12,7 @@ from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, InstanceGroupSpec, NodeTaint
+from hyperwarm.caches import gigabytes
 from stacks.config.environment import parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -228,7 +229,7 @@ def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_a
     # The spec is a plain dataclass now (no pydantic model validated it before): the construct checks it.
     bad = InstanceGroupSpec(name="-bad", instance_type="ml.z9.huge", instance_count=1001, threads_per_core=3,
                             deep_health_checks=("InstanceStres",), taints=(NodeTaint(key="k", effect="Never"),),
-                            ebs_volume_gb=0)
+                            ebs_volume=gigabytes(0))
     with pytest.raises(ValueError) as error:
         _cluster([SYSTEM, bad])
     message = str(error.value)
@@ -236,7 +237,7 @@ def test_every_instance_group_problem_is_reported_at_once_with_field_value_and_a
     for expected in ("instance_groups[1].name = '-bad' -- allowed: 1..63 letters",
                      "instance_groups[1].instance_type = 'ml.z9.huge' -- unknown instance type; allowed: ml.c5",
                      "instance_groups[1].instance_count = 1001 -- allowed: an integer 0..1000",
-                     "instance_groups[1].ebs_volume_gb = 0 -- allowed: an integer 1..16384",
+                     "instance_groups[1].ebs_volume = 0 GB -- allowed: 1..16384 GB",
                      "instance_groups[1].threads_per_core = 3 -- allowed: 1, 2",
                      "instance_groups[1].deep_health_checks = 'InstanceStres' -- allowed: InstanceStress, "
                      "InstanceConnectivity",

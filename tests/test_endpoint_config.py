@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aws_cdk import Stack
 
 from stacks.app import build_app
 from stacks.config import ConfigError, parse_environment
@@ -77,7 +78,8 @@ def test_image_needs_either_uri_or_framework_and_version() -> None:
 
 def test_environment_without_endpoints_gets_no_endpoints_stack() -> None:
     app = build_app(context={"environments": {"dev": {}}}, nag=False)
-    assert [s.stack_name for s in app.synth().stacks if s.stack_name.endswith("-endpoints")] == []
+    assert [s.stack_name for s in app.node.children if isinstance(s, Stack) and s.stack_name.endswith("-endpoints")] \
+        == []
 
 
 def test_serving_parallelism_is_checked_against_the_instance_type_with_its_field_path() -> None:
@@ -100,24 +102,35 @@ def test_unknown_serving_keys_are_rejected() -> None:
     assert "environments.prod.endpoints[0].variants[0].serving.env: unknown key" in message
 
 
-def test_serving_overrides_in_config_reach_the_endpoints_models() -> None:
-    endpoint = env_with(serving={"framework": "vllm", "args": ["--max-model-len", "8192"]})["endpoints"][0]
-    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]}}},
-                    nag=False)
-    template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
-    (model,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+@pytest.fixture(scope="module")
+def endpoints_template() -> dict[str, Any]:
+    """One synthesis for the settings that reach the endpoints stack: ``chat`` with serving arguments, ``quiet`` with
+    detailed observability off (each test reads its own endpoint's resources; nothing else to observe)."""
+    chat = env_with(serving={"framework": "vllm", "args": ["--max-model-len", "8192"]})["endpoints"][0]
+    quiet = {**env_with()["endpoints"][0], "name": "quiet", "detailed_observability": False,
+             "metric_publish_frequency": 30}
+    app = build_app(context={"environments": {"dev": {"endpoints": [chat, quiet], "model_buckets": [{"name": "models"}],
+                                                      "observability": {"enabled": False}}}}, nag=False)
+    return app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
+
+
+def _of(template: dict[str, Any], kind: str, endpoint: str) -> list[dict[str, Any]]:
+    return [r for logical_id, r in template["Resources"].items()
+            if r["Type"] == kind and logical_id.startswith(endpoint)]
+
+
+def test_serving_overrides_in_config_reach_the_endpoints_models(endpoints_template) -> None:
+    (model,) = _of(endpoints_template, "AWS::SageMaker::Model", "chat")
     assert model["Properties"]["PrimaryContainer"]["Environment"] == {
         "SM_VLLM_MAX_MODEL_LEN": "8192", "SM_VLLM_MODEL": "/opt/ml/model", "SM_VLLM_TENSOR_PARALLEL_SIZE": "1"}
 
 
-def test_detailed_observability_settings_in_config_reach_the_endpoint_config() -> None:
-    endpoint = {**env_with()["endpoints"][0], "detailed_observability": False, "metric_publish_frequency": 30}
-    app = build_app(context={"environments": {"dev": {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]}}},
-                    nag=False)
-    template = app.synth().get_stack_by_name("hyperwarm-dev-endpoints").template
-    (config,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+def test_detailed_observability_settings_in_config_reach_the_endpoint_config(endpoints_template) -> None:
+    (config,) = _of(endpoints_template, "AWS::SageMaker::EndpointConfig", "quiet")
     assert config["Properties"]["MetricsConfig"] == {"EnableDetailedObservability": False,
                                                      "MetricPublishFrequencyInSeconds": 30}
+    (chat,) = _of(endpoints_template, "AWS::SageMaker::EndpointConfig", "chat")  # the default, for contrast
+    assert chat["Properties"]["MetricsConfig"]["EnableDetailedObservability"] is True
 
 
 def test_a_publish_frequency_sagemaker_does_not_accept_is_rejected_in_config() -> None:

@@ -331,15 +331,12 @@ def _app(context, env: str):
     return build_app(context={**context, "env": env}, nag=False)
 
 
-def test_thresholds_come_from_cdk_json(project_context):
+def test_thresholds_come_from_cdk_json(prod_variant):
     import aws_cdk.assertions as assertions
 
-    project_context["environments"]["prod"]["observability"] = {
-        "cold_pod_share_percent": 20, "cold_pod_share_minutes": 5, "model_latency_p99": 2.5,
-        "ttft_p99": 0.75}
-    app = _app(project_context, "prod")
-    stack = app.node.find_child("hyperwarm-prod-observability")
-    template = assertions.Template.from_stack(stack)
+    assert prod_variant.observability == {"cold_pod_share_percent": 20, "cold_pod_share_period": 300,
+                                          "model_latency_p99": 2.5, "ttft_p99": 0.75}
+    template = assertions.Template.from_json(prod_variant.template("hyperwarm-prod-observability"))
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
         "MetricName": "ColdPodShare", "Threshold": 20, "EvaluationPeriods": 5})
     template.has_resource_properties("AWS::CloudWatch::Alarm", {
@@ -350,16 +347,13 @@ def test_thresholds_come_from_cdk_json(project_context):
         "MetricName": "TimeToFirstToken", "ExtendedStatistic": "p99", "Threshold": 750})
 
 
-def test_an_existing_topic_is_used_declared_and_none_created(project_context):
+def test_an_existing_topic_is_used_declared_and_none_created(prod_variant):
     import aws_cdk.assertions as assertions
 
-    arn = "arn:aws:sns:us-east-1:123456789012:oncall"
-    project_context["environments"]["prod"]["alarms"] = {"topic_arn": arn}
-    app = _app(project_context, "prod")
-    assert "hyperwarm-prod-alarms" not in [c.node.id for c in app.node.children]
-    assembly = app.synth()  # once: Template.from_stack would synthesize the whole app again per stack
+    arn = prod_variant.topic_arn  # alarms.topic_arn
+    assert "hyperwarm-prod-alarms" not in [c.node.id for c in prod_variant.app.node.children]
     for part in ("observability", "endpoints", "refresh"):
-        template = assertions.Template.from_json(assembly.get_stack_by_name(f"hyperwarm-prod-{part}").template)
+        template = assertions.Template.from_json(prod_variant.template(f"hyperwarm-prod-{part}"))
         template.resource_count_is("AWS::SNS::Topic", 0)
         for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
             assert alarm["Properties"]["AlarmActions"] == [arn]
@@ -367,12 +361,12 @@ def test_an_existing_topic_is_used_declared_and_none_created(project_context):
 
 
 def test_disabled_observability_adds_no_stack(project_context):
-    prod = project_context["environments"]["prod"]
-    prod["observability"] = {"enabled": False}
-    for cached in prod["caches"]["models"]:  # an exporter trigger scales on what the exporter publishes
-        cached.pop("autoscaling", None)
-    app = _app(project_context, "prod")
-    assert "hyperwarm-prod-observability" not in [c.node.id for c in app.node.children]
+    # An environment of endpoints alone (no cluster to build): something to observe, and no observability stack.
+    dev = project_context["environments"]["dev"]
+    edge = {"endpoints": dev["endpoints"], "model_buckets": dev["model_buckets"], "observability": {"enabled": False}}
+    app = _app({**project_context, "environments": {"dev": edge}}, "dev")
+    stacks = [c.node.id for c in app.node.children]
+    assert "hyperwarm-dev-endpoints" in stacks and "hyperwarm-dev-observability" not in stacks
 
 
 @pytest.mark.parametrize("section, message", [
@@ -380,7 +374,11 @@ def test_disabled_observability_adds_no_stack(project_context):
     ({"alarm_topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"},
      "environments.prod.observability: alarm_topic_arn moved to alarms.topic_arn"),
     ({"otel_enrichment": "on"}, "environments.prod.observability.otel_enrichment: 'on' -- Input should be 'create' or"),
-    ({"cold_pod_share_minutes": 0}, "environments.prod.observability.cold_pod_share_minutes: 0"),
+    ({"cold_pod_share_period": 0}, "environments.prod.observability.cold_pod_share_period: 0"),
+    ({"cold_pod_share_period": 90}, "environments.prod.observability.cold_pod_share_period: 90 -- Input should be a "
+                                    "multiple of 60"),
+    ({"cold_pod_share_minutes": 15}, "environments.prod.observability.cold_pod_share_minutes: 15 -- unknown key; it "
+                                     "is now cold_pod_share_period (seconds, whole minutes: 15 minutes is 900)"),
     ({"ttft_p99": 0}, "environments.prod.observability.ttft_p99: 0"),
     ({"ttft_p99_seconds": 5}, "environments.prod.observability.ttft_p99_seconds: 5 -- unknown key; it is now ttft_p99"),
 ])
@@ -403,12 +401,12 @@ def test_construct_validation_names_every_problem():
     imported = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat")
     with pytest.raises(ValueError) as error:
         InferenceObservability(stack, "Obs", InferenceObservabilityProps(
-            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_minutes=0,
+            endpoints=[imported], cold_pod_share_percent=120, cold_pod_share_period=cdk.Duration.seconds(90),
             ttft_p99=cdk.Duration.seconds(0)))
     text = str(error.value)
     assert "S/Obs: " in text and "variant_names must be known" in text
     assert "cold_pod_share_percent = 120 -- allowed: 0..100" in text
-    assert "cold_pod_share_minutes = 0 -- allowed: 1..1440" in text
+    assert "cold_pod_share_period = 90 seconds -- allowed: 60..86400, a multiple of 60 seconds" in text
     assert "ttft_p99 = 0 seconds -- allowed: > 0 seconds" in text
 
 

@@ -104,24 +104,32 @@ def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_impor
     assert list(exports_in_use(deployed, changed)) == []
 
 
-def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch) -> None:
-    # What the refresh stack did before: import each endpoint's role, key and 5XX alarms.
-    monkeypatch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
-                        stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
-    deployed = assembly(prod(project_context), tmp_path / "deployed")
+def _strong_references(patch: pytest.MonkeyPatch) -> None:
+    """What the refresh stack did before: import each endpoint's role, key and 5XX alarms."""
+    patch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH", stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
+
+
+@pytest.fixture(scope="module")
+def deployed_with_exports(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """prod as cdk.json configures it, synthesized once as the earlier release did (with imported exports)."""
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    with pytest.MonkeyPatch.context() as patch:
+        _strong_references(patch)
+        return assembly(prod(context), tmp_path_factory.mktemp("prod-with-exports"))
+
+
+def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch,
+                                                      deployed_with_exports) -> None:
+    _strong_references(monkeypatch)
     changed = assembly(prod(project_context, lambda c: c["endpoints"][0]["variants"].pop(1)), tmp_path / "changed")
-    (finding,) = exports_in_use(deployed, changed)
+    (finding,) = exports_in_use(deployed_with_exports, changed)
     assert finding.stack == "hyperwarm-prod-endpoints" and "chatrandom5xxAlarm" in finding.resource
     assert "deployed stack(s) hyperwarm-prod-refresh import" in finding.message
 
 
-def test_stacks_deployed_with_imported_exports_take_this_version_in_one_deploy(project_context, tmp_path,
-                                                                             monkeypatch, prod_synth) -> None:
-    with monkeypatch.context() as patch:
-        patch.setattr(stacks.endpoints_stack, "REFERENCE_STRENGTH",
-                      stacks.endpoints_stack.cdk.ReferenceStrength.STRONG)
-        deployed = assembly(prod(project_context), tmp_path / "deployed")
-    assert compare(deployed, Assembly.from_outdir(str(prod_synth))) == []
+def test_stacks_deployed_with_imported_exports_take_this_version_in_one_deploy(deployed_with_exports,
+                                                                             prod_synth) -> None:
+    assert compare(deployed_with_exports, Assembly.from_outdir(str(prod_synth))) == []
 
 
 # -- (c) production ----------------------------------------------------------------------------------------------

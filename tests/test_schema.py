@@ -23,6 +23,7 @@ from hyperwarm import (
     InferenceComponentSpec,
     InferenceEndpoint,
     InferenceEndpointProps,
+    InstanceGroupSpec,
     ModelSpec,
     ProductionVariant,
     Routing,
@@ -36,9 +37,13 @@ from hyperwarm._internal.constraints import (
     Measured,
     constraints_of,
     field_problems,
+    measured_of,
 )
+from hyperwarm.caches import gigabytes
+from hyperwarm.cluster.nodes import nodes_problems
 from hyperwarm.endpoints.rules import endpoint_problems
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.observability.props import InferenceObservabilityProps
 from stacks.config import ConfigError, parse_environment
 from stacks.endpoints_stack import endpoint_props
 from stacks.refresh_stack import blue_green
@@ -279,3 +284,68 @@ def test_one_checker_reports_a_choice_once_for_the_library_and_cdk_json_rejects_
     assert [p for p in problems if "autoscaling.metric" in p] == [f"variant 'v1': {expected}"]
     assert not _config_accepts(_endpoint_json(_variant_json(**INSTANCE, autoscaling={**SCALING,
                                                                                      "metric": "CPUUtilization"})))
+
+
+def _group_accepted(number: float) -> bool:
+    """cdk.json's ``instance_groups[].ebs_volume_gb`` and the cluster's check of ``InstanceGroupSpec.ebs_volume``."""
+    config = _parsed({"instance_groups": [{"name": "gpu", "instance_type": "ml.g5.12xlarge", "ebs_volume_gb": number}]})
+    library = not nodes_problems([InstanceGroupSpec("gpu", "ml.g5.12xlarge", ebs_volume=gigabytes(number))], "None")
+    assert config is library
+    return library
+
+
+def _observability_accepted(field: str, number: float) -> bool:
+    """cdk.json's ``observability`` section and the construct's check of ``InferenceObservabilityProps``."""
+    config = _parsed({"observability": {field: number}})
+    measured = measured_of(InferenceObservabilityProps, field)
+    try:
+        props = InferenceObservabilityProps(**{field: measured.make(number) if measured else number})
+    except RuntimeError:  # aws-cdk (jsii) refuses it already, e.g. a negative Duration
+        library = False
+    else:
+        library = not field_problems(props)
+    assert config is library
+    return library
+
+
+def _parsed(environment: dict[str, Any]) -> bool:
+    try:
+        parse_environment("qa", environment)
+    except ConfigError:
+        return False
+    return True
+
+
+OTHER_CASES = [(cls, c, value) for cls in (InstanceGroupSpec, InferenceObservabilityProps)
+               for c in constraints_of(cls).values() if c.constraints and (cls, c.field) != (InstanceGroupSpec,
+                                                                                             "instance_count")
+               for value in _edges(c)]
+"""The instance groups' and the dashboard's bounded fields; ``instance_count`` is checked by the cluster's own
+words (``tests/test_cluster.py``, ``tests/test_config.py``)."""
+
+
+def test_every_bounded_field_of_the_groups_and_the_dashboard_is_swept() -> None:
+    swept = {(cls, c.field) for cls, c, _ in OTHER_CASES}
+    assert {(InstanceGroupSpec, "ebs_volume"), (InferenceObservabilityProps, "cold_pod_share_period"),
+            (InferenceObservabilityProps, "cold_pod_share_percent"),
+            (InferenceObservabilityProps, "model_latency_p99"), (InferenceObservabilityProps, "ttft_p99")} == swept
+
+
+@pytest.mark.parametrize("cls, constraint, value", OTHER_CASES,
+                         ids=[f"{cls.__name__}.{c.field}={v:g}" for cls, c, v in OTHER_CASES])
+def test_the_groups_and_the_dashboard_accept_what_cdk_json_accepts(cls: type, constraint: Constraint,
+                                                                   value: float) -> None:
+    number = int(value) if float(value).is_integer() else value
+    expected = _allowed(constraint, number)
+    if cls is InstanceGroupSpec:
+        assert _group_accepted(number) is expected
+    else:
+        assert _observability_accepted(constraint.field, number) is expected
+
+
+def test_an_ebs_volume_is_whole_gb_as_volume_size_in_gb_takes_it() -> None:
+    """``VolumeSizeInGB`` is an integer: cdk.json takes whole numbers only, the construct whole GB only."""
+    assert not _parsed({"instance_groups": [{"name": "gpu", "instance_type": "ml.g5.12xlarge", "ebs_volume_gb": 1.5}]})
+    spec = InstanceGroupSpec("gpu", "ml.g5.12xlarge", ebs_volume=cdk.Size.gibibytes(500))
+    assert nodes_problems([spec], "None") == [
+        "instance_groups[0].ebs_volume = 536.871 GB -- allowed: a whole number of GB (VolumeSizeInGB is an integer)"]

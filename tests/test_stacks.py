@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
 from stacks.app import build_app
 from stacks.config import ConfigError
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 def names(app) -> list[str]:
     return sorted(child.node.id for child in app.node.children if hasattr(child, "stack_name"))
 
 
-def test_env_context_selects_one_environment(project_context) -> None:
-    app = build_app(context={**project_context, "env": "prod"}, nag=False)
-    assert all(n.startswith("hyperwarm-prod-") for n in names(app)) and "hyperwarm-prod-cluster" in names(app)
+@pytest.fixture(scope="module")
+def prod_app():
+    """prod alone (``-c env=prod``), as cdk.json configures it, built once for the tests that only read it."""
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    return build_app(context={**context, "env": "prod"}, nag=False)
+
+
+def test_env_context_selects_one_environment(prod_app) -> None:
+    assert all(n.startswith("hyperwarm-prod-") for n in names(prod_app)) and "hyperwarm-prod-cluster" in names(prod_app)
 
 
 def test_unknown_env_lists_configured_ones(project_context) -> None:
@@ -33,25 +42,25 @@ def test_bad_configuration_fails_before_any_stack_exists(project_context) -> Non
         build_app(context=context, nag=False)
 
 
-def test_stacks_carry_their_environment_region(project_context) -> None:
-    app = build_app(context={**project_context, "env": "prod"}, nag=False)
-    assert app.node.find_child("hyperwarm-prod-cluster").region == "us-east-1"
+def test_stacks_carry_their_environment_region(prod_app) -> None:
+    assert prod_app.node.find_child("hyperwarm-prod-cluster").region == "us-east-1"
 
 
-def test_created_model_buckets_deploy_before_every_other_stack_of_the_environment(project_context) -> None:
-    # Staging's caches and endpoints read the bucket the refresh stack created last.
-    app = build_app(context={**project_context, "env": "staging"}, nag=False)
+def test_created_model_buckets_deploy_before_every_other_stack_of_the_environment(synthesized) -> None:
+    # Staging's caches and endpoints read the bucket the refresh stack created last (the session's app: every
+    # environment as cdk.json configures it).
+    app = synthesized.app
     buckets = app.node.find_child("hyperwarm-staging-buckets")
     alarms = app.node.find_child("hyperwarm-staging-alarms")  # the alarm topic reads no bucket
-    others = [s for s in app.node.children if hasattr(s, "stack_name") and s not in (buckets, alarms)]
+    others = [s for s in app.node.children if hasattr(s, "stack_name") and s not in (buckets, alarms)
+              and s.stack_name.startswith("hyperwarm-staging-")]
     assert {s.stack_name for s in others} == {f"hyperwarm-staging-{p}" for p in ("cluster", "caches", "endpoints",
                                                                                   "refresh", "observability")}
     assert all(buckets in s.dependencies for s in others)
 
 
-def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(project_context) -> None:
-    app = build_app(context={**project_context, "env": "prod"}, nag=False)
-    stacks = [s for s in app.node.children if hasattr(s, "stack_name") and not s.stack_name.endswith("-alarms")]
+def test_existing_model_buckets_are_declared_in_every_stack_that_may_read_them(prod_app) -> None:
+    stacks = [s for s in prod_app.node.children if hasattr(s, "stack_name") and not s.stack_name.endswith("-alarms")]
     assert "hyperwarm-prod-buckets" not in {s.stack_name for s in stacks}
     for stack in stacks:
         assert stack.template_options.metadata["hyperwarm:existingBuckets"] == ["hyperwarm-models-prod"]
@@ -100,15 +109,12 @@ def test_no_stack_of_any_environment_warns_at_synth(synthesized) -> None:
     assert synthesized.warnings() == {}
 
 
-def test_every_reader_of_a_bucket_with_a_customer_key_may_decrypt_with_it(project_context) -> None:
+def test_every_reader_of_a_bucket_with_a_customer_key_may_decrypt_with_it(prod_variant) -> None:
     """SSE-KMS objects cannot be read without kms:Decrypt: the endpoint's role, the operator's model readers
     and the refresh function all get it on the key model_buckets names."""
-    key = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    context = copy.deepcopy(project_context)
-    context["environments"]["prod"]["model_buckets"] = [{"name": "hyperwarm-models-prod", "kms_key_arn": key}]
-    assembly = build_app(context={**context, "env": "prod"}, nag=False).synth()
+    key = prod_variant.kms_key_arn  # prod's model bucket hyperwarm-models-prod with kms_key_arn
     decrypting = set()
-    for stack in assembly.stacks:
+    for stack in prod_variant.assembly.stacks:
         for r in stack.template["Resources"].values():
             if r["Type"] == "AWS::IAM::Policy" and any(
                     "kms:Decrypt" in json.dumps(s["Action"]) and s["Resource"] == key

@@ -11,8 +11,6 @@ import aws_cdk as cdk
 import pytest
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.app import build_app
-
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -30,9 +28,10 @@ def test_cdk_nag_reports_no_unacknowledged_findings(synthesized) -> None:
         assert failures == []
 
 
-def test_cdk_nag_fails_synth_on_an_unacknowledged_finding(project_context) -> None:
-    # The gate is real: a bucket without SSL enforcement or logging fails synth.
-    app = build_app(context={**project_context, "env": "dev"}, nag=False)
+def test_cdk_nag_fails_synth_on_an_unacknowledged_finding() -> None:
+    # The gate is real: a bucket without SSL enforcement or logging fails synth (a stack of its own: the
+    # environments' stacks pass, as the session's synthesis shows).
+    app = cdk.App()
     stack = cdk.Stack(app, "Probe", env=cdk.Environment(region="us-west-2"))
     cdk.aws_s3.Bucket(stack, "Leaky")
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))

@@ -53,7 +53,8 @@ from .strict import StrictModel, by_rule, described, library_default, repeated
 RENAMED_KEYS = {f"{name}_seconds": f"{name} (seconds, as before)" for name in (
     "model_data_download_timeout", "container_startup_health_check_timeout", "scale_in_cooldown",
     "scale_out_cooldown", "wait", "metric_publish_frequency", "model_latency_p99", "ttft_p99")} | {
-    "memory_size_mb": "memory_size (MiB, as before)"}
+    "memory_size_mb": "memory_size (MiB, as before)",
+    "cold_pod_share_minutes": "cold_pod_share_period (seconds, whole minutes: 15 minutes is 900)"}
 """Keys of the earlier release, named by the error for an unknown key (the props' names carry no unit)."""
 
 _NAME = described(VARIANT_NAME.pattern,  # the library's rule (hyperwarm.endpoints.rules), in words

@@ -17,13 +17,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
+import aws_cdk as cdk
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm.caches.autoscaling import ExporterTrigger
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.cluster.instance_group import (
-    EbsVolumeGb,
+    EBS_VOLUME,
     GroupInstanceCount,
     InstanceGroupSpec,
     NodeTaint,
@@ -108,8 +109,8 @@ class InstanceGroupConfig(StrictModel):
     deep_health_checks: tuple[DeepHealthCheck, ...] = ()
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
-    ebs_volume_gb: EbsVolumeGb | None = Field(
-        default=None, description="extra EBS volume mounted at /opt/sagemaker; none by default"
+    ebs_volume_gb: Annotated[cdk.Size, EBS_VOLUME] | None = Field(
+        default=None, description="GB: extra EBS volume mounted at /opt/sagemaker; none by default"
     )
     holds_caches: bool = Field(
         default=False, description="whether model weights and images are cached on this group's NVMe"
@@ -123,7 +124,7 @@ class InstanceGroupConfig(StrictModel):
             name=self.name, instance_type=self.instance_type, instance_count=self.instance_count,
             threads_per_core=self.threads_per_core, deep_health_checks=self.deep_health_checks,
             labels=dict(self.labels), taints=tuple(NodeTaint(t.key, t.effect, t.value) for t in self.taints),
-            ebs_volume_gb=self.ebs_volume_gb, holds_caches=self.holds_caches,
+            ebs_volume=self.ebs_volume_gb, holds_caches=self.holds_caches,
         )
 
     @model_validator(mode="after")

@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from hyperwarm.observability.props import (
-    ColdPodShareMinutes,
     ColdPodSharePercent,
+    ColdPodSharePeriod,
     InferenceObservabilityProps,
     LatencyThreshold,
     TtftThreshold,
@@ -38,9 +38,9 @@ class ObservabilityConfig(StrictModel):
     cold_pod_share_percent: ColdPodSharePercent = Field(
         default=library_default(_PROPS, "cold_pod_share_percent"),
         description="alarm when a cached model's ColdPodShare stays above this")
-    cold_pod_share_minutes: ColdPodShareMinutes = Field(
-        default=library_default(_PROPS, "cold_pod_share_minutes"),
-        description="...for this many minutes (a scale-out is briefly cold by design)")
+    cold_pod_share_period: ColdPodSharePeriod = Field(
+        default_factory=lambda: library_default(_PROPS, "cold_pod_share_period"),
+        description="seconds, whole minutes: ...for this long (a scale-out is briefly cold by design)")
     otel_enrichment: Literal["create", "existing"] = Field(
         default="create", description="the account's OTel enrichment, which PromQL queries of endpoint metrics "
         "need: created (and retained) by this environment's observability stack, or existing already")
@@ -58,4 +58,4 @@ class ObservabilityConfig(StrictModel):
         return InferenceObservabilityProps(
             model_latency_p99=self.model_latency_p99, ttft_p99=self.ttft_p99,
             cold_pod_share_percent=self.cold_pod_share_percent,
-            cold_pod_share_minutes=self.cold_pod_share_minutes, otel_enrichment=self.otel_enrichment, **parts)
+            cold_pod_share_period=self.cold_pod_share_period, otel_enrichment=self.otel_enrichment, **parts)

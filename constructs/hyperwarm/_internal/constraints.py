@@ -214,14 +214,28 @@ def _hints(cls: type) -> dict[str, Any]:
     for owner in reversed(cls.__mro__):
         for name, annotation in getattr(owner, "__annotations__", {}).items():
             try:
-                hints[name] = typing.get_type_hints(
-                    type("_Field", (), {"__annotations__": {name: annotation}}), globalns=module,
-                    include_extras=True)[name]
+                hints[name] = _hint(name, annotation, module)
             except NameError:
                 if "Annotated" in str(annotation):
                     raise
                 hints.pop(name, None)
     return hints
+
+
+def _hint(name: str, annotation: Any, module: dict[str, Any]) -> Any:
+    """One field's annotation, resolved. A module that loads without aws-cdk (an instance group's props) types a
+    ``Size`` as ``cdk.Size`` for type checkers only: it resolves with aws-cdk, which the value itself has loaded."""
+    def resolve(namespace: dict[str, Any]) -> Any:
+        return typing.get_type_hints(type("_Field", (), {"__annotations__": {name: annotation}}), globalns=namespace,
+                                     include_extras=True)[name]
+    try:
+        return resolve(module)
+    except NameError as error:
+        if error.name != "cdk" or "cdk" in module:
+            raise
+        import aws_cdk
+
+        return resolve({**module, "cdk": aws_cdk})
 
 
 def _metadata(hint: Any) -> tuple[Any, ...]:

@@ -8,18 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from annotated_types import Interval
 
+from hyperwarm._internal.constraints import Measured, Rule, in_gigabytes
 from hyperwarm.cluster.catalog import InstanceSpec, instance_spec
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL, INSTANCE_TYPE_LABEL
 from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT
 
 GroupInstanceCount = Annotated[int, Interval(ge=INSTANCE_COUNT.start, le=INSTANCE_COUNT.stop - 1)]
 """``ClusterInstanceGroup.InstanceCount``: 0..1000."""
-EbsVolumeGb = Annotated[int, Interval(ge=EBS_VOLUME_GB.start, le=EBS_VOLUME_GB.stop - 1)]
-"""``ClusterEbsVolumeConfig.VolumeSizeInGB``: 1..16384."""
+if TYPE_CHECKING:
+    import aws_cdk as cdk
+
+
+def _whole_gb(size: Any) -> str | None:
+    return None if in_gigabytes(size).is_integer() else "allowed: a whole number of GB (VolumeSizeInGB is an integer)"
+
+
+EBS_VOLUME = Measured("GB", (Interval(ge=EBS_VOLUME_GB.start, le=EBS_VOLUME_GB.stop - 1),), key_suffix="_gb")
+"""``ClusterEbsVolumeConfig.VolumeSizeInGB``: 1..16384 GB (10^9 bytes, as SageMaker states it), whole GB;
+cdk.json gives it as ``ebs_volume_gb``."""
+EbsVolumeSize = Annotated["cdk.Size", EBS_VOLUME, Rule(_whole_gb)]
+"""An instance group's extra EBS volume (aws-cdk is imported for type checkers only: the props load without it)."""
 
 NVME_PATH = "/opt/dlami/nvme"
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
@@ -58,8 +70,9 @@ class InstanceGroupSpec:
     """Kubernetes labels on every node of the group. Default: none (HyperPod's own are always set)."""
     taints: Sequence[NodeTaint] = ()
     """Kubernetes taints on every node (not with deep health checks). Default: none."""
-    ebs_volume_gb: EbsVolumeGb | None = None
-    """Extra EBS volume of 1..16384 GB mounted at /opt/sagemaker. Default: none."""
+    ebs_volume: EbsVolumeSize | None = None
+    """Extra EBS volume mounted at /opt/sagemaker: 1..16384 whole GB (``hyperwarm.caches.gigabytes(500)``).
+    Default: none."""
     holds_caches: bool = False
     """Whether model weights and images are cached on this group's NVMe (the type needs NVMe). Default: false."""
 

@@ -20,6 +20,7 @@ from aws_cdk import (
 )
 from constructs import Construct, IDependable
 
+from hyperwarm._internal.constraints import constraints_of, in_gigabytes
 from hyperwarm._internal.interfaces import scope_of
 from hyperwarm._internal.nag import (
     acknowledge,
@@ -191,10 +192,10 @@ class HyperPodNodes:
 
     def _instance_group(self, group: InstanceGroupSpec) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
         storage = None
-        if group.ebs_volume_gb:
+        if group.ebs_volume is not None:
             storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
                 ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
-                    volume_size_in_gb=group.ebs_volume_gb))]
+                    volume_size_in_gb=int(in_gigabytes(group.ebs_volume))))]
         kubernetes = None
         if group.labels or group.taints:
             kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
@@ -265,11 +266,10 @@ def _group_problems(group: InstanceGroupSpec) -> list[str]:
         errors.append("instance_type -- a token: hyperwarm reads the type's NVMe and capacity at synth")
     elif problem := rules.instance_type_problem(group.instance_type):
         errors.append(f"instance_type = {group.instance_type!r} -- {problem}")
-    ranges = {"instance_count": (group.instance_count, rules.INSTANCE_COUNT),
-              "ebs_volume_gb": (group.ebs_volume_gb, rules.EBS_VOLUME_GB)}
-    for name, (value, allowed) in ranges.items():
-        if value is not None and known(value) and not (isinstance(value, int) and value in allowed):
-            errors.append(f"{name} = {value!r} -- allowed: an integer {allowed.start}..{allowed.stop - 1}")
+    count, allowed = group.instance_count, rules.INSTANCE_COUNT
+    if known(count) and not (isinstance(count, int) and count in allowed):
+        errors.append(f"instance_count = {count!r} -- allowed: an integer {allowed.start}..{allowed.stop - 1}")
+    errors += constraints_of(InstanceGroupSpec)["ebs_volume"].problems(group.ebs_volume)
     if group.threads_per_core not in rules.THREADS_PER_CORE:
         errors.append(f"threads_per_core = {group.threads_per_core!r} -- allowed: 1, 2")
     for check in group.deep_health_checks:

@@ -187,9 +187,9 @@ class InferenceObservability(Construct):
                 left=[exporter.metric_cache_fill_seconds(model)], right=[exporter.metric_failed_caches(model)],
                 width=12))
         self._alarm(f"{model}ColdPodShare", exporter.metric_cold_pod_share(model),
-                    threshold=props.cold_pod_share_percent, periods=props.cold_pod_share_minutes,
+                    threshold=props.cold_pod_share_percent, periods=int(props.cold_pod_share_period.to_minutes()),
                     description=f"{model}: {props.cold_pod_share_percent:g} % or more of its pods on nodes without "
-                                f"its weights cache for {props.cold_pod_share_minutes} minutes")
+                                f"its weights cache for {props.cold_pod_share_period.to_minutes():g} minutes")
         self._alarm(f"{model}CacheFailed", exporter.metric_failed_caches(model), threshold=1, periods=1,
                     description=f"{model}: a weights or image cache of the model is in state Failed")
 
