@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from hyperwarm.functions.cache_refresh import versions
-from hyperwarm.refresh.hook import RolloutTimeout
+from hyperwarm.refresh.timeouts import RolloutTimeout
 
 from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
 

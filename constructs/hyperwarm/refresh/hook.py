@@ -50,14 +50,12 @@ from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_obj
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
 from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, rollout_workflow
+from hyperwarm.refresh.timeouts import RolloutTimeout
 from hyperwarm.serving.buckets import model_bucket
 
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
-RolloutTimeout = Annotated[cdk.Duration, seconds(Interval(ge=contract.TIMEOUT_SECONDS_RANGE[0],
-                                                          le=contract.TIMEOUT_SECONDS_RANGE[1]))]
-"""A warm rollout's staging or switch timeout: 300..86400 s (``contract.TIMEOUT_SECONDS_RANGE``)."""
 ModelSize = Annotated[cdk.Size, size_in_gb(Interval(gt=0, le=100_000))]
 """A model's weights, in GB as ``CachedModelProps.size``: above 0, at most 100,000."""
 _TIMEOUT_FIELDS = ("staging_timeout_seconds", "switch_timeout_seconds")
