@@ -169,7 +169,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(os.environ.pop(GROUPS), ignore_errors=True)
 
 
+def _start_first(item: pytest.Item) -> int:
+    """Longest first: the gates (one program each, the mypy gate up to a minute and a half from an empty cache)
+    and the long histories begin while the many short tests fill the other worker, instead of ending the run
+    as its tail."""
+    return 0 if item.get_closest_marker("gate") else 1 if item.get_closest_marker("slow") else 2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_start_first)  # stable: the order within each kind is pytest's
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker and os.environ.get(GROUPS):
         groups = {item.nodeid: group for item in items if (group := _group(item))}

@@ -314,12 +314,13 @@ class History:
         assert w.sm.status == "InService"
 
     def _finish_executions(self) -> None:
-        """The workflow's executions run to their end, a Wait between steps; the schedule settles lost ones."""
+        """The workflow's executions run to their end, a Wait between steps (five polls' worth: the staging fills
+        a node in 300 s); the schedule settles lost ones."""
         w = self.world
         for _ in range(200):
             if not w.executions:
                 break
-            w.clock.now += 60
+            w.clock.now += 300
             self.step_workflow()
             self.flush_state_changes()
             self.check()
