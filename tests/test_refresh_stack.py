@@ -207,7 +207,7 @@ def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthes
         {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
          "verbs": ["get", "patch"]},
         {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["modelweightscacheconfigs"],
-         "verbs": ["get", "list", "create", "patch", "delete"]}]
+         "verbs": ["get", "create", "patch", "delete"]}]
     assert (cluster_role["kind"], cluster_role["rules"]) == (
         "ClusterRole", [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
     assert cluster_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

@@ -109,7 +109,7 @@ def test_a_standard_workflow_logs_every_transition_without_data_traced_with_a_ba
     group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
     assert template["Resources"][group]["Type"] == "AWS::Logs::LogGroup"
     # 145 GB at 1 Gbit/s is 1,160 s per node, twice that stages; plus the 30-minute switch and the margin.
-    assert _definition(template)["TimeoutSeconds"] == 2320 + 1800 + BACKSTOP_MARGIN_SECONDS
+    assert _definition(template)["TimeoutSeconds"] == 2320 + 2 * 1800 + BACKSTOP_MARGIN_SECONDS  # staging, switch, revert
 
 
 def test_the_one_task_is_the_rollout_step_with_the_step_as_input_retried_with_back_off(warm) -> None:

@@ -116,7 +116,8 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
     for target in targets:
         first, item = _first_look(ports, target, created, replay)
         if first.action == "skip":
-            outcomes.append(Outcome(target.id, "skipped", first.reason, first.message))
+            outcomes.append(_ensure_workflow(ports, target, item, created.version,
+                                             Outcome(target.id, "skipped", first.reason, first.message)))
             if item.get("queued"):
                 waiting.append(target)
         else:
@@ -134,6 +135,20 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
     for target in waiting:  # skipped here, but a version waits for it: roll it if the target is free
         outcomes += [o for o in _drain(ports, target, 0) if o.status == "retry"]
     return _conclude(ports, event, created, outcomes, replay)
+
+
+def _ensure_workflow(ports: Ports, target: Target, item: dict[str, Any], version: str, outcome: Outcome) -> Outcome:
+    """A retry of the event that started a warm rollout: start its execution again (a no-op when it runs), in
+    case the first start failed after the rollout was recorded. A failure here is this event's retry."""
+    pending = item.get("pending") or {}
+    if (ports.settings.dry_run or pending.get("kind") != "hyperpod" or pending.get("version") != version
+            or not isinstance(target, HyperPodTarget) or not rollout.is_warm(ports, target)):
+        return outcome
+    try:
+        rollout.ensure_workflow(ports, target, pending)
+    except TransientError as exc:
+        return Outcome(target.id, "retry", exc.reason, exc.message)
+    return outcome
 
 
 def _first_look(ports: Ports, target: Target, created: ManifestCreated,
@@ -575,6 +590,12 @@ def _reconcile(ports: Ports, target: Target) -> list[str]:
     if isinstance(target, EndpointTarget) and item.get("pending") and decide.rollout(item["pending"], ports.live(
             target, _prefix_of(ports.settings, target)))[0] == "in-progress":
         return []  # still running: nothing to write
+    if isinstance(target, HyperPodTarget) and (item.get("pending") or {}).get("kind") == "hyperpod" \
+            and rollout.is_warm(ports, target):
+        try:  # its execution may never have started, or have ended early: start it (a no-op when it runs)
+            rollout.ensure_workflow(ports, target, item["pending"])
+        except TransientError as exc:
+            ports.log("could not start the rollout's execution", target=target.id, error=exc.message)
     try:
         item, _, outcomes = _revisit(ports, target)
     except TransientError as exc:

@@ -103,10 +103,10 @@ def _live(target: config.Target, prefix: str) -> Any:
     return endpoint_target.live(client("sagemaker"), target, prefix, s.allowed_buckets)
 
 
-def _start_workflow(target: config.HyperPodTarget, version: str) -> None:
-    """StartExecution named by target and version: a second start of the same one is a no-op."""
+def _start_workflow(target: config.HyperPodTarget, version: str, name: str) -> None:
+    """StartExecution under the rollout's name: a second start of the same one is a no-op (the running
+    execution answers; one that ended is ``ExecutionAlreadyExists``, and the reconciliation steps its rollout)."""
     arn = os.environ[contract.ROLLOUT_STATE_MACHINE]
-    name = contract.rollout_execution_name(target.id, version)
     try:
         client("stepfunctions").start_execution(stateMachineArn=arn, name=name,
                                                 input=json.dumps(contract.RolloutStep(target.id, version).to_json()))

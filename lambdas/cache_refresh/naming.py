@@ -88,10 +88,11 @@ def staged_cache_name(cache: str, version: str) -> str:
     return "-".join(p for p in (stem, slug, digest) if p)
 
 
-def rollout_execution_name(target_id: str, version: str) -> str:
-    """The Step Functions execution of one target's warm rollout to ``version``: the same name for the
-    same pair, so a second StartExecution of it is a no-op (its name is unique per state machine for 90 days)."""
-    digest = hashlib.sha256(f"{target_id}|{version}".encode()).hexdigest()[:_DIGEST * 2]
+def rollout_execution_name(target_id: str, version: str, attempt: str = "") -> str:
+    """The Step Functions execution of one attempt (``attempt``: when the rollout was recorded) at rolling one
+    target out to ``version``: the same name for the same attempt, so a second StartExecution of it is a no-op,
+    and another for a replay of the version (a name is taken for 90 days, even by an execution that ended)."""
+    digest = hashlib.sha256(f"{target_id}|{version}|{attempt}".encode()).hexdigest()[:_DIGEST * 2]
     name = re.sub(r"[^0-9A-Za-z_-]+", "-", target_id.rsplit("/", 1)[-1])[:40].strip("-")
     slug = re.sub(r"[^0-9A-Za-z_-]+", "-", version)[:_EXECUTION_MAX - len(name) - len(digest) - 2].strip("-")
     return "-".join(p for p in (name, slug, digest) if p)

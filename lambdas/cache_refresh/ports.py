@@ -34,8 +34,8 @@ class Ports:
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     kube: Callable[[HyperPodTarget], Kube] = lambda target: _no_kube(target)
     """The Kubernetes API of a HyperPod target's cluster (a warm rollout's reads and writes)."""
-    start_workflow: Callable[[HyperPodTarget, str], None] | None = None
-    """Start the warm-rollout execution of (target, version); None: HyperPod targets repoint at once."""
+    start_workflow: Callable[[HyperPodTarget, str, str], None] | None = None
+    """Start the warm-rollout execution (target, version, execution name); None: HyperPod targets repoint at once."""
 
 
 def _no_kube(target: HyperPodTarget) -> Kube:

@@ -505,7 +505,7 @@ class World:
             start_workflow=self._start_workflow if self.warm else None)
 
     @boundary("workflow")
-    def _start_workflow(self, target: Any, version: str) -> None:
+    def _start_workflow(self, target: Any, version: str, name: str) -> None:
         self.executions.setdefault(version, 0)  # a second start of the same execution is a no-op
 
     def step(self, version: str, *, abandon: bool = False) -> tuple[int, str]:

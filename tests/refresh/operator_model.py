@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +83,13 @@ class Operator:
         self._deployment_status(name, "DeploymentComplete")
 
     # -- the API calls ---------------------------------------------------------------------------------
+    on_call: Callable[[str], None] | None = None
+    """Numbers every API call instead of :attr:`crash_at` (a world that crashes at any of its ports' calls)."""
+
     def _call(self, what: str) -> None:
+        if self.on_call is not None:
+            self.on_call(what)
+            return
         if self.crash_at is not None and len(self.calls) == self.crash_at:
             self.calls.append(what)
             raise Crash(what)

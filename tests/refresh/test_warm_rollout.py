@@ -9,7 +9,9 @@ version serving, never a lost or rolled-back version; one letter per permanent f
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,24 +33,47 @@ class WarmWorld:
     operator: Operator = field(default_factory=Operator)
     letters: list[dict[str, Any]] = field(default_factory=list)
     metrics: list[tuple[str, str | None, float]] = field(default_factory=list)
-    executions: list[str] = field(default_factory=list)
+    executions: list[tuple[str, str]] = field(default_factory=list)
+    """(version, execution name) of every StartExecution."""
+
+    crash: tuple[int, str] | None = None
+    """(call number, "before" or "after"): the process dies at that call of any port (Kubernetes, the state
+    table, the dead-letter queue, StartExecution), before it runs or after it went through (its answer lost)."""
+    calls: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.store = MemStore(Faults(random.Random(0), 0.0))
         self.operator.deploy("llama", "llama-weights", BUCKET, f"{PREFIX}/v1", "v1")
+        self.operator.on_call = lambda what: self._at(what, "before")
+
+    def _at(self, what: str, when: str) -> None:
+        if when == "before":
+            self.calls.append(what)
+        if self.crash == (len(self.calls) - 1, when):
+            self.crash = None  # the process dies once; the retry runs in a new one
+            raise Crash(f"{when} {what}")
+
+    def _port(self, what: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            self._at(what, "before")
+            result = call(*args, **kwargs)
+            self._at(what, "after")
+            return result
+        return wrapped
 
     def ports(self) -> flow.Ports:
+        store = SimpleNamespace(get=self._port("state.get", self.store.get), put=self._port("state.put", self.store.put))
         return flow.Ports(
-            settings=SETTINGS, state=StateTable(self.store, lambda: self.operator.now), verify=lambda created: None,
+            settings=SETTINGS, state=StateTable(store, lambda: self.operator.now), verify=lambda created: None,
             live=lambda target, prefix: flow.decide.Live(self.operator.serving()),
             apply_hyperpod=lambda target, created: pytest.fail("a warm target is never repointed at once"),
             start_endpoint=lambda *a: pytest.fail("no endpoint targets"), delete_superseded=lambda *a: [],
-            dead_letter=self.letters.append,
+            dead_letter=self._port("sqs.send", self.letters.append),
             metric=lambda name, reason=None, target=None, value=1.0, unit="Count": self.metrics.append(
                 (name, reason, value)),
             kube=lambda target: self.operator,
-            start_workflow=lambda target, version: self.executions.append(
-                contract.rollout_execution_name(target.id, version)))
+            start_workflow=self._port("states.start", lambda target, version, name: self.executions.append(
+                (version, name))))
 
     def upload(self, version: str, sequencer: int) -> dict[str, Any]:
         return flow.handle(self.ports(), manifest_event(version, sequencer))
@@ -81,7 +106,8 @@ class WarmWorld:
 def test_a_new_version_is_staged_on_every_node_switched_with_no_cold_pod_and_the_old_cache_retired() -> None:
     world = WarmWorld()
     assert world.upload("v2", 1)["targets"][TARGET.id]["status"] == "started"
-    assert world.executions == [contract.rollout_execution_name(TARGET.id, "v2")]
+    started = world.record()["pending"]["started"]
+    assert world.executions == [("v2", contract.rollout_execution_name(TARGET.id, "v2", str(started)))]
     assert world.operator.serving() == "v1", "nothing serving changes before the new version is staged"
 
     assert world.run("v2") == "done"
@@ -166,7 +192,7 @@ def test_a_newer_version_during_staging_waits_and_then_rolls_warm() -> None:
     world.step("v2")
     assert world.upload("v3", 2)["targets"][TARGET.id]["status"] == "queued"
     assert world.run("v2") == "done", "the version staged first finishes (the queue rules are unchanged)"
-    assert world.executions[-1] == contract.rollout_execution_name(TARGET.id, "v3"), "its end started v3"
+    assert world.executions[-1][0] == "v3", "its end started v3"
     assert world.run("v3") == "done"
     assert world.operator.serving() == "v3"
     assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}
@@ -174,11 +200,12 @@ def test_a_newer_version_during_staging_waits_and_then_rolls_warm() -> None:
     assert world.letters == []
 
 
-def test_a_duplicate_upload_during_the_rollout_is_skipped_and_starts_nothing() -> None:
+def test_a_duplicate_upload_during_the_rollout_is_skipped_and_starts_the_same_execution_again() -> None:
+    """A retry of the event (its first start may have failed after the record): the same name, a no-op if it runs."""
     world = WarmWorld()
     world.upload("v2", 1)
     assert world.upload("v2", 1)["status"] == "skipped"
-    assert len(world.executions) == 1
+    assert len(world.executions) == 2 and len(set(world.executions)) == 1
 
 
 def test_the_workflow_giving_up_while_switching_points_back_and_the_reconciliation_finishes() -> None:
@@ -206,41 +233,68 @@ def test_a_lost_execution_is_settled_by_the_reconciliation() -> None:
     world.assert_safe()
 
 
-def _crash_points() -> int:
-    """How many Kubernetes calls a whole rollout makes (each is a place to crash)."""
-    world = WarmWorld()
-    world.upload("v2", 1)
-    world.run("v2")
-    return len(world.operator.calls)
+SCENARIOS = {
+    # what the operator does -> (what serves at the end, the caches left, the letters' reasons)
+    "succeeds": (lambda op: None, "v2", {contract.staged_cache_name("llama-weights", "v2"): "v2"}, []),
+    "cache-fails": (lambda op: op.fail_caches.add(contract.staged_cache_name("llama-weights", "v2")),
+                    "v1", {"llama-weights": "v1"}, ["staging-failed"]),
+    "rollout-fails": (lambda op: setattr(op, "fail_rollouts", True), "v1", {"llama-weights": "v1"}, ["switch-failed"]),
+}
 
 
-@pytest.mark.parametrize("crash_at", range(_crash_points()))
-def test_a_crash_at_any_call_ends_with_the_new_version_warm_or_the_old_serving(crash_at: int) -> None:
-    """The step's process dies at call ``crash_at``; the workflow retries the step (its Retry), the
-    rollout still ends with v2 serving warm, its old cache retired, nothing lost, no letter."""
-    world = WarmWorld()
-    world.operator.crash_at = crash_at
-    for _ in range(30):  # Lambda's retries of the event (then a replay): the dead invocation's lock lapses
+def _drive(world: WarmWorld) -> None:
+    """Lambda's retries of the upload (then a replay) and the workflow's steps, each retried when it dies."""
+    for _ in range(30):  # a dead invocation's lock lapses after HYPERWARM_LOCK_SECONDS
         try:
             world.upload("v2", 1)
             break
         except (Crash, TransientError):
-            world.operator.crash_at = None
             world.operator.tick(60)
-    for _ in range(200):  # the workflow: a step that dies is retried (Retry); one that finds the lock held waits
+    for _ in range(200):  # a step that dies is retried (Retry); one that finds the lock held waits
         try:
             phase = world.step("v2")
         except (Crash, TransientError):
-            world.operator.crash_at = None
             world.operator.tick(60)
             continue
         if phase in ("done", "failed"):
-            break
+            return
         world.operator.tick(60)
-    assert world.operator.serving() == "v2", world.letters
-    assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v2"): "v2"}
-    assert world.letters == []
+
+
+def _crash_points(scenario: str) -> int:
+    """How many port calls the scenario's whole rollout makes: each is a place to crash, before or after."""
+    world = WarmWorld()
+    SCENARIOS[scenario][0](world.operator)
+    _drive(world)
+    return len(world.calls)
+
+
+@pytest.mark.parametrize(("scenario", "crash_at", "when"), [
+    (scenario, n, when) for scenario in SCENARIOS for n in range(_crash_points(scenario)) for when in ("before", "after")])
+def test_a_crash_at_any_call_of_any_port_ends_as_the_same_rollout_without_one(scenario: str, crash_at: int,
+                                                                             when: str) -> None:
+    """The process dies at one call of a Kubernetes, state-table, dead-letter or StartExecution port, before
+    it runs or after it went through; the retries carry on. The end is the one the scenario has without a
+    crash: v2 serving warm with its cache alone, or v1 serving with its own, and one letter id per failure."""
+    setup, serves, caches, reasons = SCENARIOS[scenario]
+    world = WarmWorld(crash=(crash_at, when))
+    setup(world.operator)
+    _drive(world)
+    assert world.operator.serving() == serves, world.letters
+    assert {p.version for p in world.operator.pods} == {serves}
+    assert world.operator.caches() == caches
+    assert sorted({(letter["letter_id"], letter["reason"]) for letter in world.letters}) == sorted(
+        {(letter["letter_id"], letter["reason"]) for letter in _uncrashed(scenario).letters}), world.letters
+    assert [r for r in dict.fromkeys(letter["reason"] for letter in world.letters)] == reasons
+    assert "pending" not in world.record()
     world.assert_safe()
+
+
+def _uncrashed(scenario: str) -> WarmWorld:
+    world = WarmWorld()
+    SCENARIOS[scenario][0](world.operator)
+    _drive(world)
+    return world
 
 
 def test_the_staged_cache_is_a_copy_of_the_serving_one_at_the_new_location() -> None:
@@ -257,13 +311,14 @@ def test_the_staged_cache_is_a_copy_of_the_serving_one_at_the_new_location() -> 
 def test_a_step_under_dry_run_changes_nothing_and_asks_to_wait() -> None:
     world = WarmWorld()
     world.upload("v2", 1)
-    before = (dict(world.store.items), list(world.operator.calls))
+    before = (dict(world.store.items), list(world.calls))
     ports = world.ports()
     ports.settings = Settings(targets=SETTINGS.targets, state_table="t", allowed_buckets=SETTINGS.allowed_buckets,
                               dlq_url="q", dry_run=True)
     answer = flow.on_rollout_step(ports, contract.RolloutStep(TARGET.id, "v2").to_json())
     assert answer["phase"] == "staging"
-    assert (dict(world.store.items), list(world.operator.calls)) == before
+    assert dict(world.store.items) == before[0] and world.calls[:len(before[1])] == before[1]
+    assert [c for c in world.calls[len(before[1]):] if not c.startswith("state.get")] == []
 
 
 def test_a_cache_object_a_deploy_recreated_is_retired_by_the_next_rollout() -> None:

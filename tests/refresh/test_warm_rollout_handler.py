@@ -18,6 +18,7 @@ from refresh_world import NAMESPACE, PREFIX, targets
 from hyperwarm.functions.cache_refresh import contract, handler
 from hyperwarm.functions.cache_refresh.config import HyperPodTarget
 from hyperwarm.functions.cache_refresh.errors import TransientError
+from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
 
 CACHE = "ModelWeightsCacheConfig"
 INSTANCE_TYPE = "ml.g5.8xlarge"
@@ -50,6 +51,10 @@ def _target() -> HyperPodTarget:
     return next(t for t in handler.settings().targets[PREFIX] if isinstance(t, HyperPodTarget))
 
 
+def _record() -> dict[str, Any]:
+    return StateTable(DynamoStore(handler.client("dynamodb"), handler.settings().state_table)).get(_target().id)
+
+
 def _step(context: Any, version: str) -> str:
     answer = handler.on_rollout_step(contract.RolloutStep(_target().id, version).to_json(), context)
     return str(answer["phase"])
@@ -72,7 +77,7 @@ def _operator_rolls(world: Any) -> None:
 def test_an_upload_starts_one_execution_and_the_steps_stage_switch_and_retire_over_the_wire(warm: Any, context: Any) -> None:
     event = warm.upload("v2")
     assert handler.lambda_handler(event, context)["status"] == "refreshed"
-    name = contract.rollout_execution_name(_target().id, "v2")
+    name = contract.rollout_execution_name(_target().id, "v2", str(_record()["pending"]["started"]))
     executions = warm.sfn.list_executions(stateMachineArn=warm.arn)["executions"]
     assert [e["name"] for e in executions] == [name]
     assert json.loads(warm.sfn.describe_execution(executionArn=executions[0]["executionArn"])["input"]) == \
@@ -97,15 +102,15 @@ def test_an_upload_starts_one_execution_and_the_steps_stage_switch_and_retire_ov
 
 
 def test_a_second_start_of_the_same_rollout_is_a_no_op(warm: Any) -> None:
-    handler._start_workflow(_target(), "v2")
-    handler._start_workflow(_target(), "v2")
+    handler._start_workflow(_target(), "v2", "llama-v2-1")
+    handler._start_workflow(_target(), "v2", "llama-v2-1")
     assert len(warm.sfn.list_executions(stateMachineArn=warm.arn)["executions"]) == 1
 
 
 def test_a_start_that_step_functions_refuses_is_retried(warm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(contract.ROLLOUT_STATE_MACHINE, warm.arn.replace(":rollout", ":missing"))
     with pytest.raises(TransientError, match="StateMachineDoesNotExist"):
-        handler._start_workflow(_target(), "v2")
+        handler._start_workflow(_target(), "v2", "llama-v2-1")
 
 
 def test_rollout_metrics_carry_the_target(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,7 +156,7 @@ def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
              "rules": [{"apiGroups": [_OPERATOR_GROUP], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
                         "verbs": ["get", "patch"]},
                        {"apiGroups": [_OPERATOR_GROUP], "resources": ["modelweightscacheconfigs"],
-                        "verbs": ["get", "list", "create", "patch", "delete"]}]},
+                        "verbs": ["get", "create", "patch", "delete"]}]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
              "subjects": subjects},

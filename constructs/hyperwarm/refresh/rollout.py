@@ -66,10 +66,10 @@ def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float =
 
 
 def backstop_timeout(targets: Sequence[contract.HyperPodTarget]) -> cdk.Duration:
-    """The state machine's ``TimeoutSeconds``: the slowest target's staging plus switch timeouts, plus
-    :data:`BACKSTOP_MARGIN_SECONDS`."""
-    slowest = max((t.staging_timeout_seconds + t.switch_timeout_seconds for t in targets),
-                  default=contract.DEFAULT_STAGING_TIMEOUT_SECONDS + contract.DEFAULT_SWITCH_TIMEOUT_SECONDS)
+    """The state machine's ``TimeoutSeconds``: the slowest target's staging timeout and two switch timeouts (the
+    switch, then a revert back), plus :data:`BACKSTOP_MARGIN_SECONDS`."""
+    slowest = max((t.staging_timeout_seconds + 2 * t.switch_timeout_seconds for t in targets),
+                  default=contract.DEFAULT_STAGING_TIMEOUT_SECONDS + 2 * contract.DEFAULT_SWITCH_TIMEOUT_SECONDS)
     return cdk.Duration.seconds(slowest + BACKSTOP_MARGIN_SECONDS)
 
 

@@ -121,8 +121,7 @@ def point_back(kube: Kube, target: HyperPodTarget, previous: dict[str, str]) -> 
             return int(obj["metadata"].get("generation", 0))
         spec: dict[str, Any] = {"modelSourceConfig": {"s3Storage": {"bucketName": previous["bucket"]},
                                                       "modelLocation": previous["location"]}}
-        if previous["version"]:
-            spec["modelVersion"] = previous["version"]
+        spec["modelVersion"] = previous["version"] or None  # merge-patch null: the field goes, as it was
         status, data = kube.merge_patch(target.resource, target.namespace, target.name,
                                         {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
                                          "spec": spec})
