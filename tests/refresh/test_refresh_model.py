@@ -6,7 +6,8 @@ ends blue/green updates in success or rollback, runs a deploy's own endpoint upd
 toggles dry run, replays the dead-letter queue, and injects failures and crashes at every external call (before it, or after it
 went through: a lost answer), including a second invocation run in the middle of one. After every step:
 
-- I2: no target ever moves to an older version;
+- I2: no target ever moves to an older version (but for a failed warm switch pointed back at the version the
+  record names as the previous one);
 - I3: a target only ever serves the version it started on or a complete version;
 - I4: every failure the function decides is counted (RefreshFailed) and in the dead-letter queue with
   its event, every letter is replayable, and an invocation that gives up reaches the queue through
@@ -38,7 +39,7 @@ from typing import Any
 import model_world as mw
 import pytest
 
-from hyperwarm.functions.cache_refresh import deploy_guard, versions
+from hyperwarm.functions.cache_refresh import contract, deploy_guard, versions
 from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm.refresh import cli as refresh_cli
 
@@ -118,6 +119,18 @@ class History:
                 self.check_bad_upload_lettered(event, version, ahead & self._ahead_of(version))
         self.check_failures_recorded([m for m in w.metrics if m[3] == number],
                                      [letter for n, letter in w.sqs.sent if n == number])
+
+    def operator_fails(self) -> None:
+        """The operator fails what a warm rollout waits on: a staged cache (its download) or the next deployment
+        rollout (its pods crash-loop). Either is dead-lettered; the quiescence replays it."""
+        operator = self.world.kube.operator
+        if self.rng.random() < 0.5:
+            operator.fail_rollouts = True
+            self.trace.append("operator: the next deployment rollout fails")
+        elif self.world.executions:
+            version = self.rng.choice(sorted(self.world.executions))
+            operator.fail_caches.add(contract.staged_cache_name("llama-weights", version))
+            self.trace.append(f"operator: the staged cache of {version} fails")
 
     def step_workflow(self) -> None:
         """Step Functions runs one step of a warm rollout's execution: retried when it raises, then its
@@ -275,11 +288,19 @@ class History:
                 order = versions.compare(now, previous)
             except versions.UnorderableVersion:
                 order = -1  # moved to a version the order cannot place after the previous one
-            assert order >= 0, f"I2: {obj} moved back {previous} -> {now}"  # I2
+            assert order >= 0 or self._reverted(previous, now), f"I2: {obj} moved back {previous} -> {now}"  # I2
             assert now == self.history[obj][0] or w.files.get(now) == "complete", f"I3: {obj} serves {now}"
             self.history[obj].append(now)
         for message in w.sqs.messages.values():  # I4: every letter can be replayed
             assert refresh_cli.original_event(message["Body"])["source"] in ("aws.s3", "aws.sagemaker")
+
+    def _reverted(self, failed: str, back_to: str) -> bool:
+        """A warm switch to ``failed`` that failed points the deployment back at what it served before: the
+        one move back a refresh makes, and only to the version its record names as the previous one."""
+        item = mw.json.loads(self.world.store.items.get(StateTable.key(mw.HYPERPOD.id), "{}"))
+        return any(r.get("kind") == "hyperpod" and r.get("version") == failed and r.get("reason")
+                   and (r.get("previous") or {}).get("location", "").rsplit("/", 1)[-1] == back_to
+                   for r in (item.get("pending") or {}, item.get("last_failed") or {}))
 
     # -- a whole history ---------------------------------------------------------------------------
 
@@ -287,7 +308,7 @@ class History:
         actions = [self.upload] * 3 + [self._deliver_one] * 5 + [self.settle] * 2 + [
             self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy, self.move_back]
         if self.world.warm:
-            actions += [self.step_workflow] * 4
+            actions += [self.step_workflow] * 4 + [self.operator_fails]
         for _ in range(steps):
             self.rng.choice(actions)()
             self.flush_state_changes()
