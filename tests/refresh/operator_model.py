@@ -57,6 +57,11 @@ class Operator:
     """Names of caches the operator fails (state Failed) at their next tick."""
     fail_rollouts: bool = False
     """The next deployment rollout ends DeploymentFailed."""
+    observe_seconds: float = 90.0
+    """How long the operator takes to notice a deployment's new spec (its status describes the previous
+    generation until then): longer than a workflow poll, so a step reads a stale status at least once."""
+    terminating: list[tuple[Pod, float]] = field(default_factory=list)
+    """Replaced pods still shutting down (until the time given): they read their version's cache till then."""
     restored: set[str] = field(default_factory=set)
     """Versions a stack rollback put back: their pods may start cold (a deploy's doing, not a refresh's)."""
     calls: list[str] = field(default_factory=list)
@@ -134,7 +139,9 @@ class Operator:
             return False
         if kind == CACHE:
             version = self.version_of(name)
-            readers = [p for p in self.pods if p.version == version and p.node in self._filled.get(name, [])]
+            self.terminating = [(p, until) for p, until in self.terminating if until > self.now]
+            readers = [p for p in [*self.pods, *(p for p, _ in self.terminating)]
+                       if p.version == version and p.node in self._filled.get(name, [])]
             if readers:
                 self.violations.append(f"{name} ({version}) deleted while {len(readers)} pods read it")
             self._filled.pop(name, None)
@@ -162,6 +169,10 @@ class Operator:
         self._fill_all()
         if self._rolling is not None:
             self._roll()
+        else:  # pods replaced last may still be shutting down: the status counts them until they are gone
+            for (kind, _), obj in self.objects.items():
+                if kind == DEPLOYMENT and self.pods and (obj.get("status") or {}).get("deploymentStatus"):
+                    self._replica_counts(obj, self.pods[0].version)
 
     def _fill_all(self) -> None:
         for name in [n for (k, n) in self.objects if k == CACHE]:
@@ -213,17 +224,18 @@ class Operator:
 
     def _start_rolling(self, name: str, obj: dict[str, Any]) -> None:
         version = obj["spec"]["modelSourceConfig"]["modelLocation"].rsplit("/", 1)[-1]
-        self._rolling = {"name": name, "version": version, "next": self.now + self.pod_seconds,
-                         "fail": self.fail_rollouts}
-        self.fail_rollouts = False
-        obj["status"]["state"] = "DeploymentInProgress"
-        obj["status"]["observedGeneration"] = obj["metadata"]["generation"]
-        self._replica_counts(obj, version)
+        self._rolling = {"name": name, "version": version, "next": self.now + self.observe_seconds,
+                         "seen": self.now + self.observe_seconds, "fail": self.fail_rollouts}
+        self.fail_rollouts = False  # the status still describes the previous generation until the operator looks
 
     def _roll(self) -> None:
         rolling = self._rolling
         assert rolling is not None
         obj = self.objects[(DEPLOYMENT, rolling["name"])]
+        if rolling["seen"] > self.now:  # not noticed yet: the status still describes the previous generation
+            return
+        if obj["status"].get("observedGeneration") != obj["metadata"]["generation"]:
+            obj["status"].update(state="DeploymentInProgress", observedGeneration=obj["metadata"]["generation"])
         if rolling["next"] <= self.now:  # one pod per call: tick visits each start at its own moment
             stale = [p for p in self.pods if p.version != rolling["version"]]
             if stale and rolling["fail"]:
@@ -235,19 +247,22 @@ class Operator:
                 pod = stale[0]
                 new = Pod(pod.node, rolling["version"], not self._holds(pod.node, rolling["version"]), rolling["next"])
                 self.pods[self.pods.index(pod)] = new
+                self.terminating.append((pod, rolling["next"] + self.pod_seconds))
                 if new.cold and new.version not in self.restored:
                     self.cold_starts.append(new)
             rolling["next"] += self.pod_seconds
-        self._replica_counts(obj, rolling["version"])
         if all(p.version == rolling["version"] for p in self.pods):
             obj["status"]["state"] = "DeploymentComplete"
             self._rolling = None
+        self._replica_counts(obj, rolling["version"])
 
     def _replica_counts(self, obj: dict[str, Any], version: str) -> None:
+        """While pods roll, the one replaced last is still terminating (it may read its version's cache)."""
         updated = sum(p.version == version for p in self.pods)
+        self.terminating = [(p, until) for p, until in self.terminating if until > self.now]
         obj["status"]["deploymentStatus"] = {"status": {
             "replicas": len(self.pods), "updatedReplicas": updated, "availableReplicas": len(self.pods),
-            "terminatingReplicas": 0}}
+            "terminatingReplicas": len(self.terminating)}}
 
     def _deployment_status(self, name: str, state: str) -> None:
         obj = self.objects[(DEPLOYMENT, name)]

@@ -351,3 +351,28 @@ def test_when_the_target_names_other_caches_the_deployed_ones_are_the_template()
     assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}, \
         "v2's staged cache, which the record named, is retired too"
     world.assert_safe()
+
+
+@pytest.mark.parametrize("blind", ["observedGeneration", "terminatingReplicas"])
+def test_the_rollout_check_needs_each_of_its_status_fields(blind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator model reports a switch a tick late and keeps the last replaced pod terminating: a rollout
+    check blind to either field takes the old generation's or a half-finished rollout for the end, and retires
+    the previous version's cache while its pods read it."""
+    from hyperwarm.functions.cache_refresh.targets import hyperpod, warm
+
+    real_get = Operator.get
+
+    def stale(self: Operator, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        obj = real_get(self, kind, namespace, name)
+        status = obj.get("status") or {}
+        if kind == "InferenceEndpointConfig" and blind == "observedGeneration":
+            status["observedGeneration"] = obj["metadata"]["generation"]
+        if blind == "terminatingReplicas":
+            ((status.get("deploymentStatus") or {}).get("status") or {}).pop("terminatingReplicas", None)
+        return obj
+    monkeypatch.setattr(Operator, "get", stale)
+    assert hyperpod and warm  # the code under test is unchanged: only what it reads is blinded
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.run("v2")
+    assert world.operator.violations, "the blinded check retired a cache in use"
