@@ -376,3 +376,46 @@ def test_the_rollout_check_needs_each_of_its_status_fields(blind: str, monkeypat
     world.upload("v2", 1)
     world.run("v2")
     assert world.operator.violations, "the blinded check retired a cache in use"
+
+
+class _Cluster:
+    """Objects and nodes as the API server returns them, for warm.staging's reads alone."""
+
+    def __init__(self, cache: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
+        self.cache, self._nodes = cache, nodes
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        return self.cache
+
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
+        return self._nodes
+
+
+def _node(ready: str = "True", unschedulable: bool = False) -> dict[str, Any]:
+    return {"metadata": {"name": "n"}, "spec": {"unschedulable": unschedulable},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def _cache(ready_nodes: int, generation: int = 1, observed: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": "c", "generation": generation}, "spec": {"nodeSelector": {"a": "b"}},
+            "status": {"state": "Ready", "readyNodes": ready_nodes, "conditions": [
+                {"type": "Ready", "status": "True", "observedGeneration": observed}]}}
+
+
+def test_staging_counts_only_the_nodes_pods_can_run_on() -> None:
+    """A node NotReady or cordoned runs no pod: two ready caches on the two schedulable nodes of four is ready."""
+    from hyperwarm.functions.cache_refresh.targets import warm
+
+    nodes = [_node(), _node(), _node(ready="False"), _node(unschedulable=True)]
+    progress = warm.staging(_Cluster(_cache(ready_nodes=2), nodes), TARGET, ["c"], None)
+    assert (progress.ready, progress.ready_nodes, progress.target_nodes) == (True, 2, 2)
+    assert not warm.staging(_Cluster(_cache(ready_nodes=1), nodes), TARGET, ["c"], None).ready
+
+
+def test_staging_is_not_ready_on_a_status_of_an_older_spec() -> None:
+    """``Ready`` observed for generation 1 says nothing of generation 2's spec (a cache changed in place)."""
+    from hyperwarm.functions.cache_refresh.targets import warm
+
+    nodes = [_node(), _node()]
+    assert warm.staging(_Cluster(_cache(ready_nodes=2, generation=2, observed=2), nodes), TARGET, ["c"], None).ready
+    assert not warm.staging(_Cluster(_cache(ready_nodes=2, generation=2, observed=1), nodes), TARGET, ["c"], None).ready
