@@ -270,6 +270,13 @@ def test_timeouts_and_size_outside_their_range_fail_synth_naming_the_field(optio
     assert "_timeout_seconds" not in str(raised.value)  # one problem, under the props' own name
 
 
+def test_two_targets_naming_one_weights_cache_fail_synth() -> None:
+    """A cache belongs to one target: the other's warm rollout would retire it while its own pods read it."""
+    with pytest.raises(ValueError, match=re.escape("models[].hyperpod[].weights_caches = 'models/big-weights' -- "
+                                                   "named by two targets")):
+        _hook(lambda c: [_warm(c), HyperPodRefreshTarget(c, "models", "other", weights_caches=["big-weights"])])
+
+
 def test_explicit_timeouts_reach_the_contract() -> None:
     _, stack = _hook(lambda c: [_warm(c, model_size=gigabytes(145), staging_timeout=cdk.Duration.hours(2),
                                          switch_timeout=cdk.Duration.minutes(10))])

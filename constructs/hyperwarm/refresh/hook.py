@@ -412,6 +412,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
         problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
+    shared = repeated(f"{t.namespace}/{c}" for m in props.models for t in m.hyperpod for c in t.weights_caches)
+    problems += [f"models[].hyperpod[].weights_caches = {c!r} -- named by two targets; a cache belongs to one (its "
+                 "warm rollout retires the previous version's cache once its own deployment has moved)" for c in shared]
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
                                    ("function_retry_attempts", props.function_retry_attempts, 0, 2)):
         if not low <= value <= high:
