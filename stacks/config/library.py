@@ -45,7 +45,7 @@ from hyperwarm._internal.constraints import (
     measured_of,
 )
 
-from .strict import StrictModel, by_rule, described
+from .strict import StrictModel, by_rule, described, field_default
 
 Convert = Callable[[Any], Any]
 
@@ -70,14 +70,6 @@ def _constraint(rule: Any) -> Any:
     if isinstance(rule, Rule):
         return AfterValidator(by_rule(rule.problem))
     return rule  # annotated_types bounds: pydantic checks them itself
-
-
-def _default(field: dataclasses.Field[Any]) -> Any:
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
-    return ...
 
 
 def _same(value: Any) -> Any:
@@ -146,7 +138,7 @@ def config_model(cls: type, *, overrides: dict[str, tuple[Any, Any, Convert]] | 
     fields: dict[str, Any] = {}
     converters: dict[str, tuple[str, Convert]] = {}
     for item in dataclasses.fields(cls):
-        name, default = item.name, _default(item)
+        name, default = item.name, field_default(item)
         if overrides and name in overrides:
             annotation, default, convert = overrides[name]
             fields[name] = (annotation, default)
@@ -221,5 +213,5 @@ def library_field(cls: type, name: str, **extra: Any) -> Any:
     for rule in constraint.rules if constraint else ():
         if isinstance(rule, Matches):
             kwargs["pattern"] = described(rule.pattern, rule.words)
-    default = _default(item)
+    default = field_default(item)
     return Field(default=default, **kwargs) if default is not ... else Field(**kwargs)

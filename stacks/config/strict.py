@@ -58,13 +58,20 @@ def by_rule(rule: Callable[[Any], str | list[str] | None]) -> Callable[[Any], An
     return check
 
 
+def field_default(field: dataclasses.Field[Any]) -> Any:
+    """A props field's default (its factory's value), or ``...`` when it has none (pydantic's "required")."""
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return ...
+
+
 def library_default(props: type, name: str) -> Any:
     """The default of field ``name`` of the library's props dataclass ``props``: cdk.json's default is the
     library's, written once (``Field(default=library_default(DataCapture, "sampling_percentage"))``)."""
-    found = {f.name: f for f in dataclasses.fields(props)}[name]
-    if found.default_factory is not dataclasses.MISSING:
-        return found.default_factory()
-    if found.default is dataclasses.MISSING:
+    default = field_default({f.name: f for f in dataclasses.fields(props)}[name])
+    if default is ...:
         raise ValueError(f"{props.__name__}.{name} has no default")
-    return found.default
+    return default
 
