@@ -1,5 +1,5 @@
-"""A HyperPod cluster for tests that only reference one: imported, as another stack would (no MagicMock,
-no synthesized VPC and EKS cluster)."""
+"""Stand-ins the construct tests share: a HyperPod cluster for tests that only reference one (imported, as
+another stack would: no MagicMock, no synthesized VPC and EKS cluster), and one endpoint model."""
 
 from __future__ import annotations
 
@@ -8,9 +8,20 @@ from collections.abc import Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 
-from hyperwarm import HyperPodEksCluster, IHyperPodCluster, InferenceOperator, InstanceGroupSpec
+from hyperwarm import (
+    ContainerImage,
+    HyperPodEksCluster,
+    IHyperPodCluster,
+    InferenceOperator,
+    InstanceGroupSpec,
+    ModelSpec,
+    Serving,
+)
 
 ACCOUNT = "123456789012"
+IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
+# A repository of the account's own: hyperwarm is told which convention the image follows.
+MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 OPERATOR_BUILD = "v2.0.0-eksbuild.1"
 """The inference operator add-on build the stand-in cluster runs (one that holds model caches)."""
 

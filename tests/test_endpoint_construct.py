@@ -10,6 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
+from stand_ins import IMAGE, MODEL
 
 from hyperwarm import (
     ContainerImage,
@@ -32,9 +33,6 @@ from hyperwarm import (
 )
 from hyperwarm.endpoints.rules import endpoint_problems
 
-IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
-# A repository of the account's own: hyperwarm is told which convention the image follows.
-MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 CU130 = ContainerImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
 CU130_MODEL = ModelSpec(CU130, model_data="s3://models-bucket/llama/v1/")
 AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"

@@ -9,19 +9,15 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_apigateway as apigateway, aws_cloudwatch as cloudwatch, aws_iam as iam, aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
+from stand_ins import MODEL
 
 from hyperwarm import (
-    ContainerImage,
     IInferenceEndpoint,
     InferenceEndpoint,
     InferenceEndpointProps,
-    ModelSpec,
     ProductionVariant,
-    Serving,
 )
 
-IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
-MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 INVOKE = ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
 
 
