@@ -8,6 +8,8 @@ version serving, never a lost or rolled-back version; one letter per permanent f
 
 from __future__ import annotations
 
+import functools
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -261,16 +263,18 @@ def _drive(world: WarmWorld) -> None:
         world.operator.tick(60)
 
 
-def _crash_points(scenario: str) -> int:
-    """How many port calls the scenario's whole rollout makes: each is a place to crash, before or after."""
+@functools.cache
+def _uncrashed(scenario: str) -> WarmWorld:
+    """The scenario's whole rollout without a crash: what every crashed run must end as."""
     world = WarmWorld()
     SCENARIOS[scenario][0](world.operator)
     _drive(world)
-    return len(world.calls)
+    return world
 
 
 @pytest.mark.parametrize(("scenario", "crash_at", "when"), [
-    (scenario, n, when) for scenario in SCENARIOS for n in range(_crash_points(scenario)) for when in ("before", "after")])
+    (scenario, n, when) for scenario in SCENARIOS for n in range(len(_uncrashed(scenario).calls))
+    for when in ("before", "after")])
 def test_a_crash_at_any_call_of_any_port_ends_as_the_same_rollout_without_one(scenario: str, crash_at: int,
                                                                              when: str) -> None:
     """The process dies at one call of a Kubernetes, state-table, dead-letter or StartExecution port, before
@@ -288,13 +292,6 @@ def test_a_crash_at_any_call_of_any_port_ends_as_the_same_rollout_without_one(sc
     assert [r for r in dict.fromkeys(letter["reason"] for letter in world.letters)] == reasons
     assert "pending" not in world.record()
     world.assert_safe()
-
-
-def _uncrashed(scenario: str) -> WarmWorld:
-    world = WarmWorld()
-    SCENARIOS[scenario][0](world.operator)
-    _drive(world)
-    return world
 
 
 def test_the_staged_cache_is_a_copy_of_the_serving_one_at_the_new_location() -> None:
@@ -321,15 +318,20 @@ def test_a_step_under_dry_run_changes_nothing_and_asks_to_wait() -> None:
     assert [c for c in world.calls[len(before[1]):] if not c.startswith("state.get")] == []
 
 
+def _deploy_cache_again(world: WarmWorld, version: str) -> None:
+    """A deploy applies the caches manifest again: the deployed cache object is back under its own name."""
+    world.operator.create(CACHE, "models", {"metadata": {"name": "llama-weights"}, "spec": {
+        "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
+                              "modelLocation": f"{PREFIX}/{version}"}}})
+
+
 def test_a_cache_object_a_deploy_recreated_is_retired_by_the_next_rollout() -> None:
     """After v2 serves from its staged cache, a deploy applies the caches manifest again: the deployed
     cache object is back under its own name. The next rollout retires it with v2's staged cache."""
     world = WarmWorld()
     world.upload("v2", 1)
     world.run("v2")
-    world.operator.create(CACHE, "models", {"metadata": {"name": "llama-weights"}, "spec": {
-        "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
-                              "modelLocation": f"{PREFIX}/v2"}}})
+    _deploy_cache_again(world, "v2")
     world.upload("v3", 2)
     assert world.run("v3") == "done"
     assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}
@@ -342,10 +344,8 @@ def test_when_the_target_names_other_caches_the_deployed_ones_are_the_template()
     world.run("v2")
     record = world.record()
     record["current_caches"] = [*record["current_caches"], "b"]  # recorded when the target had two caches
-    world.store.items[StateTable.key(TARGET.id)] = __import__("json").dumps(record)
-    world.operator.create(CACHE, "models", {"metadata": {"name": "llama-weights"}, "spec": {
-        "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
-                              "modelLocation": f"{PREFIX}/v2"}}})
+    world.store.items[StateTable.key(TARGET.id)] = json.dumps(record)
+    _deploy_cache_again(world, "v2")
     world.upload("v3", 2)
     assert world.run("v3") == "done"
     assert world.operator.caches() == {contract.staged_cache_name("llama-weights", "v3"): "v3"}, \
