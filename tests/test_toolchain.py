@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
 import tomllib
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +82,30 @@ def test_no_code_cites_the_trackers_history() -> None:
     found = [f"{path.relative_to(REPO)}:{n}" for path in paths
              for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if cited.search(line)]
     assert not found, found
+
+
+def _imported_aws_cdk_modules(mypy: dict[str, Any]) -> set[str]:
+    """The aws_cdk modules (and their parent packages) that the files mypy checks import."""
+    excluded = [re.compile(pattern) for pattern in mypy["exclude"]]
+    found: set[str] = set()
+    for entry in mypy["files"]:
+        for path in [REPO / entry] if entry.endswith(".py") else (REPO / entry).rglob("*.py"):
+            if any(p.search(path.relative_to(REPO).as_posix()) for p in excluded):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    found |= {alias.name for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    modules = {m for m in found if m.split(".")[0] == "aws_cdk" and importlib.util.find_spec(m) is not None}
+    return modules | {m.rsplit(".", 1)[0] for m in modules if "." in m}
+
+
+def test_mypy_reads_exactly_the_aws_cdk_modules_the_project_imports() -> None:
+    # A module imported but not listed would be skipped, its types silently Any; one listed but no longer
+    # imported costs every cold run its reading.
+    mypy = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    follow = {m: o["follow_imports"] for o in mypy["overrides"] if "follow_imports" in o for m in o["module"]}
+    assert follow.pop("aws_cdk.*") == "skip"
+    assert set(follow.values()) == {"normal"}
+    assert sorted(follow) == sorted(_imported_aws_cdk_modules(mypy))
