@@ -1,4 +1,4 @@
-"""Review fixes: the record follows what a target serves, odd versions are dead-lettered, and a state
+"""The record follows what a target serves, odd versions are dead-lettered, and a state
 table error at the lock is one target's retry (on the in-memory fakes of model_world.py)."""
 
 from __future__ import annotations
