@@ -37,17 +37,51 @@ def prod(project_context: dict[str, Any], edit=None, **context: Any) -> dict[str
     return {**project_context, "environments": environments, "env": "prod", **context}
 
 
+# Each rule compares one stack with its deployed template, so each test synthesizes only the part of prod its
+# stacks need: a synth of the whole of prod costs two to three times as much, and these tests take several.
+def without_cluster(config: dict[str, Any]) -> None:
+    """prod's endpoints and what reads them (refresh, observability, alarms), without the HyperPod cluster."""
+    for key in ("instance_groups", "caches", "vpc", "kubernetes_version", "addon_versions", "cluster_admins"):
+        del config[key]
+    config["refresh"]["models"] = [{key: value for key, value in model.items() if key != "caches"}
+                                   for model in config["refresh"]["models"] if model.get("endpoints")]
+
+
+def cluster_only(config: dict[str, Any]) -> None:
+    """prod's HyperPod cluster alone."""
+    for key in ("caches", "endpoints", "refresh", "observability"):
+        del config[key]
+
+
+def both(*edits):
+    def edit(config: dict[str, Any]) -> None:
+        for each in edits:
+            each(config)
+    return edit
+
+
 def assembly(context: dict[str, Any], outdir: Path) -> Assembly:
     return Assembly.from_outdir(build_app(outdir=str(outdir), context=context, nag=False).synth().directory)
 
 
 @pytest.fixture(scope="module")
 def prod_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """prod as cdk.json configures it, synthesized once for the module (nag off): the deployed baseline most
-    tests start from. Read it only; a test that synthesizes over it works on a copy (:func:`deployed_in`)."""
+    """prod's endpoints as cdk.json configures them (:func:`without_cluster`), synthesized once for the module
+    (nag off): the deployed baseline most tests start from. Read it only; a test that synthesizes over it works
+    on a copy (:func:`deployed_in`)."""
     outdir = tmp_path_factory.mktemp("prod-cdk.out")
     context = json.loads((REPO / "cdk.json").read_text())["context"]
-    build_app(outdir=str(outdir), context=prod(context), nag=False).synth()
+    build_app(outdir=str(outdir), context=prod(context, without_cluster), nag=False).synth()
+    return outdir
+
+
+@pytest.fixture(scope="module")
+def cluster_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """prod's cluster as cdk.json configures it (:func:`cluster_only`), synthesized once for the module: the
+    baseline of the tests that change the cluster."""
+    outdir = tmp_path_factory.mktemp("cluster-cdk.out")
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    build_app(outdir=str(outdir), context=prod(context, cluster_only), nag=False).synth()
     return outdir
 
 
@@ -70,7 +104,8 @@ def variant(n: int, **changes: Any):
 def test_an_autoscaled_variants_new_instance_type_fails_synth_until_autoscaling_goes_first(project_context,
                                                                                         tmp_path, prod_synth) -> None:
     def run(edit=None) -> None:
-        synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, edit), nag=False))
+        synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, both(without_cluster, edit)),
+                             nag=False))
 
     deployed_in(prod_synth, tmp_path)  # what is deployed
     bigger = variant(1, instance_type="ml.p5en.48xlarge")
@@ -100,7 +135,7 @@ def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized)
 def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_imports(project_context, tmp_path,
                                                                                   edit, prod_synth) -> None:
     deployed = Assembly.from_outdir(str(prod_synth))
-    changed = assembly(prod(project_context, edit), tmp_path / "changed")
+    changed = assembly(prod(project_context, both(without_cluster, edit)), tmp_path / "changed")
     assert list(exports_in_use(deployed, changed)) == []
 
 
@@ -115,13 +150,14 @@ def deployed_with_exports(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     context = json.loads((REPO / "cdk.json").read_text())["context"]
     with pytest.MonkeyPatch.context() as patch:
         _strong_references(patch)
-        return assembly(prod(context), tmp_path_factory.mktemp("prod-with-exports"))
+        return assembly(prod(context, without_cluster), tmp_path_factory.mktemp("prod-with-exports"))
 
 
 def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch,
                                                       deployed_with_exports) -> None:
     _strong_references(monkeypatch)
-    changed = assembly(prod(project_context, lambda c: c["endpoints"][0]["variants"].pop(1)), tmp_path / "changed")
+    changed = assembly(prod(project_context, both(without_cluster, lambda c: c["endpoints"][0]["variants"].pop(1))),
+                       tmp_path / "changed")
     (finding,) = exports_in_use(deployed_with_exports, changed)
     assert finding.stack == "hyperwarm-prod-endpoints" and "chatrandom5xxAlarm" in finding.resource
     assert "deployed stack(s) hyperwarm-prod-refresh import" in finding.message
@@ -211,9 +247,10 @@ def test_protect_leaves_other_environments_alone(monkeypatch, capsys) -> None:
 
 
 def test_a_change_that_replaces_the_hyperpod_cluster_fails_synth_naming_the_field(project_context,
-                                                                                tmp_path, prod_synth) -> None:
-    kept = deployed_in(prod_synth, tmp_path / "deployed")  # kept from the last deploy
-    cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"), baseline=str(kept))
+                                                                                tmp_path, cluster_synth) -> None:
+    kept = deployed_in(cluster_synth, tmp_path / "deployed")  # kept from the last deploy
+    cidr = prod(project_context, both(cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16")),
+                baseline=str(kept))
     with pytest.raises(ConfigError) as error:
         synthesize(build_app(outdir=str(tmp_path / "out"), context=cidr, nag=False))
     message = str(error.value)
@@ -233,7 +270,7 @@ def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exi
     baseline = deployed_templates(cloud)
     assert baseline.templates == {"hyperwarm-prod-endpoints": json.loads(_EMPTY)}
     assert baseline.source == "the deployed templates (CloudFormation GetTemplate)"
-    elsewhere = prod(project_context, lambda c: c.update(account="999999999999"))
+    elsewhere = prod(project_context, both(without_cluster, lambda c: c.update(account="999999999999")))
     cloud = build_app(outdir=str(tmp_path / "b"), context=elsewhere, nag=False).synth()
     with pytest.raises(ConfigError, match=r"the AWS credentials are account 123456789012, hyperwarm-prod-\w+ "
                                           r"deploys to 999999999999; set AWS_PROFILE"):
@@ -259,11 +296,11 @@ def test_a_failed_first_create_is_no_baseline_and_the_cli_account_is_checked(pro
 
 
 def test_a_synth_that_fails_its_validations_keeps_the_previous_baseline(project_context, tmp_path,
-                                                                       monkeypatch, prod_synth) -> None:
+                                                                       monkeypatch, cluster_synth) -> None:
     """aws-cdk-lib writes the assembly before cdk-nag fails it: that synth must not become the baseline, or the
     next one compares with a change that never deployed."""
-    deployed_in(prod_synth, tmp_path)  # what is deployed
-    cidr = prod(project_context, lambda c: c["vpc"].update(cidr="10.1.0.0/16"))
+    deployed_in(cluster_synth, tmp_path)  # what is deployed
+    cidr = prod(project_context, both(cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16")))
     app = build_app(outdir=str(tmp_path), context=cidr, nag=False)
     synth = app.synth
 
