@@ -32,6 +32,7 @@ import random
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from hyperwarm.endpoints.routing import (  # SageMaker's limits, one place
@@ -82,6 +83,15 @@ def _ring_point(instance: int, vnode: int, salt: int = 0) -> int:
     return mix64((_RING_SALT + salt) * 1_000_003 + instance * 1_000_000 + vnode)
 
 
+@lru_cache(maxsize=512)
+def _ring_layout(n: int, vnodes: int, salt: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ring's sorted points and the instance owning each: a pure function of its arguments, and most of a
+    simulation's set-up time in pure Python, so every ring of the same shape shares one (a tuning run builds
+    the same few shapes for every strategy and seed)."""
+    placed = sorted((_ring_point(i, v, salt), i) for i in range(n) for v in range(vnodes))
+    return tuple(p for p, _ in placed), tuple(i for _, i in placed)
+
+
 class Ring:
     """Consistent-hash ring over instance ids ``0..n-1``.
 
@@ -93,9 +103,7 @@ class Ring:
     """
 
     def __init__(self, n: int, vnodes: int = VNODES, salt: int = 0) -> None:
-        pts = sorted((_ring_point(i, v, salt), i) for i in range(n) for v in range(vnodes))
-        self.points = [p for p, _ in pts]
-        self.owners = [i for _, i in pts]
+        self.points, self.owners = _ring_layout(n, vnodes, salt)
         self._pref: dict[int, tuple[int, ...]] = {}
         self.n = n
 
