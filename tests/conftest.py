@@ -27,6 +27,11 @@ for _key, _value in {
 }.items():
     os.environ[_key] = _value
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+# aws-cdk-lib's built-in CloudFormation validation costs each process ~2.5 s to start and every synth of a test's
+# minimal stack a third of its time, for warnings only (without cdk.json's validateAgainstDefaultRules). It is off
+# in the test processes and on where it gates: the app's synthesis registers it explicitly (Synthesized), as
+# `make synth` and `cdk synth` run it, and cfn-lint lints every template (tests/test_templates.py).
+os.environ["CDK_VALIDATION"] = "false"
 
 
 def _share_botocore_data() -> None:
@@ -74,9 +79,12 @@ class Synthesized:
     """The project app synthesized once, with cdk-nag on: templates by stack name."""
 
     def __init__(self, outdir: Path) -> None:
+        import aws_cdk as cdk
+
         from stacks.app import build_app
 
         self.app = build_app(outdir=str(outdir), context=project_context())
+        cdk.Validations.of(self.app).add_plugins(cdk.CloudFormationValidatePlugin())  # CDK_VALIDATION is off here
         self.assembly = self.app.synth()
         self.outdir = outdir
 

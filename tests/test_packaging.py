@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.gate
 def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
-    env = {**os.environ, "CDK_OUTDIR": str(tmp_path)}
+    # As a user runs it: aws-cdk-lib's CloudFormation validation on (tests/conftest.py turns it off for the tests).
+    env = {**{k: v for k, v in os.environ.items() if k != "CDK_VALIDATION"}, "CDK_OUTDIR": str(tmp_path)}
     # Run from outside the repository so nothing but the installed package is importable.
     subprocess.run([sys.executable, "-m", "hyperwarm.run", str(REPO / "examples" / "my_platform_app.py")],
                    cwd=tmp_path, env=env, check=True, capture_output=True)

@@ -20,12 +20,23 @@ def test_every_environment_is_synthesized(synthesized) -> None:
         assert f"hyperwarm-{env}-cluster" in names
 
 
-def test_cdk_nag_reports_no_unacknowledged_findings(synthesized) -> None:
-    # The fixture synthesized with the AwsSolutions plugin: synth raises on any open finding.
-    report = synthesized.outdir / "validation-report.json"
-    if report.exists():
-        failures = [p for p in json.loads(report.read_text())["pluginReports"] if p["conclusion"] != "success"]
-        assert failures == []
+def test_cdk_nag_and_cloudformation_validation_report_no_unacknowledged_findings(synthesized) -> None:
+    # The fixture synthesized with the AwsSolutions plugin and aws-cdk-lib's CloudFormation validation, which
+    # cdk.json's validateAgainstDefaultRules turns into a gate: synth raises on any open finding of either.
+    reports = json.loads((synthesized.outdir / "validation-report.json").read_text())["pluginReports"]
+    assert {p["pluginName"] for p in reports} == {"AwsSolutions", cdk.CloudFormationValidatePlugin.PLUGIN_NAME}
+    assert [p for p in reports if p["conclusion"] != "success" or p["violations"]] == []
+
+
+def test_cloudformation_validation_fails_synth_on_an_invalid_property(project_context) -> None:
+    # cdk.json's flag, with the plugin registered as the app's session synthesis registers it.
+    flag = "@aws-cdk/core:validateAgainstDefaultRules"
+    app = cdk.App(context={flag: project_context[flag]})
+    stack = cdk.Stack(app, "Probe", env=cdk.Environment(region="us-west-2"))
+    cdk.CfnResource(stack, "Queue", type="AWS::SQS::Queue", properties={"DelaySeconds": "soon"})
+    cdk.Validations.of(app).add_plugins(cdk.CloudFormationValidatePlugin())
+    with pytest.raises(RuntimeError, match=r"ValidationFailed: ERROR DelaySeconds: 'soon' is not of type 'integer'"):
+        app.synth()
 
 
 def test_cdk_nag_fails_synth_on_an_unacknowledged_finding() -> None:
