@@ -58,16 +58,12 @@ os.environ["XDG_CACHE_HOME"] = str(_CACHE) if os.access(sys.prefix, os.W_OK) els
 
 
 def _exit_without_finalizing() -> None:
-    """A worker ends here, after every other exit handler (registered first, it runs last; jsii's stops its Node
-    before): the interpreter's finalization would free a whole run's objects one by one, seconds the controller
-    waits through at the end of every run, for memory the process returns to the system anyway."""
+    """A pytest-xdist worker ends here, after every exit handler registered later (jsii's, which stops its Node):
+    the interpreter's finalization would free a whole run's objects one by one, seconds the controller waits
+    through at the end of every run, for memory the process returns to the system anyway."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # xdist reads the worker's results from its channel, never its exit status
-
-
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    atexit.register(_exit_without_finalizing)
 
 
 def project_context() -> dict[str, Any]:
@@ -182,7 +178,9 @@ def _group(item: pytest.Item) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and config.getoption("dist", "no") == "loadgroup":
+    if hasattr(config, "workerinput"):  # a worker itself, not a program it starts (which inherits its environment)
+        atexit.register(_exit_without_finalizing)
+    elif config.getoption("dist", "no") == "loadgroup":
         os.environ[GROUPS] = tempfile.mkdtemp(prefix="hyperwarm-test-groups-")  # the workers inherit it
 
 
