@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 from operator_model import Operator
+from wire import fresh, sent
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -41,10 +42,6 @@ _SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real r
 
 class Crash(BaseException):
     """The invocation dies here (timeout, out of memory): no cleanup code runs."""
-
-
-def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
 
 
 def _not_found(what: str) -> ClientError:
@@ -183,11 +180,11 @@ class FakeKube:
 
     @boundary("live")
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
-        return _copy(self.objects[(kind, name)])
+        return fresh(self.objects[(kind, name)])
 
     @boundary("apply")
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        obj = self.objects[(kind, name)]
+        obj, patch = self.objects[(kind, name)], sent(patch)
         if patch["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             return 409, {}
         spec = patch["spec"]
@@ -309,25 +306,25 @@ class FakeSageMaker:
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
         if EndpointConfigName not in self.configs:
             raise _not_found(f"endpoint configuration {EndpointConfigName}")
-        return _copy(self.configs[EndpointConfigName])
+        return fresh(self.configs[EndpointConfigName])
 
     @boundary("live")
     def describe_model(self, ModelName: str) -> dict[str, Any]:
         if ModelName not in self.models:
             raise _not_found(f"model {ModelName}")
-        return _copy(self.models[ModelName])
+        return fresh(self.models[ModelName])
 
     @boundary("start")
     def create_model(self, **spec: Any) -> None:
         if spec["ModelName"] in self.models:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Model already exists"}}, "CreateModel")
-        self.models[spec["ModelName"]] = spec
+        self.models[spec["ModelName"]] = sent(spec)
 
     @boundary("start")
     def create_endpoint_config(self, **spec: Any) -> None:
         if spec["EndpointConfigName"] in self.configs:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Config already exists"}}, "Create")
-        self.configs[spec["EndpointConfigName"]] = spec
+        self.configs[spec["EndpointConfigName"]] = sent(spec)
 
     @boundary("start")
     def update_endpoint(self, EndpointName: str, EndpointConfigName: str, **_: Any) -> None:
