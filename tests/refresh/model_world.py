@@ -35,6 +35,8 @@ HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches
 ENDPOINT = EndpointTarget(endpoint="llama-prod", blue_green=BlueGreen(max_execution_seconds=3600))
 SETTINGS = Settings(targets={PREFIX: (HYPERPOD, ENDPOINT)}, state_table="t", allowed_buckets=frozenset({BUCKET}),
                     dlq_url="q", lock_seconds=900)
+_DRY_RUN = {dry_run: replace(SETTINGS, dry_run=dry_run) for dry_run in (False, True)}
+"""The settings with dry run off and on (frozen: every invocation shares them)."""
 VARIANTS = (("main", "cfn-model"), ("second", "cfn-model-b"))
 """Both variants serve the refreshed prefix: each must move, and only forward."""
 _SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real request shapes, offline
@@ -486,7 +488,7 @@ class World:
 
     def ports(self) -> flow.Ports:
         return flow.Ports(
-            settings=replace(SETTINGS, dry_run=self.dry_run), state=StateTable(self.store, self.clock),
+            settings=_DRY_RUN[self.dry_run], state=StateTable(self.store, self.clock),
             verify=self.verify, live=self.live,
             apply_hyperpod=lambda target, created: self._alone(target.id, lambda: hyperpod.apply(
                 target, created, "us-west-2", kube=self.kube)),
@@ -556,17 +558,8 @@ class World:
     def replay(self, **options: Any) -> list[dict[str, Any]]:
         """``hyperwarm refresh replay`` of the dead-letter queue against this world's function."""
         from hyperwarm.refresh import cli as refresh_cli
-        world = self
-
-        class Lambda:
-            @staticmethod
-            def invoke(FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
-                try:
-                    _, result = world.invoke(json.loads(Payload))
-                except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
-                    return {"FunctionError": "Unhandled", "Payload": _Body(json.dumps({"error": repr(exc)}))}
-                return {"Payload": _Body(json.dumps(result))}
-        return refresh_cli.replay("q", "fn", sqs=self.sqs, lambda_client=Lambda, **{"max_messages": 100, **options})
+        return refresh_cli.replay("q", "fn", sqs=self.sqs, lambda_client=_Lambda(self),
+                                  **{"max_messages": 100, **options})
 
     def deliver_state_changes(self) -> list[dict[str, Any]]:
         """SageMaker's pending state-change events, each delivered once; their answers."""
@@ -592,6 +585,20 @@ def on_failure_record(event: dict[str, Any], error: str) -> dict[str, Any]:
             "requestPayload": event, "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
                                                           "functionError": "Unhandled"},
             "responsePayload": {"errorMessage": error, "errorType": "TransientError"}}
+
+
+class _Lambda:
+    """Lambda's synchronous Invoke of the world's function (what ``hyperwarm refresh replay`` calls)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def invoke(self, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+        try:
+            _, result = self.world.invoke(json.loads(Payload))
+        except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
+            return {"FunctionError": "Unhandled", "Payload": _Body(json.dumps({"error": repr(exc)}))}
+        return {"Payload": _Body(json.dumps(result))}
 
 
 class _Body:
