@@ -680,11 +680,13 @@ class AsyncLambda:
         dead-letter queue until a round changes nothing."""
         w = self.world
         w.faults.on = False
+        before = None  # the state at the start of the round: the end of the one before, when nothing ran since
         for _ in range(rounds):
-            before = (w.snapshot(), len(w.sqs.messages))
+            before = before or (w.snapshot(), len(w.sqs.messages))
             self.drain()
             if w.sm.status == "Updating":
                 self.settle()
+                before = None
                 continue
             w.clock.now += 6000  # invocation locks (900 s) and rollout locks of a lost rollout expire
             self.reconcile()
@@ -692,6 +694,8 @@ class AsyncLambda:
             w.replay()
             self.flush()
             self.drain()
-            if (w.snapshot(), len(w.sqs.messages)) == before and not self.inflight and w.sm.status == "InService":
+            after = (w.snapshot(), len(w.sqs.messages))
+            if after == before and not self.inflight and w.sm.status == "InService":
                 return
+            before = after
         raise AssertionError(f"no quiescence after {rounds} rounds")
