@@ -39,7 +39,13 @@ _DRY_RUN = {dry_run: replace(SETTINGS, dry_run=dry_run) for dry_run in (False, T
 """The settings with dry run off and on (frozen: every invocation shares them)."""
 VARIANTS = (("main", "cfn-model"), ("second", "cfn-model-b"))
 """Both variants serve the refreshed prefix: each must move, and only forward."""
-_SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real request shapes, offline
+
+
+@functools.cache
+def _sagemaker_meta() -> Any:
+    """SageMaker's real request shapes (botocore's service model, offline), read when a fake is first asked:
+    building the client is most of this module's import, and the warm rollout tests never ask."""
+    return boto3.client("sagemaker", region_name="us-west-2").meta
 
 
 class Crash(BaseException):
@@ -270,7 +276,9 @@ class FakeSageMaker:
     Deleting a config or model that the endpoint serves or is moving to is an invariant violation (I5).
     """
 
-    meta = _SM_META
+    @property
+    def meta(self) -> Any:
+        return _sagemaker_meta()
 
     def __init__(self, faults: Faults, version: str, clock: Callable[[], float] = lambda: 0.0) -> None:
         self.faults = faults
