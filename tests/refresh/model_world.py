@@ -144,11 +144,14 @@ class Faults:
 def boundary(site: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A fake's method is one call at the API boundary ``site``: numbered, and faulted as planned."""
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        name = method.__name__
+
         @functools.wraps(method)
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            index = self.faults.before(site, method.__name__)
+            faults = self.faults
+            index = faults.before(site, name)
             result = method(self, *args, **kwargs)
-            self.faults.after(site, method.__name__, index)
+            faults.after(site, name, index)
             return result
         return call
     return wrap
