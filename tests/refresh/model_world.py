@@ -11,7 +11,6 @@ A fault plan can fail or crash any of those calls, or run a second invocation in
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import random
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 from operator_model import Operator
-from wire import fresh, sent
+from wire import Count, fresh, sent
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -182,7 +181,7 @@ class FakeKube:
 
     def __init__(self, faults: Faults, version: str) -> None:
         self.faults = faults
-        self.rv = itertools.count(1)
+        self.rv = Count()
         source = {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET}, "modelLocation": f"{PREFIX}/{version}"}
         self.objects = {
             (kind, name): {"metadata": {"name": name, "resourceVersion": str(next(self.rv))},
@@ -412,7 +411,7 @@ class FakeSqs:
     def __init__(self, faults: Faults) -> None:
         self.faults = faults
         self.messages: dict[str, dict[str, Any]] = {}
-        self.ids = itertools.count(1)
+        self.ids = Count()
         self.sent: list[tuple[int, dict[str, Any]]] = []  # (invocation number, letter)
 
     @boundary("dead_letter")
@@ -479,7 +478,7 @@ class World:
         self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
         self.sqs = FakeSqs(self.faults)
         self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
-        self._request = itertools.count(1)
+        self._request = Count()
         self.running: list[int] = [0]  # invocation numbers, innermost last (one may run inside another)
         self.changing: dict[str, int] = {}  # target id -> the invocation inside a change of it
         self.violations: list[str] = []
@@ -639,7 +638,7 @@ class AsyncLambda:
         """How SageMaker ends its next updates (True: the new config serves; False: rolled back); then True."""
         self.inflight: list[tuple[dict[str, Any], int]] = []
         self.answers: list[tuple[str, Any]] = []  # (event id, answer or repr of what it raised)
-        self.schedules = itertools.count(1)
+        self.schedules = Count()
 
     def next_outcome(self) -> bool:
         return self.outcomes.pop(0) if self.outcomes else True

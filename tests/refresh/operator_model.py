@@ -19,13 +19,12 @@ It also records what must never happen: a pod started cold, or a cache deleted w
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fake_kube import merge_patch
-from wire import fresh, sent
+from wire import Count, fresh, sent
 
 from hyperwarm.functions.cache_refresh.errors import PermanentError
 
@@ -67,8 +66,8 @@ class Operator:
     calls: list[str] = field(default_factory=list)
     crash_at: int | None = None
     """Raise :class:`Crash` at this call number (counted over every call, from 0): a step dies mid-way."""
-    _rv: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _uid: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _rv: Count = field(default_factory=Count)
+    _uid: Count = field(default_factory=Count)
     _filled: dict[str, list[str]] = field(default_factory=dict)   # cache name -> nodes ready, in order
     _created: dict[str, float] = field(default_factory=dict)
     _rolling: dict[str, Any] | None = None

@@ -1,4 +1,5 @@
-"""How a value crosses an API boundary of the in-memory fakes (model_world.py, operator_model.py).
+"""How a value crosses an API boundary of the in-memory fakes (model_world.py, operator_model.py), and the
+counter their numbering uses.
 
 A request reaches AWS or the API server as JSON, and every answer is a new object the caller owns.
 :func:`sent` is that JSON round trip: it rejects what json rejects and turns tuples into lists.
@@ -23,3 +24,19 @@ def fresh(value: Any) -> Any:
     """An independent copy of a JSON-shaped ``value`` (what :func:`sent` returned, or the fake built)."""
     return marshal.loads(marshal.dumps(value, 2))
 
+
+
+class Count:
+    """1, 2, 3, ... as ``itertools.count(1)`` gives them, in an object that pickles on every Python the project
+    supports (itertools objects warn when pickled from 3.12 on, and cannot be from 3.14): the fault sweep and
+    the warm rollout tests start cases from pickled copies of a run."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def __iter__(self) -> Count:
+        return self
+
+    def __next__(self) -> int:
+        self.last += 1
+        return self.last
