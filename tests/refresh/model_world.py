@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import pickle
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -49,6 +50,33 @@ def _sagemaker_meta() -> Any:
 
 class Crash(BaseException):
     """The invocation dies here (timeout, out of memory): no cleanup code runs."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A point of a run without faults: before its step ``step``, ``calls`` boundary calls in. A case whose first
+    fault, crash or paused-for invocation comes at call ``calls`` or later makes those calls exactly as that run
+    did, so it starts from the run as it stood there (``saved``: pickled) instead of making them again."""
+
+    calls: int
+    step: int
+    saved: bytes
+
+
+def mark(run: Any, calls: int, step: int) -> None:
+    """While ``run`` is recorded (``run.marks`` is a list): add a :class:`Mark` of it."""
+    if run.marks is not None:
+        marks, run.marks = run.marks, None
+        try:
+            marks.append(Mark(calls, step, pickle.dumps(run)))
+        finally:
+            run.marks = marks
+
+
+def resume(marks: list[Mark], call: int) -> tuple[Any, int] | None:
+    """A copy of the recorded run at its last mark before call ``call`` and the step to go on with (None: none is)."""
+    before = [m for m in marks if m.calls <= call]
+    return (pickle.loads(before[-1].saved), before[-1].step) if before else None
 
 
 def _not_found(what: str) -> ClientError:
