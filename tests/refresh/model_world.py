@@ -11,8 +11,8 @@ A fault plan can fail or crash any of those calls, or run a second invocation in
 from __future__ import annotations
 
 import functools
-import itertools
 import json
+import pickle
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 from operator_model import Operator
+from wire import Count, fresh, sent
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -34,17 +35,48 @@ HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches
 ENDPOINT = EndpointTarget(endpoint="llama-prod", blue_green=BlueGreen(max_execution_seconds=3600))
 SETTINGS = Settings(targets={PREFIX: (HYPERPOD, ENDPOINT)}, state_table="t", allowed_buckets=frozenset({BUCKET}),
                     dlq_url="q", lock_seconds=900)
+_DRY_RUN = {dry_run: replace(SETTINGS, dry_run=dry_run) for dry_run in (False, True)}
+"""The settings with dry run off and on (frozen: every invocation shares them)."""
 VARIANTS = (("main", "cfn-model"), ("second", "cfn-model-b"))
 """Both variants serve the refreshed prefix: each must move, and only forward."""
-_SM_META = boto3.client("sagemaker", region_name="us-west-2").meta  # the real request shapes, offline
+
+
+@functools.cache
+def _sagemaker_meta() -> Any:
+    """SageMaker's real request shapes (botocore's service model, offline), read when a fake is first asked:
+    building the client is most of this module's import, and the warm rollout tests never ask."""
+    return boto3.client("sagemaker", region_name="us-west-2").meta
 
 
 class Crash(BaseException):
     """The invocation dies here (timeout, out of memory): no cleanup code runs."""
 
 
-def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value))
+@dataclass(frozen=True)
+class Mark:
+    """A point of a run without faults: before its step ``step``, ``calls`` boundary calls in. A case whose first
+    fault, crash or paused-for invocation comes at call ``calls`` or later makes those calls exactly as that run
+    did, so it starts from the run as it stood there (``saved``: pickled) instead of making them again."""
+
+    calls: int
+    step: int
+    saved: bytes
+
+
+def mark(run: Any, calls: int, step: int) -> None:
+    """While ``run`` is recorded (``run.marks`` is a list): add a :class:`Mark` of it."""
+    if run.marks is not None:
+        marks, run.marks = run.marks, None
+        try:
+            marks.append(Mark(calls, step, pickle.dumps(run)))
+        finally:
+            run.marks = marks
+
+
+def resume(marks: list[Mark], call: int) -> tuple[Any, int] | None:
+    """A copy of the recorded run at its last mark before call ``call`` and the step to go on with (None: none is)."""
+    before = [m for m in marks if m.calls <= call]
+    return (pickle.loads(before[-1].saved), before[-1].step) if before else None
 
 
 def _not_found(what: str) -> ClientError:
@@ -139,11 +171,14 @@ class Faults:
 def boundary(site: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A fake's method is one call at the API boundary ``site``: numbered, and faulted as planned."""
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        name = method.__name__
+
         @functools.wraps(method)
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            index = self.faults.before(site, method.__name__)
+            faults = self.faults
+            index = faults.before(site, name)
             result = method(self, *args, **kwargs)
-            self.faults.after(site, method.__name__, index)
+            faults.after(site, name, index)
             return result
         return call
     return wrap
@@ -174,7 +209,7 @@ class FakeKube:
 
     def __init__(self, faults: Faults, version: str) -> None:
         self.faults = faults
-        self.rv = itertools.count(1)
+        self.rv = Count()
         source = {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET}, "modelLocation": f"{PREFIX}/{version}"}
         self.objects = {
             (kind, name): {"metadata": {"name": name, "resourceVersion": str(next(self.rv))},
@@ -183,11 +218,11 @@ class FakeKube:
 
     @boundary("live")
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
-        return _copy(self.objects[(kind, name)])
+        return fresh(self.objects[(kind, name)])
 
     @boundary("apply")
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        obj = self.objects[(kind, name)]
+        obj, patch = self.objects[(kind, name)], sent(patch)
         if patch["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             return 409, {}
         spec = patch["spec"]
@@ -271,7 +306,9 @@ class FakeSageMaker:
     Deleting a config or model that the endpoint serves or is moving to is an invariant violation (I5).
     """
 
-    meta = _SM_META
+    @property
+    def meta(self) -> Any:
+        return _sagemaker_meta()
 
     def __init__(self, faults: Faults, version: str, clock: Callable[[], float] = lambda: 0.0) -> None:
         self.faults = faults
@@ -309,25 +346,25 @@ class FakeSageMaker:
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
         if EndpointConfigName not in self.configs:
             raise _not_found(f"endpoint configuration {EndpointConfigName}")
-        return _copy(self.configs[EndpointConfigName])
+        return fresh(self.configs[EndpointConfigName])
 
     @boundary("live")
     def describe_model(self, ModelName: str) -> dict[str, Any]:
         if ModelName not in self.models:
             raise _not_found(f"model {ModelName}")
-        return _copy(self.models[ModelName])
+        return fresh(self.models[ModelName])
 
     @boundary("start")
     def create_model(self, **spec: Any) -> None:
         if spec["ModelName"] in self.models:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Model already exists"}}, "CreateModel")
-        self.models[spec["ModelName"]] = spec
+        self.models[spec["ModelName"]] = sent(spec)
 
     @boundary("start")
     def create_endpoint_config(self, **spec: Any) -> None:
         if spec["EndpointConfigName"] in self.configs:
             raise ClientError({"Error": {"Code": "ValidationError", "Message": "Config already exists"}}, "Create")
-        self.configs[spec["EndpointConfigName"]] = spec
+        self.configs[spec["EndpointConfigName"]] = sent(spec)
 
     @boundary("start")
     def update_endpoint(self, EndpointName: str, EndpointConfigName: str, **_: Any) -> None:
@@ -402,7 +439,7 @@ class FakeSqs:
     def __init__(self, faults: Faults) -> None:
         self.faults = faults
         self.messages: dict[str, dict[str, Any]] = {}
-        self.ids = itertools.count(1)
+        self.ids = Count()
         self.sent: list[tuple[int, dict[str, Any]]] = []  # (invocation number, letter)
 
     @boundary("dead_letter")
@@ -469,7 +506,7 @@ class World:
         self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
         self.sqs = FakeSqs(self.faults)
         self.files: dict[str, str] = {}  # version -> complete | incomplete | corrupt
-        self._request = itertools.count(1)
+        self._request = Count()
         self.running: list[int] = [0]  # invocation numbers, innermost last (one may run inside another)
         self.changing: dict[str, int] = {}  # target id -> the invocation inside a change of it
         self.violations: list[str] = []
@@ -489,7 +526,7 @@ class World:
 
     def ports(self) -> flow.Ports:
         return flow.Ports(
-            settings=replace(SETTINGS, dry_run=self.dry_run), state=StateTable(self.store, self.clock),
+            settings=_DRY_RUN[self.dry_run], state=StateTable(self.store, self.clock),
             verify=self.verify, live=self.live,
             apply_hyperpod=lambda target, created: self._alone(target.id, lambda: hyperpod.apply(
                 target, created, "us-west-2", kube=self.kube)),
@@ -559,17 +596,8 @@ class World:
     def replay(self, **options: Any) -> list[dict[str, Any]]:
         """``hyperwarm refresh replay`` of the dead-letter queue against this world's function."""
         from hyperwarm.refresh import cli as refresh_cli
-        world = self
-
-        class Lambda:
-            @staticmethod
-            def invoke(FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
-                try:
-                    _, result = world.invoke(json.loads(Payload))
-                except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
-                    return {"FunctionError": "Unhandled", "Payload": _Body(json.dumps({"error": repr(exc)}))}
-                return {"Payload": _Body(json.dumps(result))}
-        return refresh_cli.replay("q", "fn", sqs=self.sqs, lambda_client=Lambda, **{"max_messages": 100, **options})
+        return refresh_cli.replay("q", "fn", sqs=self.sqs, lambda_client=_Lambda(self),
+                                  **{"max_messages": 100, **options})
 
     def deliver_state_changes(self) -> list[dict[str, Any]]:
         """SageMaker's pending state-change events, each delivered once; their answers."""
@@ -595,6 +623,20 @@ def on_failure_record(event: dict[str, Any], error: str) -> dict[str, Any]:
             "requestPayload": event, "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
                                                           "functionError": "Unhandled"},
             "responsePayload": {"errorMessage": error, "errorType": "TransientError"}}
+
+
+class _Lambda:
+    """Lambda's synchronous Invoke of the world's function (what ``hyperwarm refresh replay`` calls)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def invoke(self, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:  # noqa: N803
+        try:
+            _, result = self.world.invoke(json.loads(Payload))
+        except (Exception, Crash) as exc:  # noqa: BLE001 - every way an invocation can end
+            return {"FunctionError": "Unhandled", "Payload": _Body(json.dumps({"error": repr(exc)}))}
+        return {"Payload": _Body(json.dumps(result))}
 
 
 class _Body:
@@ -624,7 +666,7 @@ class AsyncLambda:
         """How SageMaker ends its next updates (True: the new config serves; False: rolled back); then True."""
         self.inflight: list[tuple[dict[str, Any], int]] = []
         self.answers: list[tuple[str, Any]] = []  # (event id, answer or repr of what it raised)
-        self.schedules = itertools.count(1)
+        self.schedules = Count()
 
     def next_outcome(self) -> bool:
         return self.outcomes.pop(0) if self.outcomes else True
@@ -676,11 +718,13 @@ class AsyncLambda:
         dead-letter queue until a round changes nothing."""
         w = self.world
         w.faults.on = False
+        before = None  # the state at the start of the round: the end of the one before, when nothing ran since
         for _ in range(rounds):
-            before = (w.snapshot(), len(w.sqs.messages))
+            before = before or (w.snapshot(), len(w.sqs.messages))
             self.drain()
             if w.sm.status == "Updating":
                 self.settle()
+                before = None
                 continue
             w.clock.now += 6000  # invocation locks (900 s) and rollout locks of a lost rollout expire
             self.reconcile()
@@ -688,6 +732,8 @@ class AsyncLambda:
             w.replay()
             self.flush()
             self.drain()
-            if (w.snapshot(), len(w.sqs.messages)) == before and not self.inflight and w.sm.status == "InService":
+            after = (w.snapshot(), len(w.sqs.messages))
+            if after == before and not self.inflight and w.sm.status == "InService":
                 return
+            before = after
         raise AssertionError(f"no quiescence after {rounds} rounds")

@@ -64,6 +64,11 @@ class Run:
     aws: mw.AsyncLambda
     history: dict[str, list[str]]
     outcome: str
+    marks: list[mw.Mark] | None = None
+    """Recording the fault-free run: a mark before every script step and delivery (cases start from them)."""
+
+    def mark(self, step: int) -> None:
+        mw.mark(self, len(self.world.faults.calls), step)
 
     def observe(self) -> None:
         """After every invocation: nothing moved back, nothing changed twice at once, nothing in use deleted."""
@@ -91,22 +96,36 @@ def _concurrent(run: Run) -> None:
         aws.reconcile()
 
 
-def _script(run: Run) -> None:
-    world, aws = run.world, run.aws
-    aws.send(mw.manifest_event("v2", 0x102))
-    aws.drain()
-    aws.send(mw.manifest_event("v3", 0x103))
-    aws.drain()
-    aws.send(mw.manifest_event("v4", 0x104))
+def _send(version: str, sequencer: int) -> Callable[[Run, int], None]:
+    return lambda run, step: run.aws.send(mw.manifest_event(version, sequencer))
+
+
+def _drain(run: Run, step: int) -> None:
+    """What is in flight is delivered (AsyncLambda.drain), the run marked before each delivery."""
+    while run.aws.inflight:
+        run.mark(step)
+        run.aws.deliver_next()
+
+
+def _guard(run: Run, step: int) -> None:
     try:  # a deploy of v1 during the rollout: the guard must still read and answer
-        deploy_guard.stale_targets(_GuardTable(world), [{"Id": t, "Version": "v1", "Field": "f", "Value": "{version}"}
-                                                        for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)],
-                                    deploy_guard.Patience(60))
+        deploy_guard.stale_targets(_GuardTable(run.world), [{"Id": t, "Version": "v1", "Field": "f",
+                                                             "Value": "{version}"} for t in (mw.HYPERPOD.id, mw.ENDPOINT.id)],
+                                   deploy_guard.Patience(60))
     except mw.Crash:
         pass  # the guard's function died: CloudFormation's own timeout fails that deploy, nothing else
-    aws.settle()
-    aws.drain()
-    aws.quiesce()
+
+
+SCRIPT: tuple[Callable[[Run, int], None], ...] = (
+    _send("v2", 0x102), _drain, _send("v3", 0x103), _drain, _send("v4", 0x104), _guard,
+    lambda run, step: run.aws.settle(), _drain, lambda run, step: run.aws.quiesce())
+"""The module's script, step by step; a step can be started again where the run was marked."""
+
+
+def _script(run: Run, start: int = 0) -> None:
+    for step in range(start, len(SCRIPT)):
+        run.mark(step)
+        SCRIPT[step](run, step)
 
 
 OUTCOMES = {"v2-serves": (True,), "v2-rolls-back": (False,)}
@@ -151,9 +170,9 @@ def _check_quiet(run: Run) -> None:
         assert not lock_held(item, world.clock.now), f"{target} still locked: {item}"
 
 
-def _execute(run: Run, case: str) -> None:
+def _execute(run: Run, case: str, step: int = 0) -> None:
     try:
-        _script(run)
+        _script(run, step)
         _check_quiet(run)
     except AssertionError as exc:
         answers = "\n".join(str(a)[:300] for a in run.aws.answers)
@@ -161,14 +180,26 @@ def _execute(run: Run, case: str) -> None:
                              f"state: {run.world.store.items}") from None
 
 
-def _calls(outcome: str) -> list[str]:
+def _fault_free(outcome: str) -> tuple[list[str], list[mw.Mark]]:
+    """The script without a fault: its boundary calls (what the cases number) and its marks."""
     run = _new_run(outcome=outcome)
+    run.marks = []
     _script(run)
     _check_quiet(run)
-    return run.world.faults.calls
+    return run.world.faults.calls, run.marks
 
 
-CALLS = {outcome: _calls(outcome) for outcome in OUTCOMES}
+FAULT_FREE = {outcome: _fault_free(outcome) for outcome in OUTCOMES}
+CALLS = {outcome: calls for outcome, (calls, _) in FAULT_FREE.items()}
+
+
+def _run_until(outcome: str, call: int) -> tuple[Run, int]:
+    """The fault-free run of ``outcome`` at its last mark before call ``call`` (the first, before any call, is
+    the script's start), and the step to go on with. The marks were made at import with the code unpatched: a
+    test that patches the code under test starts from :func:`_new_run`."""
+    resumed = mw.resume(FAULT_FREE[outcome][1], call)
+    assert resumed is not None
+    return resumed
 
 
 def _cases() -> dict[str, list[tuple[Any, ...]]]:
@@ -199,7 +230,9 @@ def test_the_script_without_faults_quiesces_and_its_calls_cover_every_boundary()
 def test_one_fault_at_any_call_loses_nothing(outcome: str, index: int, kind: str,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deploy_guard, "_sleep", lambda seconds: None)
-    _execute(_new_run({index: kind}, outcome), f"{outcome}: {kind} at call {index} ({CALLS[outcome][index]})")
+    run, step = _run_until(outcome, index)
+    run.world.faults.plan = {index: kind}
+    _execute(run, f"{outcome}: {kind} at call {index} ({CALLS[outcome][index]})", step)
 
 
 def _pause(run: Run, index: int, then: Callable[[], None]) -> None:
@@ -208,20 +241,20 @@ def _pause(run: Run, index: int, then: Callable[[], None]) -> None:
 
 @pytest.mark.parametrize("outcome,index", CASES["pair"])
 def test_a_second_container_at_any_call_loses_nothing(outcome: str, index: int) -> None:
-    run = _new_run(outcome=outcome)
+    run, step = _run_until(outcome, index)
     _pause(run, index, lambda: _concurrent(run))
-    _execute(run, f"{outcome}: second container before call {index} ({CALLS[outcome][index]})")
+    _execute(run, f"{outcome}: second container before call {index} ({CALLS[outcome][index]})", step)
 
 
 @pytest.mark.parametrize("outcome,index,inner", CASES["triple"])
 def test_a_third_container_inside_the_second_loses_nothing(outcome: str, index: int, inner: int) -> None:
-    run = _new_run(outcome=outcome)
+    run, step = _run_until(outcome, index)
 
     def second() -> None:
         _pause(run, len(run.world.faults.calls) + inner, lambda: _concurrent(run))
         _concurrent(run)
     _pause(run, index, second)
-    _execute(run, f"{outcome}: second container before call {index}, third {inner} calls into it")
+    _execute(run, f"{outcome}: second container before call {index}, third {inner} calls into it", step)
 
 
 def test_the_sweep_catches_a_queue_write_that_ignores_its_lock_holder(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import model_world as mw
 import pytest
 from model_world import BUCKET, PREFIX, Faults, MemStore, manifest_event, scheduled_event
 from operator_model import CACHE, Crash, Operator
@@ -42,11 +43,16 @@ class WarmWorld:
     """(call number, "before" or "after"): the process dies at that call of any port (Kubernetes, the state
     table, the dead-letter queue, StartExecution), before it runs or after it went through (its answer lost)."""
     calls: list[str] = field(default_factory=list)
+    marks: list[mw.Mark] | None = None
+    """Recording a rollout without a crash: a mark before each of its steps (crash cases start from them)."""
 
     def __post_init__(self) -> None:
         self.store = MemStore(Faults(random.Random(0), 0.0))
         self.operator.deploy("llama", "llama-weights", BUCKET, f"{PREFIX}/v1", "v1")
-        self.operator.on_call = lambda what: self._at(what, "before")
+        self.operator.on_call = self._before
+
+    def _before(self, what: str) -> None:
+        self._at(what, "before")
 
     def _at(self, what: str, when: str) -> None:
         if when == "before":
@@ -244,15 +250,18 @@ SCENARIOS = {
 }
 
 
-def _drive(world: WarmWorld) -> None:
-    """Lambda's retries of the upload (then a replay) and the workflow's steps, each retried when it dies."""
-    for _ in range(30):  # a dead invocation's lock lapses after HYPERWARM_LOCK_SECONDS
-        try:
-            world.upload("v2", 1)
-            break
-        except (Crash, TransientError):
-            world.operator.tick(60)
-    for _ in range(200):  # a step that dies is retried (Retry); one that finds the lock held waits
+def _drive(world: WarmWorld, step: int | None = None) -> None:
+    """Lambda's retries of the upload (then a replay) and the workflow's steps, each retried when it dies;
+    ``step``: the step attempt to go on from (the upload is done)."""
+    if step is None:
+        for _ in range(30):  # a dead invocation's lock lapses after HYPERWARM_LOCK_SECONDS
+            try:
+                world.upload("v2", 1)
+                break
+            except (Crash, TransientError):
+                world.operator.tick(60)
+    for attempt in range(step or 0, 200):  # a step that dies is retried (Retry); one that finds the lock held waits
+        mw.mark(world, len(world.calls), attempt)
         try:
             phase = world.step("v2")
         except (Crash, TransientError):
@@ -265,8 +274,8 @@ def _drive(world: WarmWorld) -> None:
 
 @functools.cache
 def _uncrashed(scenario: str) -> WarmWorld:
-    """The scenario's whole rollout without a crash: what every crashed run must end as."""
-    world = WarmWorld()
+    """The scenario's whole rollout without a crash: what every crashed run must end as (marked before each step)."""
+    world = WarmWorld(marks=[])
     SCENARIOS[scenario][0](world.operator)
     _drive(world)
     return world
@@ -281,9 +290,14 @@ def test_a_crash_at_any_call_of_any_port_ends_as_the_same_rollout_without_one(sc
     it runs or after it went through; the retries carry on. The end is the one the scenario has without a
     crash: v2 serving warm with its cache alone, or v1 serving with its own, and one letter id per failure."""
     setup, serves, caches, reasons = SCENARIOS[scenario]
-    world = WarmWorld(crash=(crash_at, when))
-    setup(world.operator)
-    _drive(world)
+    resumed = mw.resume(_uncrashed(scenario).marks or [], crash_at)
+    if resumed is None:  # it dies in the upload: from the start
+        world, step = WarmWorld(), None
+        setup(world.operator)
+    else:
+        world, step = resumed
+    world.crash = (crash_at, when)
+    _drive(world, step)
     assert world.operator.serving() == serves, world.letters
     assert {p.version for p in world.operator.pods} == {serves}
     assert world.operator.caches() == caches

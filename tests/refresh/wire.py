@@ -1,0 +1,42 @@
+"""How a value crosses an API boundary of the in-memory fakes (model_world.py, operator_model.py), and the
+counter their numbering uses.
+
+A request reaches AWS or the API server as JSON, and every answer is a new object the caller owns.
+:func:`sent` is that JSON round trip: it rejects what json rejects and turns tuples into lists.
+:func:`fresh` copies a value that already went through it (or is built of dicts, lists and JSON
+scalars only) at a fraction of JSON's cost: marshal's format 2 records no references, so the copy
+shares no dict or list with the original, nor two places of the copy one object.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+from typing import Any
+
+
+def sent(value: Any) -> Any:
+    """``value`` as the other side of the wire reads it."""
+    return json.loads(json.dumps(value))
+
+
+def fresh(value: Any) -> Any:
+    """An independent copy of a JSON-shaped ``value`` (what :func:`sent` returned, or the fake built)."""
+    return marshal.loads(marshal.dumps(value, 2))
+
+
+
+class Count:
+    """1, 2, 3, ... as ``itertools.count(1)`` gives them, in an object that pickles on every Python the project
+    supports (itertools objects warn when pickled from 3.12 on, and cannot be from 3.14): the fault sweep and
+    the warm rollout tests start cases from pickled copies of a run."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def __iter__(self) -> Count:
+        return self
+
+    def __next__(self) -> int:
+        self.last += 1
+        return self.last
