@@ -66,6 +66,7 @@ class History:
         self.sequencer = 0x100
         self.trace: list[str] = []
         self._letter_events: dict[str, dict[str, Any]] = {}
+        self._orders: dict[tuple[str, str], int] = {}
 
     # -- the environment ---------------------------------------------------------------------------
 
@@ -292,15 +293,22 @@ class History:
         assert not w.violations, w.violations  # I0: one change of a target at a time
         for obj, now in w.served_objects().items():  # every HyperPod object, every endpoint variant
             previous = self.history[obj][-1]
-            try:
-                order = versions.compare(now, previous)
-            except versions.UnorderableVersion:
-                order = -1  # moved to a version the order cannot place after the previous one
+            order = self._order(now, previous)
             assert order >= 0 or self._reverted(previous, now), f"I2: {obj} moved back {previous} -> {now}"  # I2
             assert now == self.history[obj][0] or w.files.get(now) == "complete", f"I3: {obj} serves {now}"
             self.history[obj].append(now)
         for message in w.sqs.messages.values():  # I4: every letter can be replayed
             assert self._letter_event(message["Body"])["source"] in ("aws.s3", "aws.sagemaker")
+
+    def _order(self, now: str, previous: str) -> int:
+        """versions.compare(now, previous), -1 when the order cannot place ``now`` after ``previous``: each pair
+        once per history (the checks after every step compare what serves with what served, mostly the same)."""
+        if (now, previous) not in self._orders:
+            try:
+                self._orders[now, previous] = versions.compare(now, previous)
+            except versions.UnorderableVersion:
+                self._orders[now, previous] = -1
+        return self._orders[now, previous]
 
     def _reverted(self, failed: str, back_to: str) -> bool:
         """A warm switch to ``failed`` that failed points the deployment back at what it served before: the
