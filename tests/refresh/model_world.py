@@ -128,13 +128,14 @@ class Faults:
         """Number the call; run a paused-for invocation, a random or a planned fault before it."""
         index = len(self.calls)
         self.calls.append(f"{site}.{name}")
-        pause = self.pauses.pop(index, None)
+        pause = self.pauses.pop(index, None) if self.pauses else None  # (most runs plan and pause nothing)
         if pause is not None:
             pause()
-        self.at(site)
-        if name in self.on_call:
+        if self.on:
+            self.at(site)
+        if self.on_call and name in self.on_call:
             self.plan[index] = self.on_call.pop(name)
-        kind = self.plan.get(index)
+        kind = self.plan.get(index) if self.plan else None
         if kind == "error":
             raise _api_error(site, name, lost=False)
         if kind == "crash":
@@ -144,7 +145,7 @@ class Faults:
     def after(self, site: str, name: str, index: int) -> None:
         if self.on and self.rate and self.rng.random() < self.rate / 3:  # the call went through; its answer did not
             raise Crash(f"after {site}.{name}") if self.rng.random() < 0.3 else _api_error(site, name, lost=True)
-        kind = self.plan.get(index)
+        kind = self.plan.get(index) if self.plan else None
         if kind == "lost":
             raise _api_error(site, name, lost=True)
         if kind == "crash-after":
