@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import marshal
 import pickle
 import random
 from collections.abc import Callable, Mapping
@@ -24,7 +23,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 from operator_model import Operator
-from wire import Count, fresh, sent
+from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -195,7 +194,7 @@ class MemStore:
         self.revs: dict[str, int] = {}
         self.faults = faults
         self._items: dict[str, tuple[Any, bytes]] = {}
-        """pk -> (the item as JSON decodes it, that marshalled: what each read copies)."""
+        """pk -> (the item as JSON decodes it, that frozen: what each read copies)."""
         self._texts: dict[str, str] = {}
 
     @boundary("state")
@@ -214,14 +213,14 @@ class MemStore:
     def item(self, pk: str) -> dict[str, Any]:
         """The item as the table holds it (a fresh copy), for a test to look at: no call is counted."""
         kept = self._items.get(pk)
-        return marshal.loads(kept[1]) if kept is not None else {}
+        return thaw(kept[1]) if kept is not None else {}
 
     def write(self, pk: str, item: dict[str, Any]) -> None:
         """Put ``item`` in place under ``pk`` (a test rewriting a record: no call counted, no revision check)."""
         self._keep(pk, sent(item))
 
     def _keep(self, pk: str, value: Any) -> None:
-        self._items[pk] = (value, marshal.dumps(value, 2))
+        self._items[pk] = (value, freeze(value))
         self._texts.pop(pk, None)
 
     @property
@@ -353,6 +352,15 @@ class FakeSageMaker:
         self.status, self.config, self.updating_to = "InService", "cfn-config", None
         self.emitted: list[dict[str, Any]] = []
         self.violations: list[str] = []
+        self._frozen: dict[tuple[str, str], tuple[dict[str, Any], bytes]] = {}
+        """(kind, name) -> (a model or config, that frozen): SageMaker never changes one once it is created (an
+        update creates another), so each is frozen once, when first described, and every answer thaws a copy."""
+
+    def _described(self, kind: str, name: str, stored: dict[str, Any]) -> dict[str, Any]:
+        kept = self._frozen.get((kind, name))
+        if kept is None or kept[0] is not stored:
+            kept = self._frozen[kind, name] = (stored, freeze(stored))
+        return thaw(kept[1])
 
     def _event(self) -> None:
         self.emitted.append({"version": "0", "id": f"sm-{len(self.emitted)}", "source": "aws.sagemaker",
@@ -375,13 +383,13 @@ class FakeSageMaker:
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
         if EndpointConfigName not in self.configs:
             raise _not_found(f"endpoint configuration {EndpointConfigName}")
-        return fresh(self.configs[EndpointConfigName])
+        return self._described("config", EndpointConfigName, self.configs[EndpointConfigName])
 
     @boundary("live")
     def describe_model(self, ModelName: str) -> dict[str, Any]:
         if ModelName not in self.models:
             raise _not_found(f"model {ModelName}")
-        return fresh(self.models[ModelName])
+        return self._described("model", ModelName, self.models[ModelName])
 
     @boundary("start")
     def create_model(self, **spec: Any) -> None:

@@ -28,7 +28,17 @@ def sent(value: Any) -> Any:
 
 def fresh(value: Any) -> Any:
     """An independent copy of a JSON-shaped ``value`` (what :func:`sent` returned, or the fake built)."""
-    return marshal.loads(marshal.dumps(value, 2))
+    return thaw(freeze(value))
+
+
+def freeze(value: Any) -> bytes:
+    """A JSON-shaped ``value`` kept to be read many times (:func:`thaw` gives each read its copy)."""
+    return marshal.dumps(value, 2)
+
+
+def thaw(kept: bytes) -> Any:
+    """A fresh copy of what :func:`freeze` kept."""
+    return marshal.loads(kept)
 
 
 class _NotPlain(Exception):
