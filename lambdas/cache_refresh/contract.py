@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from .naming import (
@@ -181,7 +182,7 @@ class HyperPodTarget:
     """Warm rollout: the deployment's rollout to the staged version finished within this."""
     kind: str = "hyperpod"
 
-    @property
+    @cached_property  # of frozen fields: the flow reads it at every step
     def id(self) -> str:
         return hyperpod_target_id(self.cluster, self.namespace, self.resource, self.name)
 
@@ -217,7 +218,7 @@ class EndpointTarget:
     blue_green: BlueGreen = field(default_factory=BlueGreen)
     kind: str = "endpoint"
 
-    @property
+    @cached_property  # of a frozen field: the flow reads it at every step
     def id(self) -> str:
         return endpoint_target_id(self.endpoint)
 

@@ -20,6 +20,7 @@ from .errors import Skip
 MANIFEST_NAME = "manifest.json"
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
+_SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
 MAX_DEPTH = 12
 """EventBridge events nest a few levels; anything deeper is not an event we handle."""
 
@@ -119,7 +120,7 @@ def parse_manifest_created(event: Any) -> ManifestCreated:
     except (KeyError, TypeError, AttributeError) as exc:
         raise Skip("malformed-event", f"not an S3 EventBridge event: missing {exc}") from None
     if not (isinstance(bucket, str) and isinstance(key, str) and isinstance(sequencer, str)
-            and re.fullmatch(r"[0-9A-Fa-f]{1,64}", sequencer)):
+            and _SEQUENCER.fullmatch(sequencer)):
         raise Skip("malformed-event", "bucket, key or sequencer missing or invalid")
     if version_id is not None and not isinstance(version_id, str):
         raise Skip("malformed-event", "version-id is not a string")

@@ -26,10 +26,14 @@ _VARIANT = 10
 _CONFIG_STEM = 36  # endpoint part of a config name: 36 + 1 + 16 + 1 + 8 <= 63
 _VERSION = 16
 _DIGEST = 8
+_NOT_NAME = re.compile(r"[^a-zA-Z0-9]+")
+_NOT_LABEL = re.compile(r"[^a-z0-9]+")
+_NOT_LABEL_OR_DASH = re.compile(r"[^a-z0-9-]+")
+_NOT_EXECUTION_NAME = re.compile(r"[^0-9A-Za-z_-]+")
 
 
 def _clean(text: str) -> str:
-    return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-")
+    return _NOT_NAME.sub("-", text).strip("-")
 
 
 def model_stem(endpoint: str) -> str:
@@ -83,8 +87,8 @@ def staged_cache_name(cache: str, version: str) -> str:
     """The ``ModelWeightsCacheConfig`` that stages ``version`` beside ``cache`` (the target's stand-alone
     cache as deployed): lower-case, at most 63 characters, the same for the same pair on every retry."""
     digest = hashlib.sha256(f"{cache}|{version}".encode()).hexdigest()[:_DIGEST]
-    slug = re.sub(r"[^a-z0-9]+", "-", version.lower()).strip("-")[:_VERSION]
-    stem = re.sub(r"[^a-z0-9-]+", "-", cache.lower())[:_K8S_NAME_MAX - len(slug) - _DIGEST - 2].strip("-")
+    slug = _NOT_LABEL.sub("-", version.lower()).strip("-")[:_VERSION]
+    stem = _NOT_LABEL_OR_DASH.sub("-", cache.lower())[:_K8S_NAME_MAX - len(slug) - _DIGEST - 2].strip("-")
     return "-".join(p for p in (stem, slug, digest) if p)
 
 
@@ -93,8 +97,8 @@ def rollout_execution_name(target_id: str, version: str, attempt: str = "") -> s
     target out to ``version``: the same name for the same attempt, so a second StartExecution of it is a no-op,
     and another for a replay of the version (a name is taken for 90 days, even by an execution that ended)."""
     digest = hashlib.sha256(f"{target_id}|{version}|{attempt}".encode()).hexdigest()[:_DIGEST * 2]
-    name = re.sub(r"[^0-9A-Za-z_-]+", "-", target_id.rsplit("/", 1)[-1])[:40].strip("-")
-    slug = re.sub(r"[^0-9A-Za-z_-]+", "-", version)[:_EXECUTION_MAX - len(name) - len(digest) - 2].strip("-")
+    name = _NOT_EXECUTION_NAME.sub("-", target_id.rsplit("/", 1)[-1])[:40].strip("-")
+    slug = _NOT_EXECUTION_NAME.sub("-", version)[:_EXECUTION_MAX - len(name) - len(digest) - 2].strip("-")
     return "-".join(p for p in (name, slug, digest) if p)
 
 

@@ -14,15 +14,16 @@ import functools
 import json
 import pickle
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 from operator_model import Operator
-from wire import Count, fresh, sent
+from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.functions.cache_refresh import flow
 from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
@@ -126,13 +127,14 @@ class Faults:
         """Number the call; run a paused-for invocation, a random or a planned fault before it."""
         index = len(self.calls)
         self.calls.append(f"{site}.{name}")
-        pause = self.pauses.pop(index, None)
+        pause = self.pauses.pop(index, None) if self.pauses else None  # (most runs plan and pause nothing)
         if pause is not None:
             pause()
-        self.at(site)
-        if name in self.on_call:
+        if self.on:
+            self.at(site)
+        if self.on_call and name in self.on_call:
             self.plan[index] = self.on_call.pop(name)
-        kind = self.plan.get(index)
+        kind = self.plan.get(index) if self.plan else None
         if kind == "error":
             raise _api_error(site, name, lost=False)
         if kind == "crash":
@@ -142,7 +144,7 @@ class Faults:
     def after(self, site: str, name: str, index: int) -> None:
         if self.on and self.rate and self.rng.random() < self.rate / 3:  # the call went through; its answer did not
             raise Crash(f"after {site}.{name}") if self.rng.random() < 0.3 else _api_error(site, name, lost=True)
-        kind = self.plan.get(index)
+        kind = self.plan.get(index) if self.plan else None
         if kind == "lost":
             raise _api_error(site, name, lost=True)
         if kind == "crash-after":
@@ -185,23 +187,49 @@ def boundary(site: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 
 class MemStore:
-    """Items kept as JSON text: every get is a fresh copy, as from DynamoDB."""
+    """The state table: each item kept as JSON decodes it (a put json rejects fails), every get a fresh copy,
+    as from DynamoDB. ``items`` is each item's JSON text."""
 
     def __init__(self, faults: Faults) -> None:
-        self.items: dict[str, str] = {}
         self.revs: dict[str, int] = {}
         self.faults = faults
+        self._items: dict[str, tuple[Any, bytes]] = {}
+        """pk -> (the item as JSON decodes it, that frozen: what each read copies)."""
+        self._texts: dict[str, str] = {}
 
     @boundary("state")
     def get(self, pk: str) -> dict[str, Any]:
-        return json.loads(self.items.get(pk, "{}"))
+        return self.item(pk)
 
     @boundary("state")
     def put(self, pk: str, item: dict[str, Any], expected_rev: int) -> bool:
         if self.revs.get(pk, 0) != expected_rev:
             return False
-        self.items[pk], self.revs[pk] = json.dumps(item), int(item["rev"])
+        value, rev = sent(item), int(item["rev"])
+        self._keep(pk, value)
+        self.revs[pk] = rev
         return True
+
+    def item(self, pk: str) -> dict[str, Any]:
+        """The item as the table holds it (a fresh copy), for a test to look at: no call is counted."""
+        kept = self._items.get(pk)
+        return thaw(kept[1]) if kept is not None else {}
+
+    def write(self, pk: str, item: dict[str, Any]) -> None:
+        """Put ``item`` in place under ``pk`` (a test rewriting a record: no call counted, no revision check)."""
+        self._keep(pk, sent(item))
+
+    def _keep(self, pk: str, value: Any) -> None:
+        self._items[pk] = (value, freeze(value))
+        self._texts.pop(pk, None)
+
+    @property
+    def items(self) -> Mapping[str, str]:
+        """pk -> the item's JSON text (read-only: :meth:`write` changes an item)."""
+        for pk, (value, _) in self._items.items():
+            if pk not in self._texts:
+                self._texts[pk] = json.dumps(value)
+        return MappingProxyType(self._texts)
 
 
 class FakeKube:
@@ -324,6 +352,15 @@ class FakeSageMaker:
         self.status, self.config, self.updating_to = "InService", "cfn-config", None
         self.emitted: list[dict[str, Any]] = []
         self.violations: list[str] = []
+        self._frozen: dict[tuple[str, str], tuple[dict[str, Any], bytes]] = {}
+        """(kind, name) -> (a model or config, that frozen): SageMaker never changes one once it is created (an
+        update creates another), so each is frozen once, when first described, and every answer thaws a copy."""
+
+    def _described(self, kind: str, name: str, stored: dict[str, Any]) -> dict[str, Any]:
+        kept = self._frozen.get((kind, name))
+        if kept is None or kept[0] is not stored:
+            kept = self._frozen[kind, name] = (stored, freeze(stored))
+        return thaw(kept[1])
 
     def _event(self) -> None:
         self.emitted.append({"version": "0", "id": f"sm-{len(self.emitted)}", "source": "aws.sagemaker",
@@ -346,13 +383,13 @@ class FakeSageMaker:
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict[str, Any]:
         if EndpointConfigName not in self.configs:
             raise _not_found(f"endpoint configuration {EndpointConfigName}")
-        return fresh(self.configs[EndpointConfigName])
+        return self._described("config", EndpointConfigName, self.configs[EndpointConfigName])
 
     @boundary("live")
     def describe_model(self, ModelName: str) -> dict[str, Any]:
         if ModelName not in self.models:
             raise _not_found(f"model {ModelName}")
-        return fresh(self.models[ModelName])
+        return self._described("model", ModelName, self.models[ModelName])
 
     @boundary("start")
     def create_model(self, **spec: Any) -> None:
@@ -605,8 +642,8 @@ class World:
         return [self.invoke(event)[1] for event in events]
 
     def snapshot(self) -> str:
-        return json.dumps([self.store.items, sorted(self.kube.objects.items()), self.sm.models, self.sm.configs, self.sm.status,
-                           self.sm.config, len(self.sqs.sent)], sort_keys=True, default=str)
+        return json.dumps([dict(self.store.items), sorted(self.kube.objects.items()), self.sm.models, self.sm.configs,
+                           self.sm.status, self.sm.config, len(self.sqs.sent)], sort_keys=True, default=str)
 
 
 def manifest_event(version: str, sequencer: int) -> dict[str, Any]:

@@ -70,6 +70,9 @@ class Operator:
     _uid: Count = field(default_factory=Count)
     _filled: dict[str, list[str]] = field(default_factory=dict)   # cache name -> nodes ready, in order
     _created: dict[str, float] = field(default_factory=dict)
+    _statuses: dict[str, tuple[int, int, dict[str, Any]]] = field(default_factory=dict)
+    """Cache name -> (ready nodes, generation, the status written for them): a tick that changes neither
+    leaves that status as it is instead of writing an equal one."""
     _rolling: dict[str, Any] | None = None
 
     # -- set-up --------------------------------------------------------------------------------------
@@ -200,6 +203,7 @@ class Operator:
         obj["status"] = {"state": state, "readyNodes": ready, "targetNodes": len(self.node_names),
                          "conditions": [{"type": "Ready", "status": "True" if state == "Ready" else "False",
                                          "observedGeneration": obj["metadata"]["generation"]}]}
+        self._statuses[name] = (ready, obj["metadata"]["generation"], obj["status"])
 
     def _fill(self, name: str) -> None:
         obj = self.objects[(CACHE, name)]
@@ -215,7 +219,8 @@ class Operator:
         due = min(len(self.node_names), int((self.now - created) // self.fill_seconds))
         for node in self.node_names[len(done):due]:
             done.append(node)
-        self._cache_status(name)
+        if self._statuses.get(name) != (len(done), obj["metadata"]["generation"], obj["status"]):
+            self._cache_status(name)
 
     def _holds(self, node: str, version: str) -> bool:
         return any(self.version_of(c) == version and node in nodes for c, nodes in self._filled.items()

@@ -22,7 +22,7 @@ def _world(*complete: str) -> tuple[mw.World, mw.AsyncLambda]:
 
 
 def _record(world: mw.World, target_id: str) -> dict[str, Any]:
-    return json.loads(world.store.items.get(StateTable.key(target_id), "{}"))
+    return world.store.item(StateTable.key(target_id))
 
 
 def _refresh_resources(world: mw.World) -> tuple[set[str], set[str]]:

@@ -66,6 +66,7 @@ class History:
         self.sequencer = 0x100
         self.trace: list[str] = []
         self._letter_events: dict[str, dict[str, Any]] = {}
+        self._orders: dict[tuple[str, str], int] = {}
 
     # -- the environment ---------------------------------------------------------------------------
 
@@ -202,7 +203,7 @@ class History:
         on every target, and the guard, called in the rollback, reports each target it may move back), or
         someone updates the endpoint by hand to its first config (no guard runs: only its state change)."""
         w = self.world
-        record = mw.json.loads(w.store.items.get(StateTable.key(mw.ENDPOINT.id), "{}"))
+        record = w.store.item(StateTable.key(mw.ENDPOINT.id))
         if w.sm.status != "InService" or record.get("pending"):
             return  # the guard stops a deploy while a refresh rolls out; an Updating endpoint rejects it
         if self.rng.random() < 0.5:
@@ -260,7 +261,7 @@ class History:
         record says serves and the version rolling out: an upload the function must act on there."""
         w, found = self.world, set()
         for target, served in w.served().items():
-            item = mw.json.loads(w.store.items.get(StateTable.key(target), "{}"))
+            item = w.store.item(StateTable.key(target))
             known = [served, item.get("current_version"), (item.get("pending") or {}).get("version")]
             try:
                 if all(versions.compare(version, v) > 0 for v in known if v):
@@ -292,20 +293,27 @@ class History:
         assert not w.violations, w.violations  # I0: one change of a target at a time
         for obj, now in w.served_objects().items():  # every HyperPod object, every endpoint variant
             previous = self.history[obj][-1]
-            try:
-                order = versions.compare(now, previous)
-            except versions.UnorderableVersion:
-                order = -1  # moved to a version the order cannot place after the previous one
+            order = self._order(now, previous)
             assert order >= 0 or self._reverted(previous, now), f"I2: {obj} moved back {previous} -> {now}"  # I2
             assert now == self.history[obj][0] or w.files.get(now) == "complete", f"I3: {obj} serves {now}"
             self.history[obj].append(now)
         for message in w.sqs.messages.values():  # I4: every letter can be replayed
             assert self._letter_event(message["Body"])["source"] in ("aws.s3", "aws.sagemaker")
 
+    def _order(self, now: str, previous: str) -> int:
+        """versions.compare(now, previous), -1 when the order cannot place ``now`` after ``previous``: each pair
+        once per history (the checks after every step compare what serves with what served, mostly the same)."""
+        if (now, previous) not in self._orders:
+            try:
+                self._orders[now, previous] = versions.compare(now, previous)
+            except versions.UnorderableVersion:
+                self._orders[now, previous] = -1
+        return self._orders[now, previous]
+
     def _reverted(self, failed: str, back_to: str) -> bool:
         """A warm switch to ``failed`` that failed points the deployment back at what it served before: the
         one move back a refresh makes, and only to the version its record names as the previous one."""
-        item = mw.json.loads(self.world.store.items.get(StateTable.key(mw.HYPERPOD.id), "{}"))
+        item = self.world.store.item(StateTable.key(mw.HYPERPOD.id))
         return any(r.get("kind") == "hyperpod" and r.get("version") == failed and r.get("reason")
                    and (r.get("previous") or {}).get("location", "").rsplit("/", 1)[-1] == back_to
                    for r in (item.get("pending") or {}, item.get("last_failed") or {}))
@@ -399,7 +407,7 @@ class History:
             assert versions.compare(now, newest) >= 0, f"I1: {target} serves {now}, newest complete is {newest}"
         assert w.sm.status == "InService"
         serving = w.sm.configs[w.sm.config]
-        record = mw.json.loads(w.store.items.get(StateTable.key(mw.ENDPOINT.id), "{}"))
+        record = w.store.item(StateTable.key(mw.ENDPOINT.id))
         known = {record.get("owned_config"), *(record.get("owned_models") or [])}
         in_use = {w.sm.config, *(v["ModelName"] for v in serving["ProductionVariants"])} | known
         leaked = {n for n in [*w.sm.configs, *w.sm.models] if n not in in_use and not n.startswith("cfn-")}
@@ -413,7 +421,7 @@ class _Table:
         self.store = store
 
     def get_item(self, Key: dict[str, str], ConsistentRead: bool) -> dict[str, Any]:  # noqa: N803
-        return {"Item": mw.json.loads(self.store.items.get(Key["pk"], "{}")) or None}
+        return {"Item": self.store.item(Key["pk"]) or None}
 
 
 def _run(seed: int) -> None:
@@ -422,7 +430,7 @@ def _run(seed: int) -> None:
         history.run(history.rng.randint(6, 16))
     except AssertionError as exc:
         w = history.world
-        raise AssertionError(f"seed {seed}: {exc}\n" + "\n".join(history.trace[:80]) + f"\nstate: {w.store.items}"
+        raise AssertionError(f"seed {seed}: {exc}\n" + "\n".join(history.trace[:80]) + f"\nstate: {dict(w.store.items)}"
                              f"\nqueue: {[m['Body'][:300] for m in w.sqs.messages.values()]}") from None
 
 

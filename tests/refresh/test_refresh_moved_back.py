@@ -21,11 +21,11 @@ class _Table:
         self.world = world
 
     def get_item(self, Key, ConsistentRead):  # noqa: N803 - boto3's spelling
-        return {"Item": json.loads(self.world.store.items.get(Key["pk"], "{}")) or None}
+        return {"Item": self.world.store.item(Key["pk"]) or None}
 
 
 def _record(world: mw.World, target_id: str) -> dict:
-    return json.loads(world.store.items.get(state_mod.StateTable.key(target_id), "{}"))
+    return world.store.item(state_mod.StateTable.key(target_id))
 
 
 def _refreshed_to(version: str, sequencer: int = 0x101) -> mw.World:

@@ -3,7 +3,6 @@ table error at the lock is one target's retry (on the in-memory fakes of model_w
 
 from __future__ import annotations
 
-import json
 import random
 
 import model_world as mw
@@ -15,7 +14,7 @@ from hyperwarm.functions.cache_refresh.errors import TransientError
 
 
 def _record(world, target_id):
-    return json.loads(world.store.items.get(state_mod.StateTable.key(target_id), "{}") or "{}")
+    return world.store.item(state_mod.StateTable.key(target_id))
 
 
 class _Table:
@@ -23,7 +22,7 @@ class _Table:
         self.world = world
 
     def get_item(self, Key, ConsistentRead):  # noqa: N803 - boto3's spelling
-        return {"Item": json.loads(self.world.store.items.get(Key["pk"], "{}")) or None}
+        return {"Item": self.world.store.item(Key["pk"]) or None}
 
 
 def _fail_first(monkeypatch, name):

@@ -164,7 +164,7 @@ def _check_quiet(run: Run) -> None:
     assert left <= set().union(*ids.values()) and ids[(f"{mw.PREFIX}/v4/manifest.json", "corrupt-manifest")] <= left, \
         f"left in the queue: {left}"
     for target in (mw.HYPERPOD.id, mw.ENDPOINT.id):
-        item = json.loads(world.store.items.get(StateTable.key(target), "{}"))
+        item = world.store.item(StateTable.key(target))
         assert item.get("current_version") == "v3", f"{target} recorded {item.get('current_version')}"
         assert not {"pending", "starting", "queued"} & set(item), f"{target} left {item}"
         assert not lock_held(item, world.clock.now), f"{target} still locked: {item}"
@@ -177,7 +177,7 @@ def _execute(run: Run, case: str, step: int = 0) -> None:
     except AssertionError as exc:
         answers = "\n".join(str(a)[:300] for a in run.aws.answers)
         raise AssertionError(f"{case} (HYPERWARM_SWEEP_SEED={SEED}): {exc}\nanswers:\n{answers}\n"
-                             f"state: {run.world.store.items}") from None
+                             f"state: {dict(run.world.store.items)}") from None
 
 
 def _fault_free(outcome: str) -> tuple[list[str], list[mw.Mark]]:

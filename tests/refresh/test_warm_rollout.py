@@ -9,7 +9,6 @@ version serving, never a lost or rolled-back version; one letter per permanent f
 from __future__ import annotations
 
 import functools
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -358,7 +357,7 @@ def test_when_the_target_names_other_caches_the_deployed_ones_are_the_template()
     world.run("v2")
     record = world.record()
     record["current_caches"] = [*record["current_caches"], "b"]  # recorded when the target had two caches
-    world.store.items[StateTable.key(TARGET.id)] = json.dumps(record)
+    world.store.write(StateTable.key(TARGET.id), record)
     _deploy_cache_again(world, "v2")
     world.upload("v3", 2)
     assert world.run("v3") == "done"

@@ -38,6 +38,7 @@ REPLAY_VISIBILITY = 960
 MAX_SCAN = 1000
 """Messages ``--message-id`` looks at before giving up (a bound, not a guess: it is reported)."""
 _SOURCES = ("aws.s3", "aws.sagemaker")
+_QUEUE_URL = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(-[a-z]+)+-\d)\.")
 
 
 def original_event(body: str) -> dict[str, Any]:
@@ -167,7 +168,7 @@ def queue_region(queue_url: str) -> str | None:
     The function sits in the queue's region, so both clients use it: boto3 itself reads only
     AWS_DEFAULT_REGION or the profile, not AWS_REGION. ``None`` leaves it to boto3.
     """
-    match = re.match(r"^https://sqs[.-](?P<region>[a-z]{2}(-[a-z]+)+-\d)\.", queue_url)
+    match = _QUEUE_URL.match(queue_url)
     if match:
         return match["region"]
     return os.environ.get("AWS_REGION") or None
