@@ -29,11 +29,12 @@ from stacks.refresh_guards import state_table_name
 REPO = Path(__file__).resolve().parent.parent
 
 
-def prod(project_context: dict[str, Any], edit=None, **context: Any) -> dict[str, Any]:
-    """The project's context for prod alone, after ``edit`` of prod's configuration."""
+def prod(project_context: dict[str, Any], *edits, **context: Any) -> dict[str, Any]:
+    """The project's context for prod alone, after ``edits`` of prod's configuration (None: no edit)."""
     environments = copy.deepcopy(project_context["environments"])
-    if edit:
-        edit(environments["prod"])
+    for edit in edits:
+        if edit:
+            edit(environments["prod"])
     return {**project_context, "environments": environments, "env": "prod", **context}
 
 
@@ -53,36 +54,29 @@ def cluster_only(config: dict[str, Any]) -> None:
         del config[key]
 
 
-def both(*edits):
-    def edit(config: dict[str, Any]) -> None:
-        for each in edits:
-            each(config)
-    return edit
-
-
 def assembly(context: dict[str, Any], outdir: Path) -> Assembly:
     return Assembly.from_outdir(build_app(outdir=str(outdir), context=context, nag=False).synth().directory)
 
 
+def _baseline(tmp_path_factory: pytest.TempPathFactory, name: str, part) -> Path:
+    """The ``part`` of prod as cdk.json configures it, synthesized (nag off) into a folder of its own: a deployed
+    baseline. Read it only; a test that synthesizes over it works on a copy (:func:`deployed_in`)."""
+    outdir = tmp_path_factory.mktemp(name)
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    build_app(outdir=str(outdir), context=prod(context, part), nag=False).synth()
+    return outdir
+
+
 @pytest.fixture(scope="module")
 def prod_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """prod's endpoints as cdk.json configures them (:func:`without_cluster`), synthesized once for the module
-    (nag off): the deployed baseline most tests start from. Read it only; a test that synthesizes over it works
-    on a copy (:func:`deployed_in`)."""
-    outdir = tmp_path_factory.mktemp("prod-cdk.out")
-    context = json.loads((REPO / "cdk.json").read_text())["context"]
-    build_app(outdir=str(outdir), context=prod(context, without_cluster), nag=False).synth()
-    return outdir
+    """prod's endpoints and their readers (:func:`without_cluster`): the baseline most tests start from."""
+    return _baseline(tmp_path_factory, "prod-cdk.out", without_cluster)
 
 
 @pytest.fixture(scope="module")
 def cluster_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """prod's cluster as cdk.json configures it (:func:`cluster_only`), synthesized once for the module: the
-    baseline of the tests that change the cluster."""
-    outdir = tmp_path_factory.mktemp("cluster-cdk.out")
-    context = json.loads((REPO / "cdk.json").read_text())["context"]
-    build_app(outdir=str(outdir), context=prod(context, cluster_only), nag=False).synth()
-    return outdir
+    """prod's cluster (:func:`cluster_only`): the baseline of the tests that change the cluster."""
+    return _baseline(tmp_path_factory, "cluster-cdk.out", cluster_only)
 
 
 def deployed_in(prod_synth: Path, outdir: Path) -> Path:
@@ -104,7 +98,7 @@ def variant(n: int, **changes: Any):
 def test_an_autoscaled_variants_new_instance_type_fails_synth_until_autoscaling_goes_first(project_context,
                                                                                         tmp_path, prod_synth) -> None:
     def run(edit=None) -> None:
-        synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, both(without_cluster, edit)),
+        synthesize(build_app(outdir=str(tmp_path), context=prod(project_context, without_cluster, edit),
                              nag=False))
 
     deployed_in(prod_synth, tmp_path)  # what is deployed
@@ -135,7 +129,7 @@ def test_the_refresh_stack_imports_nothing_from_the_endpoints_stack(synthesized)
 def test_removing_or_renaming_a_variant_removes_no_export_a_deployed_stack_imports(project_context, tmp_path,
                                                                                   edit, prod_synth) -> None:
     deployed = Assembly.from_outdir(str(prod_synth))
-    changed = assembly(prod(project_context, both(without_cluster, edit)), tmp_path / "changed")
+    changed = assembly(prod(project_context, without_cluster, edit), tmp_path / "changed")
     assert list(exports_in_use(deployed, changed)) == []
 
 
@@ -156,7 +150,7 @@ def deployed_with_exports(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 def test_with_imported_exports_the_same_removal_fails(project_context, tmp_path, monkeypatch,
                                                       deployed_with_exports) -> None:
     _strong_references(monkeypatch)
-    changed = assembly(prod(project_context, both(without_cluster, lambda c: c["endpoints"][0]["variants"].pop(1))),
+    changed = assembly(prod(project_context, without_cluster, lambda c: c["endpoints"][0]["variants"].pop(1)),
                        tmp_path / "changed")
     (finding,) = exports_in_use(deployed_with_exports, changed)
     assert finding.stack == "hyperwarm-prod-endpoints" and "chatrandom5xxAlarm" in finding.resource
@@ -249,8 +243,7 @@ def test_protect_leaves_other_environments_alone(monkeypatch, capsys) -> None:
 def test_a_change_that_replaces_the_hyperpod_cluster_fails_synth_naming_the_field(project_context,
                                                                                 tmp_path, cluster_synth) -> None:
     kept = deployed_in(cluster_synth, tmp_path / "deployed")  # kept from the last deploy
-    cidr = prod(project_context, both(cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16")),
-                baseline=str(kept))
+    cidr = prod(project_context, cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16"), baseline=str(kept))
     with pytest.raises(ConfigError) as error:
         synthesize(build_app(outdir=str(tmp_path / "out"), context=cidr, nag=False))
     message = str(error.value)
@@ -270,7 +263,7 @@ def test_the_deployed_templates_come_from_cloudformation_for_the_stacks_that_exi
     baseline = deployed_templates(cloud)
     assert baseline.templates == {"hyperwarm-prod-endpoints": json.loads(_EMPTY)}
     assert baseline.source == "the deployed templates (CloudFormation GetTemplate)"
-    elsewhere = prod(project_context, both(without_cluster, lambda c: c.update(account="999999999999")))
+    elsewhere = prod(project_context, without_cluster, lambda c: c.update(account="999999999999"))
     cloud = build_app(outdir=str(tmp_path / "b"), context=elsewhere, nag=False).synth()
     with pytest.raises(ConfigError, match=r"the AWS credentials are account 123456789012, hyperwarm-prod-\w+ "
                                           r"deploys to 999999999999; set AWS_PROFILE"):
@@ -300,7 +293,7 @@ def test_a_synth_that_fails_its_validations_keeps_the_previous_baseline(project_
     """aws-cdk-lib writes the assembly before cdk-nag fails it: that synth must not become the baseline, or the
     next one compares with a change that never deployed."""
     deployed_in(cluster_synth, tmp_path)  # what is deployed
-    cidr = prod(project_context, both(cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16")))
+    cidr = prod(project_context, cluster_only, lambda c: c["vpc"].update(cidr="10.1.0.0/16"))
     app = build_app(outdir=str(tmp_path), context=cidr, nag=False)
     synth = app.synth
 

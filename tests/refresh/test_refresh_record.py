@@ -37,13 +37,19 @@ def _fail_first(monkeypatch, name):
     monkeypatch.setattr(state_mod.StateTable, name, failing)
 
 
-def test_lost_hyperpod_commit_is_recorded_from_the_live_read_on_retry(monkeypatch):
+def _v2_after_a_lost(monkeypatch, name):
+    """A world where v2's upload went through but the state table's ``name`` failed: its event and the world."""
     world = mw.World(random.Random(1))
     world.files["v2"] = "complete"
-    _fail_first(monkeypatch, "commit")
+    _fail_first(monkeypatch, name)
     event = mw.manifest_event("v2", 0x101)
     with pytest.raises(TransientError):
         world.invoke(event)
+    return world, event
+
+
+def test_lost_hyperpod_commit_is_recorded_from_the_live_read_on_retry(monkeypatch):
+    world, event = _v2_after_a_lost(monkeypatch, "commit")
     assert world.served()[mw.HYPERPOD.id] == "v2"
     world.sm.settle(True)
     for change in list(world.sm.emitted):
@@ -61,12 +67,7 @@ def test_lost_hyperpod_commit_is_recorded_from_the_live_read_on_retry(monkeypatc
 
 
 def test_lost_endpoint_rollout_record_is_recorded_from_the_live_read_on_retry(monkeypatch):
-    world = mw.World(random.Random(1))
-    world.files["v2"] = "complete"
-    _fail_first(monkeypatch, "start_rollout")
-    event = mw.manifest_event("v2", 0x101)
-    with pytest.raises(TransientError):
-        world.invoke(event)
+    world, event = _v2_after_a_lost(monkeypatch, "start_rollout")
     world.sm.settle(True)
     world.sm.emitted.clear()  # its state change finds no rollout recorded
     assert world.served()[mw.ENDPOINT.id] == "v2"
