@@ -19,7 +19,6 @@ from hyperwarm import (
     InferenceEndpoint,
     RefreshedPrefix,
 )
-from hyperwarm.caches.objects import weights_cache_name
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
@@ -59,7 +58,7 @@ class RefreshStack(cdk.Stack):
                 for name in entry.caches:
                     target = HyperPodRefreshTarget(
                         cluster=cluster, namespace=config.caches.namespace, name=name,
-                        weights_caches=[weights_cache_name(name)] if name in warm else [],
+                        node_cache=name in warm,
                         model_size=cached[name].size, staging_timeout=entry.staging_timeout)
                     # cdk.json's switch_timeout overrides the library's default only when it is set
                     hyperpod.append(dataclasses.replace(target, switch_timeout=entry.switch_timeout)
@@ -75,7 +74,7 @@ class RefreshStack(cdk.Stack):
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         self.rollout_workflow = self.hook.rollout_workflow
-        """The warm rollout's state machine (None without a pre-warmed refreshed cache); its metrics are the hook's
+        """The warm rollout's state machine (None without a node-cached refreshed model); its metrics are the hook's
         ``metric_rollout_executions_failed()`` and ``metric_time_to_warm(target)``."""
         if self.rollout_workflow is not None:
             cdk.CfnOutput(self, "RolloutStateMachineArn", value=self.rollout_workflow.state_machine_arn,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from ..node_cache import layout
 from .naming import (
     NAME_MAX,
     NAME_PATTERN,
@@ -30,7 +31,6 @@ from .naming import (
     model_name,
     model_stem,
     rollout_execution_name,
-    staged_cache_name,
     state_pk,
 )
 
@@ -45,8 +45,8 @@ __all__ = [
     "STATE_TABLE", "TIMEOUT_SECONDS_RANGE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
-    "prefix_problem", "rollout_execution_name", "service_name", "shift_percent_problem", "staged_cache_name",
-    "state_pk", "target_problems", "targets_json",
+    "NodeCache", "poll_seconds", "prefix_problem", "rollout_execution_name", "service_name",
+    "shift_percent_problem", "state_pk", "target_problems", "targets_json",
 ]
 
 # -- environment (README.md, "Environment") ------------------------------------------------------
@@ -84,15 +84,22 @@ DEPLOY_GUARD_HANDLER = f"{PACKAGE}.deploy_guard.on_event"
 ROLLOUT_HANDLER = f"{PACKAGE}.handler.on_rollout_step"
 """The warm-rollout state machine's one task: advance a target's staged rollout by one idempotent step."""
 
-# -- warm rollout on HyperPod (README.md, "Warm rollout") ----------------------------------------
-# A HyperPod target with stand-alone weight caches moves in stages, driven by a Step Functions Standard
-# workflow (one execution per target and version, :func:`rollout_execution_name`): stage the new version
-# in caches of its own (:func:`staged_cache_name`), wait until they are ready on every node, switch the
-# deployment, wait for its rollout, retire the previous version's caches.
+# -- warm version change on HyperPod (README.md, "Warm version changes") ------------------------------
+# A node-cached HyperPod deployment (``node_cache``) moves in stages, driven by a Step Functions Standard workflow
+# (one execution per target and version attempt, :func:`rollout_execution_name`): its filler stages the new version
+# on every node beside the serving one, the deployment is repointed once the nodes that can host its pods hold it,
+# its pods move, and the filler drops the previous version.
 ROLLOUT_POLL_SECONDS = 60
-"""The workflow's Wait between two steps (the step's answer may ask for another)."""
+"""The shortest Wait between two steps (:func:`poll_seconds` lengthens it for long phases)."""
+MAX_POLLS_PER_PHASE = 240
+"""A phase polls at most this many times, whatever its timeout (:func:`poll_seconds`)."""
+EVENTS_PER_POLL = 10
+"""Execution history events of one Step, Choice and Wait round (a task: scheduled, started, succeeded, and each
+state's entered and exited): what :func:`history_events` counts."""
+HISTORY_LIMIT = 25_000
+"""Step Functions Standard: an execution's history holds at most 25,000 events (service quotas)."""
 DEFAULT_STAGING_TIMEOUT_SECONDS = 3600
-"""A staging that is not ready on every node within this fails (dead-lettered; the old version serves)."""
+"""A staging that is not ready on the nodes within this fails (dead-lettered; the old version serves)."""
 DEFAULT_SWITCH_TIMEOUT_SECONDS = 1800
 """A deployment rollout not finished within this fails: the deployment is pointed back at the old version."""
 TIMEOUT_SECONDS_RANGE = (300, 86400)
@@ -100,20 +107,38 @@ TIMEOUT_SECONDS_RANGE = (300, 86400)
 ROLLOUT_PHASES = ("staging", "switching", "done", "failed")
 """A step's answer: staging and switching ask the workflow to wait and step again; done and failed end it."""
 ROLLOUT_METRICS = {
-    "StagingReadyNodes": "nodes where the new version's caches are ready (per step while staging; Count)",
-    "StagingTargetNodes": "nodes the deployment can be scheduled on, read from the cluster (Count)",
-    "TimeToWarm": "staging start to every node ready (Seconds)",
-    "TimeToSwitch": "deployment repointed to its rollout finished (Seconds)",
-    "RolloutInProgress": "1 per step while a target stages or switches (Count)",
+    "StagingReadyNodes": ("Count", "nodes that can host the deployment's pods and hold the new version (per step)"),
+    "StagingTargetNodes": ("Count", "nodes that can host the deployment's pods, read from the cluster (per step)"),
+    "TimeToWarm": ("Seconds", "staging start to the switch"),
+    "TimeToSwitch": ("Seconds", "deployment repointed to its pods all on the new version"),
+    "RolloutInProgress": ("Count", "1 per step while a target stages or switches"),
+    "RefreshColdPods": ("Count", "pods of a refresh's new version found on a node without its ready label (once per "
+                                 "refresh, also 0)"),
+    "RolloutAborted": ("Count", "rollouts ended by `hyperwarm refresh abort`"),
 }
-"""Published with the dimensions ``service`` and ``target`` (the target id), beside the refresh's own metrics
+"""Name -> (unit, meaning). Published with the dimensions ``service`` and ``target`` (the target id), beside the
+refresh's own metrics
 (``RefreshFailed`` with Reason ``staging-timeout``, ``staging-failed``, ``switch-timeout``, ``switch-failed``)."""
+
+
+def poll_seconds(phase_timeout: int) -> int:
+    """The Wait between two steps of a phase: a minute, or longer so a phase polls at most
+    :data:`MAX_POLLS_PER_PHASE` times (the execution history stays far below its limit)."""
+    return max(ROLLOUT_POLL_SECONDS, -(-phase_timeout // MAX_POLLS_PER_PHASE))
+
+
+def history_events(staging_timeout: int, switch_timeout: int, retries: int = 0) -> int:
+    """The most history events one execution can write: a staging, a switch and a revert, each polled to its
+    timeout, plus ``retries`` failed steps (a retry is a task's scheduled, started and failed events)."""
+    polls = sum(t // poll_seconds(t) + 1 for t in (staging_timeout, switch_timeout, switch_timeout))
+    return polls * EVENTS_PER_POLL + retries * 3 + EVENTS_PER_POLL
 
 
 class RolloutStep(NamedTuple):
     """The workflow's input to a step and the step's answer (``phase``, ``wait_seconds``): JSON objects with
     these keys. ``abandon``: the workflow's catch, after a step failed past its retries; the step ends the
-    rollout as failed (dead letter, old version serving)."""
+    rollout as failed (dead letter, old version serving). What a step does never depends on ``phase`` or
+    ``wait_seconds`` of its input: the record says where the rollout stands, and the step says how long to wait."""
 
     target: str
     version: str
@@ -128,7 +153,7 @@ class RolloutStep(NamedTuple):
     def from_json(cls, raw: Any) -> RolloutStep:
         if not isinstance(raw, dict) or not isinstance(raw.get("target"), str) or not isinstance(raw.get("version"), str):
             raise ConfigError(f"a rollout step needs the string fields target and version, got {raw!r}")
-        return cls(**{k: raw[k] for k in cls._fields if k in raw})
+        return cls(target=raw["target"], version=raw["version"], abandon=raw.get("abandon") is True)
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
 LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"
@@ -168,16 +193,31 @@ class Problem(NamedTuple):
 
 
 @dataclass(frozen=True)
+class NodeCache:
+    """A deployment whose model lies in hyperwarm's node cache (:mod:`hyperwarm.functions.node_cache.layout`)."""
+
+    model: str
+    """The model's name in the cache: its directories, its filler and its ready labels."""
+    host_path: str = layout.DEFAULT_HOST_PATH
+    """The instance store's mount. Default: /opt/dlami/nvme."""
+
+    def to_json(self) -> dict[str, str]:
+        return {"model": self.model, "host_path": self.host_path}
+
+
+@dataclass(frozen=True)
 class HyperPodTarget:
-    """An operator deployment (and its stand-alone weight caches) on a HyperPod EKS cluster."""
+    """An operator deployment on a HyperPod EKS cluster; with ``node_cache``, one that changes version warm."""
 
     cluster: str
     namespace: str
     name: str
     resource: str = "InferenceEndpointConfig"
-    caches: tuple[str, ...] = ()
+    node_cache: NodeCache | None = None
+    """Its model is node-cached: a new version is staged on the nodes before the deployment moves (a warm
+    version change, driven by the rollout workflow). Default: none (the deployment is repointed at once)."""
     staging_timeout_seconds: int = DEFAULT_STAGING_TIMEOUT_SECONDS
-    """Warm rollout (with ``caches`` and a state machine): the new version ready on every node within this."""
+    """Warm version change: the new version ready on the nodes that can host the pods within this."""
     switch_timeout_seconds: int = DEFAULT_SWITCH_TIMEOUT_SECONDS
     """Warm rollout: the deployment's rollout to the staged version finished within this."""
     kind: str = "hyperpod"
@@ -188,7 +228,7 @@ class HyperPodTarget:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "cluster": self.cluster, "namespace": self.namespace, "resource": self.resource,
-                "name": self.name, "caches": list(self.caches),
+                "name": self.name, "node_cache": self.node_cache.to_json() if self.node_cache else None,
                 "staging_timeout_seconds": self.staging_timeout_seconds,
                 "switch_timeout_seconds": self.switch_timeout_seconds}
 
@@ -250,6 +290,8 @@ def target_problems(target: Target, is_token: Any = lambda value: False) -> list
                 for p in [_name_problem(f, v)] if p]
     if isinstance(target, HyperPodTarget) and target.resource not in HYPERPOD_KINDS:
         problems.append(Problem("resource", target.resource, f"allowed: {', '.join(HYPERPOD_KINDS)}"))
+    if isinstance(target, HyperPodTarget) and target.node_cache is not None:
+        problems += _node_cache_problems(target, is_token)
     if isinstance(target, HyperPodTarget):
         low, high = TIMEOUT_SECONDS_RANGE
         problems += [Problem(name, value, f"allowed: {low}..{high} seconds")
@@ -287,6 +329,24 @@ def blue_green_problems(bg: BlueGreen) -> list[tuple[str, Any, str]]:
     return problems
 
 
+def _node_cache_problems(target: HyperPodTarget, is_token: Any) -> list[Problem]:
+    assert target.node_cache is not None
+    problems = []
+    if target.resource != "InferenceEndpointConfig":
+        problems.append(Problem("resource", target.resource, "a node-cached model is served by an "
+                                "InferenceEndpointConfig (kubernetesVolume source)"))
+    host_path = target.node_cache.host_path
+    if not is_token(host_path) and not (isinstance(host_path, str) and host_path.startswith("/")):
+        problems.append(Problem("node_cache.host_path", host_path, "allowed: an absolute path, e.g. /opt/dlami/nvme"))
+    if not is_token(target.staging_timeout_seconds) and not is_token(target.switch_timeout_seconds):
+        events = history_events(target.staging_timeout_seconds, target.switch_timeout_seconds)
+        if events > HISTORY_LIMIT // 2:
+            problems.append(Problem("staging_timeout_seconds", target.staging_timeout_seconds,
+                                    f"with switch_timeout_seconds {target.switch_timeout_seconds}, an execution may "
+                                    f"write {events} history events; allowed: at most {HISTORY_LIMIT // 2}"))
+    return problems
+
+
 def _name_problem(field: str, value: Any) -> str | None:
     if not isinstance(value, str):
         return "allowed: a string"
@@ -297,8 +357,8 @@ def _named_values(target: Target) -> list[tuple[str, Any]]:
     """The names a target carries, by field: checked as Kubernetes or SageMaker names."""
     if isinstance(target, EndpointTarget):
         return [("endpoint", target.endpoint)]
-    return [("namespace", target.namespace), ("name", target.name),
-            *((f"caches[{i}]", c) for i, c in enumerate(target.caches))]
+    model = [("node_cache.model", target.node_cache.model)] if target.node_cache else []
+    return [("namespace", target.namespace), ("name", target.name), *model]
 
 
 def targets_json(targets: Mapping[str, list[Target]]) -> dict[str, list[dict[str, Any]]]:
@@ -333,9 +393,10 @@ def _parse_target(where: str, raw: Any) -> Target:
     target: Target
     try:
         if kind == "hyperpod":
+            node_cache = raw.get("node_cache")
             target = HyperPodTarget(cluster=raw["cluster"], namespace=raw["namespace"], name=raw["name"],
                                     resource=raw.get("resource", "InferenceEndpointConfig"),
-                                    caches=tuple(raw.get("caches", ())),
+                                    node_cache=NodeCache(**node_cache) if isinstance(node_cache, dict) else None,
                                     staging_timeout_seconds=raw.get("staging_timeout_seconds",
                                                                     DEFAULT_STAGING_TIMEOUT_SECONDS),
                                     switch_timeout_seconds=raw.get("switch_timeout_seconds",

@@ -506,20 +506,23 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
     """Advance one target's warm rollout by one step (:mod:`.rollout`) and answer the workflow
     (``contract.RolloutStep``: ``phase`` staging or switching -> wait ``wait_seconds`` and step again;
     done or failed -> end). Idempotent: a step of a rollout that has ended (settled by another step or by
-    the reconciliation) only answers how it ended. A transient failure is raised: the workflow retries it."""
+    the reconciliation) only answers how it ended. The cluster's transient failures are retried at the next poll
+    until the phase's deadline (:func:`.rollout.advance`); what still raises (the state table, a crash) is the
+    workflow's to retry."""
     step = contract.RolloutStep.from_json(raw)
     target = next((t for ts in ports.settings.targets.values() for t in ts if t.id == step.target), None)
     if not isinstance(target, HyperPodTarget):
         ports.log("rollout step for a target not configured", target=step.target)
         return step._replace(phase="failed").to_json()
+    waiting = step._replace(abandon=False, wait_seconds=rollout.wait_seconds(target, step.phase))
     if ports.settings.dry_run:  # a rollout a live run started waits, unchanged, until dry run is off
         ports.log("dry run: rollout step changes nothing", target=target.id, version=step.version)
-        return step._replace(abandon=False).to_json()
+        return waiting.to_json()
     owner = _owner(ports)
     try:
         item = ports.state.acquire(target.id, owner, ports.settings.lock_seconds, over_rollout=True)
     except Busy:  # an invocation is at work on the target: look again after the wait
-        return step._replace(abandon=False).to_json()
+        return waiting.to_json()
     def advance() -> tuple[dict[str, Any], str | None]:
         pending, stepped = item.get("pending") or {}, item
         if pending.get("kind") == "hyperpod" and pending.get("version") == step.version:
@@ -534,7 +537,7 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
         return stepped, "failed" if step.abandon else rollout.PHASE_ANSWER[stepped["pending"]["phase"]]
     item, phase = _holding(ports, target, owner, advance)
     if phase is not None:
-        return step._replace(phase=phase, abandon=False).to_json()
+        return step._replace(phase=phase, abandon=False, wait_seconds=rollout.wait_seconds(target, phase)).to_json()
     ended = _ended(item, step.version)
     retry = [o for o in _drain(ports, target, 0) if o.status == "retry"]
     if retry:  # the version that waited behind the rollout is still waiting: the step's retry rolls it
@@ -544,6 +547,9 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
 
 def _ended(item: dict[str, Any], version: str) -> str:
     """How the rollout of ``version`` ended, from the record: failed (and dead-lettered) or done."""
+    last = item.get("last_rollout") or {}
+    if last.get("version") == version:
+        return str(last["outcome"])
     failed = {(item.get(k) or {}).get("version") for k in ("failed", "last_failed")}
     return "failed" if version in failed and item.get("current_version") != version else "done"
 
@@ -553,7 +559,7 @@ def _ended(item: dict[str, Any], version: str) -> str:
 RECONCILED = contract.RECONCILED_METRIC
 """With Reason: rollout-ended (a rollout, or an unrecorded update, whose end was never announced),
 start-abandoned (an update that never ran: its resources deleted), queued-rolled (a version that
-waited for an event that never came)."""
+waited for an event that never came), node-cache-swept (a version no deployment reads dropped from the nodes)."""
 
 
 def reconcile(ports: Ports) -> dict[str, Any]:
@@ -584,7 +590,7 @@ def reconcile(ports: Ports) -> dict[str, Any]:
 def _reconcile(ports: Ports, target: Target) -> list[str]:
     item = ports.state.get(target.id)
     if not any(item.get(k) for k in ("pending", "starting", "queued")):
-        return []
+        return _sweep(ports, target, item)
     if lock_held(item, ports.state.clock()) and not held_by_rollout(item):
         return []  # an invocation is at work: it settles and rolls what waits itself
     if isinstance(target, EndpointTarget) and item.get("pending") and decide.rollout(item["pending"], ports.live(
@@ -611,6 +617,18 @@ def _reconcile(ports: Ports, target: Target) -> list[str]:
     if retry:
         raise TransientError(retry[0].reason, retry[0].message)
     return fixed
+
+
+def _sweep(ports: Ports, target: Target, item: dict[str, Any]) -> list[str]:
+    """A node-cached target with nothing in flight: its filler keeps only what the deployment reads (what a
+    failed, given-up or aborted rollout left; never a version a pod still mounts)."""
+    if not isinstance(target, HyperPodTarget) or not rollout.is_warm(ports, target) \
+            or lock_held(item, ports.state.clock()):
+        return []
+    dropped = rollout.sweep(ports, target)
+    if dropped:
+        ports.log("node cache swept", target=target.id, dropped=dropped)
+    return ["node-cache-swept"] if dropped else []
 
 
 def _moved_back(ports: Ports, target: EndpointTarget, item: dict[str, Any], change: EndpointStateChange) -> dict[str, Any]:

@@ -27,8 +27,6 @@ _CONFIG_STEM = 36  # endpoint part of a config name: 36 + 1 + 16 + 1 + 8 <= 63
 _VERSION = 16
 _DIGEST = 8
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9]+")
-_NOT_LABEL = re.compile(r"[^a-z0-9]+")
-_NOT_LABEL_OR_DASH = re.compile(r"[^a-z0-9-]+")
 _NOT_EXECUTION_NAME = re.compile(r"[^0-9A-Za-z_-]+")
 
 
@@ -77,19 +75,8 @@ def hyperpod_target_id(cluster: str, namespace: str, resource: str, name: str) -
     return f"hyperpod:{cluster}/{namespace}/{resource}/{name}"
 
 
-_K8S_NAME_MAX = 63
-"""Longest staged cache name: a DNS label, so it also fits label values and the operator's derived names."""
 _EXECUTION_MAX = 80
 """Step Functions execution names: at most 80 characters of [0-9A-Za-z_-] (StartExecution, ``name``)."""
-
-
-def staged_cache_name(cache: str, version: str) -> str:
-    """The ``ModelWeightsCacheConfig`` that stages ``version`` beside ``cache`` (the target's stand-alone
-    cache as deployed): lower-case, at most 63 characters, the same for the same pair on every retry."""
-    digest = hashlib.sha256(f"{cache}|{version}".encode()).hexdigest()[:_DIGEST]
-    slug = _NOT_LABEL.sub("-", version.lower()).strip("-")[:_VERSION]
-    stem = _NOT_LABEL_OR_DASH.sub("-", cache.lower())[:_K8S_NAME_MAX - len(slug) - _DIGEST - 2].strip("-")
-    return "-".join(p for p in (stem, slug, digest) if p)
 
 
 def rollout_execution_name(target_id: str, version: str, attempt: str = "") -> str:

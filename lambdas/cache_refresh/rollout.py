@@ -1,34 +1,35 @@
-"""Warm rollout of a HyperPod target: stage, wait, switch, wait, retire, one idempotent step at a time.
+"""Warm version change of a node-cached HyperPod deployment: stage, switch, retire, one idempotent step at a time.
 
-A target with stand-alone weight caches (and a state machine to drive it) does not repoint its
-deployment at once. The refresh function records the rollout in the target's ``pending`` record (the
-lock passes to the rollout, as for an endpoint's blue/green update; a newer version queues behind it)
-and starts the Step Functions execution of the target and version. Each workflow step (and the
-scheduled reconciliation, which so settles an execution that was lost) calls :func:`advance` under the
-lock, which reads the cluster and moves the record on:
+A target whose model lies in hyperwarm's node cache (``node_cache``, and a state machine to drive it) is not
+repointed at once. The refresh function records the rollout in the target's ``pending`` record (the lock passes to
+the rollout, as for an endpoint's blue/green update; a newer version queues behind it) and starts the Step
+Functions execution of the target and version. Each workflow step (and the scheduled reconciliation, which so
+settles an execution that was lost) calls :func:`advance` under the lock, which reads the cluster and moves the
+record on:
 
-- ``staging``: the version's caches exist (created if not); ready on every node -> ``switching`` is
-  recorded, then the deployment is patched; a cache ``Failed`` or the staging timeout -> ``failing``.
-- ``switching``: the deployment points at the staged version and its rollout is complete -> delete the
-  previous version's caches (no pod reads them any more), commit the version; its rollout failed, or
-  past the switch timeout, or the deployment found pointing elsewhere (a crashed revert, a stack
-  rollback) -> ``failing``.
-- ``failing``: the failure is recorded before anything acts on it (so a rerun resumes it and never
-  stages or switches again): point the deployment back at the previous version where it was switched,
-  dead-letter the upload's event (``staging-failed``, ``staging-timeout``, ``switch-failed``,
-  ``switch-timeout``; one letter id per upload and reason), then ``reverting``, or the end when nothing
-  was switched (the staged caches, which no pod read, deleted).
-- ``reverting``: the rollout back complete (or its own timeout) -> delete the staged caches (the
-  timeout keeps them as ``leftover_caches``: a pod may still read them; the next rollout that completes
-  retires them) and record the failure.
+- ``staging``: the model's filler keeps the serving version and the new one (anything else is dropped from the
+  nodes first, except a version a pod still mounts); once every node that can host the deployment's pods carries
+  the new version's ready label and those nodes hold every replica -> ``switching`` is recorded, then the
+  deployment is pointed at the new version's directory with required affinity on its label. A node where the
+  filler reports the version cannot be filled (bad checksum, no room), or the staging timeout -> ``failing``
+  (at the timeout, ready nodes that hold every replica are enough: a pod never lands on a node without the label).
+- ``switching``: every pod of the deployment mounts the new version, enough of them ready, none of another left
+  (read from the pods, not from a count the operator keeps) -> the filler drops the previous version, the version
+  is committed; the operator reports the deployment failed, or past the switch timeout, or the deployment found
+  pointing elsewhere (someone's deploy, a stack rollback) -> ``failing``.
+- ``failing``: the failure is recorded before anything acts on it (so a rerun resumes it and never stages or
+  switches again): point the deployment back at the previous version where it was switched, dead-letter the
+  upload's event (``staging-failed``, ``staging-timeout``, ``switch-failed``, ``switch-timeout``; one letter id per
+  upload and reason; an ``aborted`` rollout gets none: a person asked for it), then ``reverting``, or the end when
+  nothing was switched (the staged copy, which no pod read, dropped).
+- ``reverting``: every pod back on the previous version -> the staged copy dropped, the failure recorded.
 
-Every intent is written before the act (``switching`` before the patch, ``failing`` before a revert or a
-letter), so a step that dies between two calls is resumed by the next from where it stood. The serving
-version's caches are never deleted: retirement runs only once the deployment points at the new version and
-its rollout reports every replica on it, and never touches a cache the record says serves. A cluster that
-answers permanently (the deployment deleted, access revoked) ends the rollout as failed once its phase's
-timeout has passed or the workflow gives up, without touching the cluster (the staged caches are kept as
-leftovers).
+Every pod of a new version is checked once: did its node carry the version's ready label (``cold_pods`` in the
+record, ``RefreshColdPods`` per refresh). Transient errors (the API server or the table unavailable) and a
+cluster that refuses (404, 403) are retried at the next poll until the phase's own deadline; then the rollout
+ends as failed, and the record says what the deployment reads. A copy is only ever dropped through the filler's
+list, which never drops a version some pod mounts; what a failed or given-up rollout leaves is swept by the
+reconciliation (:func:`sweep`).
 """
 
 from __future__ import annotations
@@ -36,47 +37,54 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..node_cache.layout import Version
 from . import contract, letters
 from .config import HyperPodTarget, Target
-from .errors import PermanentError
-from .events import parse_manifest_created
+from .errors import PermanentError, TransientError
 from .ports import Ports
 from .targets import warm
 
 PHASE_ANSWER = {"staging": "staging", "switching": "switching", "failing": "switching", "reverting": "switching"}
 """The workflow's view of a record's phase: failing and reverting wait on a deployment rollout too."""
+ABORTED = "aborted"
+_SEEN_PODS = 200
+"""Pods of one rollout remembered as checked for a cold start (a deployment runs far fewer)."""
 
 
 def is_warm(ports: Ports, target: Target) -> bool:
-    """Does this target roll out warm? Stand-alone caches, an InferenceEndpointConfig, a workflow to drive it."""
-    return (isinstance(target, HyperPodTarget) and bool(target.caches) and ports.start_workflow is not None
-            and target.resource == "InferenceEndpointConfig")
+    """Does this target change version warm? A node-cached model and a workflow to drive it."""
+    return isinstance(target, HyperPodTarget) and target.node_cache is not None and ports.start_workflow is not None
 
 
 def lock_seconds(target: HyperPodTarget) -> int:
     """How long the rollout holds the target's lock unseen: every phase's timeout, and a few polls more."""
-    return target.staging_timeout_seconds + 2 * target.switch_timeout_seconds + 5 * contract.ROLLOUT_POLL_SECONDS
+    longest = max(target.staging_timeout_seconds, target.switch_timeout_seconds)
+    return target.staging_timeout_seconds + 2 * target.switch_timeout_seconds + 5 * contract.poll_seconds(longest)
+
+
+def wait_seconds(target: HyperPodTarget, phase: str) -> int:
+    """How long the workflow waits before the next step of ``phase``."""
+    return contract.poll_seconds(target.staging_timeout_seconds if phase == "staging" else target.switch_timeout_seconds)
 
 
 def start(ports: Ports, target: HyperPodTarget, created: Any, event: dict[str, Any], owner: str,
           item: dict[str, Any]) -> None:
-    """Record the rollout (the lock passes to it), then start its execution. The caches are created by
-    its first step, so a crash after the record loses nothing: the reconciliation steps it."""
+    """Record the rollout (the lock passes to it), then start its execution. The filler is changed by its first
+    step, so a crash after the record loses nothing: the reconciliation steps it."""
     kube = ports.kube(target)
-    previous = warm.source_of(kube.get(target.resource, target.namespace, target.name))
+    previous = warm.served(target, kube.get(target.resource, target.namespace, target.name))
+    serving = next((v for v in warm.kept(kube, target) if v.version == previous), None)
+    if serving is None and previous:
+        serving = Version(previous, created.bucket, f"{created.prefix}/{previous}")
     started = int(ports.state.clock())
     pending = {"kind": "hyperpod", "config": contract.rollout_execution_name(target.id, created.version, str(started)),
                "created_models": [], "version": created.version, "sequencer": created.sequencer,
                "location": created.location, "bucket": created.bucket, "event": json.dumps(event),
-               "started": started, "phase": "staging",
-               "serving": _serving(target, item),
-               # Every other cache a rollout of this target left (retired when this one completes).
-               "leftovers": sorted({*(item.get("leftover_caches") or []), *(item.get("current_caches") or [])}
-                                   - set(_serving(target, item))),
-               "staged": warm.staged_names(target, created.version), "previous": previous}
+               "started": started, "phase": "staging", "previous": previous,
+               "serving": serving.to_json() if serving else None, "cold_pods": 0, "seen_pods": []}
     ports.state.start_rollout(target.id, owner, pending, lock_seconds(target))
     ensure_workflow(ports, target, pending)
-    ports.log("warm rollout started", target=target.id, version=created.version, staged=pending["staged"])
+    ports.log("warm rollout started", target=target.id, version=created.version, serving=previous)
 
 
 def ensure_workflow(ports: Ports, target: HyperPodTarget, pending: dict[str, Any]) -> None:
@@ -87,26 +95,28 @@ def ensure_workflow(ports: Ports, target: HyperPodTarget, pending: dict[str, Any
     ports.start_workflow(target, pending["version"], pending["config"])
 
 
-def _serving(target: HyperPodTarget, item: dict[str, Any]) -> list[str]:
-    """The caches the pods use now, in the order of ``target.caches``: the record's (a previous warm
-    rollout's), unless the target's caches changed since (then the deployed ones)."""
-    current = list(item.get("current_caches") or [])
-    return current if len(current) == len(target.caches) else list(target.caches)
-
-
 def advance(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, *,
             abandon: bool = False) -> dict[str, Any]:
     """One step of the rollout in ``item["pending"]``, under ``owner``'s lock. Returns the item; one whose
     rollout ended carries ``settled`` (as :func:`.flow._settle` does) and no ``pending``, the lock kept."""
     pending = item["pending"]
-    step = {"staging": _staging, "switching": _switching, "failing": _failing, "reverting": _reverting}[pending["phase"]]
     ports.metric("RolloutInProgress", target=target.id)
     try:
-        return step(ports, target, item, owner, abandon)
-    except PermanentError as exc:  # the cluster refuses (404, 403, 400): retried until the phase's time is up
-        if not abandon and _now(ports) <= _deadline(target, pending):
-            raise
-        return _give_up(ports, target, item, owner, exc)
+        if pending.get("abort") and pending["phase"] in ("staging", "switching"):
+            return _fail(ports, target, owner, ABORTED, f"aborted by {pending['abort'].get('by', 'an operator')}",
+                         revert=_switched(pending))
+        step = {"staging": _staging, "switching": _switching, "failing": _failing, "reverting": _reverting}
+        return step[pending["phase"]](ports, target, item, owner, abandon)
+    except (TransientError, PermanentError) as exc:
+        current = ports.state.get(target.id)
+        if not current.get("pending") or current.get("lock_owner") != owner:
+            raise  # ended meanwhile, or the lock is another's: the caller's retry looks again
+        gone = isinstance(exc, PermanentError) and exc.reason == "target-deleting"
+        if not gone and not abandon and _now(ports) <= _deadline(target, current["pending"]):
+            ports.log("rollout step failed; the next poll tries again", target=target.id, reason=exc.reason,
+                      error=exc.message)
+            return current
+        return _give_up(ports, target, owner, exc)
 
 
 def _now(ports: Ports) -> float:
@@ -119,71 +129,97 @@ def _deadline(target: HyperPodTarget, pending: dict[str, Any]) -> float:
     return float(pending.get("switched", pending["started"])) + target.switch_timeout_seconds
 
 
+def _switched(pending: dict[str, Any]) -> bool:
+    """The deployment was pointed at the new version (the patch landed: its generation is recorded)."""
+    return pending.get("generation") is not None and "switched" in pending
+
+
+def _versions(pending: dict[str, Any]) -> tuple[Version | None, Version]:
+    serving = Version.from_json(pending["serving"]) if pending.get("serving") else None
+    return serving, Version(pending["version"], pending["bucket"], pending["location"])
+
+
 def _staging(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:
     pending, kube = item["pending"], ports.kube(target)
     if abandon:
         return _fail(ports, target, owner, "staging-failed", "the workflow gave up on a failing step", revert=False)
-    created = parse_manifest_created(json.loads(pending["event"]))
-    try:
-        warm.stage(kube, target, created, list(pending["serving"]))
-        deployment = kube.get(target.resource, target.namespace, target.name)
-        progress = warm.staging(kube, target, list(pending["staged"]), (deployment.get("spec") or {}).get("instanceType"))
-    except PermanentError as exc:
-        return _fail(ports, target, owner, "staging-failed", exc.message, revert=False)
-    ports.metric("StagingReadyNodes", target=target.id, value=progress.ready_nodes)
-    ports.metric("StagingTargetNodes", target=target.id, value=progress.target_nodes)
-    elapsed = _now(ports) - float(pending["started"])
+    serving, new = _versions(pending)
+    held = warm.keep(kube, target, [*([serving] if serving else []), new])
+    progress = warm.staging(kube, target, new.version)
+    ports.metric("StagingReadyNodes", target=target.id, value=len(progress.ready_nodes))
+    ports.metric("StagingTargetNodes", target=target.id, value=len(progress.ready_nodes) + len(progress.waiting_nodes))
     if progress.failed:
-        return _fail(ports, target, owner, "staging-failed", progress.failed, revert=False)
+        return _fail(ports, target, owner, "staging-failed",
+                     "; ".join(f"{node}: {why}" for node, why in sorted(progress.failed.items())), revert=False)
+    elapsed = _now(ports) - float(pending["started"])
+    if held:
+        ports.log("pods still read a version the filler must drop first", target=target.id, versions=held)
     if not progress.ready:
-        if elapsed > target.staging_timeout_seconds:
-            return _fail(ports, target, owner, "staging-timeout",
-                         f"ready on {progress.ready_nodes} of {progress.target_nodes} nodes after {int(elapsed)} s "
-                         f"(timeout {target.staging_timeout_seconds} s)", revert=False)
-        return item
+        enough = progress.room and progress.ready_nodes and not held
+        if elapsed <= target.staging_timeout_seconds or not enough:
+            if elapsed > target.staging_timeout_seconds:
+                hosts = len(progress.ready_nodes) + len(progress.waiting_nodes)
+                return _fail(ports, target, owner, "staging-timeout",
+                             f"ready on {len(progress.ready_nodes)} of {hosts} nodes that can host its pods after "
+                             f"{int(elapsed)} s (timeout {target.staging_timeout_seconds} s)" +
+                             (f"; pods still read {', '.join(held)}" if held else "") +
+                             ("" if progress.room or not progress.ready_nodes else
+                              "; the ready nodes cannot hold every replica"), revert=False)
+            return item
+        ports.log("staging timeout: switching on the ready nodes, which hold every replica", target=target.id,
+                  ready=progress.ready_nodes, waiting=progress.waiting_nodes)
     # The intent first: a step that dies after the patch is resumed as a switch, never failed as a staging.
     item = ports.state.update_rollout(target.id, owner, phase="switching", switched=int(_now(ports)), generation=None)
     ports.metric("TimeToWarm", target=target.id, value=elapsed, unit="Seconds")
-    ports.log("staged on every node: switching", target=target.id, version=pending["version"],
-              nodes=progress.target_nodes)
+    ports.log("staged on the nodes: switching", target=target.id, version=new.version, nodes=progress.ready_nodes)
     return _switching(ports, target, item, owner, abandon)
-
-
-def _points_at(obj: dict[str, Any], pending: dict[str, Any]) -> bool:
-    source = warm.source_of(obj)
-    return bool(source["location"] == pending["location"] and source["bucket"] == pending["bucket"])
 
 
 def _switching(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:
     pending, kube = item["pending"], ports.kube(target)
+    serving, new = _versions(pending)
     if pending.get("generation") is None:  # recorded, maybe patched: patch (a no-op if done) and note what to await
-        created = parse_manifest_created(json.loads(pending["event"]))
-        generation = warm.switch(kube, target, created)  # the switch timeout counts from the patch that landed
+        generation = warm.point(kube, target, new.version)  # the switch timeout counts from the patch that landed
         return ports.state.update_rollout(target.id, owner, generation=generation, switched=int(_now(ports)))
     elapsed = _now(ports) - float(pending["switched"])
-    deployment = kube.get(target.resource, target.namespace, target.name)
-    if not _points_at(deployment, pending):  # a revert that died half-way, a stack rollback, someone's deploy
-        back = warm.source_of(deployment) == pending["previous"]
+    reads = warm.served(target, kube.get(target.resource, target.namespace, target.name))
+    if reads != new.version:  # a revert that died half-way, a stack rollback, someone's deploy
         return _fail(ports, target, owner, "switch-failed",
-                     f"the deployment points at {warm.source_of(deployment)['location'] or 'another source'}, not "
-                     f"{pending['location']}", revert=back)
-    state, words = warm.rollout(kube, target, int(pending["generation"]))
-    if state == "complete":
-        # The deployed cache objects too: a deploy re-creates them under their own names after a rollout.
-        retire = dict.fromkeys([*pending["serving"], *pending.get("leftovers", []), *target.caches])
-        retired = warm.retire(kube, target.namespace, list(retire), keep=list(pending["staged"]))
+                     f"the deployment reads {reads or 'another source'}, not {new.version}",
+                     revert=reads == pending.get("previous"))
+    progress = warm.rollout(kube, target, new.version, int(pending["generation"]))
+    item = _check_cold(ports, target, owner, item, progress.new_pods)
+    if progress.state == "complete":
+        warm.keep(kube, target, [new])  # no pod reads the previous version any more
+        cold = int(item["pending"].get("cold_pods", 0))
         item = ports.state.finish_rollout(target.id, owner, succeeded=True, keep_lock=True)
+        ports.metric("RefreshColdPods", target=target.id, value=float(cold))
         ports.metric("TimeToSwitch", target=target.id, value=elapsed, unit="Seconds")
         ports.metric("RefreshSucceeded", target=target.id)
         ports.metric("TimeToRefresh", value=max(0.0, _now(ports) - float(pending["started"])), unit="Seconds")
-        ports.log("warm rollout done", target=target.id, version=pending["version"], retired=retired)
-        return {**item, "settled": ("refreshed", "", retired)}
-    if state == "running" and elapsed <= target.switch_timeout_seconds and not abandon:
+        ports.log("warm rollout done", target=target.id, version=new.version, cold_pods=cold)
+        return {**item, "settled": ("refreshed", "", [serving.version] if serving else [])}
+    if progress.state == "running" and elapsed <= target.switch_timeout_seconds and not abandon:
         return item
-    reason = "switch-failed" if state == "failed" or abandon else "switch-timeout"
-    return _fail(ports, target, owner, reason, f"failed: {words}" if state == "failed" else
+    reason = "switch-failed" if progress.state == "failed" or abandon else "switch-timeout"
+    return _fail(ports, target, owner, reason, f"failed: {progress.words}" if progress.state == "failed" else
                  "abandoned by its workflow" if abandon else
-                 f"not finished after {int(elapsed)} s (timeout {target.switch_timeout_seconds} s)", revert=True)
+                 f"not finished after {int(elapsed)} s (timeout {target.switch_timeout_seconds} s): {progress.words}",
+                 revert=True)
+
+
+def _check_cold(ports: Ports, target: HyperPodTarget, owner: str, item: dict[str, Any],
+                pods: list[warm.Pod]) -> dict[str, Any]:
+    """Look once at each new pod: was its node labelled ready for the version it mounts?"""
+    pending = item["pending"]
+    seen = set(pending.get("seen_pods") or [])
+    uids, cold = warm.cold(ports.kube(target), target, pending["version"], pods, seen)
+    if not uids:
+        return item
+    if cold:
+        ports.log("a pod of the new version is on a node without its ready label", target=target.id, pods=cold)
+    return ports.state.update_rollout(target.id, owner, seen_pods=[*pending.get("seen_pods", []), *uids][-_SEEN_PODS:],
+                                      cold_pods=int(pending.get("cold_pods", 0)) + cold)
 
 
 def _fail(ports: Ports, target: HyperPodTarget, owner: str, reason: str, message: str, *,
@@ -196,20 +232,20 @@ def _fail(ports: Ports, target: HyperPodTarget, owner: str, reason: str, message
 
 def _failing(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:
     pending, kube = item["pending"], ports.kube(target)
-    what = "staging" if not pending["revert"] else "rollout"
+    serving, _ = _versions(pending)
+    what = "staging" if not _switched(pending) else "rollout"
     message = f"{target.id}: {what} of {pending['version']}: {pending['message']}"
-    if not pending["revert"]:
-        # Never switched: no pod read the staged caches. Switched, then moved elsewhere by someone: a pod may still.
-        switched = "switched" in pending
-        deleted = [] if switched else warm.retire(kube, target.namespace, list(pending["staged"]),
-                                                  keep=list(pending["serving"]))
+    if not pending["revert"] or not pending.get("previous"):
+        # Not switched: no pod read the staged copy. Switched and moved elsewhere by someone: the filler keeps it
+        # while a pod mounts it, and the reconciliation drops it once none does.
+        reads = warm.served(target, kube.get(target.resource, target.namespace, target.name))
+        keep = [v for v in (serving,) if v and (reads is None or v.version == reads)]
+        if keep:
+            warm.keep(kube, target, keep)
         _letter(ports, target, pending, pending["reason"], message)
-        item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=pending["reason"], keep_lock=True,
-                                          leftovers=list(pending["staged"]) if switched else None)
-        return {**item, "settled": ("rollout-failed", pending["reason"], deleted)}
-    generation = warm.point_back(kube, target, pending["previous"])
-    _letter(ports, target, pending, pending["reason"],
-            f"{message}; pointed back at {pending['previous'].get('version') or pending['previous'].get('location')}")
+        return _finish_failed(ports, target, owner, serves_new=reads == pending["version"])
+    generation = warm.point(kube, target, pending["previous"])
+    _letter(ports, target, pending, pending["reason"], f"{message}; pointed back at {pending['previous']}")
     ports.log("warm rollout failed; pointed back at the previous version", target=target.id, reason=pending["reason"])
     return ports.state.update_rollout(target.id, owner, phase="reverting", generation=generation,
                                       switched=int(_now(ports)))
@@ -217,33 +253,58 @@ def _failing(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: 
 
 def _reverting(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:
     pending, kube = item["pending"], ports.kube(target)
-    back = warm.source_of(kube.get(target.resource, target.namespace, target.name)) == pending["previous"]
-    state, _ = warm.rollout(kube, target, int(pending["generation"]))
+    serving, _ = _versions(pending)
+    progress = warm.rollout(kube, target, pending["previous"], int(pending["generation"]))
     timed_out = _now(ports) - float(pending["switched"]) > target.switch_timeout_seconds
-    if state == "running" and back and not timed_out:
+    if progress.state == "running" and not timed_out and not abandon:
         return item
-    # Back on the old version: nothing reads the staged caches. Otherwise a pod may: keep them for the next rollout.
-    done = state == "complete" and back
-    deleted = warm.retire(kube, target.namespace, list(pending["staged"]), keep=list(pending["serving"])) if done else []
+    if progress.state == "complete" and serving is not None:
+        warm.keep(kube, target, [serving])  # every pod back on it: nothing reads the staged copy
+    return _finish_failed(ports, target, owner, serves_new=False)
+
+
+def _finish_failed(ports: Ports, target: HyperPodTarget, owner: str, *, serves_new: bool) -> dict[str, Any]:
+    item = ports.state.get(target.id)
+    pending = item["pending"]
+    ports.metric("RefreshColdPods", target=target.id, value=float(pending.get("cold_pods", 0)))
+    if pending["reason"] == ABORTED:
+        ports.metric("RolloutAborted", target=target.id)
     item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=pending["reason"], keep_lock=True,
-                                      leftovers=None if done else list(pending["staged"]))
-    return {**item, "settled": ("rollout-failed", pending["reason"], deleted)}
+                                      serves_new=serves_new)
+    return {**item, "settled": ("rollout-failed", pending["reason"], [])}
 
 
-def _give_up(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str,
-             exc: PermanentError) -> dict[str, Any]:
-    """The cluster keeps refusing past the phase's time: end as failed without it (staged caches kept as leftovers)."""
+def _give_up(ports: Ports, target: HyperPodTarget, owner: str, exc: TransientError | PermanentError) -> dict[str, Any]:
+    """The cluster keeps refusing past the phase's time (or the deployment is being deleted): end as failed without
+    it. The record says what the deployment reads as far as the rollout knows: the new version once the switch
+    landed and was not reverted; the copies are left to the reconciliation's sweep."""
+    item = ports.state.get(target.id)
     pending = item["pending"]
     reason = pending.get("reason") or ("staging-failed" if pending["phase"] == "staging" else "switch-failed")
+    if not pending.get("reason"):
+        item = ports.state.update_rollout(target.id, owner, reason=reason, message=exc.message)
     _letter(ports, target, pending, reason, f"{target.id}: {pending['version']}: the cluster refuses: {exc.message}")
-    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True,
-                                      leftovers=list(pending["staged"]))
-    return {**item, "settled": ("rollout-failed", reason, [])}
+    return _finish_failed(ports, target, owner, serves_new=pending["phase"] == "switching" and _switched(pending))
 
 
 def _letter(ports: Ports, target: HyperPodTarget, pending: dict[str, Any], reason: str, message: str) -> None:
-    """The permanent failure, once: its letter id is the upload's and the reason's (a rerun's letter is the same)."""
+    """The permanent failure, once: its letter id is the upload's and the reason's (a rerun's letter is the same).
+    An aborted rollout gets none: the person who aborted it knows, and replaying it is theirs to decide."""
+    if reason == ABORTED:
+        return
     ports.metric("RefreshFailed", reason=reason, target=target.id)
     ports.dead_letter(letters.envelope(json.loads(pending["event"]), reason, message, [target.id],
                                        request_id=ports.request_id, failed_at=ports.state.clock()))
 
+
+def sweep(ports: Ports, target: HyperPodTarget) -> list[str]:
+    """With no rollout in flight: the filler keeps what the deployment reads and nothing else (a failed, given-up
+    or aborted rollout's leftovers), except a version a pod still mounts. Returns the versions dropped."""
+    kube = ports.kube(target)
+    reads = warm.served(target, kube.get(target.resource, target.namespace, target.name))
+    kept = warm.kept(kube, target)
+    serving = [v for v in kept if v.version == reads]
+    if not serving or [v.version for v in kept] == [reads]:
+        return []
+    held = warm.keep(kube, target, serving)
+    return [v.version for v in kept if v.version != reads and v.version not in held]

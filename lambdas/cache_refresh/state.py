@@ -218,26 +218,28 @@ class StateTable:
             **item, "lock_owner": ROLLOUT + item["pending"]["config"], "lock_expires": int(self.clock()) + seconds})
 
     def finish_rollout(self, target_id: str, owner: str, *, succeeded: bool, reason: str = "",
-                       keep_lock: bool = False, record: str = "pending", leftovers: list[str] | None = None) -> dict[str, Any]:
+                       keep_lock: bool = False, record: str = "pending", serves_new: bool = False) -> dict[str, Any]:
         """End the rollout under ``owner``'s lock: the new version serves, or it failed. ``record``:
         ``starting`` for an update whose start was never recorded (its answer was lost) but that serves.
-        ``leftovers``: caches a failed warm rollout could not delete (a pod may read them): the next
-        warm rollout that completes retires them."""
+        ``serves_new``: a failed warm rollout whose deployment reads the new version all the same (the cluster
+        refused to be read past the switch): the record says what serves. A warm rollout's outcome stays as
+        ``last_rollout`` (version, outcome, reason, the cold pods it saw)."""
         def finish(item: dict[str, Any]) -> dict[str, Any]:
             pending = item[record]
             rest = {k: v for k, v in (item if keep_lock else self._unlocked(item)).items() if k != record}
+            if pending.get("kind") == "hyperpod":
+                rest["last_rollout"] = {"version": pending["version"], "outcome": "done" if succeeded else "failed",
+                                        "reason": reason, "cold_pods": int(pending.get("cold_pods", 0)),
+                                        "ended": int(self.clock())}
+            served = {"current_version": pending["version"], "current_sequencer": pending["sequencer"],
+                      "current_location": pending["location"], "current_bucket": pending["bucket"]}
             if succeeded:
-                rest = {k: v for k, v in rest.items() if k != "leftover_caches"}
-            if leftovers:
-                rest["leftover_caches"] = sorted({*item.get("leftover_caches", []), *leftovers})
-            if succeeded:
-                # A warm rollout's record names the caches the pods now use; an endpoint's, what it created.
-                owned = ({"current_caches": pending["staged"]} if pending.get("kind") == "hyperpod" else
+                owned = ({} if pending.get("kind") == "hyperpod" else
                          {"owned_config": pending["config"], "owned_models": pending["created_models"]})
-                return {**rest, "current_version": pending["version"], "current_sequencer": pending["sequencer"],
-                        "current_location": pending["location"], "current_bucket": pending["bucket"], **owned}
-            return {**rest, "failed": {"version": pending["version"], "sequencer": pending["sequencer"], "reason": reason},
-                    "last_failed": pending}
+                return {**rest, **served, **owned}
+            failed = {"failed": {"version": pending["version"], "sequencer": pending["sequencer"], "reason": reason},
+                      "last_failed": pending}
+            return {**rest, **(served if serves_new else {}), **failed}
         return self._owned(target_id, owner, finish)
 
     def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any], *, behind: str) -> bool:

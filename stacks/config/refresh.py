@@ -26,8 +26,8 @@ class RefreshedModel(StrictModel):
     caches: tuple[str, ...] = Field(default=(), description="names of caches.models served from this prefix")
     endpoints: tuple[str, ...] = Field(default=(), description="names of endpoints with a variant on this prefix")
     staging_timeout: RolloutTimeout | None = Field(
-        default=None, description="seconds a warm rollout of these caches may take to stage the new version on every "
-                                  "node (HyperPodRefreshTarget.staging_timeout; default from the model's size)")
+        default=None, description="seconds a warm version change of these caches may take to stage the new version on "
+                                  "the nodes (HyperPodRefreshTarget.staging_timeout; default from the model's size)")
     switch_timeout: RolloutTimeout | None = Field(
         default=None, description="seconds the deployment's rollout to the staged version may take "
                                   "(HyperPodRefreshTarget.switch_timeout; default 30 minutes)")
@@ -66,10 +66,10 @@ class RefreshConfig(StrictModel):
         return tuple(dict.fromkeys(name for m in self.models for name in m.caches))
 
     def warm(self, caches: Any) -> tuple[str, ...]:
-        """The refreshed cached models that roll out warm: with a stand-alone (pre-warm) weights cache, which
-        the refresh stack names in their targets and the observability stack charts."""
+        """The refreshed cached models that change version warm: node-cached (``weights_cache: node``), which the
+        refresh stack names in their targets and the observability stack charts."""
         cached = {m.name: m for m in caches.models}
-        return tuple(name for name in self.cached_models if cached[name].prewarm and cached[name].weights_cache)
+        return tuple(name for name in self.cached_models if cached[name].weights_cache == "node")
 
 
 def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> list[str]:

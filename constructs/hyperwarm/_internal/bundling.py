@@ -24,7 +24,7 @@ import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
 
-_ASSET_INIT = {
+ASSET_INIT = {
     "hyperwarm": '"""A hyperwarm Lambda asset: only the function packages, never the construct library."""\n',
     "hyperwarm/functions": '"""The function packages (the same import names as in the wheel)."""\n',
 }
@@ -74,7 +74,7 @@ class FunctionPackage:
     def lay_out(self, out: Path) -> None:
         """Write its package and the shared ones into ``out`` as the asset holds them
         (``hyperwarm/functions/<name>/``), without the pinned dependencies."""
-        for folder, text in _ASSET_INIT.items():
+        for folder, text in ASSET_INIT.items():
             (out / folder).mkdir(parents=True, exist_ok=True)
             (out / folder / "__init__.py").write_text(text)
         for package in (self.source, *self.shared):

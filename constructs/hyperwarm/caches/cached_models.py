@@ -11,19 +11,22 @@ the fields the objects use.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 import aws_cdk as cdk
 import cdk8s
-from aws_cdk import aws_eks_v2 as eks, aws_s3 as s3
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
+from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
 from hyperwarm.cluster.addons import grant_mounted_model_read
+from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.rules import operator_pin_problem
 
 CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
@@ -59,7 +62,8 @@ class CachedModels(Construct):
         self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(
             props.models, region=cdk.Stack.of(self).region, cluster_name=cluster.eks_cluster.cluster_name,
             namespace=props.namespace, labels=props.labels,
-            group_taints={g.name: tuple(g.taints) for g in groups}))
+            group_taints={g.name: tuple(g.taints) for g in groups}, filler_image=props.filler_image,
+            nvme_headroom_percent=props.nvme_headroom_percent))
         self.objects: list[dict[str, Any]] = self.chart.to_json()
         # The operator must know every field the objects use: an older one drops them without a word.
         problem = operator_pin_problem(operator.addon_version, self.objects)
@@ -71,10 +75,28 @@ class CachedModels(Construct):
         )
         # The add-on installs the operator's CRDs: a dependency CloudFormation honours (across stacks too).
         self.manifest.node.add_dependency(operator.addon)
+        self.filler_role: iam.Role | None = None
+        """The node-cache fillers' role (EKS Pod Identity), or None without a ``weights_cache="node"`` model."""
+        if any(m.weights_cache == "node" for m in props.models):
+            self.filler_role = self._filler_role(cluster, props.namespace)
         self._grant_reads(props, operator.model_readers)
 
+    def _filler_role(self, cluster: IHyperPodCluster, namespace: str) -> iam.Role:
+        """The role the fillers' service account gets through EKS Pod Identity (the cluster's
+        ``eks-pod-identity-agent`` add-on), trusted only for this cluster's pods."""
+        role = iam.Role(self, "NodeCacheFillerRole", description="hyperwarm node-cache fillers: read model versions",
+                        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_conditions({
+                            "StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account},
+                            "ArnEquals": {"aws:SourceArn": cluster.eks_cluster.cluster_arn}}))
+        typing.cast(iam.CfnRole, role.node.default_child).add_property_override(
+            "AssumeRolePolicyDocument.Statement.0.Action", ["sts:AssumeRole", "sts:TagSession"])
+        eks.CfnPodIdentityAssociation(self, "NodeCacheFillerIdentity", cluster_name=cluster.eks_cluster.cluster_name,
+                                      namespace=namespace, service_account=SERVICE_ACCOUNT, role_arn=role.role_arn)
+        return role
+
     def _grant_reads(self, props: CachedModelsProps, readers: Sequence[Any]) -> None:
-        """The operator's model readers may read each model's version prefix, nothing else of the bucket."""
+        """The operator's model readers may read each model's version prefix, nothing else of the bucket; a
+        node-cached model's filler reads its whole prefix (a refresh lists later versions for it to fill)."""
         buckets = dict(props.buckets)
         for model in props.models:
             name = model.source.bucket
@@ -82,3 +104,5 @@ class CachedModels(Construct):
                 buckets[name] = s3.Bucket.from_bucket_name(self, f"ModelBucket-{name}", name)
             for reader in readers:
                 grant_mounted_model_read(reader, buckets[name], model.source.location)
+            if model.weights_cache == "node" and self.filler_role is not None:
+                grant_mounted_model_read(self.filler_role, buckets[name], model.source.prefix)

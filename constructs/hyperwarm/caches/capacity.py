@@ -1,16 +1,15 @@
 """NVMe capacity guard: every cache placed on an instance group must fit each node's NVMe.
 
-Per node of a group: cached weights of every model x their copies of one version (the deployment's
-cache; +1 for a stand-alone pre-warm cache, which the operator keeps in its own directory, as each
-deployment's) x the versions kept at once, plus every distinct image once, must fit the NVMe less a
-headroom. Checked at synth, so an oversize cache never reaches a GPU node.
+Per node of a group: cached weights of every model (one copy of a version: hyperwarm's node cache, or the
+operator's per-deployment cache; none with ``weights_cache="off"``) x the versions kept at once, plus every
+distinct image once, must fit the NVMe less a headroom. Checked at synth, so an oversize cache never reaches a
+GPU node.
 
-A refreshed model (a refresh prefix targets it) keeps exactly two versions at its peak: the refresh stages
-the new version in caches of its own beside the serving one, and retires the old only after the deployment
-moved (without stand-alone caches, the operator's own source change does the same: "creates a new cache,
-rolls the deployment, deletes the old cache"). Any other model keeps one: its version changes only by a
-deploy, and a new cache that finds no room is not ready, so pods on that node download instead (the
-operator's affinity to a ready cache is only preferred: a slower start, not a failed deployment).
+A refreshed model (a refresh prefix targets it) keeps exactly two versions at its peak: a node-cached model's
+filler holds the new version beside the serving one until the deployment moved, then drops the old one (and
+never keeps more than two: it deletes whatever else lies in the model's directory before it fills); an
+operator-cached model's source change does the same ("creates a new cache, rolls the deployment, deletes the old
+cache"). Any other model keeps one: its version changes only by a deploy.
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ class CacheFootprint:
 
     model: str
     weights_gb: float
-    weight_copies: int
-    """Copies of one version kept at once: the deployment's cache, +1 with a stand-alone pre-warm cache
-    (0 when weights are not cached)."""
+    cached: bool
+    """The weights are cached on the node (hyperwarm's node cache or the operator's): one copy per version."""
     images: Mapping[str, float] = field(default_factory=dict)
     """Cached image -> size in GB; an image shared by several models is counted once per node."""
     versions: int = 1
@@ -36,14 +34,13 @@ class CacheFootprint:
 
     @property
     def peak_gb(self) -> float:
-        """The model's weights on one node at the peak: size x copies x versions."""
-        return self.weights_gb * self.weight_copies * self.versions
+        """The model's weights on one node at the peak: size x versions, when cached."""
+        return self.weights_gb * self.versions if self.cached else 0.0
 
     def describe(self) -> str:
-        """``llama (145 GB x 2 caches x 2 versions, refreshed)``."""
-        caches = f" x {self.weight_copies} caches" if self.weight_copies > 1 else ""
+        """``llama (145 GB x 2 versions, refreshed)``."""
         versions = "2 versions, refreshed" if self.versions == 2 else f"{self.versions} version"
-        return f"{self.model} ({_gb(self.weights_gb)} GB{caches} x {versions})"
+        return f"{self.model} ({_gb(self.weights_gb)} GB x {versions})"
 
 
 @dataclass(frozen=True)
@@ -70,7 +67,7 @@ class GroupUsage:
         return self.need_gb <= self.have_gb
 
     def describe(self) -> str:
-        models = ", ".join(m.describe() for m in self.models if m.weight_copies) or "none"
+        models = ", ".join(m.describe() for m in self.models if m.cached) or "none"
         return (f"instance group {self.group!r}: need {_gb(self.need_gb)} GB, have {_gb(self.have_gb)} GB "
                 f"(NVMe {_gb(self.nvme_gb)} GB less {self.headroom_percent} % headroom); "
                 f"weights {_gb(self.weights_gb)} GB from models {models}; images {_gb(self.images_gb)} GB")
@@ -95,7 +92,7 @@ def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequenc
 
 
 def _why_two(usage: GroupUsage) -> str:
-    refreshed = [m.model for m in usage.models if m.versions == 2 and m.weight_copies]
+    refreshed = [m.model for m in usage.models if m.versions == 2 and m.cached]
     if not refreshed:
         return ""
     return (f" (a refreshed model, {', '.join(refreshed)}, holds its new version beside the serving one until the "

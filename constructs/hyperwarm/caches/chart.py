@@ -17,14 +17,9 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
-from hyperwarm.caches.objects import (
-    inference_endpoint_config,
-    model_image_cache,
-    model_weights_cache_config,
-    prepull_daemonset,
-    priority_class,
-)
-from hyperwarm.caches.props import MANAGED_BY, CachedModelProps
+from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
+from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
+from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
 
@@ -45,7 +40,11 @@ class CachesChartProps:
     labels: Mapping[str, str] = field(default_factory=lambda: dict(MANAGED_BY))
     """Labels of every object; a model's objects also get ``hyperwarm.io/model``. Default: managed-by hyperwarm."""
     group_taints: Mapping[str, Sequence[NodeTaint]] = field(default_factory=dict)
-    """Instance group -> its taints, which the pre-pull DaemonSet tolerates. Default: none."""
+    """Instance group -> its taints, which the node agents (pre-pull, node-cache fill) tolerate. Default: none."""
+    filler_image: str = DEFAULT_FILLER_IMAGE
+    """The node-cache fillers' image (Python 3 with boto3). Default: AWS's Lambda base image for Python 3.13."""
+    nvme_headroom_percent: int = 10
+    """Share of each node's NVMe a filler leaves free. Default: 10."""
 
 
 def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
@@ -56,19 +55,19 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}]
     daemonset_images: dict[str, set[str]] = defaultdict(set)
-    image_parents: dict[tuple[str, str], list[str]] = defaultdict(list)
     for model in props.models:
         daemonset_images[model.instance_group].update(model.daemonset_images)
-        if model.prewarm and model.operator_image_cache:
-            image_parents[(model.instance_group, model.image)].append(model.name)
-    if any(daemonset_images.values()):
+    node_cached = [m for m in props.models if m.weights_cache == "node"]
+    if any(daemonset_images.values()) or node_cached:
         objects.append(priority_class(labels))
-    for model in props.models:
-        if model.prewarm and model.weights_cache:
-            objects.append(model_weights_cache_config(model, namespace=ns, region=props.region,
-                                                      labels={**labels, MODEL_LABEL: model.name}))
-    for (group, image), parents in sorted(image_parents.items()):
-        objects.append(model_image_cache(image, group, namespace=ns, labels=labels, parents=parents))
+    if node_cached:
+        code = code_config_map(ns, labels)
+        objects += [code, *filler_access(ns, labels)]
+        objects += [filler_daemonset(m, namespace=ns, labels={**labels, MODEL_LABEL: m.name}, region=props.region,
+                                     image=props.filler_image, code=code["metadata"]["name"],
+                                     headroom_percent=props.nvme_headroom_percent,
+                                     group_taints=props.group_taints.get(m.instance_group, ()))
+                    for m in node_cached]
     for group, images in sorted(daemonset_images.items()):
         if images:
             objects.append(prepull_daemonset(group, sorted(images), namespace=ns, labels=labels,

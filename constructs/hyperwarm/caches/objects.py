@@ -19,6 +19,7 @@ from hyperwarm.caches.cold_start import ColdStart
 from hyperwarm.caches.props import CachedModelProps, Probes
 from hyperwarm.cluster.instance_group import HEALTH_TAINT_KEY, NVME_PATH, NodeTaint
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL
+from hyperwarm.functions.node_cache import layout
 from hyperwarm.serving.settings import (
     MODEL_DIR,
     SERVING_ANNOTATION,
@@ -31,15 +32,16 @@ from hyperwarm.serving.settings import (
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 WEIGHTS_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/weights-cache-ready."
 IMAGE_READY_LABEL_PREFIX = "inference.sagemaker.aws.amazon.com/image-cache-ready."
-MODEL_VOLUME = "model-weights"
+MODEL_VOLUME = layout.MODEL_VOLUME
 STARTUP_MARGIN = 1.5
 """The startup probe waits this multiple of the planner's cold start (its bandwidth is an estimate)."""
 OPERATOR_DEPLOY_TIMEOUT_S = 3600
 """The CRD's default ``maxDeployTimeInSeconds``."""
 PRIORITY_CLASS = "hyperwarm-image-prepull"
 PRIORITY_VALUE = 100_000
-"""Above ordinary workloads (0) so they cannot preempt the pullers; ``preemptionPolicy: Never``
-keeps the pullers from ever evicting a serving pod."""
+"""The node agents' priority (image pre-pull, node-cache fill; the class keeps its first name): above ordinary
+workloads (0) so they cannot preempt the agents; ``preemptionPolicy: Never`` keeps an agent from ever evicting a
+serving pod."""
 KEEPALIVE_COMMAND = ("sleep", "infinity")
 """Every pre-pulled image must provide ``sleep`` (the vLLM and LMI DLCs do)."""
 _CHECKOV_ACKNOWLEDGED = checkov_annotations({
@@ -185,32 +187,40 @@ def model_server_settings(model: CachedModelProps) -> ServerSettings:
 
 def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region: str, labels: dict[str, str],
                               cluster_name: str, cache_uids: Sequence[str] = ()) -> dict[str, Any]:
-    """The serving deployment, with ``spec.modelCacheConfig`` on the instance group's NVMe.
+    """The serving deployment on the instance group's nodes, reading its weights where ``weights_cache`` says.
 
-    Placement is by required affinity on the instance group (``nodeAffinity`` excludes ``instanceType``), so the
-    operator warms exactly that group's nodes. The worker is told where the model is and how many GPUs to shard it
-    over (:mod:`hyperwarm.serving.settings`). ``cluster_name`` (the EKS cluster's) goes into an exporter trigger.
+    Placement is by required affinity on the instance group (``nodeAffinity`` excludes ``instanceType``). A
+    node-cached model also requires the node's ready label of its version and reads the version's directory (a
+    hostPath volume); otherwise the operator reads S3, through its weights cache when it is on. The worker is told
+    where the model is and how many GPUs to shard it over (:mod:`hyperwarm.serving.settings`). ``cluster_name``
+    (the EKS cluster's) goes into an exporter trigger.
     """
     settings = model_server_settings(model)
     if settings.problems:
         raise ValueError(f"model {model.name!r}: " + "; ".join(str(p) for p in settings.problems))
-    affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": group_requirement(
-        model.instance_group)}
+    requirement = group_requirement(model.instance_group)
+    spec: dict[str, Any] = {"modelName": model.name, "modelVersion": model.source.version}
+    if model.weights_cache == "node":
+        requirement["nodeSelectorTerms"][0]["matchExpressions"].append(
+            layout.ready_requirement(model.name, model.source.version))
+        spec["modelSourceConfig"] = {"modelSourceType": "kubernetesVolume"}
+        spec["kubernetes"] = {"volumes": [layout.volume(layout.version_dir(NVME_PATH, model.name,
+                                                                            model.source.version))]}
+    else:
+        spec["modelSourceConfig"] = model_source(model, region)
+    affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": requirement}
     if cache_uids:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = cache_ready_preferences(cache_uids)
     worker = _worker(model)
-    spec: dict[str, Any] = {
-        "modelName": model.name,
-        "modelVersion": model.source.version,
-        "modelSourceConfig": model_source(model, region),
+    spec.update({
         "replicas": model.replicas,
         "nodeAffinity": affinity,
         "worker": worker,
         "modelCacheConfig": {
-            "weightsCache": {"enabled": model.weights_cache, "hostPath": NVME_PATH},
+            "weightsCache": {"enabled": model.weights_cache == "operator", "hostPath": NVME_PATH},
             "imageCache": {"enabled": model.operator_image_cache},
         },
-    }
+    })
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
     option_spec, option_worker = options(model, cluster_name=cluster_name)
@@ -221,56 +231,15 @@ def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region
             "metadata": metadata(model.name, namespace, labels, annotations), "spec": spec}
 
 
-def weights_cache_name(model_name: str) -> str:
-    """The stand-alone pre-warm cache of a model (the refresh function repoints it by this name)."""
-    return f"{model_name}-weights"
-
-
-def model_weights_cache_config(model: CachedModelProps, *, namespace: str, region: str,
-                               labels: dict[str, str]) -> dict[str, Any]:
-    """Stand-alone pre-warm of the weights on every node of the group, before a deployment exists."""
-    return {
-        "apiVersion": API_VERSION, "kind": "ModelWeightsCacheConfig",
-        "metadata": metadata(weights_cache_name(model.name), namespace, labels),
-        "spec": {
-            "enabled": True,
-            "hostPath": NVME_PATH,
-            "modelSourceConfig": model_source(model, region),
-            "nodeSelector": {INSTANCE_GROUP_LABEL: model.instance_group},
-        },
-    }
-
-
-def image_cache_name(group: str, image: str) -> str:
-    """``img-<group>-<8 hex of the image>``: one image cache per image and group, shared by its models."""
-    return f"img-{group[:40]}-{hashlib.sha256(image.encode()).hexdigest()[:8]}"
-
-
-def model_image_cache(image: str, group: str, *, namespace: str, labels: dict[str, str],
-                      parents: Sequence[str]) -> dict[str, Any]:
-    """Stand-alone pre-pull of ``image`` on the group's nodes, shared by the deployments in ``parents``.
-
-    ``spec.parentReferences`` would need the parents' live UIDs, which no manifest knows: the
-    deployments served are listed, for people and ``kubectl``, in the ``hyperwarm.io/parents`` annotation.
-    """
-    spec: dict[str, Any] = {"image": image, "nodeSelector": {INSTANCE_GROUP_LABEL: group}}
-    return {
-        "apiVersion": API_VERSION, "kind": "ModelImageCache",
-        "metadata": metadata(image_cache_name(group, image), namespace, labels,
-                             {"hyperwarm.io/parents": ",".join(sorted(parents))}),
-        "spec": spec,
-    }
-
-
 def priority_class(labels: dict[str, str]) -> dict[str, Any]:
-    """The pre-pull pods' PriorityClass: hard to preempt, never preempting."""
+    """The node agents' PriorityClass: hard to preempt, never preempting."""
     return {
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
         "metadata": metadata(PRIORITY_CLASS, None, labels),
         "value": PRIORITY_VALUE,
         "preemptionPolicy": "Never",
         "globalDefault": False,
-        "description": "hyperwarm image pre-pull pods: never preempt others, hard to preempt",
+        "description": "hyperwarm node agents (image pre-pull, node-cache fill): never preempt others, hard to preempt",
     }
 
 
@@ -278,8 +247,11 @@ def daemonset_name(group: str) -> str:
     return f"prepull-{group[:50]}"
 
 
-def health_check_toleration() -> dict[str, str]:
-    return {"key": HEALTH_TAINT_KEY, "operator": "Equal", "value": "Unschedulable", "effect": "NoSchedule"}
+def node_agent_tolerations(group_taints: Sequence[NodeTaint]) -> list[dict[str, str]]:
+    """A node agent (pre-pull, node-cache fill) runs through HyperPod's health checks and the group's taints, so
+    a new node holds its images and weights by the time it turns schedulable."""
+    return [{"key": HEALTH_TAINT_KEY, "operator": "Equal", "value": "Unschedulable", "effect": "NoSchedule"},
+            *({"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group_taints)]
 
 
 def _keepalive_container(image: str) -> dict[str, Any]:
@@ -306,8 +278,7 @@ def prepull_daemonset(group: str, images: Sequence[str], *, namespace: str, labe
     the image is in place when the node turns schedulable."""
     name = daemonset_name(group)
     selector = {"app.kubernetes.io/name": "hyperwarm-prepull", "app.kubernetes.io/instance": name}
-    tolerations = [health_check_toleration()] + [
-        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group_taints]
+    tolerations = node_agent_tolerations(group_taints)
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": metadata(name, namespace, labels, _CHECKOV_ACKNOWLEDGED),

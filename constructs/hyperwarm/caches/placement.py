@@ -35,10 +35,10 @@ class CacheGroup(Protocol):
 def footprint(model: CachedModelProps, *, refreshed: bool = False) -> CacheFootprint:
     """What ``model`` puts on each node of its group at the peak (for the capacity guard): two versions when
     ``refreshed`` (a refresh prefix targets it), else one (:mod:`hyperwarm.caches.capacity`)."""
-    copies = (1 if model.weights_cache else 0) + (1 if model.prewarm and model.weights_cache else 0)
     # The serving image is on every node that runs the model, cached or not.
     images = {model.image: in_gigabytes(model.image_size), **{e.image: in_gigabytes(e.size) for e in model.extra_images}}
-    return CacheFootprint(model.name, in_gigabytes(model.size), copies, images, versions=2 if refreshed else 1)
+    return CacheFootprint(model.name, in_gigabytes(model.size), model.weights_cache != "off", images,
+                          versions=2 if refreshed else 1)
 
 
 def _group_problem(path: str, model: CachedModelProps, groups: Mapping[str, CacheGroup]) -> str | None:

@@ -11,6 +11,7 @@ same path, so every model version gets its own location.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from hyperwarm.cluster.cluster import IHyperPodCluster
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
+DEFAULT_FILLER_IMAGE = "public.ecr.aws/lambda/python:3.13"
+"""AWS's Lambda base image for Python 3.13: Python with boto3, all a node-cache filler needs."""
 """The label every object of hyperwarm's caches carries."""
 
 K8S_NAME = Matches(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
@@ -77,6 +80,17 @@ def node_gb(above: float, most: float) -> Measured:
 
 
 PrepullMode = Literal["operator", "daemonset", "both"]
+WeightsCache = Literal["node", "operator", "off"]
+"""Where a model's weights wait on its nodes' NVMe:
+
+- ``node``: hyperwarm's node cache. A filler fills ``<hostPath>/hyperwarm/<model>/<version>`` on every node of the
+  group and labels the node once the copy is verified; the pods read it (``modelSourceType: kubernetesVolume``) and
+  may run only on labelled nodes, so no pod starts cold, and a refresh stages the next version beside the serving
+  one before it moves the deployment (a warm version change).
+- ``operator``: the operator's per-deployment weights cache (``modelCacheConfig.weightsCache``): it fills the
+  deployment's nodes before it creates the deployment; a pod on a node without the cache downloads (its affinity to
+  the cache is only preferred), and a new version changes the deployment in place, which may start cold pods.
+- ``off``: every pod downloads the weights from S3."""
 RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
 
 
@@ -284,8 +298,10 @@ class CachedModelProps:
     """An instance group of the cluster with local NVMe (``cluster.cache_group``)."""
     image_size: Annotated[cdk.Size, node_gb(0, 500)] = field(default_factory=lambda: gigabytes(20))
     """Uncompressed image size on the node. Default: 20 GB (vLLM/LMI DLCs)."""
-    weights_cache: bool = True
-    """The operator caches the weights on the group's NVMe. Default: true."""
+    weights_cache: WeightsCache = "operator"
+    """Where the weights wait on the nodes: ``node`` (hyperwarm's node cache, warm refreshes), ``operator`` (the
+    operator's per-deployment cache) or ``off`` (:data:`WeightsCache`). ``True``/``False`` still mean operator/off,
+    with a deprecation warning. Default: operator."""
     image_cache: bool = True
     """Pre-pull the serving image (see ``prepull``). Default: true."""
     prepull: PrepullMode = "operator"
@@ -293,7 +309,8 @@ class CachedModelProps:
     extra_images: tuple[ExtraImage, ...] = ()
     """Sidecar/init images for the DaemonSet. Default: none."""
     prewarm: bool = False
-    """Stand-alone caches that fill the group before a deployment. Default: false."""
+    """Deprecated: the stand-alone caches it made were never read by the deployment's pods (the operator keeps a
+    cache directory per deployment). ``True`` now means ``weights_cache="node"``, with a warning. Default: false."""
     replicas: Annotated[int, Interval(ge=0, le=1000)] = 1
     """Pods at creation (within the autoscaling range when given). Default: 1."""
     resources: WorkerResources = field(default_factory=WorkerResources)
@@ -320,7 +337,22 @@ class CachedModelProps:
     """Per-pod proxy limits. Default: none."""
 
     def __post_init__(self) -> None:
+        self._migrate()
         check(self, self._rules())
+
+    def _migrate(self) -> None:
+        """The old spellings, with a warning naming the new one (removed in the next minor release)."""
+        cache: Any = self.weights_cache
+        if isinstance(cache, bool):
+            warnings.warn(f"CachedModelProps({self.name}).weights_cache = {cache}: use \"operator\" or \"off\"",
+                          DeprecationWarning, stacklevel=4)
+            object.__setattr__(self, "weights_cache", "operator" if cache else "off")
+        if self.prewarm:
+            warnings.warn(f"CachedModelProps({self.name}).prewarm is deprecated: use weights_cache=\"node\" (the "
+                          "stand-alone caches prewarm made were never read by the deployment's pods)",
+                          DeprecationWarning, stacklevel=4)
+            if self.weights_cache != "off":
+                object.__setattr__(self, "weights_cache", "node")
 
     def _rules(self) -> list[str]:
         rules = []
@@ -329,8 +361,6 @@ class CachedModelProps:
                          "set prepull to daemonset or both")
         if self.extra_images and not self.image_cache:
             rules.append(f"extra_images = {len(self.extra_images)} image(s) -- need image_cache true")
-        if self.prewarm and not (self.weights_cache or self.image_cache):
-            rules.append("prewarm = True -- needs weights_cache or image_cache")
         scaling = self.autoscaling
         if scaling and _given(self.replicas, scaling.min_replicas, scaling.max_replicas) \
                 and not scaling.min_replicas <= self.replicas <= scaling.max_replicas:
@@ -380,6 +410,10 @@ class CachedModelsProps:
     """Names of the models a refresh targets (:class:`~hyperwarm.refresh.CacheRefreshHook`): the NVMe capacity
     guard keeps room for two versions of each, the new one staged beside the serving one; one for the others.
     Default: none."""
+    filler_image: Annotated[str, IMAGE, Rule(pinned_image_problem)] = DEFAULT_FILLER_IMAGE
+    """The image the node-cache fillers run in (``weights_cache="node"``): any image with Python 3.9+ and boto3 on
+    its ``PATH`` (the filler's code comes in a ConfigMap). Pin a digest in production. Default: AWS's Lambda base
+    image for Python 3.13 (``public.ecr.aws/lambda/python:3.13``)."""
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.models]

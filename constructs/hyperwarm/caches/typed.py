@@ -9,6 +9,7 @@ the object (cdk8s).
 from __future__ import annotations
 
 import enum
+import re
 import typing
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -34,11 +35,22 @@ def _choices(hint: Any) -> list[Any]:
     return [hint]
 
 
+def _member_name(value: str) -> str:
+    """cdk8s import names a member after its value: camelCase words split by ``_``, upper-cased, an underscore spelt
+    ``_UNDERSCORE_`` (``kubernetesVolume`` -> ``KUBERNETES_VOLUME``)."""
+    return "_UNDERSCORE_".join(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", part).upper() for part in value.split("_"))
+
+
+def _member_value(name: str) -> str:
+    """The value a member stands for, as the CRD spells it (for the message: the first letter's case is lost)."""
+    return "_".join(re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), part.lower())
+                    for part in name.split("_UNDERSCORE_"))
+
+
 def _enum_member(cls: type[enum.Enum], value: Any, path: str) -> enum.Enum:
-    # cdk8s import names a member after its value, upper-cased, an underscore spelt _UNDERSCORE_.
-    name = str(value).upper().replace("_", "_UNDERSCORE_")
+    name = _member_name(str(value))
     if name not in cls.__members__:
-        allowed = ", ".join(m.lower().replace("_underscore_", "_") for m in cls.__members__)
+        allowed = ", ".join(_member_value(m) for m in cls.__members__)
         raise ValueError(f"{path} = {value!r} -- not in the operator's CRD; allowed: {allowed}")
     return cls[name]
 

@@ -16,6 +16,7 @@ from hyperwarm._internal.constraints import Measured, Rule, in_gigabytes
 from hyperwarm.cluster.catalog import InstanceSpec, instance_spec
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL, INSTANCE_TYPE_LABEL
 from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT
+from hyperwarm.functions.node_cache import layout
 
 GroupInstanceCount = Annotated[int, Interval(ge=INSTANCE_COUNT.start, le=INSTANCE_COUNT.stop - 1)]
 """``ClusterInstanceGroup.InstanceCount``: 0..1000."""
@@ -33,7 +34,7 @@ cdk.json gives it as ``ebs_volume_gb``."""
 EbsVolumeSize = Annotated["cdk.Size", EBS_VOLUME, Rule(_whole_gb)]
 """An instance group's extra EBS volume (aws-cdk is imported for type checkers only: the props load without it)."""
 
-NVME_PATH = "/opt/dlami/nvme"
+NVME_PATH = layout.DEFAULT_HOST_PATH
 """Where HyperPod mounts the local NVMe instance store; the weights cache's default hostPath."""
 
 HEALTH_TAINT_KEY = "sagemaker.amazonaws.com/node-health-status"

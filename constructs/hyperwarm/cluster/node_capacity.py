@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperwarm.cluster.catalog import instance_spec
+from hyperwarm.functions.node_cache import layout
 
-INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+INSTANCE_GROUP_LABEL = layout.GROUP_LABEL
 """HyperPod labels every node with its instance group's name."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 PODS_PER_NODE_METADATA = "hyperwarm:pods-per-node"

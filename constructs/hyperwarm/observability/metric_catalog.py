@@ -78,12 +78,10 @@ _SAGEMAKER_BRIDGE = (  # the bridge's figures from SageMaker AI detailed observa
             "error status): 0..2. While it is above 0 the figures above are missing for the minute."),
 )
 
-_UNITS = {"StagingReadyNodes": "Count", "StagingTargetNodes": "Count", "TimeToWarm": "Seconds",
-          "TimeToSwitch": "Seconds", "RolloutInProgress": "Count"}
 _WARM_ROLLOUT = (  # the refresh function's steps of a HyperPod target's warm rollout, per target
-    *(PublishedMetric(contract.METRICS_NAMESPACE, name, ("service", "target"), _UNITS[name], _REFRESH_SOURCE,
+    *(PublishedMetric(contract.METRICS_NAMESPACE, name, ("service", "target"), unit, _REFRESH_SOURCE,
                       f"Per refresh target (its id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/"
-                      f"<model>): {meaning}.") for name, meaning in contract.ROLLOUT_METRICS.items()),
+                      f"<model>): {meaning}.") for name, (unit, meaning) in contract.ROLLOUT_METRICS.items()),
     PublishedMetric(contract.METRICS_NAMESPACE, "RefreshFailed", ("service", "Reason"), "Count", _REFRESH_SOURCE,
                     "Refreshes that failed for good or were rolled back, by Reason (also published with service "
                     "alone); a warm rollout's: staging-timeout, staging-failed, switch-timeout, switch-failed. "

@@ -2,8 +2,8 @@
 
 The functions' role names the bucket prefixes, the state table, the queue, the endpoints and the
 models and configs a refresh creates (named by the function's own contract), and the HyperPod
-cluster; inside the cluster it may only get and patch the operator's deployments and manage its weight
-caches in the targets' namespaces, and list nodes (:func:`rbac_objects`). The warm rollout's step function
+cluster; inside the cluster it may only get and patch the targets' deployments and, for node-cached models,
+their fillers, by name, list pods in the targets' namespaces and list nodes (:func:`rbac_objects`). The warm rollout's step function
 has a role of its own with the state table, the queue and the same cluster access (and starts executions of
 the rollout workflow: :func:`~hyperwarm.refresh.rollout.rollout_workflow`). Whatever serves a
 refreshed prefix (an endpoint's execution role, the inference operator's model readers) is granted it
@@ -27,6 +27,7 @@ from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.model import grant_model_data_read
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.node_cache import layout
 
 RBAC_GROUP = "hyperwarm:cache-refresh"
 _OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
@@ -39,7 +40,7 @@ class RefreshAccess:
 
     def __init__(self, scope: Construct, *, role: iam.Role, bucket: s3.IBucket, prefixes: Sequence[str],
                  state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
-                 namespaces: Sequence[str], endpoints: Sequence[IInferenceEndpoint],
+                 hyperpod: Sequence[contract.HyperPodTarget], endpoints: Sequence[IInferenceEndpoint],
                  rollout_role: iam.IRole | None = None) -> None:
         if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
             bucket.encryption_key.grant_decrypt(role)
@@ -55,7 +56,7 @@ class RefreshAccess:
         self.rbac_objects: list[dict[str, Any]] = []
         if cluster is not None:
             self.access_entry = _cluster_access(scope, "AccessEntry", role, cluster)
-            self._kubernetes_rbac(scope, cluster, namespaces)
+            self._kubernetes_rbac(scope, cluster, hyperpod)
         if rollout_role is not None:
             assert cluster is not None  # a rollout needs HyperPod targets, so a cluster
             _grant_state_and_letters(rollout_role, state_table, dead_letter_queue)
@@ -63,10 +64,11 @@ class RefreshAccess:
         if endpoints:
             _grant_endpoints(cdk.Stack.of(scope), role, endpoints)
 
-    def _kubernetes_rbac(self, scope: Construct, cluster: IHyperPodCluster, namespaces: Sequence[str]) -> None:
+    def _kubernetes_rbac(self, scope: Construct, cluster: IHyperPodCluster,
+                         hyperpod: Sequence[contract.HyperPodTarget]) -> None:
         """What the group may do in the cluster: :func:`rbac_objects`."""
         eks_cluster = cluster.eks_cluster
-        self.rbac_objects = rbac_objects(namespaces)
+        self.rbac_objects = rbac_objects(hyperpod)
         self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=eks_cluster, manifest=self.rbac_objects,
                                            overwrite=True)
         if cluster.inference_operator is not None:
@@ -140,27 +142,35 @@ def refreshed_resource_names(endpoint_names: Sequence[str]) -> list[tuple[str, s
     return sorted({(kind, contract.arn_name(f"{stem(n)}-*")) for n in endpoint_names for kind, stem in stems})
 
 
-def rbac_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
-    """What the refresh and rollout functions' group may do in the cluster, nothing else: per namespace (a Role)
-    get and patch the operator's deployments, and get, list, create, patch and delete its weight caches (a
-    warm rollout stages a version in caches of its own and retires the previous one's); cluster-wide (a
-    ClusterRole) list nodes, to count the nodes a staged cache must be ready on."""
+def rbac_objects(targets: Sequence[contract.HyperPodTarget]) -> list[dict[str, Any]]:
+    """What the refresh and rollout functions' group may do in the cluster, nothing else. Per namespace (a Role):
+    get and patch the targets' deployments by name; for node-cached targets, get and patch their fillers by name
+    (a warm version change lists the versions a filler keeps) and list pods (which version each reads).
+    Cluster-wide (a ClusterRole, node-cached targets only): list nodes (which hold a version, which can host pods)."""
     name = "hyperwarm-cache-refresh"
     labels = {"app.kubernetes.io/managed-by": "hyperwarm"}
     subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
     objects: list[dict[str, Any]] = []
-    for namespace in namespaces:
+    plurals = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartModel": "jumpstartmodels"}
+    for namespace in sorted({t.namespace for t in targets}):
+        mine = [t for t in targets if t.namespace == namespace]
+        rules = [{"apiGroups": [_OPERATOR_GROUP], "resources": [plural], "verbs": ["get", "patch"],
+                  "resourceNames": sorted({t.name for t in mine if t.resource == kind})}
+                 for kind, plural in plurals.items() if any(t.resource == kind for t in mine)]
+        fillers = sorted({layout.filler_name(t.node_cache.model) for t in mine if t.node_cache})
+        if fillers:
+            rules += [{"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "patch"],
+                       "resourceNames": fillers},
+                      {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
         meta = {"name": name, "namespace": namespace, "labels": labels}
         objects += [
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-             "rules": [{"apiGroups": [_OPERATOR_GROUP], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
-                        "verbs": ["get", "patch"]},
-                       {"apiGroups": [_OPERATOR_GROUP], "resources": ["modelweightscacheconfigs"],
-                        "verbs": ["get", "create", "patch", "delete"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
              "subjects": subjects},
         ]
+    if not any(t.node_cache for t in targets):
+        return objects
     meta = {"name": name, "labels": labels}
     return objects + [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta,

@@ -8,10 +8,10 @@ same code, which finishes endpoint rollouts. Whatever fails reaches that queue: 
 cannot deliver, permanent failures the function records, and (the functions' on-failure
 destination) every invocation that still raises after Lambda's retries.
 
-A HyperPod target with pre-warm weight caches moves in stages (a warm rollout): the refresh function
-stages the new version in caches of its own and starts the rollout workflow (:mod:`.rollout`, a Step
-Functions state machine, one execution per target and version), whose steps wait until the new version is
-ready on every node, switch the deployment and retire the previous version's caches.
+A node-cached HyperPod target changes version warm: the refresh function records the rollout and starts the
+rollout workflow (:mod:`.rollout`, a Step Functions state machine, one execution per target and version), whose
+steps have the model's filler stage the new version on every node, switch the deployment once the nodes that can
+host its pods hold it, and drop the previous version.
 
 The parts: :mod:`.functions` (functions, role, logs, failure destination),
 :mod:`.access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
@@ -67,7 +67,7 @@ __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRe
 
 @dataclass(frozen=True)
 class HyperPodRefreshTarget:
-    """An operator deployment on a HyperPod cluster, and its stand-alone pre-warm weight caches."""
+    """An operator deployment on a HyperPod cluster (a cached model's ``InferenceEndpointConfig``)."""
 
     cluster: IHyperPodCluster
     namespace: str
@@ -75,10 +75,11 @@ class HyperPodRefreshTarget:
     resource: str = contract.HyperPodTarget.resource
     """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
     InferenceEndpointConfig."""
-    weights_caches: Sequence[str] = ()
-    """Stand-alone ``ModelWeightsCacheConfig`` names (pre-warm caches). With any, a new version rolls out warm:
-    staged in caches of its own, switched once ready on every node, then the previous caches retired (the
-    hook's rollout workflow). Default: none (the deployment is repointed at once)."""
+    node_cache: bool = False
+    """The model is node-cached (``CachedModelProps.weights_cache="node"``, the deployment named after the model): a
+    new version changes warm. Its filler stages it on every node beside the serving one, the deployment moves once
+    the nodes that can host its pods hold it, then the filler drops the previous one (the hook's rollout workflow).
+    Default: false (the deployment is repointed at once; the operator's own source change may start cold pods)."""
     model_size: ModelSize | None = None
     """The model's weights size (a cached model's ``CachedModelProps.size``): sizes the default
     ``staging_timeout``. Default: unknown."""
@@ -96,7 +97,8 @@ class HyperPodRefreshTarget:
         """The target as the function reads it."""
         staging = self.staging_timeout or default_staging_timeout(self.model_size)
         return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
-                                       name=self.name, resource=self.resource, caches=tuple(self.weights_caches),
+                                       name=self.name, resource=self.resource,
+                                       node_cache=contract.NodeCache(self.name) if self.node_cache else None,
                                        staging_timeout_seconds=_whole_seconds(staging),
                                        switch_timeout_seconds=_whole_seconds(self.switch_timeout))
 
@@ -195,7 +197,7 @@ class CacheRefreshHook(Construct):
     Whatever serves a refreshed prefix is granted to read every version of it (an endpoint's execution
     role, the inference operator's ``model_readers``), through the public grant functions; those
     policies land in the grantees' stacks. ``node.default_child`` is the refresh function's
-    ``AWS::Lambda::Function``. With a HyperPod target that has ``weights_caches``, the warm rollout's
+    ``AWS::Lambda::Function``. With a node-cached HyperPod target (``node_cache``), the warm rollout's
     workflow is :attr:`rollout_workflow` (also ``node.find_child("RolloutWorkflow")``).
     """
 
@@ -209,7 +211,7 @@ class CacheRefreshHook(Construct):
         self.dead_letter_queue = self._dead_letter_queue(props)
         self.cluster: IHyperPodCluster | None = next((t.cluster for m in props.models for t in m.hyperpod), None)
         endpoints = [t.endpoint for m in props.models for t in m.endpoints]
-        warm = [t.to_contract() for m in props.models for t in m.hyperpod if t.weights_caches]
+        warm = [t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache]
         functions = RefreshFunctions(
             self, cluster=self.cluster, environment=self._environment(props), dead_letter_queue=self.dead_letter_queue,
             function_name=props.function_name, lock=props.lock, retry_attempts=props.function_retry_attempts,
@@ -223,7 +225,7 @@ class CacheRefreshHook(Construct):
         access = RefreshAccess(
             self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
             state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
-            namespaces=sorted({t.namespace for m in props.models for t in m.hyperpod}), endpoints=endpoints,
+            hyperpod=[t.to_contract() for m in props.models for t in m.hyperpod], endpoints=endpoints,
             rollout_role=functions.rollout_role)
         self.access_entry = access.access_entry
         self.rbac = access.rbac
@@ -236,7 +238,7 @@ class CacheRefreshHook(Construct):
         """The step function's access entry, in the refresh's Kubernetes group, or None."""
         self.rollout_workflow: sfn.StateMachine | None = None
         """The warm rollout's Standard state machine (one execution per target and version), or None when no
-        HyperPod target has ``weights_caches``. The refresh functions and the step (which rolls a version that
+        HyperPod target is node-cached. The refresh functions and the step (which rolls a version that
         waited behind a rollout) may start it (``states:StartExecution`` on it alone); it may invoke only
         :attr:`rollout_function`."""
         if functions.rollout_step is not None:
@@ -294,7 +296,7 @@ class CacheRefreshHook(Construct):
         """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
         workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
         timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
-        Raises ``ValueError`` without a warm rollout (no HyperPod target with ``weights_caches``)."""
+        Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
         return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
 
     def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Any) -> cloudwatch.Metric:
@@ -307,7 +309,7 @@ class CacheRefreshHook(Construct):
     def _workflow(self) -> sfn.StateMachine:
         if self.rollout_workflow is None:
             raise ValueError(f"{self.node.path}: no warm rollout workflow; it exists when a HyperPod target "
-                             "has weights_caches")
+                             "is node-cached (node_cache)")
         return self.rollout_workflow
 
     @staticmethod
@@ -412,9 +414,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
         problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
-    shared = repeated(f"{t.namespace}/{c}" for m in props.models for t in m.hyperpod for c in t.weights_caches)
-    problems += [f"models[].hyperpod[].weights_caches = {c!r} -- named by two targets; a cache belongs to one (its "
-                 "warm rollout retires the previous version's cache once its own deployment has moved)" for c in shared]
+    shared = repeated(f"{t.namespace}/{t.name}" for m in props.models for t in m.hyperpod)
+    problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
+                 "version change drops the previous version once its own deployment has moved)" for c in shared]
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
                                    ("function_retry_attempts", props.function_retry_attempts, 0, 2)):
         if not low <= value <= high:

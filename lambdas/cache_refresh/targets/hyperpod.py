@@ -1,9 +1,10 @@
 """HyperPod targets: point operator objects at the new versioned S3 location through the Kubernetes API.
 
-The inference operator notices a changed ``spec.modelSourceConfig.modelLocation`` (never an
-overwrite under the same path), builds the new weights cache, rolls the deployment and deletes the
-old cache. ``JumpStartModel`` has no S3 source: its ``spec.model.modelVersion`` takes the version
-folder name (which must then be ``x.y.z``).
+A deployment that reads S3 is repointed at once: the inference operator notices a changed
+``spec.modelSourceConfig.modelLocation`` (never an overwrite under the same path), builds the new weights cache,
+rolls the deployment and deletes the old cache (pods may start before the new cache is ready). ``JumpStartModel``
+has no S3 source: its ``spec.model.modelVersion`` takes the version folder name (which must then be ``x.y.z``).
+A node-cached deployment changes version warm instead (:mod:`.warm`, driven by :mod:`..rollout`).
 
 Authentication is the standard EKS token of the Lambda's role (:mod:`eks_auth`), which an EKS
 access entry maps to a namespace-scoped RBAC Role. Writes are JSON
@@ -23,6 +24,7 @@ import urllib3
 from botocore.exceptions import ClientError
 
 from ... import eks_auth
+from ...node_cache import layout
 from ..config import HyperPodTarget
 from ..decide import Live
 from ..errors import PermanentError, TransientError
@@ -30,8 +32,10 @@ from ..events import ManifestCreated, location_version
 from ..versions import UnorderableVersion, newer
 
 GROUP_VERSION = "inference.sagemaker.aws.amazon.com/v1"
-PLURALS = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartModel": "jumpstartmodels",
-           "ModelWeightsCacheConfig": "modelweightscacheconfigs"}
+API = {"InferenceEndpointConfig": (f"/apis/{GROUP_VERSION}", "inferenceendpointconfigs"),
+       "JumpStartModel": (f"/apis/{GROUP_VERSION}", "jumpstartmodels"),
+       "DaemonSet": ("/apis/apps/v1", "daemonsets"), "Pod": ("/api/v1", "pods")}
+"""Kind -> (API path, plural) of every namespaced object the refresh reads or patches."""
 _JUMPSTART_VERSION = re.compile(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$")
 CONFLICT_RETRIES = 3
 
@@ -48,22 +52,20 @@ def cluster_access(cluster: str, region: str) -> tuple[str, str]:
 
 
 class Kube(Protocol):
-    """What a warm rollout calls: :class:`KubeApi`, or the tests' operator model."""
+    """What a warm version change calls: :class:`KubeApi`, or the tests' cluster model."""
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]: ...
 
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
 
-    def create(self, kind: str, namespace: str, obj: dict[str, Any]) -> bool: ...
-
-    def delete(self, kind: str, namespace: str, name: str) -> bool: ...
+    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]: ...
 
     def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]: ...
 
 
 @dataclass
 class KubeApi:
-    """A minimal Kubernetes API client: GET and merge-PATCH of one namespaced custom object."""
+    """A minimal Kubernetes API client: GET, list and merge-PATCH of namespaced objects, and a node list."""
 
     endpoint: str
     ca_pem: str
@@ -76,7 +78,63 @@ class KubeApi:
                                          timeout=urllib3.Timeout(total=self.timeout))
 
     def _path(self, kind: str, namespace: str, name: str = "") -> str:
-        collection = f"{self.endpoint.rstrip('/')}/apis/{GROUP_VERSION}/namespaces/{namespace}/{PLURALS[kind]}"
+        api, plural = API[kind]
+        collection = f"{self.endpoint.rstrip('/')}{api}/namespaces/{namespace}/{plural}"
+        return f"{collection}/{name}" if name else collection
+
+    def _call(self, method: str, url: str, body: dict[str, Any] | None = None,
+              content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            resp = self._http.request(method, url, headers=headers,
+                                      body=json.dumps(body).encode() if body is not None else None)
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransientError("target-unreachable", f"{method} {url}: {exc}") from None
+        try:
+            data = json.loads(resp.data or b"{}")
+        except ValueError:
+            data = {}
+        return resp.status, data
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        status, data = self._call("GET", self._path(kind, namespace, name))
+        _raise_for(status, data, f"{kind} {namespace}/{name}")
+        return data
+
+    def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        status, data = self._call("PATCH", self._path(kind, namespace, name), patch, "application/merge-patch+json")
+        if status != 409:
+            _raise_for(status, data, f"{kind} {namespace}/{name}")
+        return status, data
+
+    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Every object of ``kind`` in ``namespace`` (one page: a namespace's pods fit one answer)."""
+        status, data = self._call("GET", self._path(kind, namespace))
+        _raise_for(status, data, f"{kind} list in {namespace}")
+        return list(data.get("items") or [])
+
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class KubeApi:
+    """A minimal Kubernetes API client: GET, list and merge-PATCH of namespaced objects, and a node list."""
+
+    endpoint: str
+    ca_pem: str
+    token: str
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=self.ca_pem,
+                                         retries=urllib3.Retry(total=2, connect=2, read=0, status=0),
+                                         timeout=urllib3.Timeout(total=self.timeout))
+
+    def _path(self, kind: str, namespace: str, name: str = "") -> str:
+        api, plural = API[kind]
+        collection = f"{self.endpoint.rstrip('/')}{api}/namespaces/{namespace}/{plural}"
         return f"{collection}/{name}" if name else collection
 
     def _call(self, method: str, url: str, body: dict[str, Any] | None = None,
@@ -207,18 +265,31 @@ def kube_for(target: HyperPodTarget, region: str) -> KubeApi:
 
 def live(target: HyperPodTarget, prefix: str, buckets: frozenset[str], region: str,
          kube: KubeApi | None = None) -> Live:
-    """What the deployment object serves now, from its live spec."""
+    """What the deployment object serves now, from its live spec (a node-cached one: its volume's version)."""
     kube = kube or kube_for(target, region)
     obj = kube.get(target.resource, target.namespace, target.name)
+    if target.node_cache is not None:
+        return Live(served_from_node_cache(target, obj))
     return Live(served_version(target.resource, obj, prefix, buckets))
 
 
-def plan(target: HyperPodTarget) -> list[tuple[str, str]]:
-    """Objects to repoint, in order: stand-alone caches first (they warm nodes), then the deployment."""
-    return [*(("ModelWeightsCacheConfig", c) for c in target.caches), (target.resource, target.name)]
+def node_cache_volumes(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deployment's own volumes (``spec.kubernetes.volumes``)."""
+    return list((spec.get("kubernetes") or {}).get("volumes") or [])
+
+
+def served_from_node_cache(target: HyperPodTarget, obj: dict[str, Any]) -> str | None:
+    """The version a node-cached deployment's pods read: its model volume's directory (None: not the cache's)."""
+    assert target.node_cache is not None
+    for volume in node_cache_volumes(obj.get("spec") or {}):
+        if volume.get("name") == layout.MODEL_VOLUME:
+            path = str((volume.get("hostPath") or {}).get("path") or "")
+            return layout.version_of_path(path, target.node_cache.host_path, target.node_cache.model)
+    return None
 
 
 def apply(target: HyperPodTarget, event: ManifestCreated, region: str, kube: KubeApi | None = None) -> list[str]:
-    """Repoint every object of ``target``; returns the ``Kind/name`` of those changed."""
+    """Repoint the deployment at once (no node cache to stage in); returns the ``Kind/name`` changed."""
     kube = kube or kube_for(target, region)
-    return [f"{kind}/{name}" for kind, name in plan(target) if repoint(kube, kind, target.namespace, name, event)]
+    changed = repoint(kube, target.resource, target.namespace, target.name, event)
+    return [f"{target.resource}/{target.name}"] if changed else []

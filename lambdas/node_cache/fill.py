@@ -1,0 +1,250 @@
+"""The node-cache filler: one pod per node keeps one model's listed versions on that node's NVMe.
+
+Run as ``python3 -m hyperwarm.functions.node_cache.fill`` in the filler DaemonSet's pod (the caches construct
+ships this package in a ConfigMap; the image brings Python and boto3). Every minute it converges the node on
+the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
+
+1. Anything of the model's directory that is not a listed version goes (a retired version, a failed staging's
+   partial copy), and so do the ready labels of versions not listed: the NVMe never holds more than the list.
+2. Each listed version that is not complete is filled: the free space is checked first (the files still to
+   download plus the headroom must fit), every file of its manifest is downloaded into ``.partial-<version>``
+   and checked for its size and SHA-256, the directory is renamed to ``<version>`` and marked complete, and only
+   then is the node labelled :func:`~.layout.ready_label`. A version that cannot be a copy (a checksum or size
+   mismatch, a missing object, no room) is not retried by this pod: the node gets the annotation of the same
+   name, ``failed: <why>``, which the warm rollout reads and dead-letters.
+3. A complete version whose files no longer match the manifest's sizes loses its label and is filled again.
+
+Its Kubernetes rights are its own node's labels and annotations under ``weights.hyperwarm.io/`` and nothing
+else (RBAC ``get``/``patch`` on nodes, narrowed by a ValidatingAdmissionPolicy the construct ships).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import layout
+from ..cache_refresh.errors import PermanentError
+from ..cache_refresh.manifest import MAX_MANIFEST_BYTES, ManifestFile, parse
+
+POLL_SECONDS = 60
+FILES_AT_ONCE = 4
+_CHUNK = 8 * 1024 * 1024
+_SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+class Unfillable(Exception):
+    """This version cannot become a copy on this node without a change (bad files, no room): not retried."""
+
+
+class Node(Protocol):
+    """The filler's view of its node: its labels and annotations, and a merge-patch of them."""
+
+    def metadata(self) -> dict[str, Any]: ...
+
+    def patch(self, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None: ...
+
+
+class InClusterNode:
+    """Its own node through the API server, with the pod's service-account token (re-read: it rotates)."""
+
+    def __init__(self, name: str, host: str | None = None, root: str = _SERVICE_ACCOUNT) -> None:
+        host = host or f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
+        self._url, self._root = f"{host}/api/v1/nodes/{name}", root
+        self._tls = ssl.create_default_context(cafile=f"{root}/ca.crt")
+
+    def _call(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        token = Path(self._root, "token").read_text().strip()
+        request = urllib.request.Request(self._url, method=method, data=json.dumps(body).encode() if body else None,
+                                         headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
+                                                  "Content-Type": "application/merge-patch+json"})
+        with urllib.request.urlopen(request, context=self._tls, timeout=10) as answer:
+            result: dict[str, Any] = json.loads(answer.read())
+            return result
+
+    def metadata(self) -> dict[str, Any]:
+        return dict(self._call("GET").get("metadata") or {})
+
+    def patch(self, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None:
+        self._call("PATCH", {"metadata": {"labels": labels, "annotations": annotations}})
+
+
+@dataclass
+class Filler:
+    """One model's versions on one node (``root``: the model's directory as the pod mounts it)."""
+
+    model: str
+    root: Path
+    s3: Any
+    node: Node
+    headroom_percent: int = 10
+    status_dir: Path = Path(layout.STATUS_DIR)
+    log: Callable[[str], None] = print
+    given_up: dict[str, str] = field(default_factory=dict)
+    """Version -> why it cannot be filled here (kept until the list changes or the pod restarts)."""
+
+    def converge(self, versions: list[layout.Version]) -> bool:
+        """One pass over the node; True when every listed version is complete and labelled."""
+        keep = {v.version for v in versions}
+        self._remove_strays(keep)
+        ready = []
+        for version in versions:
+            if version.version in self.given_up:
+                ready.append(False)
+                continue
+            try:
+                ready.append(self._ensure(version))
+            except Unfillable as exc:
+                self.given_up[version.version] = str(exc)
+                self.log(f"{self.model} {version.version}: cannot be filled here: {exc}")
+                self._mark(version.version, failed=str(exc))
+                ready.append(False)
+        self._ready_file(all(ready) and bool(versions))
+        return all(ready) and bool(versions)
+
+    # -- the directory --------------------------------------------------------------------------------------
+    def _remove_strays(self, keep: set[str]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for entry in self.root.iterdir():
+            version = entry.name.removeprefix(layout.PARTIAL)
+            if entry.name.startswith(layout.PARTIAL) and version in keep:
+                continue  # a fill to resume
+            if entry.name not in keep:
+                self.log(f"{self.model}: removing {entry.name} (not a listed version)")
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        meta = self.node.metadata()
+        wanted = {layout.ready_label(self.model, v) for v in keep}
+        prefix = layout.label_prefix(self.model)
+        labels = {k: None for k in meta.get("labels") or {} if k.startswith(prefix) and k not in wanted}
+        notes = {k: None for k in meta.get("annotations") or {} if k.startswith(prefix) and k not in wanted}
+        if labels or notes:
+            self.node.patch(labels, notes)
+
+    def _ensure(self, version: layout.Version) -> bool:
+        """The version complete and labelled on this node (filled now if it is not)."""
+        files = self._manifest(version)
+        target = self.root / version.version
+        if not (target / layout.COMPLETE).exists() or not _sizes_match(target, files):
+            self._mark(version.version, ready=False)
+            if target.exists():
+                shutil.rmtree(target)
+            self._fill(version, files, target)
+        self._mark(version.version, ready=True)
+        return True
+
+    def _manifest(self, version: layout.Version) -> tuple[ManifestFile, ...]:
+        key = f"{version.location}/manifest.json"
+        try:
+            obj = self.s3.get_object(Bucket=version.bucket, Key=key)
+            if obj["ContentLength"] > MAX_MANIFEST_BYTES:
+                raise Unfillable(f"s3://{version.bucket}/{key} is larger than {MAX_MANIFEST_BYTES} bytes")
+            return parse(obj["Body"].read())
+        except PermanentError as exc:
+            raise Unfillable(f"s3://{version.bucket}/{key}: {exc.message}") from None
+        except self.s3.exceptions.NoSuchKey:
+            raise Unfillable(f"s3://{version.bucket}/{key} not found") from None
+
+    def _fill(self, version: layout.Version, files: tuple[ManifestFile, ...], target: Path) -> None:
+        partial = self.root / f"{layout.PARTIAL}{version.version}"
+        partial.mkdir(exist_ok=True)
+        todo = [f for f in files if not _verified(partial / f.path, f)]
+        self._check_room(version, todo)
+        total, started = sum(f.size for f in todo), time.monotonic()
+        self.log(f"{self.model} {version.version}: filling {len(todo)} of {len(files)} files, {total / 1e9:.1f} GB")
+        with ThreadPoolExecutor(max_workers=FILES_AT_ONCE) as pool:
+            problems = [p for p in pool.map(lambda f: self._download(version, f, partial), todo) if p]
+        if problems:
+            raise Unfillable("; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
+        digest = hashlib.sha256(json.dumps([f.__dict__ for f in files], sort_keys=True).encode()).hexdigest()
+        (partial / layout.COMPLETE).write_text(json.dumps({"version": version.version, "manifest": digest}))
+        partial.rename(target)
+        seconds = max(time.monotonic() - started, 1e-3)
+        self.log(f"{self.model} {version.version}: complete ({total / 1e9:.1f} GB in {seconds:.0f} s, "
+                 f"{total * 8 / 1e9 / seconds:.2f} Gbit/s)")
+
+    def _check_room(self, version: layout.Version, todo: list[ManifestFile]) -> None:
+        usage = shutil.disk_usage(self.root)
+        need = sum(f.size for f in todo) + usage.total * self.headroom_percent // 100
+        if need > usage.free:
+            raise Unfillable(f"no room: {sum(f.size for f in todo) / 1e9:.1f} GB to download plus "
+                             f"{self.headroom_percent} % headroom, {usage.free / 1e9:.1f} GB free")
+
+    def _download(self, version: layout.Version, item: ManifestFile, partial: Path) -> str | None:
+        """One file, checked for size and SHA-256; the problem, or None."""
+        path = partial / item.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = f"{version.location}/{item.path}"
+        try:
+            self.s3.download_file(version.bucket, key, str(path))
+        except self.s3.exceptions.ClientError as exc:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in ("404", "NoSuchKey", "403", "AccessDenied"):
+                return f"{item.path}: s3://{version.bucket}/{key} not found or not readable ({code})"
+            raise  # throttling, 5xx: the next pass tries again
+        if not _verified(path, item):
+            path.unlink(missing_ok=True)
+            return f"{item.path}: size or SHA-256 differs from the manifest"
+        return None
+
+    # -- what the node says ---------------------------------------------------------------------------------
+    def _mark(self, version: str, *, ready: bool = False, failed: str | None = None) -> None:
+        key = layout.ready_label(self.model, version)
+        meta = self.node.metadata()
+        has_label = (meta.get("labels") or {}).get(key) == "true"
+        note = (meta.get("annotations") or {}).get(key)
+        wanted_note = f"failed: {failed}"[:1000] if failed else None
+        if has_label != ready or note != wanted_note:
+            self.node.patch({key: "true" if ready else None}, {key: wanted_note})
+
+    def _ready_file(self, ready: bool) -> None:
+        self.status_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.status_dir / "ready"
+        marker.touch() if ready else marker.unlink(missing_ok=True)
+
+
+def _verified(path: Path, item: ManifestFile) -> bool:
+    if not path.is_file() or path.stat().st_size != item.size:
+        return False
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest() == item.sha256
+
+
+def _sizes_match(target: Path, files: tuple[ManifestFile, ...]) -> bool:
+    """A cheap check of a complete copy at every pass: every file there at its size."""
+    return all((target / f.path).is_file() and (target / f.path).stat().st_size == f.size for f in files)
+
+
+def main() -> None:  # pragma: no cover - the pod's entry point; Filler is tested on its own
+    import boto3
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    filler = Filler(model=os.environ[layout.MODEL_ENV], root=Path(layout.MOUNT), s3=boto3.client("s3"),
+                    node=InClusterNode(os.environ[layout.NODE_ENV]),
+                    headroom_percent=int(os.environ.get(layout.HEADROOM_ENV, "10")))
+    versions = layout.parse_versions(os.environ[layout.VERSIONS_ENV])
+    while not stop.is_set():
+        try:
+            filler.converge(versions)
+        except Exception as exc:  # noqa: BLE001 - a transient S3 or API error: the next pass tries again
+            filler.log(f"{filler.model}: pass failed, retrying in {POLL_SECONDS} s: {exc!r}")
+        stop.wait(POLL_SECONDS)
+
+
+if __name__ == "__main__":
+    main()
