@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import contract
-from .contract import BlueGreen, ConfigError, EndpointTarget, HyperPodTarget, Target
+from .contract import BlueGreen, ConfigError, EndpointTarget, HyperPodTarget, NodeCache, Target
 
-__all__ = ["BlueGreen", "ConfigError", "EndpointTarget", "HyperPodTarget", "Settings", "Target", "load"]
+__all__ = ["BlueGreen", "ConfigError", "EndpointTarget", "HyperPodTarget", "NodeCache", "Settings", "Target", "load"]
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,20 @@ class StateTable:
         """Record a warm rollout's progress (its phase and what it did) in its ``pending`` record."""
         return self._owned(target_id, owner, lambda item: {**item, "pending": {**item["pending"], **changes}})
 
+    def request_abort(self, target_id: str, *, by: str) -> dict[str, Any]:
+        """Ask the warm rollout in flight to end (``hyperwarm refresh abort``): its next step, or the reconciliation,
+        points the deployment back where it was switched and drops the staged copy. No lock is needed: the mark
+        is a conditional write like any other, and the rollout reads it at every step. ValueError without a
+        warm rollout in flight."""
+        def mark(item: dict[str, Any]) -> dict[str, Any] | None:
+            pending = item.get("pending") or {}
+            if pending.get("kind") != "hyperpod":
+                raise ValueError(f"{target_id}: no rollout in flight to abort")
+            if pending.get("abort"):
+                return None
+            return {**item, "pending": {**pending, "abort": {"by": by, "at": int(self.clock())}}}
+        return self._change(target_id, mark)
+
     def keep_rollout(self, target_id: str, owner: str, seconds: int) -> dict[str, Any]:
         """A rollout whose lock expired is still running: give the lock back to it."""
         return self._owned(target_id, owner, lambda item: {

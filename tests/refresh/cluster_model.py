@@ -31,6 +31,9 @@ from typing import Any
 from fake_kube import merge_patch
 from wire import Count, fresh, sent
 
+from hyperwarm.caches.node_cache import filler_daemonset
+from hyperwarm.caches.objects import inference_endpoint_config
+from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, CachedModelProps, ModelSource, WorkerResources, gigabytes
 from hyperwarm.functions.cache_refresh.errors import PermanentError
 from hyperwarm.functions.node_cache import layout
 
@@ -39,6 +42,20 @@ HEALTH_TAINT = {"key": "sagemaker.amazonaws.com/node-health-status", "value": "U
 HOST = layout.DEFAULT_HOST_PATH
 DT = 5.0
 """The simulation's step in seconds (every duration below is a multiple of it)."""
+MODEL, NAMESPACE = "llama", "models"
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
+
+
+def rendered(bucket: str, prefix: str, version: str, *, replicas: int = 4,
+             gpus: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The deployment and the filler of a node-cached model, as the caches construct renders them."""
+    props = CachedModelProps(name=MODEL, source=ModelSource(bucket, prefix, version), size=gigabytes(100), image=IMAGE,
+                             instance_group="inference", weights_cache="node", replicas=replicas,
+                             resources=WorkerResources(gpus=gpus, cpu="8", memory="64Gi"))
+    deployment = inference_endpoint_config(props, namespace=NAMESPACE, region="us-west-2", labels={}, cluster_name="c")
+    filler = filler_daemonset(props, namespace=NAMESPACE, labels={}, region="us-west-2", image=DEFAULT_FILLER_IMAGE,
+                              code="code", headroom_percent=10)
+    return deployment, filler
 
 
 @dataclass
@@ -57,13 +74,16 @@ class Node:
     """The filler DaemonSet generation this node's filler pod runs (a new one restarts it)."""
     failed: dict[str, str] = field(default_factory=dict)
     not_ready_since: float | None = None
+    filler_running: bool = True
+    """False: the node's filler pod is stuck (its labels stay as they are, whatever lies on the disk)."""
 
 
 @dataclass
 class SimPod:
     uid: str
     version: str
-    label: str
+    label: str | None
+    """The ready label its node must carry (None: the deployment's affinity requires none)."""
     created: float
     node: str | None = None
     ready_at: float | None = None
@@ -161,10 +181,10 @@ class Cluster:
         assert version is not None
         return version
 
-    def _required_label(self) -> str:
+    def _required_label(self) -> str | None:
         terms = self.deployment["spec"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"]
-        return next(e["key"] for e in terms[0]["matchExpressions"] if e["key"].startswith(layout.LABEL_DOMAIN))
+        return next((e["key"] for e in terms[0]["matchExpressions"] if e["key"].startswith(layout.LABEL_DOMAIN)), None)
 
     def kept(self) -> list[str]:
         return [v.version for v in layout.filler_versions(self.filler)]
@@ -261,6 +281,15 @@ class Cluster:
         self.remove_node(name)
         self.add_node(f"{name}-r")
 
+    def apply(self, deployment: dict[str, Any], filler: dict[str, Any]) -> None:
+        """``kubectl apply`` of a deploy's manifest (a stack rollback's too): both specs replaced as rendered."""
+        for kind, obj in ((DEPLOYMENT, deployment), (FILLER, filler)):
+            current = self._object(kind, obj["metadata"]["name"])
+            rv = current["metadata"]["resourceVersion"]
+            self.merge_patch(kind, NAMESPACE, obj["metadata"]["name"], {
+                "metadata": {"resourceVersion": rv}, "spec": {k: None for k in current["spec"]}})
+            self.merge_patch(kind, NAMESPACE, obj["metadata"]["name"], {"spec": obj["spec"]})
+
     def delete_deployment(self) -> None:
         """``kubectl delete``: the operator's finalizer keeps the object, marked, until it has cleaned up."""
         self.deployment["metadata"]["deletionTimestamp"] = "2026-12-03T00:00:00Z"
@@ -286,7 +315,7 @@ class Cluster:
         generation = int(self.filler["metadata"]["generation"])
         label_prefix = layout.label_prefix(self.model)
         for node in self.nodes.values():
-            if not node.ready or node.labels.get(layout.GROUP_LABEL) != self.group:
+            if not node.ready or not node.filler_running or node.labels.get(layout.GROUP_LABEL) != self.group:
                 continue
             if node.filler_generation != generation:  # the filler pod restarts with the new list
                 node.filler_generation = generation
@@ -313,6 +342,7 @@ class Cluster:
             if node.disk.get(version, 0.0) >= self.size_gb:
                 node.labels[label] = "true"
                 continue
+            node.labels.pop(label, None)  # a copy that is not complete is never labelled ready
             why = self.fail_fill.get(version) or node.failed.get(version)
             if why is None and version not in node.disk and \
                     sum(node.disk.values()) + self.size_gb > node.nvme_gb * 0.9:
@@ -365,7 +395,7 @@ class Cluster:
         for pod in self.pods:
             if pod.node is None and pod.terminating_until is None:
                 host = next((n for n in sorted(self.nodes.values(), key=lambda n: n.name)
-                             if self._hostable(n) and n.labels.get(pod.label) == "true"
+                             if self._hostable(n) and (pod.label is None or n.labels.get(pod.label) == "true")
                              and n.gpus - used.get(n.name, 0) >= self.pod_gpus), None)
                 if host is not None:
                     pod.node = host.name

@@ -22,22 +22,26 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
-from operator_model import Operator
+from cluster_model import NAMESPACE as _NAMESPACE, Cluster, ClusterKube, rendered
 from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.functions.cache_refresh import flow
-from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, Settings
+from hyperwarm.functions.cache_refresh.config import BlueGreen, EndpointTarget, HyperPodTarget, NodeCache, Settings
 from hyperwarm.functions.cache_refresh.errors import PermanentError, TransientError
 from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm.functions.cache_refresh.targets import endpoint as endpoint_target, hyperpod
 
 BUCKET, PREFIX, NAMESPACE = "models-bucket", "models/llama", "models"
-HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama", caches=("llama-weights",))
+HYPERPOD = HyperPodTarget(cluster="c", namespace=NAMESPACE, name="llama")
+HYPERPOD_WARM = replace(HYPERPOD, node_cache=NodeCache("llama"))
+"""The same deployment, node-cached: its version changes warm (a world with ``warm`` runs it)."""
 ENDPOINT = EndpointTarget(endpoint="llama-prod", blue_green=BlueGreen(max_execution_seconds=3600))
 SETTINGS = Settings(targets={PREFIX: (HYPERPOD, ENDPOINT)}, state_table="t", allowed_buckets=frozenset({BUCKET}),
                     dlq_url="q", lock_seconds=900)
-_DRY_RUN = {dry_run: replace(SETTINGS, dry_run=dry_run) for dry_run in (False, True)}
-"""The settings with dry run off and on (frozen: every invocation shares them)."""
+_SETTINGS = {(dry_run, warm): replace(SETTINGS, dry_run=dry_run, targets={PREFIX: (
+    HYPERPOD_WARM if warm else HYPERPOD, ENDPOINT)}) for dry_run in (False, True) for warm in (False, True)}
+"""The settings with dry run off and on, the HyperPod target node-cached or not (frozen: every invocation shares
+them)."""
 VARIANTS = (("main", "cfn-model"), ("second", "cfn-model-b"))
 """Both variants serve the refreshed prefix: each must move, and only forward."""
 
@@ -272,23 +276,26 @@ class FakeKube:
             obj["metadata"]["resourceVersion"] = str(next(self.rv))
 
 
-class OperatorKube:
-    """The HyperPod target's cluster as the operator model (tests/refresh/operator_model.py), behind the same
-    numbered, faulted boundary as :class:`FakeKube`; the operator's time follows the world's clock."""
+class ClusterWorldKube:
+    """The node-cached target's cluster as the cluster model (tests/refresh/cluster_model.py), behind the same
+    numbered, faulted boundary as :class:`FakeKube`; the cluster's time follows the world's clock."""
 
     def __init__(self, world: World) -> None:
+        assert NAMESPACE == _NAMESPACE
         self.faults, self.world = world.faults, world
-        self.operator = Operator(node_names=["node-0", "node-1", "node-2"], fill_seconds=300, pod_seconds=60,
-                                 now=world.clock.now)
-        self.operator.deploy("llama", "llama-weights", BUCKET, f"{PREFIX}/{world.initial}", world.initial)
+        deployment, filler = rendered(BUCKET, PREFIX, world.initial, replicas=3)
+        self.cluster = Cluster.serving(deployment, filler, ["node-0", "node-1", "node-2"], fill_seconds=300,
+                                       start_seconds=60, now=world.clock.now)
+        self._kube = ClusterKube(self.cluster)
 
     @property
     def objects(self) -> dict[tuple[str, str], dict[str, Any]]:
-        return self.operator.objects
+        return {("InferenceEndpointConfig", "llama"): self.cluster.deployment,
+                ("DaemonSet", self.cluster.filler["metadata"]["name"]): self.cluster.filler}
 
-    def _now(self) -> Operator:
-        self.operator.tick(max(0.0, self.world.clock.now - self.operator.now))
-        return self.operator
+    def _now(self) -> ClusterKube:
+        self.cluster.tick(max(0.0, self.world.clock.now - self.cluster.now))
+        return self._kube
 
     @boundary("live")
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -298,34 +305,23 @@ class OperatorKube:
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return self.world._alone(HYPERPOD.id, lambda: self._now().merge_patch(kind, namespace, name, patch))
 
-    @boundary("apply")
-    def create(self, kind: str, namespace: str, obj: dict[str, Any]) -> bool:
-        return self.world._alone(HYPERPOD.id, lambda: self._now().create(kind, namespace, obj))
-
-    @boundary("apply")
-    def delete(self, kind: str, namespace: str, name: str) -> bool:
-        return self.world._alone(HYPERPOD.id, lambda: self._now().delete(kind, namespace, name))
+    @boundary("live")
+    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return self._now().list(kind, namespace)
 
     @boundary("live")
     def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
         return self._now().nodes(selector)
 
     def location(self, kind: str = "InferenceEndpointConfig", name: str = "llama") -> str:
-        return str(self._now().objects[(kind, name)]["spec"]["modelSourceConfig"]["modelLocation"])
+        self._now()
+        return f"{PREFIX}/{self.cluster.reads()}"
 
     def restore(self, version: str) -> None:
-        """A stack rollback re-applies the deployment as first deployed (its base cache object too, as the
-        manifest names it); the operator rolls the pods back (cold where that version's cache is gone)."""
-        self.operator.restored.add(version)
-        op = self._now()
-        if ("ModelWeightsCacheConfig", "llama-weights") not in op.objects:
-            op.create("ModelWeightsCacheConfig", NAMESPACE, {"metadata": {"name": "llama-weights"}, "spec": {
-                "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": BUCKET},
-                                      "modelLocation": f"{PREFIX}/{version}"}}})
-        obj = op.objects[("InferenceEndpointConfig", "llama")]
-        op.merge_patch("InferenceEndpointConfig", NAMESPACE, "llama", {"spec": {
-            "modelSourceConfig": {"modelLocation": f"{PREFIX}/{version}"}, "modelVersion": version},
-            "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}})
+        """A stack rollback applies the caches manifest of the version first deployed: the deployment and the
+        filler as rendered then (the filler keeps what pods still read; pods wait for their version's label)."""
+        self._now()
+        self.cluster.apply(*rendered(BUCKET, PREFIX, version, replicas=3))
 
 
 class FakeSageMaker:
@@ -532,12 +528,14 @@ class World:
     observer: Callable[[], None] | None = None
     """Called after every invocation, however it ended (the sweep checks its invariants there)."""
     warm: bool = False
-    """The HyperPod target rolls out warm: its cluster is the operator model and a workflow steps it."""
+    """The HyperPod target is node-cached and changes version warm: its cluster is the cluster model and a
+    workflow steps it."""
 
     def __post_init__(self) -> None:
         self.faults = Faults(self.rng, self.fault_rate, self.interleave_share)
         self.store = MemStore(self.faults)
-        self.kube: FakeKube | OperatorKube = OperatorKube(self) if self.warm else FakeKube(self.faults, self.initial)
+        self.kube: FakeKube | ClusterWorldKube = ClusterWorldKube(self) if self.warm else FakeKube(self.faults,
+                                                                                                    self.initial)
         self.executions: dict[str, int] = {}
         """Warm rollouts started (version -> failed attempts of its current step): the workflow's executions."""
         self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
@@ -563,7 +561,7 @@ class World:
 
     def ports(self) -> flow.Ports:
         return flow.Ports(
-            settings=_DRY_RUN[self.dry_run], state=StateTable(self.store, self.clock),
+            settings=_SETTINGS[self.dry_run, self.warm], state=StateTable(self.store, self.clock),
             verify=self.verify, live=self.live,
             apply_hyperpod=lambda target, created: self._alone(target.id, lambda: hyperpod.apply(
                 target, created, "us-west-2", kube=self.kube)),

@@ -123,16 +123,19 @@ class History:
                                      [letter for n, letter in w.sqs.sent if n == number])
 
     def operator_fails(self) -> None:
-        """The operator fails what a warm rollout waits on: a staged cache (its download) or the next deployment
-        rollout (its pods crash-loop). Either is dead-lettered; the quiescence replays it."""
-        operator = self.world.kube.operator
+        """The cluster fails what a warm change waits on: a version's fill (a bad file) or its pods (they
+        crash-loop until the deployment's progress deadline). Either is dead-lettered; the quiescence replays it,
+        and it succeeds then (the fault is cured for the replay)."""
+        cluster = self.world.kube.cluster
+        if not self.world.executions:
+            return
+        version = self.rng.choice(sorted(self.world.executions))
         if self.rng.random() < 0.5:
-            operator.fail_rollouts = True
-            self.trace.append("operator: the next deployment rollout fails")
-        elif self.world.executions:
-            version = self.rng.choice(sorted(self.world.executions))
-            operator.fail_caches.add(contract.staged_cache_name("llama-weights", version))
-            self.trace.append(f"operator: the staged cache of {version} fails")
+            cluster.crash_versions.add(version)
+            self.trace.append(f"cluster: the pods of {version} crash-loop")
+        else:
+            cluster.fail_fill[version] = "sha256 differs from the manifest"
+            self.trace.append(f"cluster: {version} cannot be filled")
 
     def step_workflow(self) -> None:
         """Step Functions runs one step of a warm rollout's execution: retried when it raises, then its
@@ -286,10 +289,10 @@ class History:
     def check(self) -> None:
         w = self.world
         assert not w.sm.violations, w.sm.violations  # I5
-        if isinstance(w.kube, mw.OperatorKube):  # I7: warm rollouts start no cold pod, delete no cache in use
-            operator = w.kube.operator
-            assert not operator.violations, f"I7: {operator.violations}"
-            assert not operator.cold_starts, f"I7: cold pods {[(p.node, p.version) for p in operator.cold_starts]}"
+        if isinstance(w.kube, mw.ClusterWorldKube):  # I7: warm changes start no cold pod, delete no copy in use
+            cluster = w.kube.cluster
+            assert not cluster.violations, f"I7: {cluster.violations}"
+            assert not cluster.cold_starts, f"I7: cold pods {[(p.node, p.version) for p in cluster.cold_starts]}"
         assert not w.violations, w.violations  # I0: one change of a target at a time
         for obj, now in w.served_objects().items():  # every HyperPod object, every endpoint variant
             previous = self.history[obj][-1]
@@ -315,7 +318,7 @@ class History:
         one move back a refresh makes, and only to the version its record names as the previous one."""
         item = self.world.store.item(StateTable.key(mw.HYPERPOD.id))
         return any(r.get("kind") == "hyperpod" and r.get("version") == failed and r.get("reason")
-                   and (r.get("previous") or {}).get("location", "").rsplit("/", 1)[-1] == back_to
+                   and r.get("previous") == back_to
                    for r in (item.get("pending") or {}, item.get("last_failed") or {}))
 
     # -- a whole history ---------------------------------------------------------------------------
@@ -341,6 +344,9 @@ class History:
     def quiesce(self) -> None:
         w = self.world
         w.faults.on, w.dry_run = False, False
+        if isinstance(w.kube, mw.ClusterWorldKube):  # a bad version is fixed and uploaded again: its replay works
+            w.kube.cluster.crash_versions.clear()
+            w.kube.cluster.fail_fill.clear()
         self.trace.append("quiesce")
         self._settle_all()
         if self.rng.random() < 0.3:  # once all is done, a move back is only undone by its letters
