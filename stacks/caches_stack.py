@@ -60,7 +60,8 @@ class CachesStack(cdk.Stack):
             # "Default": the construct adds no level to the logical ids (the stack's resources keep theirs).
             self.caches = CachedModels(self, "Default", CachedModelsProps(
                 cluster=cluster, models=models, namespace=config.caches.namespace,
-                nvme_headroom_percent=config.caches.nvme_headroom_percent, labels=environment_labels(env_name),
+                nvme_headroom_percent=config.caches.nvme_headroom_percent, filler_image=config.caches.filler_image,
+            labels=environment_labels(env_name),
                 buckets=buckets, refreshed=config.refresh.cached_models))
         except OperatorBuildError as error:
             raise ConfigError(f"invalid configuration for environment {env_name!r}:\n  environments.{env_name}."

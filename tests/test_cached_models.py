@@ -51,11 +51,12 @@ def build(*models: CachedModelProps, groups: list[InstanceGroupSpec] = GROUPS,
 
 
 def test_objects_validate_against_the_operator_crds(crd_schemas) -> None:
-    caches = build(llama(prewarm=True, prepull="both", extra_images=(ExtraImage("public.ecr.aws/x/proxy:1.2"),),
+    caches = build(llama(weights_cache="node", prepull="both", extra_images=(ExtraImage("public.ecr.aws/x/proxy:1.2"),),
                          autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8)),
                          probes=Probes(), kv_cache=KvCache(), routing="prefixaware"))
     kinds = [o["kind"] for o in caches.objects]
-    assert kinds == ["Namespace", "PriorityClass", "ModelWeightsCacheConfig", "ModelImageCache", "DaemonSet",
+    assert kinds == ["Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "DaemonSet", "DaemonSet",
                      "InferenceEndpointConfig"]
     for obj in caches.objects:
         if obj["apiVersion"].startswith("inference.sagemaker.aws.amazon.com/"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -134,17 +135,32 @@ def test_headroom_is_configurable() -> None:
 def test_a_model_keeps_one_version_and_a_refreshed_one_two() -> None:
     props = CachedModel.model_validate(model(size_gb=100)).props
     placed, refreshed = footprint(props), footprint(props, refreshed=True)
-    assert (placed.weights_gb, placed.weight_copies, placed.versions, placed.peak_gb) == (100, 1, 1, 100)
+    assert (placed.weights_gb, placed.cached, placed.versions, placed.peak_gb) == (100, True, 1, 100)
     assert (refreshed.versions, refreshed.peak_gb) == (2, 200)
 
 
-def test_prewarm_cache_is_a_second_copy_of_each_version() -> None:
-    props = CachedModel.model_validate(model(prewarm=True)).props
-    assert (footprint(props).weight_copies, footprint(props, refreshed=True).peak_gb) == (2, 10 * 2 * 2)
+@pytest.mark.parametrize("cache", ["node", "operator"])
+def test_either_cache_holds_one_copy_of_each_version_kept(cache: str) -> None:
+    """No stand-alone copy beside the one the pods read: the node cache is the pods' own directory, the operator's
+    cache the deployment's."""
+    props = CachedModel.model_validate(model(weights_cache=cache)).props
+    assert (footprint(props).peak_gb, footprint(props, refreshed=True).peak_gb) == (10, 10 * 2)
 
 
 def test_uncached_weights_take_no_nvme() -> None:
-    assert footprint(CachedModel.model_validate(model(weights_cache=False)).props).weight_copies == 0
+    assert footprint(CachedModel.model_validate(model(weights_cache="off")).props).peak_gb == 0
+
+
+def test_prewarm_and_a_boolean_weights_cache_still_work_with_a_deprecation_warning() -> None:
+    """For one release: prewarm means the node cache; the library's props still take a boolean (cdk.json names
+    the allowed values instead)."""
+    with pytest.warns(DeprecationWarning, match='use weights_cache="node"'):
+        props = CachedModel.model_validate(model(prewarm=True)).props
+    assert props.weights_cache == "node"
+    with pytest.warns(DeprecationWarning, match='use "operator" or "off"'):
+        assert dataclasses.replace(props, weights_cache=False, prewarm=False).weights_cache == "off"
+    with pytest.raises(ValueError, match="Input should be 'node', 'operator' or 'off'"):
+        CachedModel.model_validate(model(weights_cache=False))
 
 
 def test_serving_image_counts_even_without_image_cache() -> None:
@@ -152,8 +168,8 @@ def test_serving_image_counts_even_without_image_cache() -> None:
 
 
 def test_shared_image_is_counted_once_per_node() -> None:
-    usage = group_usage("g", 1000, [CacheFootprint("a", 10, 2, {IMAGE: 20}), CacheFootprint("b", 5, 2, {IMAGE: 20})],
-                        10)
+    usage = group_usage("g", 1000, [CacheFootprint("a", 10, True, {IMAGE: 20}, versions=2),
+                                    CacheFootprint("b", 5, True, {IMAGE: 20}, versions=2)], 10)
     assert (usage.weights_gb, usage.images_gb, usage.need_gb, usage.have_gb) == (30, 20, 50, 900)
 
 

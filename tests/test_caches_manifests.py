@@ -14,6 +14,7 @@ from test_caches_config import IMAGE, default_groups, environment, model
 
 from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
 from hyperwarm.caches.objects import IMAGE_READY_LABEL_PREFIX, PRIORITY_CLASS, WEIGHTS_READY_LABEL_PREFIX, cache_ready_preferences
+from hyperwarm.functions.node_cache import layout
 from manifests import build_chart, write_manifests
 from stacks.config.environment import parse_environment, parse_environments
 
@@ -83,19 +84,20 @@ def test_builtin_kinds_validate_against_kubernetes_schemas(project_objects, env)
 
 
 def test_every_kind_is_emitted_and_validates(crd_schemas) -> None:
-    raw = environment(model(name="a", size_gb=5, prewarm=True, prepull="both", routing="session",
+    raw = environment(model(name="a", size_gb=5, weights_cache="node", prepull="both", routing="session",
                             extra_images=[{"image": SIDECAR}]),
-                      model(name="b", size_gb=5, prewarm=True))
+                      model(name="b", size_gb=5, weights_cache="node"))
     raw["instance_groups"] = default_groups(instance_count=2)  # one node per model
     objects = objects_of(raw)
     assert [o["kind"] for o in objects] == [
-        "Namespace", "PriorityClass", "ModelWeightsCacheConfig", "ModelWeightsCacheConfig", "ModelImageCache",
-        "DaemonSet", "InferenceEndpointConfig", "InferenceEndpointConfig"]
+        "Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "DaemonSet", "DaemonSet", "DaemonSet",
+        "InferenceEndpointConfig", "InferenceEndpointConfig"]
     for obj in objects:
         if obj["apiVersion"].startswith("inference."):
             assert crd_errors(obj, crd_schemas) == []
-        else:
-            kubernetes_validate.validate(obj, "1.33", strict=True)
+        else:  # ValidatingAdmissionPolicy is GA (admissionregistration.k8s.io/v1) from 1.30, the oldest EKS hyperwarm takes
+            kubernetes_validate.validate(obj, "1.30", strict=True)
 
 
 def test_endpoint_caches_weights_on_the_group_nvme_and_the_image() -> None:
@@ -120,12 +122,27 @@ def test_routing_is_emitted_only_when_configured() -> None:
     assert spec["intelligentRoutingSpec"] == {"enabled": True, "routingStrategy": "kvaware"}
 
 
-def test_serving_pods_never_require_a_cache_ready_node() -> None:
-    affinity = of_kind(objects_of(environment(model(prewarm=True))), "InferenceEndpointConfig")[0]["spec"][
-        "nodeAffinity"]
-    required_keys = {e["key"] for term in affinity["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"] for e in term["matchExpressions"]}
-    assert required_keys == {INSTANCE_GROUP_LABEL}
+def _required_keys(raw: dict[str, Any]) -> set[str]:
+    affinity = of_kind(objects_of(raw), "InferenceEndpointConfig")[0]["spec"]["nodeAffinity"]
+    return {e["key"] for term in affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            for e in term["matchExpressions"]}
+
+
+def test_operator_cached_pods_never_require_a_cache_ready_node() -> None:
+    """The operator's own affinity to its cache is preferred: a pod on a cold node downloads instead of waiting."""
+    assert _required_keys(environment(model(weights_cache="operator"))) == {INSTANCE_GROUP_LABEL}
+
+
+def test_node_cached_pods_require_their_versions_ready_label_and_read_its_directory() -> None:
+    """A node-cached pod runs only where the filler labelled its version ready, and reads that version's directory
+    (the documented ``kubernetesVolume`` source: a hostPath volume named as the model volume mount, no location)."""
+    raw = environment(model(weights_cache="node"))
+    assert _required_keys(raw) == {INSTANCE_GROUP_LABEL, layout.ready_label("qwen", "v1")}
+    spec = of_kind(objects_of(raw), "InferenceEndpointConfig")[0]["spec"]
+    assert spec["modelSourceConfig"] == {"modelSourceType": "kubernetesVolume"}
+    assert spec["kubernetes"]["volumes"] == [{"name": spec["worker"]["modelVolumeMount"]["name"], "hostPath": {
+        "path": f"{NVME_PATH}/hyperwarm/qwen/v1", "type": "Directory"}}]
+    assert spec["modelCacheConfig"]["weightsCache"]["enabled"] is False, "the operator's own cache would be a 2nd copy"
 
 
 def test_cache_ready_affinity_is_preferred() -> None:
@@ -136,26 +153,21 @@ def test_cache_ready_affinity_is_preferred() -> None:
     assert all(1 <= p["weight"] <= 100 for p in preferences)
 
 
-def test_prewarm_fills_the_group_before_a_deployment() -> None:
-    objects = objects_of(environment(model(prewarm=True)))
-    weights = of_kind(objects, "ModelWeightsCacheConfig")[0]
-    assert weights["metadata"]["name"] == "qwen-weights"
-    assert weights["spec"]["nodeSelector"] == {INSTANCE_GROUP_LABEL: "inference"}
-    assert weights["spec"]["modelSourceConfig"]["modelLocation"] == "qwen2.5-7b/v1"
-    assert of_kind(objects, "ModelImageCache")[0]["spec"]["image"] == IMAGE
+def test_a_node_cached_model_gets_a_filler_on_its_group_keeping_its_deployed_version() -> None:
+    filler = of_kind(objects_of(environment(model(weights_cache="node"))), "DaemonSet")[0]
+    assert filler["metadata"]["name"] == layout.filler_name("qwen")
+    assert layout.filler_versions(filler) == [layout.Version("v1", "my-models", "qwen2.5-7b/v1", "")]
+    assert filler["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": ["inference"]}]}]
 
 
-def test_no_prewarm_no_standalone_caches() -> None:
-    objects = objects_of(environment(model()))
-    assert not of_kind(objects, "ModelWeightsCacheConfig") and not of_kind(objects, "ModelImageCache")
-
-
-def test_one_image_cache_serves_every_model_sharing_the_image() -> None:
-    raw = environment(model(name="a", size_gb=5, prewarm=True), model(name="b", size_gb=5, prewarm=True))
-    raw["instance_groups"] = default_groups(instance_count=2)  # one node per model
-    caches = of_kind(objects_of(raw), "ModelImageCache")
-    assert len(caches) == 1
-    assert caches[0]["metadata"]["annotations"] == {"hyperwarm.io/parents": "a,b"}
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_no_object_fills_nvme_that_no_pod_reads(project_objects, env) -> None:
+    """No stand-alone weights cache: AWS documents a per-deployment cache directory, and nothing says a deployment
+    reads a stand-alone one's. The node cache's directory is the pods' own volume."""
+    assert not of_kind(project_objects[env], "ModelWeightsCacheConfig")
+    assert not of_kind(project_objects[env], "ModelImageCache")
 
 
 def test_prepull_operator_uses_the_image_cache_and_no_daemonset() -> None:

@@ -236,8 +236,8 @@ def test_a_project_environment_with_caches_and_no_operator_pin_fails_synth(proje
     with pytest.raises(ConfigError) as info:
         build_app(context={**project_context, "env": "prod"}, nag=False)
     assert ("environments.prod.addon_versions['amazon-sagemaker-hyperpod-inference']: None -- no build is pinned, "
-            "so EKS installs its default build, which may be older, and InferenceEndpointConfig.spec.modelCacheConfig, "
-            "ModelImageCache, ModelWeightsCacheConfig need operator 3.3 or later") in str(info.value)
+            "so EKS installs its default build, which may be older, and InferenceEndpointConfig.spec.modelCacheConfig "
+            "needs operator 3.3 or later") in str(info.value)
 
 
 def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() -> None:

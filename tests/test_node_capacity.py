@@ -186,16 +186,16 @@ def test_a_model_no_refresh_targets_needs_room_for_one_version() -> None:
     parse({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=ONE_BUT_NOT_TWO_GB)]}})
 
 
-def test_a_refreshed_pre_warmed_model_holds_two_versions_of_each_of_its_caches() -> None:
-    """The stand-alone pre-warm cache has a directory of its own beside the deployment's; both get a second
-    version during a refresh."""
-    size = 50  # one version: 2 x 50 + 20 = 120 GB fits; two: 4 x 50 + 20 = 220 GB fits; 55: 240 GB does not
-    parse(refreshed({"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=size, prewarm=True)]}},
-                    "qwen"))
+def test_a_refreshed_node_cached_model_holds_two_versions_and_no_third_copy() -> None:
+    """The node cache is the pods' own directory: a refresh holds the new version beside the serving one, nothing
+    more (no stand-alone copy that nothing reads)."""
+    size = 100  # two versions: 2 x 100 + 20 = 220 GB fits the 225 GB; 105: 230 GB does not
+    parse(refreshed({"instance_groups": [SYSTEM, GPU],
+                     "caches": {"models": [model(size_gb=size, weights_cache="node")]}}, "qwen"))
     message = error_of(refreshed({"instance_groups": [SYSTEM, GPU],
-                                  "caches": {"models": [model(size_gb=size + 5, prewarm=True)]}}, "qwen"))
-    assert f"need {4 * (size + 5) + IMAGE_GB} GB" in message
-    assert f"qwen ({size + 5} GB x 2 caches x 2 versions, refreshed)" in message
+                                  "caches": {"models": [model(size_gb=size + 5, weights_cache="node")]}}, "qwen"))
+    assert f"need {2 * (size + 5) + IMAGE_GB} GB" in message
+    assert f"qwen ({size + 5} GB x 2 versions, refreshed)" in message
 
 
 def test_the_library_construct_reserves_two_versions_of_the_models_it_is_told_are_refreshed() -> None:

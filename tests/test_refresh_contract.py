@@ -55,7 +55,8 @@ def _hook(stack: cdk.Stack, *, hyperpod=(), endpoints=()) -> CacheRefreshHook:
 def test_what_the_construct_writes_the_function_parses_back() -> None:
     stack = _stack()
     cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
-    _hook(stack, hyperpod=[HyperPodRefreshTarget(cluster, "models", "llama", "JumpStartModel", ["llama-weights"])],
+    _hook(stack, hyperpod=[HyperPodRefreshTarget(cluster, "models", "llama", "JumpStartModel"),
+                           HyperPodRefreshTarget(cluster, "models", "qwen", node_cache=True)],
           endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(
               traffic="LINEAR", step_percent=25, wait=cdk.Duration.minutes(3),
               rollback_alarms=[cdk.aws_cloudwatch.Alarm.from_alarm_name(stack, "A", "chat-5xx")]))])
@@ -64,8 +65,10 @@ def test_what_the_construct_writes_the_function_parses_back() -> None:
     variables = function["Environment"]["Variables"]  # the table, bucket and queue are references
     settings = config.load({k: v if isinstance(v, str) else "deploy-time" for k, v in variables.items()})
     assert settings.targets == {"models/llama": (
-        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="llama", resource="JumpStartModel",
-                                caches=("llama-weights",)),
+        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="llama", resource="JumpStartModel"),
+        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="qwen",
+                                node_cache=contract.NodeCache("qwen"),
+                                staging_timeout_seconds=contract.DEFAULT_STAGING_TIMEOUT_SECONDS),
         contract.EndpointTarget(endpoint="chat", blue_green=contract.BlueGreen(
             traffic="LINEAR", step_percent=25, wait_seconds=180, rollback_alarms=("chat-5xx",))))}
     assert variables[contract.SERVICE_VARIABLE] == contract.SERVICE
@@ -74,7 +77,9 @@ def test_what_the_construct_writes_the_function_parses_back() -> None:
 @pytest.mark.parametrize("hyperpod, blue_green, endpoint, field, value, construct_field", [
     ({"resource": "Deployment"}, {}, "chat", "resource", "Deployment", "resource"),
     ({"namespace": "Models_NS"}, {}, "chat", "namespace", "Models_NS", "namespace"),
-    ({"caches": ("-weights",)}, {}, "chat", "caches[0]", "-weights", "caches[0]"),
+    # a node-cached model is read through a kubernetesVolume, which only an InferenceEndpointConfig has
+    ({"resource": "JumpStartModel", "node_cache": {"model": "llama"}}, {}, "chat", "resource", "JumpStartModel",
+     "resource"),
     ({}, {"traffic": "SOMETIMES"}, "chat", "blue_green.traffic", "SOMETIMES", "blue_green.traffic"),
     # SageMaker's own limits (TrafficRoutingConfig): CanarySize <= 50 %, LinearStepSize 10..50 %
     ({}, {"traffic": "CANARY", "step_percent": 0}, "chat", "blue_green.step_percent", 0, "blue_green.step_percent"),
@@ -116,8 +121,7 @@ def _hook_with(stack: cdk.Stack, hyperpod: dict, blue_green: dict, endpoint: str
     if hyperpod:
         cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge")])
         target = {"cluster": cluster, "namespace": "models", "name": "llama", **hyperpod}
-        if "caches" in target:
-            target["weights_caches"] = target.pop("caches")
+        target["node_cache"] = "node_cache" in target
         build = {"hyperpod": [HyperPodRefreshTarget(**target)]}
     else:
         build = {"endpoints": [EndpointRefreshTarget(_endpoint(stack, endpoint), BlueGreen(**blue_green))]}

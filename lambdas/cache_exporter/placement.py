@@ -1,7 +1,11 @@
 """Pure logic of the exporter: from the cluster's objects to each model's warm/cold figures.
 
-A pod of a model is WARM when its node carries the operator's ``weights-cache-ready.<uid>`` label of
-a weights cache that holds the VERSION the pod reads (the node has those weights on NVMe), else COLD
+A pod of a node-cached model (its deployment reads a ``kubernetesVolume``, hyperwarm's node cache) is WARM when
+its node carries the ready label of the version the deployment reads (``node_cache.layout.ready_label``: the
+filler sets it only once that version's copy is verified on the node), else COLD.
+
+A pod of an operator-cached model is WARM when its node carries the operator's ``weights-cache-ready.<uid>`` label
+of a weights cache that holds the VERSION the pod reads (the node has those weights on NVMe), else COLD
 (it downloads). A model's weights caches are the ``ModelWeightsCacheConfig`` objects labelled
 ``hyperwarm.io/model=<model>`` (hyperwarm's pre-warm caches), owned by the model's
 ``InferenceEndpointConfig`` (the operator's per-deployment cache), or reading the version the deployment
@@ -22,6 +26,8 @@ import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ..node_cache import layout
 
 NAMESPACE = "Hyperwarm/Caches"
 MODEL_LABEL = "hyperwarm.io/model"
@@ -169,8 +175,24 @@ def _placed(pod: Obj) -> bool:
         and status in ("Pending", "Running")
 
 
+def node_cached(deployment: Obj) -> tuple[str, str] | None:
+    """(model, version) a node-cached deployment reads, from its model volume's directory; None for another source."""
+    spec = deployment.get("spec") or {}
+    if (spec.get("modelSourceConfig") or {}).get("modelSourceType") != "kubernetesVolume":
+        return None
+    for volume in (spec.get("kubernetes") or {}).get("volumes") or []:
+        if volume.get("name") == layout.MODEL_VOLUME:
+            return layout.model_and_version(str((volume.get("hostPath") or {}).get("path") or ""))
+    return None
+
+
 def warm_nodes(deployment: Obj, weights_caches: Iterable[Obj], nodes: Iterable[Obj]) -> set[str]:
-    """Names of the nodes where a weights cache of the version the model's deployment reads is ready."""
+    """Names of the nodes that hold the version the model's deployment reads: labelled ready for it by the node
+    cache's filler, or where a weights cache of that version is ready."""
+    cached = node_cached(deployment)
+    if cached is not None:
+        label = layout.ready_label(*cached)
+        return {_meta(n)["name"] for n in nodes if (_meta(n).get("labels") or {}).get(label) == "true"}
     own = version_caches(deployment, weights_caches)
     ready_labels = {WEIGHTS_READY_LABEL_PREFIX + _meta(c)["uid"] for c in own if _meta(c).get("uid")}
     return {_meta(n)["name"] for n in nodes if ready_labels & set(_meta(n).get("labels") or {})}

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import layout
 from ..cache_refresh.errors import PermanentError
 from ..cache_refresh.manifest import MAX_MANIFEST_BYTES, ManifestFile, parse
+from . import layout
 
 POLL_SECONDS = 60
 FILES_AT_ONCE = 4

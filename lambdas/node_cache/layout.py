@@ -73,6 +73,14 @@ def version_of_path(path: str, host_path: str, model: str) -> str | None:
     return rest if rest and "/" not in rest and not rest.startswith(".") else None
 
 
+def model_and_version(path: str) -> tuple[str, str] | None:
+    """(model, version) of any node-cache directory ``.../hyperwarm/<model>/<version>``, whatever its hostPath."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-3] == ROOT and parts[-2] and parts[-1] and not parts[-1].startswith("."):
+        return parts[-2], parts[-1]
+    return None
+
+
 def label_prefix(model: str) -> str:
     """Every ready label of ``model``'s versions starts with this (model names hold no dot)."""
     return f"{LABEL_DOMAIN}/{model}."

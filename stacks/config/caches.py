@@ -43,6 +43,8 @@ class CachesConfig(StrictModel):
                                    description="Kubernetes namespace of the deployments and caches")
     nvme_headroom_percent: int = library_field(CachedModelsProps, "nvme_headroom_percent",
                                                description="share of each node's NVMe kept free")
+    filler_image: str = library_field(CachedModelsProps, "filler_image",
+                                      description="the node-cache fillers' image (Python 3 with boto3; pin a digest)")
     entries: tuple[CachedModel, ...] = Field(default=(), alias="models")  # type: ignore[valid-type]
 
     @model_validator(mode="after")

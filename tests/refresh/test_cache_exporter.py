@@ -26,7 +26,7 @@ from hyperwarm.functions.cache_exporter.placement import (
 )
 from hyperwarm.functions.cache_exporter.serving import PodServing, serving_figures
 from hyperwarm.functions.cache_exporter.vllm import parse
-from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.node_cache import layout
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, PUBLISHED_METRICS
 
 NOW = datetime.datetime(2026, 11, 29, 17, 0, 0, tzinfo=datetime.UTC)
@@ -410,7 +410,6 @@ def versioned_cache(uid: str, version: str, *, labelled: bool = True, name: str 
 
 
 SERVING = versioned_cache("v1-cache", "v1", name="llama-weights")
-STAGED = versioned_cache("v2-cache", "v2", labelled=False, name=contract.staged_cache_name("llama-weights", "v2"))
 ROLLOUT_NODES = ("n1", "n2", "n3")
 
 
@@ -423,47 +422,42 @@ def rollout_figures(serving_version: str, caches: list[dict], ready: dict[str, t
                          [node(n, *ready.get(n, ())) for n in ROLLOUT_NODES], NOW, MINUTE)
 
 
-@pytest.mark.parametrize("staged", [STAGED, versioned_cache("v2-cache", "v2")], ids=["unlabelled", "labelled"])
-def test_while_the_next_version_stages_every_pod_of_a_prewarmed_model_stays_warm(staged):
-    """Old: any cache labelled with the model warmed its pods, so a labelled staged copy of v2 counted for the
-    pods reading v1 (here n3, where only v2 is ready). Now only v1 caches warm v1 pods."""
-    filling = rollout_figures("v1", [SERVING, staged], {"n1": ("v1-cache", "v2-cache"), "n2": ("v1-cache",),
-                                                        "n3": ("v1-cache",)})
-    assert (filling.pods, filling.warm_nodes, filling.cold_pods, filling.cold_pod_share) == (3, 3, 0, 0.0)
-    only_next = rollout_figures("v1", [SERVING, staged], {"n1": ("v1-cache",), "n2": ("v1-cache",),
-                                                          "n3": ("v2-cache",)})
-    assert (only_next.warm_nodes, only_next.cold_pods) == (2, 1)  # n3 holds v2 only: a v1 pod there downloads
+def node_cached_deployment(version: str) -> dict:
+    """A node-cached model's deployment, as the caches construct renders it (volume and required label)."""
+    deployment = versioned_deployment(version)
+    deployment["spec"]["modelSourceConfig"] = {"modelSourceType": "kubernetesVolume"}
+    deployment["spec"]["kubernetes"] = {"volumes": [layout.volume(layout.version_dir("/opt/dlami/nvme", "llama",
+                                                                                      version))]}
+    return deployment
 
 
-def test_after_the_switch_a_pod_of_the_new_version_on_a_node_with_only_the_old_one_is_cold():
-    switched = rollout_figures("v2", [SERVING, STAGED], {"n1": ("v1-cache", "v2-cache"), "n2": ("v1-cache", "v2-cache"),
-                                                         "n3": ("v1-cache",)})
+def labelled(name: str, *versions: str) -> dict:
+    """A node the filler labelled ready for ``versions`` of llama."""
+    n = node(name)
+    n["metadata"]["labels"].update({layout.ready_label("llama", v): "true" for v in versions})
+    return n
+
+
+def node_cache_figures(version: str, ready: dict[str, tuple[str, ...]], pods: list[dict] | None = None) -> ModelFigures:
+    return model_figures(node_cached_deployment(version), [], [],
+                         pods if pods is not None else [pod(f"p-{n}", n) for n in ROLLOUT_NODES],
+                         [labelled(n, *ready.get(n, ())) for n in ROLLOUT_NODES], NOW, MINUTE)
+
+
+def test_a_node_cached_pod_is_warm_only_where_its_versions_ready_label_is():
+    filling = node_cache_figures("v1", {"n1": ("v1", "v2"), "n2": ("v1",), "n3": ("v1",)})
+    assert (filling.pods, filling.warm_nodes, filling.cold_pods) == (3, 3, 0), "staging v2 leaves v1's pods warm"
+    only_next = node_cache_figures("v1", {"n1": ("v1",), "n2": ("v1",), "n3": ("v2",)})
+    assert (only_next.warm_nodes, only_next.cold_pods) == (2, 1)
+    switched = node_cache_figures("v2", {"n1": ("v1", "v2"), "n2": ("v1", "v2"), "n3": ("v1",)})
     assert (switched.warm_nodes, switched.cold_pods, switched.cold_pod_share) == (2, 1, pytest.approx(100 / 3))
 
 
-def test_the_staged_cache_keeps_the_model_warm_once_the_old_version_is_retired():
-    """Old: only caches labelled with the model or owned by its deployment counted, and a staged cache need be
-    neither: once the old cache was deleted every pod counted cold (100 %)."""
-    retired = rollout_figures("v2", [STAGED], {n: ("v2-cache",) for n in ROLLOUT_NODES})
-    assert (retired.warm_nodes, retired.cold_pods, retired.cold_pod_share) == (3, 0, 0.0)
-
-
-def test_a_staged_refresh_of_a_prewarmed_model_has_no_cold_pod_at_any_step():
-    """Stage v2 node by node, switch, roll the pods node by node (a new pod beside the old), retire v1."""
-    both = ("v1-cache", "v2-cache")
-    steps = [("v1", [SERVING], {n: ("v1-cache",) for n in ROLLOUT_NODES}, None)]
-    for filled in range(len(ROLLOUT_NODES) + 1):  # staging: v2 ready on the first `filled` nodes
-        ready = {n: both if i < filled else ("v1-cache",) for i, n in enumerate(ROLLOUT_NODES)}
-        steps.append(("v1", [SERVING, STAGED], ready, None))
-    everywhere = {n: both for n in ROLLOUT_NODES}
-    for rolled in range(len(ROLLOUT_NODES) + 1):  # switched: pods replaced one node at a time
-        pods = [pod(f"{'new' if i < rolled else 'old'}-{n}", n) for i, n in enumerate(ROLLOUT_NODES)]
-        pods += [pod(f"surge-{ROLLOUT_NODES[rolled]}", ROLLOUT_NODES[rolled], phase="Pending")] \
-            if rolled < len(ROLLOUT_NODES) else []
-        steps.append(("v2", [SERVING, STAGED], everywhere, pods))
-    steps.append(("v2", [STAGED], {n: ("v2-cache",) for n in ROLLOUT_NODES}, None))  # retired
-    shares = [rollout_figures(version, caches, ready, pods).cold_pod_share for version, caches, ready, pods in steps]
-    assert shares == [0.0] * len(steps)
+def test_a_node_cached_model_ignores_the_operators_cache_labels():
+    """Its pods read the node cache's directory, never an operator cache's: a weights-cache-ready label warms none."""
+    f = model_figures(node_cached_deployment("v1"), [versioned_cache("c", "v1")], [],
+                      [pod(f"p-{n}", n) for n in ROLLOUT_NODES], [node(n, "c") for n in ROLLOUT_NODES], NOW, MINUTE)
+    assert (f.warm_nodes, f.cold_pods) == (0, 3)
 
 
 def test_a_cache_of_the_same_folder_in_another_bucket_is_another_version():
@@ -483,11 +477,11 @@ def test_a_cache_repointed_in_place_warms_nothing_until_the_operator_reports_on_
     assert rollout_figures("v2", [current], {n: ("pw",) for n in ROLLOUT_NODES}).cold_pods == 0
 
 
-def test_the_handler_counts_a_staged_rollout_warm_through_the_api(kube):
+def test_the_handler_counts_a_node_cached_model_through_the_api(kube):
     """The same rule through the stand-in API: mid-staging (v2 ready on one node), nothing is cold."""
     kube.objects.clear()
     kube.pod_pages.clear()
-    for obj in [versioned_deployment("v1"), SERVING, STAGED, node("n1", "v1-cache", "v2-cache"), node("n2", "v1-cache"),
+    for obj in [node_cached_deployment("v1"), labelled("n1", "v1", "v2"), labelled("n2", "v1"),
                 pod("p1", "n1"), pod("p2", "n2")]:
         kube.add(obj)
     (cache, _), = handler.collect(_reader(kube), [NS], NOW, Snapshots())

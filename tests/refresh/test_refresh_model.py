@@ -39,7 +39,7 @@ from typing import Any
 import model_world as mw
 import pytest
 
-from hyperwarm.functions.cache_refresh import contract, deploy_guard, versions
+from hyperwarm.functions.cache_refresh import deploy_guard, versions
 from hyperwarm.functions.cache_refresh.state import StateTable
 from hyperwarm.refresh import cli as refresh_cli
 

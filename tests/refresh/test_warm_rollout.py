@@ -11,6 +11,7 @@ one, with the record saying which; one letter per permanent failure (none for an
 from __future__ import annotations
 
 import functools
+
 import model_world as mw
 import pytest
 from cluster_model import HEALTH_TAINT, Crash

@@ -36,7 +36,7 @@ EBS_VOLUME_GB = range(1, 16385)
 
 INFERENCE_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
 
-Version = tuple[int, int]
+Version = tuple[int, ...]
 """An operator version, (major, minor)."""
 
 OPERATOR_ADDON_BUILDS: dict[str, Version] = {
@@ -72,6 +72,10 @@ OPERATOR_FIELDS: dict[str, Version] = {
     "InferenceEndpointConfig.spec.loadBalancer.idleTimeoutSeconds": (3, 3),
     # Chart 2.1.0, operator 3.1 (aws/sagemaker-hyperpod-cli d5e7256, 2026-04-03): absent from chart 2.0.0's CRD.
     "InferenceEndpointConfig.spec.tlsConfig.customCertificateConfig": (3, 1),
+    # The node cache's deployments: custom volumes came with operator 3.1 ("Custom Kubernetes Pod Configuration"),
+    # the kubernetesVolume model source with 3.1.2 ("Local NVMe Model Deployment", HyperPod Inference release
+    # notes, v3.1.2, 2026-05-06).
+    "InferenceEndpointConfig.spec.kubernetes": (3, 1, 2),
     "InferenceEndpointConfig.spec.worker.requestLimits": (3, 1),
 }
 """Kinds and fields (``Kind.spec.path``) newer than the oldest add-on operator, with the first operator whose
@@ -159,7 +163,7 @@ def _build_key(version: str) -> tuple[int, ...] | None:
 
 
 def _show(version: Version) -> str:
-    return f"{version[0]}.{version[1]}"
+    return ".".join(map(str, version))
 
 
 def operator_pin_problem(pin: str | None, objects: Iterable[Mapping[str, Any]]) -> str | None:

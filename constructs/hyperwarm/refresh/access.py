@@ -3,9 +3,9 @@
 The functions' role names the bucket prefixes, the state table, the queue, the endpoints and the
 models and configs a refresh creates (named by the function's own contract), and the HyperPod
 cluster; inside the cluster it may only get and patch the targets' deployments and, for node-cached models,
-their fillers, by name, list pods in the targets' namespaces and list nodes (:func:`rbac_objects`). The warm rollout's step function
-has a role of its own with the state table, the queue and the same cluster access (and starts executions of
-the rollout workflow: :func:`~hyperwarm.refresh.rollout.rollout_workflow`). Whatever serves a
+their fillers, by name, list pods in the targets' namespaces and list nodes (:func:`rbac_objects`). The warm
+rollout's step function has a role of its own with the state table, the queue and the same cluster access (and
+starts executions of the rollout workflow: :func:`~hyperwarm.refresh.rollout.rollout_workflow`). Whatever serves a
 refreshed prefix (an endpoint's execution role, the inference operator's model readers) is granted it
 through the public grant functions
 (:func:`~hyperwarm.endpoints.model.grant_model_data_read`, :func:`~hyperwarm.cluster.addons.grant_mounted_model_read`),
