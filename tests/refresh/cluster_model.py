@@ -220,6 +220,9 @@ class Cluster:
 
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         self._call(f"patch {kind}/{name}", "patch", _RESOURCE[kind], namespace, name)
+        return self._patch(kind, name, patch, by_refresh=True)
+
+    def _patch(self, kind: str, name: str, patch: dict[str, Any], *, by_refresh: bool) -> tuple[int, dict[str, Any]]:
         obj, patch = self._object(kind, name), sent(patch)
         wanted = (patch.get("metadata") or {}).get("resourceVersion")
         if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
@@ -228,6 +231,11 @@ class Cluster:
         if updated["spec"] != obj["spec"]:
             updated["metadata"]["generation"] += 1
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
+        if kind == FILLER and by_refresh:  # the refresh must never drop a copy a pod reads; a deploy's apply may
+            dropped = set(self.kept()) - {v.version for v in layout.filler_versions(updated)}
+            readers = [p.uid for p in self.pods if p.version in dropped]
+            if readers:
+                self.violations.append(f"the refresh dropped {sorted(dropped)} while pods {readers} read it")
         if kind == DEPLOYMENT:
             self.deployment = updated
             self._progress_at, self._ready_new = self.now, 0
@@ -282,13 +290,12 @@ class Cluster:
         self.add_node(f"{name}-r")
 
     def apply(self, deployment: dict[str, Any], filler: dict[str, Any]) -> None:
-        """``kubectl apply`` of a deploy's manifest (a stack rollback's too): both specs replaced as rendered."""
+        """``kubectl apply`` of a deploy's manifest (a stack rollback's too): both specs replaced as rendered
+        (not the refresh's call: no RBAC check, no call numbered)."""
         for kind, obj in ((DEPLOYMENT, deployment), (FILLER, filler)):
-            current = self._object(kind, obj["metadata"]["name"])
-            rv = current["metadata"]["resourceVersion"]
-            self.merge_patch(kind, NAMESPACE, obj["metadata"]["name"], {
-                "metadata": {"resourceVersion": rv}, "spec": {k: None for k in current["spec"]}})
-            self.merge_patch(kind, NAMESPACE, obj["metadata"]["name"], {"spec": obj["spec"]})
+            name = obj["metadata"]["name"]
+            self._patch(kind, name, {"spec": {k: None for k in self._object(kind, name)["spec"]}}, by_refresh=False)
+            self._patch(kind, name, {"spec": obj["spec"]}, by_refresh=False)
 
     def delete_deployment(self) -> None:
         """``kubectl delete``: the operator's finalizer keeps the object, marked, until it has cleaned up."""
@@ -305,7 +312,29 @@ class Cluster:
             self._roll()
             self._schedule()
             self._write_status()
+            if self._steady():  # nothing moves until something outside changes the cluster: skip to the end
+                break
         self.now = end
+
+    def _steady(self) -> bool:
+        """Every filler done with its list, every pod of the read version placed, ready and counted, the status
+        caught up: the next steps would change nothing."""
+        version, kept = self.reads(), self.kept()
+        generation = self.filler["metadata"]["generation"]
+        for node in self.nodes.values():
+            if not node.ready:
+                if any(p.node == node.name for p in self.pods):
+                    return False
+                continue
+            if node.filler_running and node.labels.get(layout.GROUP_LABEL) == self.group and (
+                    node.filler_generation != generation
+                    or any(node.disk.get(v, 0.0) < self.size_gb and v not in node.failed for v in kept)):
+                return False
+        pods_settled = len(self.pods) == self.replicas and all(
+            p.version == version and p.node and p.terminating_until is None and p.ready_at is not None
+            and p.ready_at <= self.now for p in self.pods)
+        status_settled = self._seen_generation == self.deployment["metadata"]["generation"] or self.status != "normal"
+        return pods_settled and status_settled
 
     def _mounted(self, node: str) -> set[str]:
         return {p.version for p in self.pods if p.node == node}
@@ -394,9 +423,11 @@ class Cluster:
                 used[pod.node] = used.get(pod.node, 0) + self.pod_gpus
         for pod in self.pods:
             if pod.node is None and pod.terminating_until is None:
-                host = next((n for n in sorted(self.nodes.values(), key=lambda n: n.name)
-                             if self._hostable(n) and (pod.label is None or n.labels.get(pod.label) == "true")
-                             and n.gpus - used.get(n.name, 0) >= self.pod_gpus), None)
+                # Kubernetes' default scoring spreads pods: the least allocated node that fits and matches.
+                fits = [n for n in self.nodes.values()
+                        if self._hostable(n) and (pod.label is None or n.labels.get(pod.label) == "true")
+                        and n.gpus - used.get(n.name, 0) >= self.pod_gpus]
+                host = min(fits, key=lambda n: (used.get(n.name, 0) - n.gpus, n.name), default=None)
                 if host is not None:
                     pod.node = host.name
                     used[host.name] = used.get(host.name, 0) + self.pod_gpus

@@ -246,7 +246,7 @@ class FakeKube:
         self.objects = {
             (kind, name): {"metadata": {"name": name, "resourceVersion": str(next(self.rv))},
                            "spec": {"modelSourceConfig": dict(source), "modelVersion": version}}
-            for kind, name in (("InferenceEndpointConfig", "llama"), ("ModelWeightsCacheConfig", "llama-weights"))}
+            for kind, name in (("InferenceEndpointConfig", "llama"),)}
 
     @boundary("live")
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
@@ -625,7 +625,7 @@ class World:
     def served_objects(self) -> dict[str, str]:
         """Every HyperPod object and every endpoint variant -> the version it serves (I2 and I3 hold for each)."""
         objects = {f"{HYPERPOD.id}#{kind}/{name}": self.kube.location(kind, name).rsplit("/", 1)[-1]
-                   for kind, name in self.kube.objects if kind == "InferenceEndpointConfig" or not self.warm}
+                   for kind, name in self.kube.objects if kind == "InferenceEndpointConfig"}
         return {**objects, **{f"{ENDPOINT.id}#{v}": version for v, version in self.sm.served_variants().items()}}
 
     def replay(self, **options: Any) -> list[dict[str, Any]]:

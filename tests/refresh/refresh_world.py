@@ -102,10 +102,6 @@ class World:
     def served_hyperpod(self) -> str:
         return self.kube.get("InferenceEndpointConfig", NAMESPACE, "llama")["spec"]["modelSourceConfig"]["modelLocation"]
 
-    def served_cache(self) -> str:
-        return self.kube.get("ModelWeightsCacheConfig", NAMESPACE, "llama-weights")["spec"]["modelSourceConfig"][
-            "modelLocation"]
-
     def endpoint_config(self) -> dict[str, Any]:
         name = self.sm.describe_endpoint(EndpointName=ENDPOINT)["EndpointConfigName"]
         return self.sm.describe_endpoint_config(EndpointConfigName=name)
@@ -129,9 +125,6 @@ def kube_objects(version: str = "v1") -> list[dict[str, Any]]:
         {"apiVersion": api, "kind": "InferenceEndpointConfig", "metadata": {"name": "llama", "namespace": NAMESPACE},
          "spec": {"modelName": "llama", "modelVersion": version, "modelSourceConfig": source, "replicas": 2,
                   "modelCacheConfig": {"weightsCache": {"enabled": True, "hostPath": "/opt/dlami/nvme"}}}},
-        {"apiVersion": api, "kind": "ModelWeightsCacheConfig",
-         "metadata": {"name": "llama-weights", "namespace": NAMESPACE},
-         "spec": {"enabled": True, "hostPath": "/opt/dlami/nvme", "modelSourceConfig": source}},
     ]
 
 
@@ -139,7 +132,7 @@ def targets(hyperpod: bool = True, endpoint: bool = True) -> dict[str, Any]:
     items = []
     if hyperpod:
         items.append({"kind": "hyperpod", "cluster": CLUSTER, "namespace": NAMESPACE,
-                      "resource": "InferenceEndpointConfig", "name": "llama", "caches": ["llama-weights"]})
+                      "resource": "InferenceEndpointConfig", "name": "llama"})
     if endpoint:
         items.append({"kind": "endpoint", "endpoint": ENDPOINT,
                       "blue_green": {"traffic": "CANARY", "step_percent": 10, "wait_seconds": 600,

@@ -114,7 +114,6 @@ def test_complete_upload_moves_every_target_to_v2_and_v1_serves_until_in_service
 
     assert started["status"] == "refreshed"
     assert world.served_hyperpod() == f"{PREFIX}/v2"
-    assert world.served_cache() == f"{PREFIX}/v2"
     assert world.sm.describe_endpoint(EndpointName=E2E_ENDPOINT)["EndpointStatus"] == "Updating"
     assert [u["EndpointName"] for u in moto_ext.UPDATES] == [E2E_ENDPOINT]
     during = live_variants(world.sm)
@@ -142,7 +141,7 @@ def test_partial_upload_without_manifest_changes_nothing(e2e):
     result = invoke(child_env, "lambda_handler", data_event)
 
     assert result == {"status": "skipped", "reason": "not-a-manifest"}
-    assert world.served_hyperpod() == f"{PREFIX}/v1" and world.served_cache() == f"{PREFIX}/v1"
+    assert world.served_hyperpod() == f"{PREFIX}/v1"
     assert world.kube.patches == [] and moto_ext.UPDATES == []
     assert world.sm.describe_endpoint(EndpointName=E2E_ENDPOINT)["EndpointStatus"] == "InService"
     assert {v["data"] for v in live_variants(world.sm).values()} == {f"s3://{BUCKET}/{PREFIX}/v1/"}

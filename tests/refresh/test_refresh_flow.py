@@ -19,11 +19,10 @@ def finish_endpoint(world, context, succeed=True):
     return handler.on_endpoint_state_change(moto_ext.state_change_event(world.sm, ENDPOINT), context)
 
 
-def test_hyperpod_deployment_and_prewarm_cache_move_to_the_new_version(world, context):
+def test_an_s3_sourced_hyperpod_deployment_is_repointed_at_the_new_version(world, context):
     result = refresh(world, world.upload("v2"), context)
     assert result["status"] == "refreshed"
     assert world.served_hyperpod() == f"{PREFIX}/v2"
-    assert world.served_cache() == f"{PREFIX}/v2"
     assert world.kube.get("InferenceEndpointConfig", "hyperwarm-models", "llama")["spec"]["modelVersion"] == "v2"
 
 

@@ -37,6 +37,7 @@ import re
 from typing import Any
 
 import model_world as mw
+from cluster_model import HEALTH_TAINT
 import pytest
 
 from hyperwarm.functions.cache_refresh import deploy_guard, versions
@@ -136,6 +137,23 @@ class History:
         else:
             cluster.fail_fill[version] = "sha256 differs from the manifest"
             self.trace.append(f"cluster: {version} cannot be filled")
+
+    def churn(self) -> None:
+        """The cluster moves under a warm change: a node is replaced (a new one, its instance store empty), goes
+        NotReady or comes back, is cordoned or uncordoned, gets or loses HyperPod's health-check taint."""
+        cluster = self.world.kube.cluster
+        name = self.rng.choice(sorted(cluster.nodes))
+        node = cluster.nodes[name]
+        change = self.rng.choice(["replace", "ready", "cordon", "taint"])
+        if change == "replace":
+            cluster.replace_node(name)
+        elif change == "ready":
+            node.ready = not node.ready
+        elif change == "cordon":
+            node.unschedulable = not node.unschedulable
+        else:
+            node.taints = [] if node.taints else [dict(HEALTH_TAINT)]
+        self.trace.append(f"cluster: {change} {name}")
 
     def step_workflow(self) -> None:
         """Step Functions runs one step of a warm rollout's execution: retried when it raises, then its
@@ -327,7 +345,7 @@ class History:
         actions = [self.upload] * 3 + [self._deliver_one] * 5 + [self.settle] * 2 + [
             self.lose, self.duplicate, self.tick, self.replay, self.toggle, self.deploy, self.move_back]
         if self.world.warm:
-            actions += [self.step_workflow] * 4 + [self.operator_fails]
+            actions += [self.step_workflow] * 4 + [self.operator_fails, self.churn]
         for _ in range(steps):
             self.rng.choice(actions)()
             self.flush_state_changes()
@@ -345,8 +363,11 @@ class History:
         w = self.world
         w.faults.on, w.dry_run = False, False
         if isinstance(w.kube, mw.ClusterWorldKube):  # a bad version is fixed and uploaded again: its replay works
-            w.kube.cluster.crash_versions.clear()
-            w.kube.cluster.fail_fill.clear()
+            cluster = w.kube.cluster
+            cluster.crash_versions.clear()
+            cluster.fail_fill.clear()
+            for node in cluster.nodes.values():  # and the nodes are healthy again
+                node.ready, node.unschedulable, node.taints = True, False, []
         self.trace.append("quiesce")
         self._settle_all()
         if self.rng.random() < 0.3:  # once all is done, a move back is only undone by its letters
@@ -515,26 +536,22 @@ def test_the_model_catches_decisions_taken_from_the_record_alone(monkeypatch):
     assert re.match(r"seed \d+: I1: ", _first_failure(1000))
 
 
-def test_the_model_catches_a_switch_before_the_new_version_is_staged(monkeypatch):
-    """With staging taken as ready at once (the repoint of old), pods of the new version start cold (I7)."""
-    from hyperwarm.functions.cache_refresh.targets import warm
-
-    monkeypatch.setattr(warm, "staging", lambda kube, target, staged, instance_type: warm.Staging(0, 0, True))
-    assert re.match(r"seed \d+: I7: cold pods", _first_failure(200))
-
-
-def test_the_model_catches_a_cache_retired_while_pods_read_it(monkeypatch):
-    """With the previous version's caches retired at the switch instead of after the rollout, a cache is
-    deleted while pods of that version still read it (I7)."""
+def test_the_model_catches_a_copy_dropped_at_the_switch_while_pods_read_it(monkeypatch):
+    """With the previous version dropped from the filler's list as soon as the deployment is repointed, instead of
+    once no pod reads it, the refresh drops a copy pods still read (I7)."""
     from hyperwarm.functions.cache_refresh import rollout
     from hyperwarm.functions.cache_refresh.targets import warm
 
-    switch = warm.switch
+    point = warm.point
 
-    def switch_and_retire(kube, target, created):
-        generation = switch(kube, target, created)
-        serving = [c for c in target.caches]
-        warm.retire(kube, target.namespace, serving, keep=warm.staged_names(target, created.version))
+    def point_and_drop(kube, target, version):
+        generation = point(kube, target, version)
+        drop = [v for v in warm.kept(kube, target) if v.version == version]
+        if drop:
+            name = warm.layout.filler_name(target.node_cache.model)
+            obj = kube.get("DaemonSet", target.namespace, name)
+            kube.merge_patch("DaemonSet", target.namespace, name, {
+                "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, **warm.layout.filler_patch(drop)})
         return generation
-    monkeypatch.setattr(rollout.warm, "switch", switch_and_retire)
-    assert re.match(r"seed \d+: I7: .*deleted while", _first_failure(200))
+    monkeypatch.setattr(rollout.warm, "point", point_and_drop)
+    assert re.match(r"seed \d+: I7: .*dropped .* while pods", _first_failure(200))

@@ -90,7 +90,7 @@ def test_a_hyperpod_target_a_rollback_moved_back_is_moved_forward_by_the_guards_
     assert result["result"]["targets"][mw.HYPERPOD.id] == {"status": "refreshed"}
     assert result["result"]["targets"][mw.ENDPOINT.id] == {"status": "skipped", "reason": "duplicate"}
     assert {o: v for o, v in world.served_objects().items() if o.startswith("hyperpod")} == {
-        f"{mw.HYPERPOD.id}#InferenceEndpointConfig/llama": "v3", f"{mw.HYPERPOD.id}#ModelWeightsCacheConfig/llama-weights": "v3"}
+        f"{mw.HYPERPOD.id}#InferenceEndpointConfig/llama": "v3"}
 
 
 def test_the_guard_and_the_function_write_one_letter_for_one_move_back_and_replay_runs_it_once():

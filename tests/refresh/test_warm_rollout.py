@@ -239,6 +239,22 @@ def test_a_node_lost_during_the_switch_moves_its_pods_to_nodes_that_hold_the_ver
     world.assert_safe()
 
 
+def test_a_node_replaced_during_the_switch_gets_no_pod_of_a_version_before_it_holds_it() -> None:
+    """The new node is empty and the least allocated: the scheduler would pick it first, but the required affinity
+    on the version's ready label keeps every pod off it until its filler has verified the copy."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    replaced = {"done": False}
+
+    def replace(number: int) -> None:
+        if not replaced["done"] and world.record()["pending"].get("generation") is not None:
+            replaced["done"] = True
+            world.cluster.replace_node("node-0")
+    assert world.run("v2", each=replace) == "done"
+    assert replaced["done"]
+    world.assert_safe()
+
+
 def test_a_node_tainted_during_the_switch_gets_no_new_pod() -> None:
     world = WarmWorld()
     world.upload("v2", 1)
