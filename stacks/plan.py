@@ -112,7 +112,7 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
     group = config.instance_group(model.instance_group)
     if prewarmed is None:
         # The operator warms every node of the group; nodes already serving this model take no new pod.
-        prewarmed = max(0, group.instance_count - model.replicas) if model.weights_cache or model.image_cache else 0
+        prewarmed = max(0, group.instance_count - model.replicas) if model.weights_cached or model.image_cache else 0
     if scale_out is None:
         scale_out = default_scale_out(model)
     growth = cache_events.scale_out(scale_out, prewarmed, model.replicas, cold, warm, fill)
@@ -120,15 +120,15 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
         cache_events.SCALE_OUT: lambda: growth,
         cache_events.ROLLING_DEPLOYMENT: lambda: cache_events.rolling_deployment(
             model.replicas, cold, warm, fill, version_changed=scenarios.version_changed,
-            prefilled=model.prewarm and model.weights_cache),
+            prefilled=model.weights_cache == "node"),
         cache_events.NODE_REPLACED: lambda: cache_events.node_replaced(1, model.replicas, cold, fill),
         cache_events.SPOT_INTERRUPTION: lambda: cache_events.spot_interruption(scale_out, model.replicas, cold, fill),
     }
     refreshed = model.name in config.refresh.cached_models
-    # The refresh stages only in stand-alone caches (pre-warm), beside the ones the serving pods read.
+    # A node-cached model's refresh stages the new version on every node beside the one the pods read.
     rollout = cache_events.refresh(model.replicas, group.instance_count, cold, warm, fill,
                                    footprint(model, refreshed=refreshed).peak_gb, refreshed=refreshed,
-                                   staged=model.prewarm and model.weights_cache)
+                                   staged=model.weights_cache == "node")
     scaling = model.autoscaling
     return ModelPlan(model.instance_group, model.name, in_gigabytes(model.size), cold, warm, cold / warm if warm else math.inf,
                      scale_out, prewarmed, growth.time_to_serve_all_s, growth.cold_share,
@@ -245,7 +245,7 @@ def render_refresh(env_name: str, groups: list[GroupPlan], console: Console) -> 
             r, staged = m.refresh, m.refresh.with_staging
             table.add_row(
                 m.model, "yes" if r.refreshed else "no (a deploy)",
-                f"{r.nodes} nodes" if r.staged else ("- (prewarm false)" if r.refreshed else "-"),
+                f"{r.nodes} nodes" if r.staged else ("- (not node-cached)" if r.refreshed else "-"),
                 _minutes(r.staging_s) if staged else "-", f"{r.peak_gb:,.0f} GB",
                 f"{_minutes(r.switch_s)} ({m.refresh.without_staging.pods_started} x {_minutes(m.warm_s)})"
                 if staged else "-",

@@ -87,8 +87,8 @@ def _caches(config: EnvironmentConfig) -> str:
     """Each cached model and, per instance group, the NVMe its caches need (capacity guard numbers)."""
     lines = []
     for m in config.caches.models:
-        cached = [name for name, on in (("weights", m.weights_cache), ("image", m.image_cache),
-                                        ("pre-warm", m.prewarm)) if on]
+        cached = [name for name, on in ((f"weights ({m.weights_cache} cache)", m.weights_cached),
+                                        ("image", m.image_cache)) if on]
         lines.append(f"{m.name}: {in_gigabytes(m.size):,g} GB {m.source.uri} on {m.instance_group} x{m.replicas}{_scaling(m)}, "
                      f"caches {', '.join(cached) or 'none'}, prepull {m.prepull}")
     for group in config.instance_groups:

@@ -92,7 +92,7 @@ def test_uncached_image_is_pulled_even_on_a_warm_node() -> None:
 
 
 def test_uncached_weights_are_downloaded_even_on_a_warm_node() -> None:
-    assert AWS.warm_s(llama_70b(weights_cache=False)) == pytest.approx(download_s() + engine_s())
+    assert AWS.warm_s(llama_70b(weights_cache="off")) == pytest.approx(download_s() + engine_s())
 
 
 P5_NODES = 4
@@ -199,13 +199,13 @@ def test_every_event_is_planned_per_model_with_the_model_s_replicas_and_times() 
     assert (events["spot-interruption"].cold_pods, events["spot-interruption"].time_to_serve_all_s) == (4, cold)
 
 
-def test_a_new_version_rolls_cold_unless_stand_alone_caches_fill_first() -> None:
+def test_a_new_version_rolls_cold_unless_the_node_cache_fills_first() -> None:
     config = p5_config(replicas=2)
     changed = Scenarios(("rolling-deployment",), version_changed=True)
     (cold_roll,) = plan_model(config.caches.models[0], config, AWS, 1, None, changed).events
     assert (cold_roll.cold_share, cold_roll.time_to_serve_all_s) == (1.0, pytest.approx(2 * AWS.cold_s(
         config.caches.models[0])))
-    prewarmed = p5_config(replicas=2, prewarm=True)
+    prewarmed = p5_config(replicas=2, weights_cache="node")
     (warm_roll,) = plan_model(prewarmed.caches.models[0], prewarmed, AWS, 1, None, changed).events
     assert (warm_roll.cold_share, warm_roll.time_to_serve_all_s) == (0.0, pytest.approx(
         download_s() + 2 * AWS.warm_s(prewarmed.caches.models[0])))
@@ -270,7 +270,7 @@ def test_readme_prod_predictions_are_what_the_planner_says(project_context) -> N
         f"({llama.replicas} x {warm:,.0f} s)",
         f"`time_to_serve_all_s` {changed['rolling-deployment'].time_to_serve_all_s:,.0f}",
         f"staging {r.staging_s:,.0f} s ({minutes(r.staging_s)}) on the {r.nodes} nodes at once, NVMe at peak "
-        f"{r.peak_gb:,.0f} GB per node ({in_gigabytes(llama.size):,.0f} GB x 2 caches x 2 versions), switch "
+        f"{r.peak_gb:,.0f} GB per node ({in_gigabytes(llama.size):,.0f} GB x 2 versions), switch "
         f"{r.switch_s:,.0f} s ({llama.replicas} x {warm:,.0f} s), all serve after "
         f"{r.with_staging.time_to_serve_all_s:,.0f} s ({minutes(r.with_staging.time_to_serve_all_s)}); `cold_share` "
         f"without staging {percent(r.without_staging.cold_share)} (all serve after "
@@ -315,15 +315,15 @@ def test_readme_start_breakdown_and_walkthrough_are_what_the_planner_says(projec
 
 def test_a_staged_refresh_fills_every_node_at_once_then_rolls_the_pods_warm() -> None:
     """Staging: each node downloads the new version at the per-node rate, all in parallel; the switch: the pods
-    roll one by one, each a warm start; the NVMe holds both versions of both caches (deployment and pre-warm)."""
+    roll one by one, each a warm start; the NVMe holds both versions, once each (the node cache is the pods' own)."""
     replicas = 2
-    config = p5_config(replicas=replicas, refreshed=True, prewarm=True)
+    config = p5_config(replicas=replicas, refreshed=True, weights_cache="node")
     llama = config.caches.models[0]
     refresh = plan_model(llama, config, AWS, None, None).refresh
     cold, warm = AWS.cold_s(llama), AWS.warm_s(llama)
     assert (refresh.refreshed, refresh.staged, refresh.nodes) == (True, True, P5_NODES)
     assert (refresh.staging_s, refresh.switch_s) == (pytest.approx(download_s()), pytest.approx(replicas * warm))
-    assert refresh.peak_gb == SIZE_GB * 2 * 2
+    assert refresh.peak_gb == SIZE_GB * 2
     without, staged = refresh.without_staging, refresh.with_staging
     assert (without.cold_share, without.time_to_serve_all_s) == (1.0, pytest.approx(replicas * cold))
     assert staged is not None
@@ -331,17 +331,17 @@ def test_a_staged_refresh_fills_every_node_at_once_then_rolls_the_pods_warm() ->
         0.0, 0, pytest.approx(download_s() + replicas * warm))
 
 
-def test_a_refresh_stages_only_in_stand_alone_caches() -> None:
-    config = p5_config(replicas=2, refreshed=True)  # no prewarm: the refresh repoints the deployment at once
+def test_a_refresh_stages_only_a_node_cached_model() -> None:
+    config = p5_config(replicas=2, refreshed=True)  # the operator's cache: the refresh repoints the deployment at once
     refresh = plan_model(config.caches.models[0], config, AWS, None, None).refresh
     assert (refresh.staged, refresh.with_staging, refresh.staging_s, refresh.peak_gb) == (False, None, 0.0, 2 * SIZE_GB)
     assert refresh.without_staging.cold_share == 1.0
 
 
 def test_a_model_no_refresh_targets_reserves_one_version() -> None:
-    config = p5_config(replicas=2, prewarm=True)
+    config = p5_config(replicas=2, weights_cache="node")
     refresh = plan_model(config.caches.models[0], config, AWS, None, None).refresh
-    assert (refresh.refreshed, refresh.staged, refresh.peak_gb) == (False, False, SIZE_GB * 2)
+    assert (refresh.refreshed, refresh.staged, refresh.peak_gb) == (False, False, SIZE_GB)
 
 
 def prod_70b(project_context):
@@ -354,7 +354,7 @@ def test_prod_70b_scales_out_within_its_pre_warmed_nodes(project_context) -> Non
     refreshed model whose refresh stages."""
     config, llama = prod_70b(project_context)
     group = config.instance_group(llama.instance_group)
-    assert llama.autoscaling is not None and llama.prewarm and llama.weights_cache
+    assert llama.autoscaling is not None and llama.weights_cache == "node"
     assert llama.max_replicas <= group.instance_count  # one new pod per pre-warmed node
     result = plan_model(llama, config, AWS, None, None)
     k, w = llama.max_replicas - llama.replicas, group.instance_count - llama.replicas
@@ -391,7 +391,7 @@ def test_cli_prints_the_refresh_of_each_model_and_the_two_versions_it_reserves(i
     warm, n = AWS.warm_s(llama), llama.replicas
     minutes = lambda seconds: f"{seconds / 60:.1f} min"  # noqa: E731
     assert cells == ["llama-3-1-70b", "yes", f"{config.instance_group(llama.instance_group).instance_count} nodes",
-                     minutes(download_s()), f"{SIZE_GB * 2 * 2:,} GB", f"{minutes(n * warm)} ({n} x {minutes(warm)})",
+                     minutes(download_s()), f"{SIZE_GB * 2:,} GB", f"{minutes(n * warm)} ({n} x {minutes(warm)})",
                      "100%", minutes(n * AWS.cold_s(llama)), "0%", minutes(download_s() + n * warm)]
 
 
@@ -400,5 +400,5 @@ def test_cli_json_carries_the_refresh(in_project, capsys) -> None:
     report = json.loads(capsys.readouterr().out)
     llama = next(m for g in report["groups"] for m in g["models"] if m["model"] == "llama-3-1-70b")
     refresh = llama["refresh"]
-    assert (refresh["staging_s"], refresh["peak_gb"]) == (pytest.approx(download_s()), SIZE_GB * 2 * 2)
+    assert (refresh["staging_s"], refresh["peak_gb"]) == (pytest.approx(download_s()), SIZE_GB * 2)
     assert (refresh["without_staging"]["cold_share"], refresh["with_staging"]["cold_share"]) == (1.0, 0.0)

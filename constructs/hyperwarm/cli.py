@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 # command -> (module providing add_parser, one-line help)
 COMMANDS = {
     "routing": ("hyperwarm.planner.routing_cli", "simulate endpoint routing strategies and tune prefix-aware settings"),
-    "refresh": ("hyperwarm.refresh.cli", "operate cache refreshes (replay dead-lettered events)"),
+    "refresh": ("hyperwarm.refresh.cli", "operate cache refreshes (replay dead-lettered events, abort a rollout)"),
 }
 
 

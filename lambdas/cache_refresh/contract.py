@@ -127,24 +127,27 @@ def poll_seconds(phase_timeout: int) -> int:
     return max(ROLLOUT_POLL_SECONDS, -(-phase_timeout // MAX_POLLS_PER_PHASE))
 
 
-def history_events(staging_timeout: int, switch_timeout: int, retries: int = 0) -> int:
+def history_events(staging_timeout: int, switch_timeout: int, extra_seconds: int = 0) -> int:
     """The most history events one execution can write: a staging, a switch and a revert, each polled to its
-    timeout, plus ``retries`` failed steps (a retry is a task's scheduled, started and failed events)."""
+    timeout, and ``extra_seconds`` more of the shortest polls (the workflow's backstop margin, where failed steps
+    are retried a poll apart), each poll a round of :data:`EVENTS_PER_POLL`."""
     polls = sum(t // poll_seconds(t) + 1 for t in (staging_timeout, switch_timeout, switch_timeout))
-    return polls * EVENTS_PER_POLL + retries * 3 + EVENTS_PER_POLL
+    return (polls + extra_seconds // ROLLOUT_POLL_SECONDS + 1) * EVENTS_PER_POLL
 
 
 class RolloutStep(NamedTuple):
     """The workflow's input to a step and the step's answer (``phase``, ``wait_seconds``): JSON objects with
-    these keys. ``abandon``: the workflow's catch, after a step failed past its retries; the step ends the
-    rollout as failed (dead letter, old version serving). What a step does never depends on ``phase`` or
-    ``wait_seconds`` of its input: the record says where the rollout stands, and the step says how long to wait."""
+    these keys. ``abandon``: set by the workflow after steps failed past its limit; the step ends the rollout as
+    failed (dead letter, old version serving). What a step does never depends on ``phase``, ``wait_seconds`` or
+    ``failures`` of its input: the record says where the rollout stands, and the step says how long to wait."""
 
     target: str
     version: str
     phase: str = "staging"
     wait_seconds: int = ROLLOUT_POLL_SECONDS
     abandon: bool = False
+    failures: int = 0
+    """Steps failed in a row, counted by the workflow (a step's answer resets it)."""
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -338,12 +341,6 @@ def _node_cache_problems(target: HyperPodTarget, is_token: Any) -> list[Problem]
     host_path = target.node_cache.host_path
     if not is_token(host_path) and not (isinstance(host_path, str) and host_path.startswith("/")):
         problems.append(Problem("node_cache.host_path", host_path, "allowed: an absolute path, e.g. /opt/dlami/nvme"))
-    if not is_token(target.staging_timeout_seconds) and not is_token(target.switch_timeout_seconds):
-        events = history_events(target.staging_timeout_seconds, target.switch_timeout_seconds)
-        if events > HISTORY_LIMIT // 2:
-            problems.append(Problem("staging_timeout_seconds", target.staging_timeout_seconds,
-                                    f"with switch_timeout_seconds {target.switch_timeout_seconds}, an execution may "
-                                    f"write {events} history events; allowed: at most {HISTORY_LIMIT // 2}"))
     return problems
 
 

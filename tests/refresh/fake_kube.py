@@ -1,4 +1,5 @@
-"""An in-process Kubernetes API stand-in for the HyperPod operator's custom objects.
+"""An in-process Kubernetes API stand-in for the HyperPod operator's custom objects and the built-in kinds the
+refresh and the exporter read (DaemonSets, pods, nodes).
 
 HTTPS on 127.0.0.1 with its own CA (the client must verify it, as with a real EKS endpoint).
 Follows the API server's rules the refresh Lambda relies on: bearer token required (an EKS
@@ -6,9 +7,8 @@ Follows the API server's rules the refresh Lambda relies on: bearer token requir
 collection: the operator's objects and pods in a namespace, nodes cluster-wide), 415 for a PATCH
 that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.resourceVersion`` is not
 the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write (a spec change also
-raises ``metadata.generation``); POST to a collection creates (409 AlreadyExists for a taken name, with a
-``uid`` and generation 1), DELETE removes (404 when gone), and a node list honours ``labelSelector``
-equalities. The pod proxy
+raises ``metadata.generation``), and a node list honours ``labelSelector`` equalities. Nothing is created or
+deleted through it: neither the refresh nor the exporter may (their RBAC allows neither). The pod proxy
 (``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>``) serves the pages in ``pod_pages``, and 503
 (the API server's answer when it cannot reach the pod) for any other.
 """
@@ -34,10 +34,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-_PATH = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
-_COLLECTION = re.compile(r"^/apis/inference\.sagemaker\.aws\.amazon\.com/v1/namespaces/([^/]+)/([^/]+)$")
+_PATH = re.compile(r"^/apis/(?:inference\.sagemaker\.aws\.amazon\.com|apps)/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
 _PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy(/.*)$")
-_LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/api/v1)"
+_LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/apis/apps/v1|/api/v1)"
                    r"(?:/namespaces/([^/]+))?/([a-z]+)(?:\?labelSelector=([^&]*))?$")
 
 
@@ -104,8 +103,6 @@ class FakeKube:
         self.race_next: set[str] = set()      # names changed by "someone else" right before their next PATCH
         self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
-        self.created: list[tuple[str, str]] = []   # (namespace, name) of every POST that created
-        self.deleted: list[tuple[str, str]] = []   # (namespace, name) of every DELETE that removed
         self.proxy_delay = 0.0                # seconds each pod-proxy GET takes (so scrapes overlap)
         self._rv = 100
         self._lock = threading.Lock()
@@ -245,32 +242,5 @@ class FakeKube:
                     kube.objects[key] = updated
                     kube.patches.append((key[1], name, patch))
                     self._send(200, updated)
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
-                    self._status(401, "Unauthorized", "Unauthorized")
-                    return
-                match = _COLLECTION.match(self.path)
-                if not match:
-                    self._status(404, "NotFound", f"no route {self.path}")
-                    return
-                ns, plural = match.groups()
-                name = body.get("metadata", {}).get("name", "")
-                with kube._lock:
-                    if (plural, ns, name) in kube.objects:
-                        self._status(409, "AlreadyExists", f'{plural} "{name}" already exists')
-                        return
-                    kube.add({**body, "metadata": {**body["metadata"], "namespace": ns}})
-                    kube.created.append((ns, name))
-                    self._send(201, kube.objects[(plural, ns, name)])
-
-            def do_DELETE(self) -> None:
-                key = self._route()
-                if key:
-                    with kube._lock:
-                        gone = kube.objects.pop(key)
-                        kube.deleted.append((key[1], key[2]))
-                        self._send(200, gone)
 
         return Handler

@@ -199,7 +199,7 @@ def start_world(kube: fake_kube.FakeKube, monkeypatch: pytest.MonkeyPatch, refre
     from hyperwarm.functions import eks_auth
     from hyperwarm.functions.cache_refresh import handler
 
-    for state in (kube.objects, kube.patches, kube.fail_next, kube.race_next, kube.created, kube.deleted):
+    for state in (kube.objects, kube.patches, kube.fail_next, kube.race_next):
         state.clear()
     moto_ext.install()
     moto_ext.UPDATES.clear()

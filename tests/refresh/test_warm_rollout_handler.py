@@ -1,9 +1,10 @@
-"""The warm rollout through the Lambda entry points: moto's DynamoDB, SQS, EKS and Step Functions, and the
-HTTPS Kubernetes stand-in, where the test plays the operator (it writes the statuses the CRDs define).
+"""The warm version change through the Lambda entry points: moto's DynamoDB, SQS, EKS and Step Functions, and the
+HTTPS Kubernetes stand-in, where the test plays the cluster (the filler labels nodes, the operator replaces pods).
 
 What the entry points add to the flow tested in test_warm_rollout.py: the execution is started in Step
 Functions under its target-and-version name (a second start is a no-op), the Kubernetes calls go over
-the wire (POST a cache, list nodes by label, merge-patch, DELETE), and the metrics carry the target.
+the wire (GET and merge-patch of the filler DaemonSet and the deployment, pods listed, nodes listed by label),
+and the metrics carry the target.
 """
 
 from __future__ import annotations
@@ -13,38 +14,62 @@ from typing import Any
 
 import boto3
 import pytest
-from refresh_world import NAMESPACE, PREFIX, targets
+from cluster_model import rendered
+from refresh_world import BUCKET, NAMESPACE, PREFIX, targets
 
 from hyperwarm.functions.cache_refresh import contract, handler
 from hyperwarm.functions.cache_refresh.config import HyperPodTarget
 from hyperwarm.functions.cache_refresh.errors import TransientError
 from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
+from hyperwarm.functions.node_cache import layout
 
-CACHE = "ModelWeightsCacheConfig"
-INSTANCE_TYPE = "ml.g5.8xlarge"
 NODES = ("node-a", "node-b")
+FILLER = layout.filler_name("llama")
 
 
 @pytest.fixture
 def warm(world: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The conftest world with a state machine, two nodes and a cache that names its nodes."""
+    """The conftest world with a state machine, a node-cached deployment and its filler as the construct renders
+    them, two nodes of its group holding v1 and one node of another group, and its two pods."""
     sfn = boto3.client("stepfunctions", region_name="us-west-2")
     arn = sfn.create_state_machine(name="rollout", definition=json.dumps({
         "StartAt": "Step", "States": {"Step": {"Type": "Pass", "End": True}}}),
         roleArn="arn:aws:iam::123456789012:role/sfn")["stateMachineArn"]
     monkeypatch.setenv(contract.ROLLOUT_STATE_MACHINE, arn)
-    monkeypatch.setenv("HYPERWARM_REFRESH_TARGETS", json.dumps(targets(endpoint=False)))
+    items = targets(endpoint=False)
+    items[PREFIX][0]["node_cache"] = {"model": "llama"}
+    monkeypatch.setenv("HYPERWARM_REFRESH_TARGETS", json.dumps(items))
     handler._settings = None
+    world.kube.objects.clear()
+    deployment, filler = rendered(BUCKET, PREFIX, "v1", replicas=2)
+    for obj in (deployment, filler):
+        obj["metadata"]["namespace"] = NAMESPACE
+        world.kube.add(obj)
     for node in NODES:
         world.kube.add({"kind": "Node", "metadata": {"name": node, "labels": {
-            "node.kubernetes.io/instance-type": INSTANCE_TYPE}},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-    world.kube.add({"kind": "Node", "metadata": {"name": "cpu-node", "labels": {
-        "node.kubernetes.io/instance-type": "ml.m5.large"}}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-    cache = world.kube.get(CACHE, NAMESPACE, "llama-weights")
-    cache["spec"]["nodeSelector"] = {"node.kubernetes.io/instance-type": INSTANCE_TYPE}
+            layout.GROUP_LABEL: "inference", layout.ready_label("llama", "v1"): "true"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"nvidia.com/gpu": "8"}}})
+    world.kube.add({"kind": "Node", "metadata": {"name": "cpu-node", "labels": {layout.GROUP_LABEL: "system"}},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    _pods(world, "v1")
     world.sfn, world.arn = sfn, arn
     return world
+
+
+def _pods(world: Any, version: str) -> None:
+    """The deployment's two pods, on version ``version`` (the operator replaced them)."""
+    for key in [k for k in world.kube.objects if k[0] == "pods"]:
+        del world.kube.objects[key]
+    for node in NODES:
+        world.kube.add({"kind": "Pod", "metadata": {"name": f"llama-{version}-{node}", "namespace": NAMESPACE},
+                        "spec": {"nodeName": node, "volumes": [layout.volume(layout.version_dir(
+                            layout.DEFAULT_HOST_PATH, "llama", version))]},
+                        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+
+
+def _filler_labels(world: Any, version: str) -> None:
+    for node in NODES:
+        world.kube.get("Node", "", node)["metadata"]["labels"][layout.ready_label("llama", version)] = "true"
 
 
 def _target() -> HyperPodTarget:
@@ -60,18 +85,9 @@ def _step(context: Any, version: str) -> str:
     return str(answer["phase"])
 
 
-def _operator_fills(world: Any, name: str, ready: int) -> None:
-    """The operator's status of a cache ready on ``ready`` nodes, for the generation it has."""
-    obj = world.kube.get(CACHE, NAMESPACE, name)
-    obj["status"] = {"state": "Ready" if ready == len(NODES) else "Downloading", "readyNodes": ready,
-                     "targetNodes": len(NODES), "conditions": [
-                         {"type": "Ready", "status": "True", "observedGeneration": obj["metadata"]["generation"]}]}
-
-
-def _operator_rolls(world: Any) -> None:
-    obj = world.kube.get("InferenceEndpointConfig", NAMESPACE, "llama")
-    obj["status"] = {"state": "DeploymentComplete", "observedGeneration": obj["metadata"]["generation"],
-                     "deploymentStatus": {"status": {"replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}}}
+def _reads(world: Any) -> str | None:
+    return layout.version_of_path(world.kube.get("InferenceEndpointConfig", NAMESPACE, "llama")["spec"]["kubernetes"][
+        "volumes"][0]["hostPath"]["path"], layout.DEFAULT_HOST_PATH, "llama")
 
 
 def test_an_upload_starts_one_execution_and_the_steps_stage_switch_and_retire_over_the_wire(warm: Any, context: Any) -> None:
@@ -82,23 +98,25 @@ def test_an_upload_starts_one_execution_and_the_steps_stage_switch_and_retire_ov
     assert [e["name"] for e in executions] == [name]
     assert json.loads(warm.sfn.describe_execution(executionArn=executions[0]["executionArn"])["input"]) == \
         contract.RolloutStep(_target().id, "v2").to_json()
-    assert warm.served_hyperpod() == f"{PREFIX}/v1", "nothing serving changes when the rollout starts"
+    assert _reads(warm) == "v1", "nothing serving changes when the rollout starts"
 
-    staged = contract.staged_cache_name("llama-weights", "v2")
     assert _step(context, "v2") == "staging"
-    assert warm.kube.created == [(NAMESPACE, staged)]
-    assert warm.kube.get(CACHE, NAMESPACE, staged)["spec"]["modelSourceConfig"]["modelLocation"] == f"{PREFIX}/v2"
-    _operator_fills(warm, staged, 1)
-    assert _step(context, "v2") == "staging", "ready on one node of the two the nodeSelector matches"
-    _operator_fills(warm, staged, 2)
+    kept = layout.filler_versions(warm.kube.get("DaemonSet", NAMESPACE, FILLER))
+    assert [v.version for v in kept] == ["v1", "v2"] and kept[1].location == f"{PREFIX}/v2"
+    assert _step(context, "v2") == "staging", "no node holds v2 yet"
+    _filler_labels(warm, "v2")
     assert _step(context, "v2") == "switching"
-    assert warm.served_hyperpod() == f"{PREFIX}/v2"
-    assert warm.kube.get(CACHE, NAMESPACE, "llama-weights"), "the old cache stays while old pods may read it"
-    _operator_rolls(warm)
+    assert _reads(warm) == "v2"
+    assert [v.version for v in layout.filler_versions(warm.kube.get("DaemonSet", NAMESPACE, FILLER))] == ["v1", "v2"], \
+        "the old copy stays while old pods may read it"
+    assert _step(context, "v2") == "switching", "the pods still read v1"
+    _pods(warm, "v2")
     assert _step(context, "v2") == "done"
-    assert warm.kube.deleted == [(NAMESPACE, "llama-weights")]
+    assert [v.version for v in layout.filler_versions(warm.kube.get("DaemonSet", NAMESPACE, FILLER))] == ["v2"]
     assert _step(context, "v2") == "done", "a step after the end only answers"
+    assert _record()["current_version"] == "v2" and _record()["last_rollout"]["cold_pods"] == 0
     assert warm.dead_letters() == []
+    assert {(p[0], p[1]) for p in warm.kube.patches} == {(NAMESPACE, FILLER), (NAMESPACE, "llama")}
 
 
 def test_a_second_start_of_the_same_rollout_is_a_no_op(warm: Any) -> None:

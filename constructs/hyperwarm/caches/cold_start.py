@@ -90,7 +90,7 @@ class ColdStart:
         nothing, the rest is fetched; the engine starts either way."""
         size_gb = in_gigabytes(model.size)
         image = 0.0 if warm and model.image_cache else self.image_pull_s
-        weights = size_gb / self.nvme_gb_per_s if warm and model.weights_cache else self.download_s(model)
+        weights = size_gb / self.nvme_gb_per_s if warm and model.weights_cached else self.download_s(model)
         return StartBreakdown(image, weights, self.container_start_s, size_gb / self.gpu_load_gb_per_s,
                               self.compile_s, self.cuda_graph_s)
 
@@ -100,7 +100,7 @@ class ColdStart:
 
     def fill_s(self, model: CachedModelProps) -> float:
         """One node's weights cache fills at the S3 rate; nothing fills when weights are not cached."""
-        return self.download_s(model) if model.weights_cache else 0.0
+        return self.download_s(model) if model.weights_cached else 0.0
 
     def warm_s(self, model: CachedModelProps) -> float:
         """A new pod on a prepared node: the cache's read, then the engine's start."""

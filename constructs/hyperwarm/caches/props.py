@@ -372,6 +372,11 @@ class CachedModelProps:
         return rules
 
     @property
+    def weights_cached(self) -> bool:
+        """The weights wait on the nodes' NVMe (the node cache or the operator's), not downloaded by every pod."""
+        return self.weights_cache != "off"
+
+    @property
     def operator_image_cache(self) -> bool:
         """Whether the operator's image cache pre-pulls the serving image."""
         return self.image_cache and self.prepull in ("operator", "both")

@@ -1,4 +1,5 @@
-"""``hyperwarm refresh replay``: re-drive dead-lettered cache refresh events.
+"""``hyperwarm refresh replay``: re-drive dead-lettered cache refresh events; ``hyperwarm refresh abort``: end a warm
+version change in flight.
 
 A letter in the refresh dead-letter queue is one of:
 
@@ -198,8 +199,68 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if all(r["status"] == "replayed" for r in results) else 1
 
 
+def abort(table: str, target: str, function_name: str, state_machine_arn: str | None = None, *,
+          region: str | None = None, clients: Any = None) -> dict[str, Any]:
+    """End the warm version change of ``target`` that is in flight, with the old version serving and the staged copy
+    dropped: the abort is recorded in the state table (who asked, when), the execution is stopped (so its next step
+    does not race the cleanup; Step Functions counts it in ``ExecutionsAborted``), and the refresh function runs its
+    reconciliation, which steps the rollout to the abort: the deployment pointed back where it was switched, the
+    filler's list back to the serving version, the record marked ``aborted`` (no letter: a person asked). Without
+    the workflow's ARN the execution's next step does the same. Returns the target's record as it ends."""
+    from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
+
+    def make(service: str) -> Any:
+        if clients is not None:
+            return clients(service)
+        import boto3
+        return boto3.client(service, region_name=region)
+
+    who = make("sts").get_caller_identity()["Arn"]
+    state = StateTable(DynamoStore(make("dynamodb"), table))
+    item = state.request_abort(target, by=who)
+    execution = item["pending"]["config"]
+    if state_machine_arn:
+        arn = state_machine_arn.replace(":stateMachine:", ":execution:") + f":{execution}"
+        try:
+            make("stepfunctions").stop_execution(executionArn=arn, cause=f"hyperwarm refresh abort by {who}")
+        except make("stepfunctions").exceptions.ExecutionDoesNotExist:
+            pass  # never started, or ended: the reconciliation settles the record all the same
+    answer = make("lambda").invoke(FunctionName=function_name, Payload=json.dumps(_RECONCILE).encode())
+    if answer.get("FunctionError"):
+        raise RuntimeError(f"the reconciliation failed: {answer['Payload'].read()[:500]!r}; the abort is recorded "
+                           "and the next scheduled run applies it")
+    return state.get(target)
+
+
+_RECONCILE = {"version": "0", "id": "hyperwarm-refresh-abort", "detail-type": "Scheduled Event", "source": "aws.events",
+              "time": "2026-01-01T00:00:00Z", "detail": {}}
+"""The scheduled event the refresh function reconciles on (its ``time`` is not read)."""
+
+
+def _run_abort(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        record = abort(args.table, args.target, args.function_name, args.state_machine_arn, region=args.region)
+    except ValueError as exc:
+        print(f"hyperwarm refresh abort: {exc}", file=sys.stderr)
+        return 1
+    except (NoRegionError, NoCredentialsError, ClientError, BotoCoreError, RuntimeError) as exc:
+        print(f"hyperwarm refresh abort: {exc}", file=sys.stderr)
+        return 2
+    last = record.get("last_rollout") or {}
+    if record.get("pending"):
+        print(f"abort recorded; the rollout of {record['pending']['version']} is at {record['pending']['phase']} and "
+              "ends at its next step (pointing back can take the switch's time)")
+    else:
+        print(f"rollout of {last.get('version')} ended {last.get('outcome')} ({last.get('reason')}); "
+              f"serving {record.get('current_version') or 'the version first deployed'}")
+    return 0
+
+
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("refresh", help="operate cache refreshes (replay dead-lettered events)")
+    parser = subparsers.add_parser("refresh", help="operate cache refreshes (replay dead-lettered events, abort a "
+                                                   "warm version change)")
     commands = parser.add_subparsers(dest="refresh_command", metavar="COMMAND", required=True)
     rp = commands.add_parser("replay", help="re-drive dead-lettered refresh events through the refresh Lambda")
     rp.add_argument("--queue-url", required=True, help="URL of the refresh dead-letter queue")
@@ -209,3 +270,13 @@ def add_parser(subparsers: Any) -> None:
                     help="refresh function name or ARN: the refresh stack's RefreshFunctionName output, "
                          "hyperwarm-<env>-cache-refresh (it replays both manifest and endpoint-state events)")
     rp.set_defaults(func=_run)
+    ab = commands.add_parser("abort", help="end a warm version change in flight: the old version keeps serving and "
+                                           "the staged copy is dropped")
+    ab.add_argument("--target", required=True,
+                    help="the target id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/<model>")
+    ab.add_argument("--table", required=True, help="the refresh state table, hyperwarm-<env>-cache-refresh-state")
+    ab.add_argument("--function-name", required=True, help="the refresh function (RefreshFunctionName output)")
+    ab.add_argument("--state-machine-arn", help="the rollout workflow (RolloutStateMachineArn output): its execution "
+                                                "is stopped first (default: its next step applies the abort)")
+    ab.add_argument("--region", default=None, help="the environment's region (default: boto3's)")
+    ab.set_defaults(func=_run_abort)

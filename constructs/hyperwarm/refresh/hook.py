@@ -49,7 +49,7 @@ from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
-from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, rollout_workflow
+from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, history_problems, rollout_workflow
 from hyperwarm.refresh.timeouts import RolloutTimeout
 from hyperwarm.serving.buckets import model_bucket
 
@@ -256,9 +256,11 @@ class CacheRefreshHook(Construct):
         self.manifest_rule = rules.manifest_rule
         self.endpoint_rule = rules.endpoint_rule
         self.reconcile_rule = rules.reconcile_rule
+        self._warm_targets = warm
         self.alarms = self._alarms()
-        """The four alarms by name, without actions: ``hyperwarm.observability.alarms.notify_alarms(stack, topic)`` gives them
-        the topic on-call reads (the app's stacks do so for every alarm)."""
+        """The alarms by name, without actions (four, and five more with a warm rollout workflow):
+        ``hyperwarm.observability.alarms.notify_alarms(stack, topic)`` gives them the topic on-call reads (the app's
+        stacks do so for every alarm)."""
 
     # -- metrics users alarm on ------------------------------------------------------------------
 
@@ -298,6 +300,20 @@ class CacheRefreshHook(Construct):
         timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
         Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
         return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+
+    def metric_rollout_executions_ended_badly(self, **options: Any) -> cloudwatch.MathExpression:
+        """Warm rollout executions that failed, timed out (the workflow's backstop) or were aborted (stopped by
+        ``hyperwarm refresh abort``). Default: Sum over 5 minutes. Raises ``ValueError`` without a warm rollout."""
+        workflow = self._workflow()
+        return self._sum([workflow.metric_failed(), workflow.metric_timed_out(), workflow.metric_aborted()], options)
+
+    def metric_cold_pods(self, **options: Any) -> cloudwatch.MathExpression:
+        """Pods of a refresh's new version found on a node without its ready label, over every warm target
+        (``RefreshColdPods``, published once per rollout). Default: Sum over 5 minutes."""
+        metrics: list[cloudwatch.IMetric] = [cloudwatch.Metric(
+            namespace=contract.METRICS_NAMESPACE, metric_name="RefreshColdPods",
+            dimensions_map={"service": contract.SERVICE, "target": t.id}, statistic="Sum") for t in self._warm_targets]
+        return self._sum(metrics, options)
 
     def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Any) -> cloudwatch.Metric:
         """Seconds from a warm rollout's staging start until the new version was ready on every node of
@@ -382,7 +398,22 @@ class CacheRefreshHook(Construct):
                                     comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                                     treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                                     alarm_description=description)
+        warm = {} if self.rollout_workflow is None or self.rollout_function is None else {
+            "rollout_executions": alarm(
+                "RolloutExecutionsAlarm", self.metric_rollout_executions_ended_badly(),
+                "a warm rollout's execution failed, timed out or was aborted; the record and the letters say what "
+                "serves (the rollout itself points back and drops the staged copy)"),
+            "rollout_step_errors": alarm(
+                "RolloutStepErrorsAlarm", self.rollout_function.metric_errors(statistic="Sum"),
+                "the warm rollout's step function raised (the state table or a crash): the workflow retries it a poll "
+                "apart, then abandons the rollout"),
+            "cold_pods": alarm(
+                "RefreshColdPodsAlarm", self.metric_cold_pods(),
+                "a warm version change placed a pod on a node without its version's ready label: check the "
+                "deployment's node affinity and the node-cache filler on that node"),
+        }
         return {
+            **warm,
             "dead_letters": alarm("DeadLettersAlarm", self.metric_dead_letters(),
                                   "refresh events wait in the dead-letter queue: see `hyperwarm refresh replay`"),
             "errors": alarm("ErrorsAlarm", self.metric_errors(), "the cache refresh functions failed"),
@@ -424,6 +455,7 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     age = props.max_event_age.to_seconds()
     if not 60 <= age <= 6 * 3600:
         problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
+    problems += history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
     every = props.reconcile_every.to_seconds()
     if not (60 <= every <= 3600 and every % 60 == 0):
         problems.append(f"reconcile_every = {every:g} seconds -- allowed: whole minutes, 1..60")

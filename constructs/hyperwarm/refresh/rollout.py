@@ -10,7 +10,14 @@ answers a :class:`contract.RolloutStep` whose ``phase`` says what comes next::
     Step --phase staging|switching--> Wait($.wait_seconds) --> Step
          --phase done--> Done (Succeed)
          --phase failed--> Failed (Fail: the step already dead-lettered; the old version serves)
-         --error past its retries--> MarkAbandoned (abandon: true) --> Abandon (the step) --> Abandoned (Fail)
+         --error--> CountFailure --fewer than MAX_FAILED_STEPS in a row--> Wait --> Step
+                                 --else--> MarkAbandoned (abandon: true) --> Abandon (the step) --> Abandoned (Fail)
+
+The step retries the cluster's transient errors itself, at each poll until the phase's deadline; what reaches
+the workflow as an error (the state table unreachable, a crash, a timeout) is retried the same way, a poll
+apart, up to :data:`MAX_FAILED_STEPS` in a row. Each poll is a minute, or longer for a long phase
+(:func:`contract.poll_seconds`), so an execution's history stays far below Step Functions' 25,000 events
+(:func:`contract.history_events`, checked at synth).
 
 The refresh function starts an execution named :func:`contract.rollout_execution_name` (a duplicate start is a
 no-op), as does the step that ends a rollout for the version that waited behind it. The step's per-target
@@ -39,8 +46,8 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, logical_id
 from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS
 from hyperwarm.functions.cache_refresh import contract
 
-__all__ = ["BACKSTOP_MARGIN_SECONDS", "STAGING_SAFETY_FACTOR", "backstop_timeout", "default_staging_timeout",
-           "rollout_workflow"]
+__all__ = ["BACKSTOP_MARGIN_SECONDS", "HISTORY_BUDGET", "MAX_FAILED_STEPS", "STAGING_SAFETY_FACTOR",
+           "backstop_timeout", "default_staging_timeout", "history_problems", "rollout_workflow"]
 
 STAGING_SAFETY_FACTOR = 2.0
 """The default staging timeout is this many times one node's cache fill at the planner's rate
@@ -48,10 +55,15 @@ STAGING_SAFETY_FACTOR = 2.0
 nodes fill side by side, and the slowest one counts; twice the estimate lets a node fill at half the rate."""
 BACKSTOP_MARGIN_SECONDS = 3600
 """The state machine's timeout beyond the slowest target's staging plus switch timeouts: the polls between
-steps (:data:`contract.ROLLOUT_POLL_SECONDS`) and a step's retries with back-off (under half an hour, see
-:func:`_invoke`) fit in it, so the step's own timeouts always end a rollout first."""
+steps and the failed steps retried a poll apart fit in it, so the step's own timeouts always end a rollout
+first."""
 STEP_TIMEOUT = cdk.Duration.minutes(2)
 """One step reads and patches a few cluster objects and the state table: seconds, bounded at two minutes."""
+MAX_FAILED_STEPS = 30
+"""Steps that fail in a row (an error, not an answer) before the workflow asks the step to abandon the rollout:
+at a poll or more apart, half an hour of failures at least."""
+LOG_GROUP_PREFIX = "/aws/vendedlogs/states/"
+"""Step Functions recommends its log groups under this prefix (CloudWatch Logs' resource policy stays small)."""
 
 
 def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> cdk.Duration:
@@ -73,6 +85,25 @@ def backstop_timeout(targets: Sequence[contract.HyperPodTarget]) -> cdk.Duration
     return cdk.Duration.seconds(slowest + BACKSTOP_MARGIN_SECONDS)
 
 
+HISTORY_BUDGET = contract.HISTORY_LIMIT // 2
+"""What one execution may write at most: half of Step Functions' 25,000 events per execution history (service
+quotas), so a rollout never ends because its history is full."""
+
+
+def history_problems(targets: Sequence[contract.HyperPodTarget]) -> list[str]:
+    """A target whose rollout could write more than :data:`HISTORY_BUDGET` history events (each phase polled to its
+    timeout, and the backstop margin's polls)."""
+    problems = []
+    for target in targets:
+        events = contract.history_events(target.staging_timeout_seconds, target.switch_timeout_seconds,
+                                         BACKSTOP_MARGIN_SECONDS)
+        if events > HISTORY_BUDGET:
+            problems.append(f"{target.id}: staging and switch timeouts {target.staging_timeout_seconds} s and "
+                            f"{target.switch_timeout_seconds} s let one execution write {events} history events -- "
+                            f"allowed: at most {HISTORY_BUDGET} (Step Functions keeps 25,000 per execution)")
+    return problems
+
+
 def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Duration) -> sfn.StateMachine:
     """The state machine ``RolloutWorkflow`` in ``scope``, whose one task invokes ``step`` (and nothing else:
     its role may invoke that function and its versions); logs every transition, without execution data,
@@ -85,19 +116,26 @@ def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Dura
     first = _invoke(states, "Step", step, "advance the rollout by one step; the answer's phase says what is next")
     abandon = _invoke(states, "Abandon", step, "end the rollout as failed: dead letter, the old version serving")
     mark = sfn.Pass(states, "MarkAbandoned", result=sfn.Result.from_boolean(True), result_path="$.abandon",
-                    comment="the step failed past its retries (or answered no known phase): ask it to abandon")
-    # The catch keeps the step's input (target, version, phase) beside the error, so the abandon step
-    # knows which rollout to end.
-    first.add_catch(mark, errors=[sfn.Errors.ALL], result_path="$.error")
+                    comment=f"{MAX_FAILED_STEPS} steps failed in a row (or one answered no known phase): ask it "
+                            "to abandon")
+    wait = sfn.Wait(states, "Wait", time=sfn.WaitTime.seconds_path("$.wait_seconds"),
+                    comment="the step's answer says how long until the next look")
+    wait.next(first)
+    # An error keeps the step's input (the last answer: target, version, wait, failures in a row) beside it.
+    count = sfn.Pass(states, "CountFailure", comment="one more step failed in a row",
+                     parameters={"target.$": "$.target", "version.$": "$.version", "phase.$": "$.phase",
+                                 "wait_seconds.$": "$.wait_seconds", "abandon": False,
+                                 "failures.$": "States.MathAdd($.failures, 1)"})
+    first.add_catch(count, errors=[sfn.Errors.ALL], result_path="$.error")
+    count.next(sfn.Choice(states, "TooManyFailures", comment=f"{MAX_FAILED_STEPS} failed steps in a row: give up")
+               .when(sfn.Condition.number_greater_than_equals("$.failures", MAX_FAILED_STEPS), mark)
+               .otherwise(wait))
     abandon.add_catch(sfn.Fail(states, "AbandonFailed", error="RolloutAbandonFailed",
                                cause="the abandon step failed too: the scheduled reconciliation settles the rollout"),
                       errors=[sfn.Errors.ALL], result_path="$.error")
     mark.next(abandon)
     abandon.next(sfn.Fail(states, "Abandoned", error="RolloutAbandoned",
-                          cause="a step failed past its retries: the rollout ended as failed, the old version serves"))
-    wait = sfn.Wait(states, "Wait", time=sfn.WaitTime.seconds_path("$.wait_seconds"),
-                    comment="the step's answer says how long until the next look")
-    wait.next(first)
+                          cause="steps failed past their retries: the rollout ended as failed, the old version serves"))
     phase = sfn.Choice(states, "Phase", comment="the step's answer: " + ", ".join(contract.ROLLOUT_PHASES))
     phase.when(sfn.Condition.or_(*(sfn.Condition.string_equals("$.phase", p) for p in ("staging", "switching"))),
                wait)
@@ -108,7 +146,9 @@ def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Dura
     phase.otherwise(mark)
     first.next(phase)
 
-    log_group = logs.LogGroup(scope, "RolloutWorkflowLogs", retention=logs.RetentionDays.THREE_MONTHS)
+    log_group = logs.LogGroup(scope, "RolloutWorkflowLogs", retention=logs.RetentionDays.THREE_MONTHS,
+                              log_group_name=LOG_GROUP_PREFIX + cdk.Names.unique_resource_name(
+                                  states, max_length=200, separator="-"))
     machine = sfn.StateMachine(
         scope, "RolloutWorkflow", definition_body=sfn.DefinitionBody.from_chainable(first),
         state_machine_type=sfn.StateMachineType.STANDARD, timeout=timeout, tracing_enabled=True,
@@ -133,14 +173,8 @@ def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Dura
 
 
 def _invoke(scope: Construct, id: str, step: lambda_.IFunction, comment: str) -> tasks.LambdaInvoke:
-    """The step with the state as its input (a ``RolloutStep``) and its answer as the state's output. Retries:
-    Lambda's own service errors (aws-cdk-lib's retrier: 2 s doubling, 6 attempts), then any failure of the
-    step (raised, timed out) 4 times from 10 s doubling, at most 2 minutes apart, with jitter: each step is
-    idempotent, so a retry only looks again. At worst 11 attempts of :data:`STEP_TIMEOUT` and about 5 minutes of
-    back-off: under half an hour."""
-    task = tasks.LambdaInvoke(scope, id, lambda_function=step, output_path="$.Payload", comment=comment,
-                              retry_on_service_exceptions=True)
-    task.add_retry(errors=[sfn.Errors.TASKS_FAILED], interval=cdk.Duration.seconds(10),
-                   backoff_rate=2, max_attempts=4, max_delay=cdk.Duration.minutes(2),
-                   jitter_strategy=sfn.JitterType.FULL)
-    return task
+    """The step with the state as its input (a ``RolloutStep``) and its answer as the state's output; Lambda's own
+    service errors retried (aws-cdk-lib's retrier: 2 s doubling, 6 attempts). Any other failure is the workflow's
+    (:func:`rollout_workflow`): each step is idempotent, so a later step only looks again."""
+    return tasks.LambdaInvoke(scope, id, lambda_function=step, output_path="$.Payload", comment=comment,
+                              retry_on_service_exceptions=True, task_timeout=sfn.Timeout.duration(STEP_TIMEOUT))
