@@ -187,8 +187,8 @@ def test_prod_alarms_cover_latency_cold_share_and_cache_failures(synthesized):
                and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" and "TTFT" in a["AlarmDescription"]
                for a in blind)
     assert len(by_metric["PromQL"]) == 2  # TTFT p99 of each variant
-    # no TTFT series while serving, per variant (2); a cold pod during a refresh of prod's refreshed 70B (1)
-    assert len(by_metric["math"]) == 3
+    # no TTFT series while serving, per variant (2); a cold pod during a refresh of each node-cached model (2)
+    assert len(by_metric["math"]) == 4
 
 
 def test_each_variant_alarms_when_its_ttft_query_returns_no_series_while_it_serves(synthesized):

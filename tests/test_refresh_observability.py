@@ -84,9 +84,11 @@ def test_a_refreshed_model_charts_staging_progress_time_to_warm_and_switch_and_c
                              ("refresh staging", "refresh TimeToWarm", "ColdPods .* RolloutInProgress"))
     assert [lines(w) for w in staging[0:1]] == [[
         ("Hyperwarm", "StagingReadyNodes", ROLLOUT), ("Hyperwarm", "StagingTargetNodes", ROLLOUT)]]
-    assert lines(timing[0]) == [("Hyperwarm", "TimeToWarm", ROLLOUT), ("Hyperwarm", "TimeToSwitch", ROLLOUT)]
-    assert lines(cold[0]) == [(EXPORTER_NAMESPACE, "ColdPods", EXPORTED), ("Hyperwarm", "RolloutInProgress", ROLLOUT)]
-    assert [m[-1].get("yAxis") for m in cold[0]["properties"]["metrics"]] == [None, "right"]
+    assert lines(timing[0]) == [("Hyperwarm", "TimeToWarm", ROLLOUT), ("Hyperwarm", "TimeToSwitch", ROLLOUT),
+                                ("Hyperwarm", "RolloutAborted", ROLLOUT)]
+    assert lines(cold[0]) == [(EXPORTER_NAMESPACE, "ColdPods", EXPORTED), ("Hyperwarm", "RefreshColdPods", ROLLOUT),
+                              ("Hyperwarm", "RolloutInProgress", ROLLOUT)]
+    assert [m[-1].get("yAxis") for m in cold[0]["properties"]["metrics"]] == [None, None, "right"]
     assert len(staging) == len(timing) == len(cold) == 1
     assert not titled(template, r"^qwen: .*(refresh|RolloutInProgress)")  # not refreshed: no rollout widgets
 
@@ -103,7 +105,7 @@ def test_the_target_dimension_is_the_refresh_functions_target_id():
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     cluster = imported_cluster(stack, GROUPS)
     watched = HyperPodModels(cluster=cluster, models=["llama"], namespace=NS, refreshed=["llama"])
-    refreshed = HyperPodRefreshTarget(cluster=cluster, namespace=NS, name="llama", weights_caches=["llama-weights"])
+    refreshed = HyperPodRefreshTarget(cluster=cluster, namespace=NS, name="llama", node_cache=True)
     assert stack.resolve(watched.refresh_target("llama")) == stack.resolve(refreshed.to_contract().id) == TARGET
 
 
@@ -182,12 +184,12 @@ def test_refreshed_models_must_be_watched_models_each_once():
 
 
 def test_the_app_watches_the_models_its_refresh_rolls_out_warm(project_context):
-    """The observability stack's refreshed models are the refresh stack's targets with stand-alone caches."""
+    """The observability stack's refreshed models are the refresh stack's node-cached targets."""
     from stacks.config import parse_environments
 
     environments = parse_environments(project_context["environments"])
     assert {env: list(config.refresh.warm(config.caches)) for env, config in environments.items()} == {
-        "dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b"]}
+        "dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b", "llama-3-1-8b"]}
 
 
 def test_the_rollout_widgets_and_alarms_synthesize_without_warnings():

@@ -16,6 +16,7 @@ from hyperwarm import (
     InstanceGroupSpec,
     RefreshedPrefix,
 )
+from hyperwarm.functions.cache_refresh.contract import HyperPodTarget, NodeCache
 from hyperwarm.refresh.hook import BlueGreen, HyperPodRefreshTarget, rbac_objects
 from stacks.config import ConfigError, parse_environment
 
@@ -69,7 +70,10 @@ def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesiz
     # is idle most of the time, so a failing refresh function alone would never raise the alarm.
     expressions = [m["Expression"] for a in resources(synthesized, "AWS::CloudWatch::Alarm")
                    for m in a.get("Metrics", []) if "Expression" in m]
-    assert sorted(expressions) == ["FILL(a, 0) + FILL(b, 0)", "FILL(a, 0) + FILL(b, 0) + FILL(c, 0)"]
+    # the functions' destination failures (2) and errors (3); the warm rollouts' cold pods (prod's 2 node-cached
+    # models) and their executions' bad ends (failed, timed out, aborted)
+    assert sorted(expressions) == ["FILL(a, 0) + FILL(b, 0)", "FILL(a, 0) + FILL(b, 0)",
+                                   "FILL(a, 0) + FILL(b, 0) + FILL(c, 0)", "FILL(a, 0) + FILL(b, 0) + FILL(c, 0)"]
 
 
 def test_both_event_functions_send_invocations_that_still_fail_to_the_dead_letter_queue(synthesized) -> None:
@@ -113,8 +117,8 @@ def test_the_reconciliation_runs_every_five_minutes_without_retries_and_counts_i
     (invoke,) = [c for c in resources(synthesized, "AWS::Lambda::EventInvokeConfig")
                  if c["FunctionName"] == {"Ref": reconciler}]
     assert invoke["MaximumRetryAttempts"] == 0 and "DestinationConfig" not in invoke
-    errors = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm") if "FILL(c, 0)" in json.dumps(a)]
-    assert len(errors) == 1 and reconciler in json.dumps(errors[0])
+    errors = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm") if reconciler in json.dumps(a)]
+    assert len(errors) == 1 and "FILL(c, 0)" in json.dumps(errors[0])
 
 
 def test_reconcile_every_is_whole_minutes_up_to_an_hour() -> None:
@@ -136,9 +140,8 @@ def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
     assert {"RefreshFunctionName", "DeadLetterQueueUrl"} <= set(outputs)
 
 
-def test_prod_rolls_its_prewarmed_model_out_warm_with_a_staging_timeout_from_its_size(synthesized) -> None:
-    """prod's 70B model (145 GB, pre-warmed): twice the planner's 1,160 s fill at 1 Gbit/s; the 8B model has no
-    pre-warm cache (repointed at once) and its timeouts ride along unused."""
+def test_prod_changes_its_node_cached_models_warm_with_a_staging_timeout_from_their_size(synthesized) -> None:
+    """prod's 70B model (145 GB, node-cached): twice the planner's 1,160 s fill at 1 Gbit/s."""
     (machine_id,) = synthesized.resources(PROD, "AWS::StepFunctions::StateMachine")
     outputs = synthesized.template(PROD)["Outputs"]
     assert outputs["RolloutStateMachineArn"]["Value"] == {"Ref": machine_id}
@@ -147,8 +150,8 @@ def test_prod_rolls_its_prewarmed_model_out_warm_with_a_staging_timeout_from_its
     joined = function["Environment"]["Variables"]["HYPERWARM_REFRESH_TARGETS"]["Fn::Join"][1]  # the cluster's name
     targets = json.loads("".join(p if isinstance(p, str) else "cluster" for p in joined))
     (big,) = [t for t in targets["llama-3.1-70b-instruct"] if t["kind"] == "hyperpod"]
-    assert (big["caches"], big["staging_timeout_seconds"], big["switch_timeout_seconds"]) == (
-        ["llama-3-1-70b-weights"], 2320, 1800)
+    assert (big["node_cache"], big["staging_timeout_seconds"], big["switch_timeout_seconds"]) == (
+        {"model": "llama-3-1-70b", "host_path": "/opt/dlami/nvme"}, 2320, 1800)
     assert function["Environment"]["Variables"]["HYPERWARM_ROLLOUT_STATE_MACHINE"] == {"Ref": machine_id}
 
 
@@ -195,19 +198,25 @@ def test_state_table_access_is_what_the_function_calls(synthesized) -> None:
 
 
 def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthesized) -> None:
-    """Deployments: get, patch; weight caches: get, list, create, patch, delete (a rollout stages a version in
-    caches of its own, retires the previous); nodes: list, cluster-wide (how many nodes a cache must be ready on)."""
+    """By name: the targets' deployments (get, patch) and node-cached models' fillers (get, patch); pods listed (which
+    version each reads) in the targets' namespaces; nodes listed, cluster-wide (which hold a version, which can host
+    pods). Nothing created, nothing deleted."""
     entries = resources(synthesized, "AWS::EKS::AccessEntry")
     assert len(entries) == 2  # the refresh role's and the rollout step's
     for entry in entries:
         assert entry["KubernetesGroups"] == ["hyperwarm:cache-refresh"] and "AccessPolicies" not in entry
-    role, binding, cluster_role, cluster_binding = rbac_objects(["hyperwarm-models"])
+    targets = [HyperPodTarget("c", "hyperwarm-models", "llama", node_cache=NodeCache("llama")),
+               HyperPodTarget("c", "hyperwarm-models", "qwen", resource="JumpStartModel")]
+    role, binding, cluster_role, cluster_binding = rbac_objects(targets)
     assert role["metadata"]["namespace"] == "hyperwarm-models"
     assert role["rules"] == [
-        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["inferenceendpointconfigs", "jumpstartmodels"],
-         "verbs": ["get", "patch"]},
-        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["modelweightscacheconfigs"],
-         "verbs": ["get", "create", "patch", "delete"]}]
+        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["inferenceendpointconfigs"],
+         "verbs": ["get", "patch"], "resourceNames": ["llama"]},
+        {"apiGroups": ["inference.sagemaker.aws.amazon.com"], "resources": ["jumpstartmodels"],
+         "verbs": ["get", "patch"], "resourceNames": ["qwen"]},
+        {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get", "patch"],
+         "resourceNames": ["hyperwarm-fill-llama"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
     assert (cluster_role["kind"], cluster_role["rules"]) == (
         "ClusterRole", [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
     assert cluster_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -215,12 +224,20 @@ def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthes
     for bound in (binding, cluster_binding):
         assert bound["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                                       "name": "hyperwarm:cache-refresh"}]
+    assert not [r for obj in rbac_objects(targets) for r in obj.get("rules", [])
+                if {"create", "delete", "update", "*"} & set(r["verbs"])]
+
+
+def test_without_a_node_cached_target_the_refresh_reads_no_node_and_no_pod() -> None:
+    objects = rbac_objects([HyperPodTarget("c", "ns", "llama")])
+    assert [o["kind"] for o in objects] == ["Role", "RoleBinding"]
+    assert [r["resources"] for r in objects[0]["rules"]] == [["inferenceendpointconfigs"]]
 
 
 def test_rbac_objects_validate_against_kubernetes_schemas() -> None:
     import kubernetes_validate
 
-    for obj in rbac_objects(["a", "b"]):
+    for obj in rbac_objects([HyperPodTarget("c", ns, "llama", node_cache=NodeCache("llama")) for ns in ("a", "b")]):
         kubernetes_validate.validate(obj, desired_version="1.33", strict=True)
 
 

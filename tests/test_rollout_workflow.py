@@ -30,7 +30,7 @@ from hyperwarm import (
 )
 from hyperwarm._internal.constraints import gigabytes
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.refresh.rollout import BACKSTOP_MARGIN_SECONDS
+from hyperwarm.refresh.rollout import BACKSTOP_MARGIN_SECONDS, MAX_FAILED_STEPS
 
 REGION = "us-west-2"
 
@@ -45,7 +45,7 @@ def _hook(targets: Callable[[Any], list[HyperPodRefreshTarget]]) -> tuple[CacheR
 
 
 def _warm(cluster: Any, **options: Any) -> HyperPodRefreshTarget:
-    return HyperPodRefreshTarget(cluster, "models", "big", weights_caches=["big-weights"], **options)
+    return HyperPodRefreshTarget(cluster, "models", "big", node_cache=True, **options)
 
 
 @pytest.fixture(scope="module")
@@ -108,11 +108,13 @@ def test_a_standard_workflow_logs_every_transition_without_data_traced_with_a_ba
     (destination,) = logging["Destinations"]
     group = destination["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
     assert template["Resources"][group]["Type"] == "AWS::Logs::LogGroup"
+    # Step Functions' logging guide: groups under /aws/vendedlogs/states/ keep CloudWatch Logs' resource policy small
+    assert template["Resources"][group]["Properties"]["LogGroupName"].startswith("/aws/vendedlogs/states/")
     # 145 GB at 1 Gbit/s is 1,160 s per node, twice that stages; plus the 30-minute switch and the margin.
     assert _definition(template)["TimeoutSeconds"] == 2320 + 2 * 1800 + BACKSTOP_MARGIN_SECONDS  # staging, switch, revert
 
 
-def test_the_one_task_is_the_rollout_step_with_the_step_as_input_retried_with_back_off(warm) -> None:
+def test_the_one_task_is_the_rollout_step_with_the_step_as_input_and_failures_counted(warm) -> None:
     _, template = warm
     step_id, _ = _function(template, contract.ROLLOUT_HANDLER)
     states = _definition(template)["States"]
@@ -122,12 +124,12 @@ def test_the_one_task_is_the_rollout_step_with_the_step_as_input_retried_with_ba
         assert task["Resource"] == "arn:aws:states:::lambda:invoke"
         assert task["Parameters"] == {"FunctionName": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{step_id}",
                                       "Payload.$": "$"}
-        assert task["OutputPath"] == "$.Payload"
+        assert task["OutputPath"] == "$.Payload" and task["TimeoutSeconds"] == 120
         retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
-        assert {"Lambda.ServiceException", "States.TaskFailed"} <= retried
-        assert all(r["BackoffRate"] >= 2 for r in task["Retry"])
+        assert "Lambda.ServiceException" in retried and "States.TaskFailed" not in retried
         (catch,) = task["Catch"]
         assert catch["ErrorEquals"] == ["States.ALL"] and catch["ResultPath"] == "$.error"
+    assert states["Step"]["Catch"][0]["Next"] == "CountFailure"
     assert states["Wait"]["SecondsPath"] == "$.wait_seconds" and states["Wait"]["Next"] == "Step"
 
 
@@ -238,14 +240,14 @@ def test_metrics_name_the_workflow_and_the_target(warm) -> None:
     assert hook.node.find_child("RolloutWorkflow") is hook.rollout_workflow
 
 
-def test_without_weight_caches_there_is_no_workflow_and_targets_repoint_at_once() -> None:
+def test_without_a_node_cached_target_there_is_no_workflow_and_targets_repoint_at_once() -> None:
     hook, stack = _hook(lambda c: [HyperPodRefreshTarget(c, "models", "small")])
     assert hook.rollout_workflow is None and hook.rollout_function is None
     template = assertions.Template.from_stack(stack).to_json()
     assert not _resources(template, "AWS::StepFunctions::StateMachine")
     _, refresh = _function(template, contract.REFRESH_HANDLER)
     assert contract.ROLLOUT_STATE_MACHINE not in refresh["Environment"]["Variables"]
-    with pytest.raises(ValueError, match="no warm rollout workflow; it exists when a HyperPod target has weights_caches"):
+    with pytest.raises(ValueError, match=r"no warm rollout workflow; it exists when a HyperPod target is node-cached"):
         hook.metric_rollout_executions_failed()
 
 
@@ -270,11 +272,20 @@ def test_timeouts_and_size_outside_their_range_fail_synth_naming_the_field(optio
     assert "_timeout_seconds" not in str(raised.value)  # one problem, under the props' own name
 
 
-def test_two_targets_naming_one_weights_cache_fail_synth() -> None:
-    """A cache belongs to one target: the other's warm rollout would retire it while its own pods read it."""
-    with pytest.raises(ValueError, match=re.escape("models[].hyperpod[].weights_caches = 'models/big-weights' -- "
-                                                   "named by two targets")):
-        _hook(lambda c: [_warm(c), HyperPodRefreshTarget(c, "models", "other", weights_caches=["big-weights"])])
+def test_a_deployment_named_by_two_targets_fails_synth() -> None:
+    """One deployment reads one prefix: two warm changes of it would drop each other's copies."""
+    with pytest.raises(ValueError, match=re.escape("models[].hyperpod[].name = 'models/big' -- named by two")):
+        _hook(lambda c: [_warm(c), HyperPodRefreshTarget(c, "models", "big", node_cache=True)])
+
+
+def test_the_longest_timeouts_keep_an_executions_history_far_below_its_limit(monkeypatch) -> None:
+    """Polls lengthen with the phase (at most 240 a phase): a day of staging and two days of switch and revert
+    write under half of Step Functions' 25,000 events. A poll fixed at a minute would write 43,840: synth says so."""
+    day = cdk.Duration.days(1)
+    _hook(lambda c: [_warm(c, staging_timeout=day, switch_timeout=day)])
+    monkeypatch.setattr(contract, "poll_seconds", lambda timeout: contract.ROLLOUT_POLL_SECONDS)
+    with pytest.raises(ValueError, match=r"history events -- allowed: at most 12500 \(Step Functions keeps 25,000"):
+        _hook(lambda c: [_warm(c, staging_timeout=day, switch_timeout=day)])
 
 
 def test_explicit_timeouts_reach_the_contract() -> None:
@@ -365,18 +376,34 @@ def test_a_failed_answer_fails_the_execution_without_abandoning(run) -> None:
     assert [c.abandon for c in rollout.calls] == [False, False] and rollout.waits == [contract.ROLLOUT_POLL_SECONDS]
 
 
-def test_a_step_that_keeps_failing_is_retried_with_back_off_then_abandoned(run) -> None:
+def test_a_step_that_keeps_failing_is_retried_a_poll_apart_then_abandoned(run) -> None:
     def step(given: contract.RolloutStep) -> dict[str, Any]:
         if given.abandon:
             return given._replace(phase="failed").to_json()
-        raise RuntimeError("the cluster does not answer")
+        raise RuntimeError("the state table does not answer")
 
     rollout = run(step)
     assert rollout.status == "FAILED"
     *failed, last = rollout.calls
-    assert len(failed) == 5 and not any(c.abandon for c in failed)  # the first try and 4 retries
+    assert len(failed) == MAX_FAILED_STEPS and not any(c.abandon for c in failed)
+    assert [c.failures for c in failed] == list(range(MAX_FAILED_STEPS))
     assert (last.target, last.version, last.abandon) == ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", True)
-    assert len(rollout.backoffs) == 4 and all(0 <= b <= 120 for b in rollout.backoffs)
+    assert rollout.waits == [contract.ROLLOUT_POLL_SECONDS] * (MAX_FAILED_STEPS - 1)
+
+
+def test_a_step_that_fails_now_and_then_carries_on(run) -> None:
+    """A failure in a row is counted; an answer starts the count again (the step answers failures 0)."""
+    answers = iter(["staging", "error", "error", "staging", "error", "switching", "done"])
+
+    def step(given: contract.RolloutStep) -> dict[str, Any]:
+        phase = next(answers)
+        if phase == "error":
+            raise RuntimeError("throttled")
+        return given._replace(phase=phase, failures=0, wait_seconds=contract.ROLLOUT_POLL_SECONDS).to_json()
+
+    rollout = run(step)
+    assert rollout.status == "SUCCEEDED"
+    assert [c.failures for c in rollout.calls] == [0, 0, 1, 2, 0, 1, 0]
 
 
 def test_an_unknown_phase_is_abandoned(run) -> None:

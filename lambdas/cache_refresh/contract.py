@@ -156,7 +156,9 @@ class RolloutStep(NamedTuple):
     def from_json(cls, raw: Any) -> RolloutStep:
         if not isinstance(raw, dict) or not isinstance(raw.get("target"), str) or not isinstance(raw.get("version"), str):
             raise ConfigError(f"a rollout step needs the string fields target and version, got {raw!r}")
-        return cls(target=raw["target"], version=raw["version"], abandon=raw.get("abandon") is True)
+        fields = {"phase": str, "wait_seconds": int, "failures": int}
+        known = {k: raw[k] for k, kind in fields.items() if isinstance(raw.get(k), kind)}
+        return cls(target=raw["target"], version=raw["version"], abandon=raw.get("abandon") is True, **known)
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
 LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"

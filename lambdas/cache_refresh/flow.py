@@ -514,7 +514,7 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
     if not isinstance(target, HyperPodTarget):
         ports.log("rollout step for a target not configured", target=step.target)
         return step._replace(phase="failed").to_json()
-    waiting = step._replace(abandon=False, wait_seconds=rollout.wait_seconds(target, step.phase))
+    waiting = step._replace(abandon=False, failures=0, wait_seconds=rollout.wait_seconds(target, step.phase))
     if ports.settings.dry_run:  # a rollout a live run started waits, unchanged, until dry run is off
         ports.log("dry run: rollout step changes nothing", target=target.id, version=step.version)
         return waiting.to_json()
@@ -537,12 +537,13 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
         return stepped, "failed" if step.abandon else rollout.PHASE_ANSWER[stepped["pending"]["phase"]]
     item, phase = _holding(ports, target, owner, advance)
     if phase is not None:
-        return step._replace(phase=phase, abandon=False, wait_seconds=rollout.wait_seconds(target, phase)).to_json()
+        return step._replace(phase=phase, abandon=False, failures=0,
+                             wait_seconds=rollout.wait_seconds(target, phase)).to_json()
     ended = _ended(item, step.version)
     retry = [o for o in _drain(ports, target, 0) if o.status == "retry"]
     if retry:  # the version that waited behind the rollout is still waiting: the step's retry rolls it
         raise TransientError(retry[0].reason, retry[0].message)
-    return step._replace(phase=ended, abandon=False).to_json()
+    return step._replace(phase=ended, abandon=False, failures=0).to_json()
 
 
 def _ended(item: dict[str, Any], version: str) -> str:

@@ -37,8 +37,8 @@ import re
 from typing import Any
 
 import model_world as mw
-from cluster_model import HEALTH_TAINT
 import pytest
+from cluster_model import HEALTH_TAINT
 
 from hyperwarm.functions.cache_refresh import deploy_guard, versions
 from hyperwarm.functions.cache_refresh.state import StateTable

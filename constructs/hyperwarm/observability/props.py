@@ -42,8 +42,8 @@ class HyperPodModels:
     namespace: str = "hyperwarm-models"
     """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
     refreshed: Sequence[str] = ()
-    """Models among ``models`` whose new versions the refresh function rolls out warm (a refresh target with
-    stand-alone weights caches, ``HyperPodRefreshTarget.weights_caches``): the dashboard charts their staging,
+    """Models among ``models`` whose new versions the refresh function rolls out warm (node-cached refresh targets,
+    ``HyperPodRefreshTarget.node_cache``): the dashboard charts their staging,
     time to warm, time to switch and cold pods during a refresh, and alarms fire when a refresh's staging or
     switch times out or a cold pod appears during one. Default: none."""
 

@@ -1,12 +1,12 @@
-"""A refreshed HyperPod model's warm rollouts on the dashboard, and the alarms that say one went wrong.
+"""A refreshed HyperPod model's warm version changes on the dashboard, and the alarms that say one went wrong.
 
-The refresh function moves a HyperPod target with stand-alone weights caches in stages (README.md, "Fresh
-caches"): the new version staged in caches of its own, the deployment switched once it is ready on every
-node, the old caches retired. Each step publishes :data:`~hyperwarm.functions.cache_refresh.contract.ROLLOUT_METRICS`
+The refresh function moves a node-cached HyperPod model in stages (README.md, "Fresh caches"): the new version
+staged on every node by the model's filler, the deployment switched once the nodes that can host its pods hold
+it, the old version dropped. Each step publishes :data:`~hyperwarm.functions.cache_refresh.contract.ROLLOUT_METRICS`
 in ``Hyperwarm`` with the dimensions ``service`` and ``target`` (the target id), and a rollout that fails
-publishes ``RefreshFailed`` with a ``Reason`` (the one contract both sides import). Beside them the cache
-exporter's ``ColdPods`` of the model says whether the rollout stayed warm: 0 throughout when the version
-was staged on every node before the switch (a pod is cold only on a node without the version it reads).
+publishes ``RefreshFailed`` with a ``Reason`` (the one contract both sides import). Two figures say whether it
+stayed warm: the function's ``RefreshColdPods`` (once per refresh: pods of the new version found on a node without
+its ready label) and the cache exporter's ``ColdPods`` of the model, every minute.
 """
 
 from __future__ import annotations
@@ -69,12 +69,13 @@ def rollout_widgets(exporter: CacheMetricsExporter, model: str, target: str) -> 
             title=f"{model}: refresh staging, StagingReadyNodes of StagingTargetNodes ({SOURCE})",
             left=[metric("StagingReadyNodes"), metric("StagingTargetNodes")], width=8),
         cloudwatch.GraphWidget(
-            title=f"{model}: refresh TimeToWarm (staged on every node) and TimeToSwitch (rolled out), "
-                  f"seconds ({SOURCE})",
-            left=[metric("TimeToWarm", **once), metric("TimeToSwitch", **once)], width=8),
+            title=f"{model}: refresh TimeToWarm (staged on the nodes) and TimeToSwitch (rolled out), seconds; "
+                  f"RolloutAborted ({SOURCE})",
+            left=[metric("TimeToWarm", **once), metric("TimeToSwitch", **once)],
+            right=[metric("RolloutAborted", statistic="Sum", **once)], width=8),
         cloudwatch.GraphWidget(
-            title=f"{model}: ColdPods (Hyperwarm/Caches, cache exporter) beside RolloutInProgress ({SOURCE}): "
-                  "a warm refresh keeps ColdPods at 0",
-            left=[exporter.metric_cold_pods(model)], right=[metric("RolloutInProgress")],
-            right_y_axis=cloudwatch.YAxisProps(min=0, max=1), width=8),
+            title=f"{model}: ColdPods (Hyperwarm/Caches, cache exporter) and RefreshColdPods (per refresh) beside "
+                  f"RolloutInProgress ({SOURCE}): a warm refresh keeps both at 0",
+            left=[exporter.metric_cold_pods(model), metric("RefreshColdPods", **once)],
+            right=[metric("RolloutInProgress")], right_y_axis=cloudwatch.YAxisProps(min=0, max=1), width=8),
     ]
