@@ -26,14 +26,15 @@ cluster = hyperwarm.HyperPodEksCluster(stack, "Inference", hyperwarm.HyperPodEks
 ))
 cdk.CfnOutput(stack, "LlmGroupNvmeGb", value=str(cluster.cache_group("llm").nvme_gb))
 
-# A model cached on the llm group's NVMe (weights and image), pre-warmed on both nodes, scaling 1..2 pods on
-# the requests waiting in vLLM's queue: every pod of the range starts on a warm node.
+# A model cached on the llm group's NVMe (weights in hyperwarm's node cache, filled on both nodes before a pod
+# starts; the image pre-pulled), scaling 1..2 pods on the requests waiting in vLLM's queue: every pod of the range
+# starts on a warm node.
 hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(cluster=cluster, models=[hyperwarm.CachedModelProps(
     name="llama-3-1-8b",
     source=hyperwarm.ModelSource(bucket="my-team-models", prefix="llama-3.1-8b-instruct", version="v1"),
     size=cdk.Size.gibibytes(16),
     image="763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
-    instance_group="llm", prewarm=True,
+    instance_group="llm", weights_cache="node",
     autoscaling=hyperwarm.HyperPodAutoScaling(
         max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", target_value=8)),
 )]))

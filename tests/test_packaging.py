@@ -34,7 +34,9 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
                  json.dumps(r["Properties"]["Manifest"])]
     assert len(manifests) == 1
     applied = json.dumps(manifests[0])
-    assert all(kind in applied for kind in ("ModelWeightsCacheConfig", "ModelImageCache", "autoScalingSpec"))
+    layout_filler = "hyperwarm-fill-llama-3-1-8b"
+    assert all(kind in applied for kind in ("kubernetesVolume", layout_filler, "autoScalingSpec"))
+    assert "ModelWeightsCacheConfig" not in applied, "no stand-alone cache that no pod reads"
     # API Gateway's SageMaker integration may invoke exactly this endpoint.
     integration = next(r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Method")
     assert "sagemaker" in json.dumps(integration["Properties"]["Integration"]["Uri"])

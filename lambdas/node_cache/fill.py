@@ -127,8 +127,10 @@ class Filler:
         meta = self.node.metadata()
         wanted = {layout.ready_label(self.model, v) for v in keep}
         prefix = layout.label_prefix(self.model)
-        labels = {k: None for k in meta.get("labels") or {} if k.startswith(prefix) and k not in wanted}
-        notes = {k: None for k in meta.get("annotations") or {} if k.startswith(prefix) and k not in wanted}
+        labels: dict[str, str | None] = {k: None for k in meta.get("labels") or {}
+                                         if k.startswith(prefix) and k not in wanted}
+        notes: dict[str, str | None] = {k: None for k in meta.get("annotations") or {}
+                                        if k.startswith(prefix) and k not in wanted}
         if labels or notes:
             self.node.patch(labels, notes)
 

@@ -243,7 +243,7 @@ class Cluster:
             self.filler = updated
         return 200, fresh(updated)
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         self._call(f"list {kind}", "list", _RESOURCE[kind], namespace)
         assert kind == POD
         return [self._pod_object(p) for p in self.pods]
@@ -481,8 +481,8 @@ class ClusterKube:
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return self.cluster.merge_patch(kind, namespace, name, patch)
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return self.cluster.list(kind, namespace)
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return self.cluster.items(kind, namespace)
 
     def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
         return self.cluster.nodes_api(selector)

@@ -306,8 +306,8 @@ class ClusterWorldKube:
         return self.world._alone(HYPERPOD.id, lambda: self._now().merge_patch(kind, namespace, name, patch))
 
     @boundary("live")
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return self._now().list(kind, namespace)
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return self._now().items(kind, namespace)
 
     @boundary("live")
     def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:

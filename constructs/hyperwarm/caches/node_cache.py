@@ -53,6 +53,8 @@ _CHECKOV = {
     "CKV2_K8S_6": "the filler only calls S3 and the API server for its own node; it opens no port",
     "CKV_K8S_15": "IfNotPresent keeps a restart of the filler from pulling its image again",
     "CKV_K8S_43": "the image is CachedModelsProps.filler_image as configured (a digest is recommended there)",
+    "CKV_K8S_38": "the filler labels its own node through the API server: its token is what the admission policy "
+                  "narrows to that node's weights labels",
 }
 
 
@@ -103,7 +105,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
         "name": "fill", "image": image, "imagePullPolicy": "IfNotPresent",
         "command": ["python3", "-m", "hyperwarm.functions.node_cache.fill"], "env": env,
         "readinessProbe": {"exec": {"command": ["python3", "-c", ready]}, "periodSeconds": 30},
-        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "4", "memory": "2Gi"}},
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
                             "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
                             "seccompProfile": {"type": "RuntimeDefault"}},

@@ -58,7 +58,7 @@ class Kube(Protocol):
 
     def merge_patch(self, kind: str, namespace: str, name: str, patch: dict[str, Any]) -> tuple[int, dict[str, Any]]: ...
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]: ...
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]: ...
 
     def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]: ...
 
@@ -109,7 +109,7 @@ class KubeApi:
             _raise_for(status, data, f"{kind} {namespace}/{name}")
         return status, data
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+    def items(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Every object of ``kind`` in ``namespace`` (one page: a namespace's pods fit one answer)."""
         status, data = self._call("GET", self._path(kind, namespace))
         _raise_for(status, data, f"{kind} list in {namespace}")

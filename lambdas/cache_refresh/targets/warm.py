@@ -26,7 +26,10 @@ from typing import Any
 from ...node_cache import layout
 from ..config import HyperPodTarget
 from ..errors import PermanentError, TransientError
-from .hyperpod import CONFLICT_RETRIES, Kube, node_cache_volumes as _volumes, served_from_node_cache as served
+from .hyperpod import CONFLICT_RETRIES, Kube, node_cache_volumes as _volumes, served_from_node_cache
+
+served = served_from_node_cache
+"""The version a node-cached deployment's pods read (its model volume's directory)."""
 
 FILLER = "DaemonSet"
 POD = "Pod"
@@ -210,7 +213,8 @@ def _pod_gpus(deployment: dict[str, Any]) -> int:
 def replicas(deployment: dict[str, Any]) -> int:
     """The pods the deployment runs: its spec's, or more when its autoscaler reports more."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
-    return max(int(spec.get("replicas") if spec.get("replicas") is not None else 1), int(status.get("replicas") or 0))
+    wanted = spec.get("replicas")
+    return max(1 if wanted is None else int(wanted), int(status.get("replicas") or 0))
 
 
 # -- pods -----------------------------------------------------------------------------------------------------
@@ -233,7 +237,7 @@ def pods(kube: Kube, target: HyperPodTarget) -> list[Pod]:
     """The pods that mount one of this model's node-cache directories (whoever created them), any state."""
     model, host_path = _model(target)
     found = []
-    for pod in kube.list(POD, target.namespace):
+    for pod in kube.items(POD, target.namespace):
         paths = [str((v.get("hostPath") or {}).get("path") or "") for v in (pod.get("spec") or {}).get("volumes") or []]
         versions = [v for v in (layout.version_of_path(p, host_path, model) for p in paths) if v]
         if not versions:
