@@ -55,7 +55,8 @@ def test_objects_validate_against_the_operator_crds(crd_schemas) -> None:
                          autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8)),
                          probes=Probes(), kv_cache=KvCache(), routing="prefixaware"))
     kinds = [o["kind"] for o in caches.objects]
-    assert kinds == ["Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+    assert kinds == ["Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+        "ClusterRoleBinding",
                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "DaemonSet", "DaemonSet",
                      "InferenceEndpointConfig"]
     for obj in caches.objects:

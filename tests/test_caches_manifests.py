@@ -90,7 +90,8 @@ def test_every_kind_is_emitted_and_validates(crd_schemas) -> None:
     raw["instance_groups"] = default_groups(instance_count=2)  # one node per model
     objects = objects_of(raw)
     assert [o["kind"] for o in objects] == [
-        "Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+        "Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
+        "ClusterRoleBinding",
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "DaemonSet", "DaemonSet", "DaemonSet",
         "InferenceEndpointConfig", "InferenceEndpointConfig"]
     for obj in objects:

@@ -6,6 +6,8 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
 
 1. Anything of the model's directory that is not a listed version goes (a retired version, a failed staging's
    partial copy), and so do the ready labels of versions not listed: the NVMe never holds more than the list.
+   A version a pod on this node still mounts stays until that pod is gone, whatever the list says (a deploy or a
+   stack rollback may apply an older list while pods read the newer version).
 2. Each listed version that is not complete is filled: the free space is checked first (the files still to
    download plus the headroom must fit), every file of its manifest is downloaded into ``.partial-<version>``
    and checked for its size and SHA-256, the directory is renamed to ``<version>`` and marked complete, and only
@@ -14,8 +16,9 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
    name, ``failed: <why>``, which the warm rollout reads and dead-letters.
 3. A complete version whose files no longer match the manifest's sizes loses its label and is filled again.
 
-Its Kubernetes rights are its own node's labels and annotations under ``weights.hyperwarm.io/`` and nothing
-else (RBAC ``get``/``patch`` on nodes, narrowed by a ValidatingAdmissionPolicy the construct ships).
+Its Kubernetes rights are its own node's labels and annotations under ``weights.hyperwarm.io/`` (RBAC
+``get``/``patch`` on nodes, narrowed by a ValidatingAdmissionPolicy the construct ships) and the list of pods in its
+namespace (which versions the pods on its node mount), nothing else.
 """
 
 from __future__ import annotations
@@ -50,24 +53,27 @@ class Unfillable(Exception):
 
 
 class Node(Protocol):
-    """The filler's view of its node: its labels and annotations, and a merge-patch of them."""
+    """The filler's view of its node: its labels and annotations, a merge-patch of them, and its pods."""
 
     def metadata(self) -> dict[str, Any]: ...
 
     def patch(self, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None: ...
 
+    def pods(self) -> list[dict[str, Any]]: ...
+
 
 class InClusterNode:
     """Its own node through the API server, with the pod's service-account token (re-read: it rotates)."""
 
-    def __init__(self, name: str, host: str | None = None, root: str = _SERVICE_ACCOUNT) -> None:
+    def __init__(self, name: str, namespace: str, host: str | None = None, root: str = _SERVICE_ACCOUNT) -> None:
         host = host or f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
-        self._url, self._root = f"{host}/api/v1/nodes/{name}", root
+        self._node, self._root = f"{host}/api/v1/nodes/{name}", root
+        self._pods = f"{host}/api/v1/namespaces/{namespace}/pods?fieldSelector=spec.nodeName%3D{name}"
         self._tls = ssl.create_default_context(cafile=f"{root}/ca.crt")
 
-    def _call(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _call(self, url: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
         token = Path(self._root, "token").read_text().strip()
-        request = urllib.request.Request(self._url, method=method, data=json.dumps(body).encode() if body else None,
+        request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body else None,
                                          headers={"Authorization": f"Bearer {token}", "Accept": "application/json",
                                                   "Content-Type": "application/merge-patch+json"})
         with urllib.request.urlopen(request, context=self._tls, timeout=10) as answer:
@@ -75,10 +81,13 @@ class InClusterNode:
             return result
 
     def metadata(self) -> dict[str, Any]:
-        return dict(self._call("GET").get("metadata") or {})
+        return dict(self._call(self._node).get("metadata") or {})
 
     def patch(self, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None:
-        self._call("PATCH", {"metadata": {"labels": labels, "annotations": annotations}})
+        self._call(self._node, "PATCH", {"metadata": {"labels": labels, "annotations": annotations}})
+
+    def pods(self) -> list[dict[str, Any]]:
+        return list(self._call(self._pods).get("items") or [])
 
 
 @dataclass
@@ -117,11 +126,14 @@ class Filler:
     # -- the directory --------------------------------------------------------------------------------------
     def _remove_strays(self, keep: set[str]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        read = self._mounted()
         for entry in self.root.iterdir():
             version = entry.name.removeprefix(layout.PARTIAL)
             if entry.name.startswith(layout.PARTIAL) and version in keep:
                 continue  # a fill to resume
-            if entry.name not in keep:
+            if entry.name in read and entry.name not in keep:
+                self.log(f"{self.model}: keeping {entry.name}, not listed, while a pod on this node reads it")
+            elif entry.name not in keep:
                 self.log(f"{self.model}: removing {entry.name} (not a listed version)")
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         meta = self.node.metadata()
@@ -133,6 +145,18 @@ class Filler:
                                         if k.startswith(prefix) and k not in wanted}
         if labels or notes:
             self.node.patch(labels, notes)
+
+    def _mounted(self) -> set[str]:
+        """The versions of this model that pods on this node mount (running, starting or terminating)."""
+        versions = set()
+        for pod in self.node.pods():
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in (pod.get("spec") or {}).get("volumes") or []:
+                found = layout.model_and_version(str((volume.get("hostPath") or {}).get("path") or ""))
+                if found and found[0] == self.model:
+                    versions.add(found[1])
+        return versions
 
     def _ensure(self, version: layout.Version) -> bool:
         """The version complete and labelled on this node (filled now if it is not)."""
@@ -237,7 +261,7 @@ def main() -> None:  # pragma: no cover - the pod's entry point; Filler is teste
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     filler = Filler(model=os.environ[layout.MODEL_ENV], root=Path(layout.MOUNT), s3=boto3.client("s3"),
-                    node=InClusterNode(os.environ[layout.NODE_ENV]),
+                    node=InClusterNode(os.environ[layout.NODE_ENV], os.environ[layout.NAMESPACE_ENV]),
                     headroom_percent=int(os.environ.get(layout.HEADROOM_ENV, "10")))
     versions = layout.parse_versions(os.environ[layout.VERSIONS_ENV])
     while not stop.is_set():

@@ -35,9 +35,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 _PATH = re.compile(r"^/apis/(?:inference\.sagemaker\.aws\.amazon\.com|apps)/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_NODE = re.compile(r"^/api/v1/nodes/([^/?]+)$")
 _PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy(/.*)$")
 _LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/apis/apps/v1|/api/v1)"
-                   r"(?:/namespaces/([^/]+))?/([a-z]+)(?:\?labelSelector=([^&]*))?$")
+                   r"(?:/namespaces/([^/]+))?/([a-z]+)"
+                   r"(?:\?labelSelector=([^&]*)|\?fieldSelector=spec\.nodeName%3D([^&]*))?$")
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -104,6 +106,7 @@ class FakeKube:
         self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
         self.proxy_delay = 0.0                # seconds each pod-proxy GET takes (so scrapes overlap)
+        self.tokens: set[str] = set()         # service-account tokens accepted besides EKS tokens (in-cluster pods)
         self._rv = 100
         self._lock = threading.Lock()
         self.ca_pem, cert, key = _certificates()
@@ -159,23 +162,31 @@ class FakeKube:
                 self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                   "reason": reason, "message": message, "code": code})
 
+            def _authorized(self) -> bool:
+                header = self.headers.get("Authorization") or ""
+                return token_cluster(header) in (kube.cluster, "signed-header") or \
+                    header.removeprefix("Bearer ") in kube.tokens
+
             def _route(self) -> tuple[str, str, str] | None:
-                cluster = token_cluster(self.headers.get("Authorization"))
-                if cluster not in (kube.cluster, "signed-header"):
+                if not self._authorized():
                     self._status(401, "Unauthorized", "Unauthorized")
                     return None
+                node = _NODE.match(self.path)
                 match = _PATH.match(self.path)
-                if not match:
+                if node:
+                    ns, plural, name = "", "nodes", node.group(1)
+                elif match:
+                    ns, plural, name = match.groups()
+                else:
                     self._status(404, "NotFound", f"no route {self.path}")
                     return None
-                ns, plural, name = match.groups()
                 if (plural, ns, name) not in kube.objects:
                     self._status(404, "NotFound", f'{plural} "{name}" not found')
                     return None
                 return plural, ns, name
 
             def _proxy(self, ns: str, pod: str, port: str, path: str) -> None:
-                if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
+                if not self._authorized():
                     self._status(401, "Unauthorized", "Unauthorized")
                     return
                 kube.proxied.append(self.path)
@@ -195,15 +206,16 @@ class FakeKube:
                     return
                 listed = _LIST.match(self.path)
                 if listed:
-                    if token_cluster(self.headers.get("Authorization")) not in (kube.cluster, "signed-header"):
+                    if not self._authorized():
                         self._status(401, "Unauthorized", "Unauthorized")
                         return
-                    ns, plural, selector = listed.groups()
+                    ns, plural, selector, on_node = listed.groups()
                     wanted = dict(pair.split("=", 1) for pair in urllib.parse.unquote(selector or "").split(",") if pair)
                     with kube._lock:
                         items = [o for (p, n, _), o in sorted(kube.objects.items())
                                  if p == plural and (ns is None or n == ns)
-                                 and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())]
+                                 and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+                                 and (on_node is None or (o.get("spec") or {}).get("nodeName") == on_node)]
                         self._send(200, {"kind": "List", "apiVersion": "v1", "items": items})
                     return
                 key = self._route()

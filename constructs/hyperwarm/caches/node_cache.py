@@ -93,6 +93,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     env = [
         {"name": layout.MODEL_ENV, "value": model.name},
         {"name": layout.NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": layout.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
         {"name": layout.VERSIONS_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": f"metadata.annotations['{layout.VERSIONS_ANNOTATION}']"}}},
         {"name": layout.HEADROOM_ENV, "value": str(headroom_percent)},
@@ -148,18 +149,25 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
 
 
 def filler_access(namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
-    """The fillers' service account, its node rights, and the admission policy that narrows them."""
+    """The fillers' service account, its rights (its node's labels; the pods of its namespace, to keep a version a
+    pod on its node still reads), and the admission policy that narrows the node rights."""
     user = f"system:serviceaccount:{namespace}:{SERVICE_ACCOUNT}"
     name = f"{SERVICE_ACCOUNT}-{namespace}"[:63]
     meta = {"name": name, "labels": labels}
+    local = {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels}
+    subjects = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": local},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": local,
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": local,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SERVICE_ACCOUNT},
+         "subjects": subjects},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta,
          "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta,
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]},
+         "subjects": subjects},
         admission_policy(name, user, labels),
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
          "metadata": meta, "spec": {"policyName": name, "validationActions": ["Deny"]}},

@@ -1,0 +1,285 @@
+"""hyperwarm's node cache: the filler fills and verifies a node's copies (moto's S3, a temporary directory for
+the instance store), labels its node only once a copy is complete, drops what is not listed; its admission policy
+lets it change nothing but its own node's weights labels; its code runs from the ConfigMap alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import namedtuple
+from pathlib import Path
+from typing import Any
+
+import boto3
+import celpy
+import pytest
+from moto import mock_aws
+
+from hyperwarm.caches.node_cache import NODE_NAME_EXTRA, SERVICE_ACCOUNT, code_config_map, filler_access
+from hyperwarm.functions.node_cache import layout
+from hyperwarm.functions.node_cache.fill import Filler, InClusterNode
+
+BUCKET, PREFIX, MODEL = "models", "llama", "llama"
+FILES = {"config.json": b'{"layers": 2}', "weights/model-00001.safetensors": b"\x01" * 4096,
+         "weights/model-00002.safetensors": b"\x02" * 2048}
+
+
+@pytest.fixture(autouse=True)
+def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_DEFAULT_REGION": "us-west-2"}.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-west-2")
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        yield s3
+
+
+def upload(s3: Any, version: str, files: dict[str, bytes] = FILES, *, listed: dict[str, bytes] | None = None) -> \
+        layout.Version:
+    """The version's files and its manifest (of ``listed``, by default the files themselves)."""
+    for path, body in files.items():
+        s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{version}/{path}", Body=body)
+    manifest = {"format": "hyperwarm.manifest/v1", "files": [
+        {"path": p, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for p, b in (listed or files).items()]}
+    s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{version}/manifest.json", Body=json.dumps(manifest).encode())
+    return layout.Version(version, BUCKET, f"{PREFIX}/{version}")
+
+
+class Node:
+    """The filler's node: labels and annotations, merge-patched."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {"kubernetes.io/hostname": "n1"}
+        self.annotations: dict[str, str] = {}
+        self.patches = 0
+        self.running: list[tuple[str, str]] = []
+        """(version, phase) of the pods on the node that mount this model's cache."""
+
+    def pods(self) -> list[dict[str, Any]]:
+        return [{"spec": {"volumes": [layout.volume(layout.version_dir("/opt/dlami/nvme", MODEL, v))]},
+                 "status": {"phase": phase}} for v, phase in self.running]
+
+    def metadata(self) -> dict[str, Any]:
+        return {"labels": dict(self.labels), "annotations": dict(self.annotations)}
+
+    def patch(self, labels: dict[str, str | None], annotations: dict[str, str | None]) -> None:
+        self.patches += 1
+        for store, changes in ((self.labels, labels), (self.annotations, annotations)):
+            for key, value in changes.items():
+                store.pop(key, None) if value is None else store.__setitem__(key, value)
+
+
+def filler(s3: Any, tmp_path: Path, **options: Any) -> tuple[Filler, Node]:
+    node = Node()
+    return Filler(MODEL, tmp_path / "cache", s3, node, status_dir=tmp_path / "status", log=lambda line: None,
+                  **options), node
+
+
+def ready(node: Node, version: str) -> bool:
+    return node.labels.get(layout.ready_label(MODEL, version)) == "true"
+
+
+def test_a_version_is_downloaded_verified_and_only_then_labelled(aws: Any, tmp_path: Path) -> None:
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([upload(aws, "v1")])
+    copy = tmp_path / "cache" / "v1"
+    assert {str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()} == {*FILES, layout.COMPLETE}
+    assert all((copy / p).read_bytes() == body for p, body in FILES.items())
+    assert ready(node, "v1") and (tmp_path / "status" / "ready").exists()
+    assert not list((tmp_path / "cache").glob(f"{layout.PARTIAL}*")), "renamed whole, no partial copy left"
+
+
+def test_a_file_that_differs_from_its_manifest_is_never_labelled_and_the_node_says_why(aws: Any, tmp_path: Path) -> None:
+    good = upload(aws, "v1")
+    bad = upload(aws, "v2", {**FILES, "config.json": b'{"layers": 3}'}, listed=FILES)  # same size, other bytes
+    fill, node = filler(aws, tmp_path)
+    assert not fill.converge([good, bad])
+    assert ready(node, "v1") and not ready(node, "v2")
+    note = node.annotations[layout.ready_label(MODEL, "v2")]
+    assert note.startswith("failed: ") and "config.json: size or SHA-256 differs" in note
+    assert not (tmp_path / "cache" / "v2").exists() and not (tmp_path / "status" / "ready").exists()
+    patches = node.patches
+    assert not fill.converge([good, bad]) and node.patches == patches, "given up: not downloaded again each pass"
+
+
+def test_a_missing_listed_file_fails_the_version(aws: Any, tmp_path: Path) -> None:
+    missing = upload(aws, "v2", {p: b for p, b in FILES.items() if p != "config.json"}, listed=FILES)
+    fill, node = filler(aws, tmp_path)
+    assert not fill.converge([missing])
+    assert "config.json: s3://models/llama/v2/config.json not found" in node.annotations[layout.ready_label(MODEL, "v2")]
+
+
+def test_a_version_without_room_is_refused_before_anything_is_downloaded(aws: Any, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(100_000, 94_000, 6_000))  # 10 % headroom = 10,000
+    fill, node = filler(aws, tmp_path)
+    assert not fill.converge([upload(aws, "v1")])
+    assert "no room" in node.annotations[layout.ready_label(MODEL, "v1")]
+    assert not list((tmp_path / "cache").rglob("*.safetensors"))
+
+
+def test_what_is_not_listed_leaves_the_node_and_the_list_never_grows_past_two(aws: Any, tmp_path: Path) -> None:
+    v1, v2, v3 = upload(aws, "v1"), upload(aws, "v2"), upload(aws, "v3")
+    fill, node = filler(aws, tmp_path)
+    fill.converge([v1, v2])
+    assert ready(node, "v1") and ready(node, "v2")
+    (tmp_path / "cache" / f"{layout.PARTIAL}v0").mkdir()  # a failed staging's partial copy
+    fill.converge([v2, v3])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["v2", "v3"]
+    assert not ready(node, "v1") and ready(node, "v3")
+    assert node.labels["kubernetes.io/hostname"] == "n1", "other labels are not the filler's"
+    with pytest.raises(ValueError, match="1..2 distinct versions"):
+        layout.versions_json([v1, v2, v3])
+
+
+def test_a_version_a_pod_on_the_node_reads_stays_until_the_pod_is_gone(aws: Any, tmp_path: Path) -> None:
+    """A deploy or a stack rollback applies an older list while pods read the newer version: the copy stays."""
+    v1, v2 = upload(aws, "v1"), upload(aws, "v2")
+    fill, node = filler(aws, tmp_path)
+    fill.converge([v1, v2])
+    node.running = [("v2", "Running"), ("v1", "Failed")]  # an evicted pod reads nothing
+    fill.converge([v1])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["v1", "v2"]
+    node.running = []
+    fill.converge([v1])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["v1"]
+
+
+def test_a_complete_copy_that_lost_a_file_is_unlabelled_and_filled_again(aws: Any, tmp_path: Path) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    fill.converge([version])
+    (tmp_path / "cache" / "v1" / "config.json").unlink()
+    labels_seen: list[bool] = []
+    original = node.patch
+    node.patch = lambda labels, notes: (labels_seen.append(labels.get(layout.ready_label(MODEL, "v1")) == "true"),  # type: ignore[method-assign]
+                                        original(labels, notes))[1]
+    assert fill.converge([version])
+    assert labels_seen == [False, True], "unlabelled before the download, labelled after it"
+    assert (tmp_path / "cache" / "v1" / "config.json").read_bytes() == FILES["config.json"]
+
+
+def test_an_interrupted_fill_resumes_with_the_files_it_verified(aws: Any, tmp_path: Path) -> None:
+    version = upload(aws, "v1")
+    partial = tmp_path / "cache" / f"{layout.PARTIAL}v1" / "weights"
+    partial.mkdir(parents=True)
+    (partial / "model-00001.safetensors").write_bytes(FILES["weights/model-00001.safetensors"])
+    fill, node = filler(aws, tmp_path)
+    downloads: list[str] = []
+    real = aws.download_file
+    aws.download_file = lambda bucket, key, path: (downloads.append(key), real(bucket, key, path))[1]
+    assert fill.converge([version])
+    assert sorted(downloads) == [f"{PREFIX}/v1/config.json", f"{PREFIX}/v1/weights/model-00002.safetensors"]
+
+
+def test_the_filler_labels_its_node_through_the_api_with_its_service_account_token(tmp_path: Path) -> None:
+    """In the pod: the token and CA it is given, merge-patches of its own node (the HTTPS stand-in)."""
+    sys.path.insert(0, str(Path(__file__).parent / "refresh"))
+    import fake_kube
+
+    kube = fake_kube.FakeKube()
+    try:
+        kube.tokens.add("sa-token")
+        kube.add({"kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}}})
+        (tmp_path / "token").write_text("sa-token\n")
+        (tmp_path / "ca.crt").write_bytes(kube.ca_pem)
+        node = InClusterNode("n1", "models", host=kube.url, root=str(tmp_path))
+        node.patch({layout.ready_label(MODEL, "v1"): "true"}, {})
+        assert node.metadata()["labels"] == {"a": "b", layout.ready_label(MODEL, "v1"): "true"}
+        node.patch({layout.ready_label(MODEL, "v1"): None}, {})
+        assert kube.get("Node", "", "n1")["metadata"]["labels"] == {"a": "b"}
+        for name, where in (("p1", "n1"), ("p2", "n2")):
+            kube.add({"kind": "Pod", "metadata": {"name": name, "namespace": "models"}, "spec": {"nodeName": where}})
+        assert [p["metadata"]["name"] for p in node.pods()] == ["p1"], "the pods on its own node"
+    finally:
+        kube.close()
+
+
+# -- the admission policy, evaluated as the API server would (CEL) -----------------------------------------------
+
+POLICY = next(o for o in filler_access("models", {}) if o["kind"] == "ValidatingAdmissionPolicy")
+FILLER_USER = f"system:serviceaccount:models:{SERVICE_ACCOUNT}"
+LABEL = layout.ready_label(MODEL, "v1")
+
+
+def admitted(old: dict[str, Any], new: dict[str, Any], *, user: str = FILLER_USER, node: str = "n1") -> list[str]:
+    """The messages of the policy's validations that deny this UPDATE of a node (empty: allowed; none apply to
+    another user)."""
+    env = celpy.Environment()
+    request = celpy.json_to_cel({"userInfo": {"username": user, "extra": {NODE_NAME_EXTRA: [node]}}})
+    activation: dict[str, Any] = {"request": request, "object": celpy.json_to_cel(new),
+                                  "oldObject": celpy.json_to_cel(old)}
+    (condition,) = POLICY["spec"]["matchConditions"]
+    if not env.program(env.compile(condition["expression"])).evaluate(activation):
+        return []
+    activation["variables"] = celpy.json_to_cel({v["name"]: env.program(env.compile(v["expression"])).evaluate(
+        activation) for v in POLICY["spec"]["variables"]})
+    return [v["message"] for v in POLICY["spec"]["validations"]
+            if not env.program(env.compile(v["expression"])).evaluate(activation)]
+
+
+def node(name: str = "n1", labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+         taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {"metadata": meta, "spec": {"taints": taints or []}}
+
+
+def test_the_filler_may_set_and_remove_weights_labels_and_notes_on_its_own_node() -> None:
+    assert admitted(node(), node(labels={LABEL: "true"})) == []
+    assert admitted(node(labels={LABEL: "true"}), node()) == []
+    assert admitted(node(), node(annotations={LABEL: "failed: no room"})) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda: (node("n2"), node("n2", labels={LABEL: "true"})), "only the node its pod runs on"),
+    (lambda: (node(), node(taints=[{"key": "x", "effect": "NoSchedule"}])), "may not change a node's spec"),
+    (lambda: (node(), node(labels={"node.kubernetes.io/exclude-from-external-load-balancers": "true"})),
+     "only labels under weights.hyperwarm.io/"),
+    (lambda: (node(labels={"team": "a"}), node()), "only labels under weights.hyperwarm.io/"),
+    (lambda: (node(), node(annotations={"other": "x"})), "only annotations under weights.hyperwarm.io/"),
+])
+def test_anything_else_the_filler_tries_on_a_node_is_denied(change: Any, message: str) -> None:
+    old, new = change()
+    denied = admitted(old, new)
+    assert denied and any(message in m for m in denied), denied
+
+
+def test_the_policy_applies_to_the_filler_alone() -> None:
+    assert admitted(node(), node(taints=[{"key": "x", "effect": "NoSchedule"}]), user="kubernetes-admin") == []
+
+
+# -- the code the ConfigMap ships -------------------------------------------------------------------------------
+
+def test_the_filler_runs_from_the_configmap_alone(tmp_path: Path) -> None:
+    """The ConfigMap's files, laid out as the DaemonSet mounts them, import on their own (with boto3 beside): the
+    filler's package layout is complete, and it is the code of this checkout."""
+    config_map = code_config_map("models", {})
+    daemonset_items = [{"key": k, "path": p} for k, p in sorted(__import__(
+        "hyperwarm.caches.node_cache", fromlist=["_CODE"])._CODE.items())]
+    for item in daemonset_items:
+        path = tmp_path / item["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(config_map["data"][item["key"]])
+    probe = ("import hyperwarm.functions.node_cache.fill as f, hyperwarm.functions.node_cache.layout as l; "
+             "print(f.__file__); print(l.ready_label('m', 'v1'))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}).stdout
+    where, label = out.split()
+    assert where.startswith(str(tmp_path)) and label == layout.ready_label("m", "v1")
+    assert config_map["metadata"]["name"].startswith("hyperwarm-node-cache-code-")
+
+
+def test_new_filler_code_is_a_new_configmap_so_the_fillers_restart_onto_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperwarm.caches import node_cache
+
+    before = code_config_map("models", {})["metadata"]["name"]
+    monkeypatch.setattr(node_cache, "_source", lambda package, name: "# changed\n")
+    assert code_config_map("models", {})["metadata"]["name"] != before
