@@ -56,6 +56,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m stacks.bench
 	$(PY) -m hyperwarm.planner.bench
+	PYTHONPATH=.:tests/refresh $(PY) tests/refresh/bench_warm_rollout.py
 
 # The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
 cdk: $(STAMP)

@@ -49,6 +49,7 @@ class WarmWorld:
     """Recording a rollout without a crash: a mark before each of its steps (crash cases start from them)."""
     refuse: Callable[[str], Exception | None] | None = None
     """A call (``get DaemonSet/...``) -> the error the cluster answers it with instead, or None."""
+    settings: Settings = SETTINGS
 
     def __post_init__(self) -> None:
         self.store = MemStore(Faults(random.Random(0), 0.0))
@@ -75,7 +76,8 @@ class WarmWorld:
             return result
         return wrapped
 
-    def ports(self, settings: Settings = SETTINGS) -> flow.Ports:
+    def ports(self, settings: Settings | None = None) -> flow.Ports:
+        settings = settings or self.settings
         store = SimpleNamespace(get=self._port("state.get", self.store.get), put=self._port("state.put", self.store.put))
         kube = ClusterKube(self.cluster)
         return flow.Ports(
