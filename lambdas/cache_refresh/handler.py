@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 from typing import Any
 
@@ -116,6 +117,15 @@ def _start_workflow(target: config.HyperPodTarget, version: str, name: str) -> N
             raise TransientError("workflow-unavailable", f"StartExecution {name}: {code}") from None
 
 
+_RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+"""Attributes of a log record: an ``extra`` field so named would make ``logging`` raise (``message`` first)."""
+
+
+def _log(text: str, /, **fields: Any) -> None:
+    """A log line with its fields; one named like a log record's attribute gets a ``field_`` prefix."""
+    logger.info(text, extra={f"field_{k}" if k in _RESERVED else k: v for k, v in fields.items()})
+
+
 def ports(request_id: str) -> flow.Ports:
     s = settings()
     return flow.Ports(
@@ -125,7 +135,7 @@ def ports(request_id: str) -> flow.Ports:
                                                                                reserve),
         delete_superseded=lambda cfg, models, serving: endpoint_target.delete_superseded(
             client("sagemaker"), cfg, models, serving),
-        dead_letter=_dead_letter, metric=_metric, log=lambda message, **extra: logger.info(message, extra=extra),
+        dead_letter=_dead_letter, metric=_metric, log=_log,
         request_id=request_id, kube=lambda target: hyperpod.kube_for(target, _region()),
         start_workflow=_start_workflow if os.environ.get(contract.ROLLOUT_STATE_MACHINE) else None)
 

@@ -30,7 +30,8 @@ class Ports:
     delete_superseded: Callable[[str | None, list[str], str | None], list[str]]
     dead_letter: Callable[[dict[str, Any]], None]
     metric: Callable[..., None]  # (name, reason=None, target=None, value=1.0, unit="Count")
-    log: Callable[..., None] = lambda message, **extra: None
+    log: Callable[..., None] = lambda text, /, **extra: None
+    """(text, **fields): a log line; positional-only, so any field name (``message`` too) is a field."""
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     kube: Callable[[HyperPodTarget], Kube] = lambda target: _no_kube(target)
     """The Kubernetes API of a HyperPod target's cluster (a warm rollout's reads and writes)."""

@@ -225,7 +225,7 @@ def _check_cold(ports: Ports, target: HyperPodTarget, owner: str, item: dict[str
 def _fail(ports: Ports, target: HyperPodTarget, owner: str, reason: str, message: str, *,
           revert: bool) -> dict[str, Any]:
     """Record the failure (``failing``), then act on it: what a rerun resumes."""
-    ports.log("warm rollout failing", target=target.id, reason=reason, message=message, revert=revert)
+    ports.log("warm rollout failing", target=target.id, reason=reason, detail=message, revert=revert)
     item = ports.state.update_rollout(target.id, owner, phase="failing", reason=reason, message=message, revert=revert,
                                       failed_at=int(_now(ports)))
     return _failing(ports, target, item, owner, False)

@@ -277,3 +277,20 @@ def test_a_timed_out_update_endpoint_that_went_through_is_adopted_and_leaks_noth
     assert left_configs == {serving["EndpointConfigName"]}
     assert left_models == {v["ModelName"] for v in serving["ProductionVariants"]} - models
     assert len(moto_ext.UPDATES) == 2
+
+
+def test_a_log_field_may_be_named_like_the_log_lines_text(world, context, caplog) -> None:
+    """The ports' log takes its text positionally: a field called ``message`` is a field, not a TypeError
+    (a warm rollout's failure once logged its message so, and every later step raised)."""
+    import dataclasses
+    import logging
+
+    from hyperwarm.functions.cache_refresh import handler as h
+    from hyperwarm.functions.cache_refresh.ports import Ports
+
+    (default,) = [f.default for f in dataclasses.fields(Ports) if f.name == "log"]
+    default("text", message="a field")  # the default: a no-op
+    with caplog.at_level(logging.INFO):
+        h.ports("r").log("text", message="a field", target="t", name="n")
+    (record,) = [r for r in caplog.records if r.getMessage() == "text"]
+    assert (record.field_message, record.target, record.field_name) == ("a field", "t", "n")
