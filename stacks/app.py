@@ -24,7 +24,8 @@ from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
 from .observability_stack import ObservabilityStack
-from .refresh_guards import add_refresh_guards
+from . import served
+from .refresh_guards import add_refresh_guards, state_table_name
 from .refresh_stack import RefreshStack
 
 
@@ -46,7 +47,11 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
 
 
 def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
-    """Every stack of one environment, keyed by part name."""
+    """Every stack of one environment, keyed by part name; refreshed targets at the versions that serve
+    (:mod:`stacks.served`)."""
+    if served.should_read(served.setting(app.node.try_get_context), config):
+        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"))
+        config = served.follow(env_name, config, found, cluster_name)
     # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}

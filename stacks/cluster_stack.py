@@ -8,6 +8,7 @@ from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
 from stacks.config import EnvironmentConfig
+from stacks import served
 from stacks.config.regional import pull_registry_accounts
 
 
@@ -35,6 +36,8 @@ class ClusterStack(cdk.Stack):
             image_registry_accounts=pull_registry_accounts(config),
             pods_per_node=dict(config.pods_per_node),
         ))
+        cdk.CfnOutput(self, served.CLUSTER_NAME_OUTPUT, value=self.cluster.eks_cluster.cluster_name,
+                      description="the EKS cluster's name: synth reads it to find what the refresh made serve")
         if config.production:
             # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
             # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.

@@ -365,7 +365,7 @@ def test_the_caches_manifest_waits_for_the_guard_of_every_refreshed_cache(synthe
     assert targets[0]["Id"]["Fn::Join"][1][-1] == "/hyperwarm-models/InferenceEndpointConfig/llama-3-1-70b"
 
 
-def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_read_and_send_to_them(synthesized) -> None:
+def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_use_them(synthesized) -> None:
     (table,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::DynamoDB::Table").values()
     (queue,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::SQS::Queue").values()
     assert queue["Properties"]["QueueName"] == "hyperwarm-prod-cache-refresh-dead-letters"
@@ -379,7 +379,7 @@ def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_read_an
         statements = [s for p in synthesized.resources(stack, "AWS::IAM::Policy").values()
                       if p["Properties"]["Roles"] == [{"Ref": role}] for s in p["Properties"]["PolicyDocument"]["Statement"]]
         read, describe, send = statements
-        assert read["Action"] == "dynamodb:GetItem"
+        assert read["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]  # PutItem: a pin's record
         assert read["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
         assert describe == {"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
                             "Resource": {"Ref": "AWS::StackId"}}  # its own stack: is it rolling back?
@@ -430,4 +430,4 @@ def test_a_guard_without_a_queue_name_may_not_send_and_names_none() -> None:
     assert "DeadLetterQueue" not in resource["Properties"] and "Bucket" not in resource["Properties"]
     actions = [s["Action"] for p in template.find_resources("AWS::IAM::Policy").values()
                for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    assert actions == ["dynamodb:GetItem", "cloudformation:DescribeStacks"]
+    assert actions == [["dynamodb:GetItem", "dynamodb:PutItem"], "cloudformation:DescribeStacks"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from .formats import LETTER as LETTER_FORMAT
 from .naming import (
     NAME_MAX,
     NAME_PATTERN,
@@ -131,8 +132,7 @@ class RolloutStep(NamedTuple):
         return cls(**{k: raw[k] for k in cls._fields if k in raw})
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
-LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"
-"""The ``format`` of the function's own dead letters (``hyperwarm refresh replay`` reads them)."""
+# LETTER_FORMAT (formats.LETTER): the ``format`` of the function's own dead letters (replay reads every version).
 REPLAY_KEY = "hyperwarm-replay"
 """The top-level event key ``hyperwarm refresh replay`` adds: the event is a replay."""
 
