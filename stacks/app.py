@@ -18,13 +18,13 @@ from hyperwarm.observability.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
 
+from . import served
 from .alarms_stack import AlarmsStack, wire_alarms
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
 from .observability_stack import ObservabilityStack
-from . import served
 from .refresh_guards import add_refresh_guards, state_table_name
 from .refresh_stack import RefreshStack
 
@@ -51,7 +51,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     (:mod:`stacks.served`)."""
     if served.should_read(served.setting(app.node.try_get_context), config):
         found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"))
-        config = served.follow(env_name, config, found, cluster_name)
+        config = served.follow(env_name, config, app.node.try_get_context("environments")[env_name], found,
+                               cluster_name)
     # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}

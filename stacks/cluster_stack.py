@@ -7,8 +7,8 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
-from stacks.config import EnvironmentConfig
 from stacks import served
+from stacks.config import EnvironmentConfig
 from stacks.config.regional import pull_registry_accounts
 
 

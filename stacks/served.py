@@ -28,14 +28,16 @@ few GetItems (and a DescribeStacks for the cluster's name) with the default cred
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
+import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hyperwarm.functions.cache_refresh import contract, formats, versions
-from stacks.config import ConfigError, EnvironmentConfig
+from stacks.config import ConfigError, EnvironmentConfig, parse_environment
 from stacks.config.endpoints import endpoint_name
 
 CONTEXT_KEY = "served_versions"
@@ -90,10 +92,11 @@ def refreshed_targets(env_name: str, config: EnvironmentConfig, cluster_name: st
                                     endpoint.name)
 
 
-def follow(env_name: str, config: EnvironmentConfig, served: dict[str, str], cluster_name: str | None
-           ) -> EnvironmentConfig:
-    """``config`` with each refreshed, unpinned target at the newer of its ``cdk.json`` version and the one
-    ``served`` records for it; a ConfigError where the two cannot be ordered."""
+def follow(env_name: str, config: EnvironmentConfig, raw: Mapping[str, Any], served: dict[str, str],
+           cluster_name: str | None) -> EnvironmentConfig:
+    """``config`` (parsed from ``raw``, the environment's cdk.json object) with each refreshed, unpinned target
+    at the newer of its ``cdk.json`` version and the one ``served`` records for it: parsed again as if cdk.json
+    named it. A ConfigError where the two cannot be ordered."""
     chosen: dict[str, str] = {}
     for target in refreshed_targets(env_name, config, cluster_name):
         now = served.get(target.target_id)
@@ -107,20 +110,19 @@ def follow(env_name: str, config: EnvironmentConfig, served: dict[str, str], clu
                               "pin the prefix (refresh.models[].pinned) to deploy it as it is") from None
         if newer:
             chosen[target.field] = target.value.replace("{version}", now)
-    return _with_values(config, env_name, chosen) if chosen else config
+    if not chosen:
+        return config
+    patched = copy.deepcopy(dict(raw))
+    for field, value in chosen.items():
+        steps = [int(s) if s.isdigit() else s for s in _STEP.findall(field.removeprefix(f"environments.{env_name}."))]
+        place: Any = patched
+        for step in steps[:-1]:
+            place = place[step]
+        place[steps[-1]] = value
+    return parse_environment(env_name, patched)
 
 
-def _with_values(config: EnvironmentConfig, env_name: str, values: dict[str, str]) -> EnvironmentConfig:
-    """``config`` with the fields ``values`` names (cached models' versions, variants' model data) replaced."""
-    models = tuple(dataclasses.replace(m, source=dataclasses.replace(m.source, version=values[field]))
-                   if (field := f"environments.{env_name}.caches.models[{i}].source.version") in values else m
-                   for i, m in enumerate(config.caches.models))
-    endpoints = tuple(e.model_copy(update={"variants": tuple(
-        v.model_copy(update={"model_data": values[field]})
-        if (field := f"environments.{env_name}.endpoints[{i}].variants[{j}].model_data") in values else v
-        for j, v in enumerate(e.variants))}) for i, e in enumerate(config.endpoints))
-    return config.model_copy(update={"caches": config.caches.model_copy(update={"models": models}),
-                                     "endpoints": endpoints})
+_STEP = re.compile(r"[^.\[\]]+")
 
 
 def setting(context: Callable[[str], Any]) -> str:
