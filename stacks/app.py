@@ -14,6 +14,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import IHyperPodCluster, declare_existing_buckets
+from hyperwarm._internal.retention import retain_except_on_create
 from hyperwarm.observability.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
@@ -104,6 +105,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
             stack.add_stack_dependency(buckets)
         stacks = {"buckets": buckets, **stacks}
     add_alarms(app, env_name, config, stacks, **common)
+    for stack in stacks.values():  # aws-cdk-lib retains logs, keys and buckets by default: not after a failed create
+        retain_except_on_create(stack)
     return stacks
 
 
@@ -117,6 +120,9 @@ def add_alarms(app: cdk.App, env_name: str, config: EnvironmentConfig, stacks: d
                              description=f"hyperwarm {env_name}: the alarm topic and its subscribers", **kwargs)
     wire_alarms(env_name, config, stacks, alarms)
     if alarms is not None:
+        if config.production:  # on-call first: a deploy without its address stops before anything bills
+            for stack in stacks.values():
+                stack.add_stack_dependency(alarms)
         stacks["alarms"] = alarms
 
 

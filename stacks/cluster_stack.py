@@ -40,10 +40,11 @@ class ClusterStack(cdk.Stack):
                       description="the EKS cluster's name: synth reads it to find what the refresh made serve")
         if config.production:
             # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
-            # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
+            # its control plane in place (DeletionPolicy RetainExceptOnCreate, UpdateReplacePolicy Retain); a
+            # failed first create deletes them, as nothing could adopt them (no static name).
             for resource in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
                 assert isinstance(resource, cdk.CfnResource)  # the AWS::EKS::Cluster, the AWS::SageMaker::Cluster
-                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
 def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:
