@@ -38,12 +38,12 @@ WRITTEN: Mapping[str, Mapping[str, str]] = {
     "state": {
         UNVERSIONED: "items written before the format field (the same attributes; those added since, such as "
                      "current_bucket, are optional for every reader)",
-        STATE: "since 2026-12-04: `format` on every item (and `pinned`, the deliberate pin of a deploy)",
+        STATE: "since 2026-12-03: `format` on every item (and `pinned`, the deliberate pin of a deploy)",
     },
     "guard": {
         UNVERSIONED: "guard properties written before the Format property (Table, Targets[Id, Version, Field, Value], "
                      "optionally Fingerprint, DeadLetterQueue, Bucket)",
-        GUARD: "since 2026-12-04: Format, and Targets[].Pinned and Targets[].Location for pinned targets",
+        GUARD: "since 2026-12-03: Format, and Targets[].Pinned and Targets[].Location for pinned targets",
     },
 }
 """Every version of every persisted format that a release of hyperwarm has written, and when."""
