@@ -89,12 +89,12 @@ class AlarmDestination(Construct):
         for url in props.https_endpoints:
             self.topic.add_subscription(subscriptions.UrlSubscription(url, protocol=sns.SubscriptionProtocol.HTTPS))
         if props.email_parameter:
-            address = cdk.CfnParameter(
+            parameter = cdk.CfnParameter(
                 cdk.Stack.of(self), props.email_parameter, type="String", allowed_pattern=EMAIL_PARAMETER_PATTERN,
                 description="the e-mail address every alarm notifies (on-call); CloudFormation keeps it for later deploys",
                 constraint_description="an e-mail address that reaches someone: no example.com/.org/.net address, "
                                        "no replace-me, changeme or todo")
-            self.topic.add_subscription(subscriptions.EmailSubscription(address.value_as_string))
+            self.topic.add_subscription(subscriptions.EmailSubscription(parameter.value_as_string))
         self.slack_channels = [self._slack(channel, props.topic_name) for channel in props.slack_channels]
         """The Chatbot channel configurations, in the order of ``slack_channels``."""
 
