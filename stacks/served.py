@@ -13,9 +13,9 @@ names for that prefix as they are, even older ones; the deploy guard records the
 When it reads (context key ``served_versions``):
 
 - ``auto`` (default): when the app runs under the CDK CLI with credentials (the CLI then sets
-  ``CDK_DEFAULT_ACCOUNT``), for every environment of that account or of none. ``make synth`` and the
-  tests, with no CLI, read nothing and synthesize ``cdk.json``'s versions, as CDK's own lookups give
-  their dummy values there.
+  ``CDK_DEFAULT_ACCOUNT``), for every environment of that account or of none. The tests, with no CLI,
+  read nothing and synthesize ``cdk.json``'s versions, as CDK's own lookups give their dummy values
+  there; ``make synth`` sets ``config``.
 - ``read``: always; an environment whose state cannot be read fails synth.
 - ``config``: never: ``cdk.json``'s versions (the deploy guard still stops a deploy that would move a
   target back).
