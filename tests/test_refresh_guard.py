@@ -261,6 +261,13 @@ def test_the_rollback_of_a_pinning_deploy_puts_back_the_record_it_replaced(state
     assert _emf(capsys.readouterr().out) == []
 
 
+def test_a_state_item_a_newer_release_wrote_stops_the_deploy_saying_so(state, responses) -> None:
+    refreshed(state, "v3", format="hyperwarm.refresh.state/v2")
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
+    assert responses[-1]["Status"] == "FAILED"
+    assert "'hyperwarm.refresh.state/v2' is not one this hyperwarm reads" in responses[-1]["Reason"]
+
+
 def test_pinning_a_target_never_refreshed_records_nothing(state, responses) -> None:
     deploy_guard.on_event(pinned(cfn_event(state.stack_id), "v1"), None)
     assert responses[-1]["Status"] == "SUCCESS"
