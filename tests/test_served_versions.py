@@ -173,8 +173,9 @@ def test_a_pinned_prefix_deploys_cdk_jsons_version_and_the_refresh_leaves_it_alo
         build_app(outdir=str(tmp_path / "all-pinned"), context=context, nag=False)
 
 
-def test_a_pinned_prefix_is_deployed_as_cdk_json_says_and_recorded_by_the_guard(project_context, tmp_path) -> None:
-    """prod pins llama-3.1-70b-instruct (cdk.json's v1, a deliberate rollback) and keeps refreshing llama-3.1-8b."""
+def test_a_pinned_prefix_keeps_cdk_jsons_version_on_its_caches_and_endpoints_alike(project_context) -> None:
+    """prod pins llama-3.1-70b-instruct (cdk.json's v1, a deliberate rollback) and keeps refreshing llama-3.1-8b:
+    every target of the prefix goes to its guard pinned at v1 (the guard records it: tests/test_refresh_guard.py)."""
     context = copy.deepcopy(project_context)
     context["environments"]["prod"]["refresh"]["models"][0]["pinned"] = True
     config = parse_environment("prod", context["environments"]["prod"])
