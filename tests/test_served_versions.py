@@ -87,6 +87,16 @@ def test_never_deployed_or_never_refreshed_reads_nothing(project_context) -> Non
         assert served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster") == ({}, None)
 
 
+def test_a_cluster_stack_from_before_its_name_output_leaves_the_cached_models_at_cdk_json(project_context,
+                                                                                           capsys) -> None:
+    with mock_aws():
+        boto3.client("cloudformation", region_name=REGION).create_stack(
+            StackName="hyperwarm-prod-cluster",
+            TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}))
+        assert served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster") == ({}, None)
+    assert "hyperwarm-prod-cluster has no EksClusterName output yet" in capsys.readouterr().err
+
+
 def test_a_state_that_cannot_be_read_fails_synth_saying_how_to_go_on(aws, project_context) -> None:
     aws.put_item(Item={"pk": contract.state_pk(CHAT), "format": "hyperwarm.refresh.state/v9", "current_version": "v3"})
     with pytest.raises(ConfigError) as raised:
