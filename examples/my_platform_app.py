@@ -58,7 +58,9 @@ chat.grant_invoke(iam.Role(stack, "ChatCaller", assumed_by=iam.AccountRootPrinci
 api = apigateway.RestApi(stack, "ChatApi", cloud_watch_role=False)
 api.root.add_resource("chat").add_method("POST", apigateway.SagemakerIntegration(chat),
                                          authorization_type=apigateway.AuthorizationType.IAM)
-# Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call (an example address).
-alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(emails=["oncall@example.com"]))
+# Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call: the address is given at
+# deploy time (cdk deploy --parameters MyTeamInference:OnCallEmail=<address>), so none is written here; a
+# placeholder (example.com, replace-me, ...) fails synth when written, and the deploy when given.
+alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(email_parameter="OnCallEmail"))
 hyperwarm.notify_alarms(stack, alarms.topic)
 app.synth()

@@ -20,6 +20,7 @@ from hyperwarm.observability.alarms import (
     notify_alarms,
 )
 from stacks.config import EnvironmentConfig
+from stacks.config.alarms import EMAIL_PARAMETER
 
 
 def topic_name(env_name: str) -> str:
@@ -32,7 +33,8 @@ class AlarmsStack(cdk.Stack):
         alarms = config.alarms
         self.destination = AlarmDestination(self, "Alarms", AlarmDestinationProps(
             topic_name=topic_name(env_name), emails=alarms.emails, https_endpoints=alarms.https_endpoints,
-            slack_channels=[SlackChannel(c.workspace_id, c.channel_id) for c in alarms.slack_channels]))
+            slack_channels=[SlackChannel(c.workspace_id, c.channel_id) for c in alarms.slack_channels],
+            email_parameter=EMAIL_PARAMETER if alarms.email_parameter else None))
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.destination.topic.topic_arn,
                       description="every hyperwarm alarm of this environment notifies this topic: subscribe on-call")
 

@@ -14,17 +14,19 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from hyperwarm import IHyperPodCluster, declare_existing_buckets
+from hyperwarm._internal.retention import retain_except_on_create
 from hyperwarm.observability.alarms import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
 
+from . import served
 from .alarms_stack import AlarmsStack, wire_alarms
 from .buckets_stack import BucketsStack
 from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
 from .observability_stack import ObservabilityStack
-from .refresh_guards import add_refresh_guards
+from .refresh_guards import add_refresh_guards, state_table_name
 from .refresh_stack import RefreshStack
 
 
@@ -46,7 +48,12 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
 
 
 def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
-    """Every stack of one environment, keyed by part name."""
+    """Every stack of one environment, keyed by part name; refreshed targets at the versions that serve
+    (:mod:`stacks.served`)."""
+    if served.should_read(served.setting(app.node.try_get_context), config):
+        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"))
+        config = served.follow(env_name, config, app.node.try_get_context("environments")[env_name], found,
+                               cluster_name)
     # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}
@@ -98,6 +105,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
             stack.add_stack_dependency(buckets)
         stacks = {"buckets": buckets, **stacks}
     add_alarms(app, env_name, config, stacks, **common)
+    for stack in stacks.values():  # aws-cdk-lib retains logs, keys and buckets by default: not after a failed create
+        retain_except_on_create(stack)
     return stacks
 
 
@@ -111,6 +120,9 @@ def add_alarms(app: cdk.App, env_name: str, config: EnvironmentConfig, stacks: d
                              description=f"hyperwarm {env_name}: the alarm topic and its subscribers", **kwargs)
     wire_alarms(env_name, config, stacks, alarms)
     if alarms is not None:
+        if config.production:  # on-call first: a deploy without its address stops before anything bills
+            for stack in stacks.values():
+                stack.add_stack_dependency(alarms)
         stacks["alarms"] = alarms
 
 

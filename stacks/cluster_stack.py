@@ -7,6 +7,7 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps
+from stacks import served
 from stacks.config import EnvironmentConfig
 from stacks.config.regional import pull_registry_accounts
 
@@ -35,12 +36,15 @@ class ClusterStack(cdk.Stack):
             image_registry_accounts=pull_registry_accounts(config),
             pods_per_node=dict(config.pods_per_node),
         ))
+        cdk.CfnOutput(self, served.CLUSTER_NAME_OUTPUT, value=self.cluster.eks_cluster.cluster_name,
+                      description="the EKS cluster's name: synth reads it to find what the refresh made serve")
         if config.production:
             # Deleting the stack (or a replacement that gets past the stack policy) leaves the GPU cluster and
-            # its control plane in place: DeletionPolicy and UpdateReplacePolicy Retain.
+            # its control plane in place (DeletionPolicy RetainExceptOnCreate, UpdateReplacePolicy Retain); a
+            # failed first create deletes them, as nothing could adopt them (no static name).
             for resource in (self.cluster.eks_cluster.node.default_child, self.cluster.node.default_child):
                 assert isinstance(resource, cdk.CfnResource)  # the AWS::EKS::Cluster, the AWS::SageMaker::Cluster
-                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+                resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
 def _principal(scope: Construct, id: str, arn: str) -> iam.IRole | iam.IUser:

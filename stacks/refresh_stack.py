@@ -51,7 +51,7 @@ class RefreshStack(cdk.Stack):
         models = []
         self.hyperpod_targets: dict[str, HyperPodRefreshTarget] = {}
         """The refreshed cached models' HyperPod targets, by cached model name."""
-        for entry in refresh.models:
+        for entry in refresh.active:  # a pinned prefix is refreshed by no one
             hyperpod: list[HyperPodRefreshTarget] = []
             if entry.caches:
                 assert cluster is not None  # the config rules place every cached model on the environment's cluster

@@ -14,6 +14,7 @@ from hyperwarm.caches.placement import footprint
 from hyperwarm.observability.cache_exporter import HANDLER as CACHE_EXPORTER
 from hyperwarm.observability.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
 from stacks.config import EnvironmentConfig
+from stacks.config.alarms import EMAIL_PARAMETER
 
 
 def service_quotas(config: EnvironmentConfig) -> dict[str, Counter[str]]:
@@ -43,8 +44,8 @@ def _instance_groups(config: EnvironmentConfig) -> str:
         lines.append(f"{g.name}: {g.instance_count} x {g.instance_type} "
                      f"({spec.gpus} GPU, NVMe {spec.nvme_gb:,} GB, {cache})")
     admins = (f"cluster admins: {', '.join(config.cluster_admins)}" if config.cluster_admins else
-              "cluster admins: a new role any principal of the account allowed to assume roles can assume "
-              "(name them in cluster_admins; production requires it)")
+              "cluster admins: the deploying identity, CDK's deploy role cdk-<qualifier>-deploy-role-<account>-"
+              f"{config.region} (name them in cluster_admins; production requires it)")
     return "\n".join(lines + [admins] + _quota_lines(config, "cluster usage"))
 
 
@@ -128,7 +129,9 @@ def _alarms(env_name: str, config: EnvironmentConfig) -> str:
     """Who the environment's alarm topic reaches: no one yet is said, so it is not mistaken for on-call."""
     a = config.alarms
     reaches = [*a.emails, *(f"https {u.split('/')[2]}" for u in a.https_endpoints),
-               *(f"slack {c.channel_id}" for c in a.slack_channels)]
+               *(f"slack {c.channel_id}" for c in a.slack_channels),
+               *([f"the address given at deploy (--parameters hyperwarm-{env_name}-alarms:{EMAIL_PARAMETER}=...)"]
+                 if a.email_parameter else [])]
     return (f"topic hyperwarm-{env_name}-alarms -> "
             + (", ".join(reaches) if reaches else "no subscribers yet (set alarms.emails, https_endpoints or "
                "slack_channels, or subscribe to output AlarmTopicArn)"))

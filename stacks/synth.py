@@ -12,6 +12,7 @@ from rich.table import Table
 from manifests import write_manifests
 from stacks.config.environment import load_context
 
+from . import served
 from .app import build_app, selected_environments
 from .baseline import CONTEXT_KEY, synthesize
 from .errors import exit_on_config_error
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _synth(args: argparse.Namespace, console: Console) -> int:
     context = load_context("cdk.json")
+    context.setdefault(served.CONTEXT_KEY, "config")  # offline and the same on every machine (README, "served")
     if args.env:
         context["env"] = args.env
     if args.baseline:

@@ -26,6 +26,7 @@ for _key, _value in {
     "AWS_SECURITY_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-west-2", "AWS_REGION": "us-west-2",
 }.items():
     os.environ[_key] = _value
+os.environ.pop("CDK_DEFAULT_ACCOUNT", None)  # set by the cdk CLI: synth would read the refresh state (stacks/served.py)
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 # aws-cdk-lib's built-in CloudFormation validation costs each process ~2.5 s to start and every synth of a test's
 # minimal stack a third of its time, for warnings only (without cdk.json's validateAgainstDefaultRules). It is off

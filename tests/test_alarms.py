@@ -27,7 +27,7 @@ def test_production_without_a_destination_refuses_to_synth() -> None:
     assert "environments.live.alarms: {}" in error_of({**ENDPOINTS, "production": True}, env="live")
 
 
-@pytest.mark.parametrize("alarms", [{"emails": ["oncall@example.com"]},
+@pytest.mark.parametrize("alarms", [{"emails": ["oncall@acme-corp.io"]},
                                     {"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall"},
                                     {"https_endpoints": ["https://events.pagerduty.com/integration/abc/enqueue"]},
                                     {"slack_channels": [{"workspace_id": "T07EA123LEP", "channel_id": "C07EZ1ABC23"}]}])
@@ -42,12 +42,12 @@ def test_other_environments_may_go_without_subscribers_and_production_false_says
 
 @pytest.mark.parametrize("alarms, message", [
     ({"emails": ["oncall"]}, "environments.prod.alarms.emails[0]: 'oncall' -- must be an e-mail address"),
-    ({"https_endpoints": ["http://hooks.example.com/x"]}, "alarms.https_endpoints[0]: 'http://hooks.example.com/x' -- "
+    ({"https_endpoints": ["http://hooks.acme-corp.io/x"]}, "alarms.https_endpoints[0]: 'http://hooks.acme-corp.io/x' -- "
                                                           "must be an https:// URL"),
     ({"topic_arn": "oncall"}, "environments.prod.alarms.topic_arn: 'oncall' -- must be an SNS topic ARN"),
-    ({"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall", "emails": ["a@example.com"]},
+    ({"topic_arn": "arn:aws:sns:us-west-2:123456789012:oncall", "emails": ["a@acme-corp.io"]},
      "subscribe those to the existing topic itself"),
-    ({"emails": ["a@example.com", "a@example.com"]}, "emails: a@example.com -- each once"),
+    ({"emails": ["a@acme-corp.io", "a@acme-corp.io"]}, "emails: a@acme-corp.io -- each once"),
     ({"slack_channels": [{"workspace_id": "T0", "channel_id": "#alerts"}]},
      "alarms.slack_channels[0].channel_id: '#alerts' -- must be a Slack channel id"),
 ])
@@ -56,7 +56,7 @@ def test_bad_alarm_destinations_fail_with_the_field(alarms: dict[str, Any], mess
 
 
 def _environments(**overrides: dict[str, Any]) -> dict[str, Any]:
-    base = {**ENDPOINTS, "alarms": {"emails": ["oncall@example.com"]}}
+    base = {**ENDPOINTS, "alarms": {"emails": ["oncall@acme-corp.io"]}}
     return {name: {**copy.deepcopy(base), **value} for name, value in overrides.items()}
 
 
@@ -101,25 +101,60 @@ def test_every_alarm_of_every_environment_notifies_its_alarm_topic(synthesized, 
     assert checked == {"endpoints", "refresh", "observability"}
 
 
-def test_stacks_with_alarms_deploy_after_the_alarm_topic(synthesized, project_app: cdk.App) -> None:
+def test_stacks_with_alarms_deploy_after_the_alarm_topic_and_in_production_all_do(synthesized,
+                                                                                   project_app: cdk.App) -> None:
+    """A production deploy without its on-call address (or with a placeholder) stops before any GPU bills."""
     for stack in _stacks(project_app):
         has_alarms = bool(synthesized.resources(stack.stack_name, "AWS::CloudWatch::Alarm"))
         env = stack.stack_name.split("-")[1]
         alarms = project_app.node.find_child(f"hyperwarm-{env}-alarms")
-        assert (alarms in stack.dependencies) == has_alarms, stack.stack_name
+        if stack is not alarms:
+            assert (alarms in stack.dependencies) == (has_alarms or env == "prod"), stack.stack_name
 
 
-def test_prods_example_address_subscribes_and_is_labelled_to_replace(synthesized, project_app: cdk.App) -> None:
+def test_prods_on_call_address_is_given_at_deploy_and_refuses_placeholders(synthesized, project_app: cdk.App) -> None:
+    """cdk.json's prod subscribed oncall-replace-me@example.com, which passed the production check: now it names no
+    address, and CloudFormation asks for one at the first deploy (and keeps it), refusing a placeholder."""
+    import re
+
+    from hyperwarm.observability.alarms import EMAIL_PARAMETER_PATTERN
     template = _template(synthesized, project_app.node.find_child("hyperwarm-prod-alarms"))
-    template.has_resource_properties("AWS::SNS::Subscription", {
-        "Protocol": "email", "Endpoint": "oncall-replace-me@example.com"})
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": {"Ref": "OnCallEmail"}})
+    parameter = template.to_json()["Parameters"]["OnCallEmail"]
+    assert "Default" not in parameter and parameter["AllowedPattern"] == EMAIL_PARAMETER_PATTERN
+    assert not re.fullmatch(parameter["AllowedPattern"], "oncall-replace-me@example.com")
+    assert re.fullmatch(parameter["AllowedPattern"], "oncall@acme-corp.io")
     assert template.find_outputs("AlarmTopicArn")
+
+
+@pytest.mark.parametrize("alarms, message", [
+    ({"emails": ["oncall-replace-me@example.com"]}, "environments.prod.alarms.emails[0]: "
+                                                     "'oncall-replace-me@example.com' -- a placeholder"),
+    ({"emails": ["ops@acme-corp.io", "changeme@acme-corp.io"]}, "alarms.emails[1]: 'changeme@acme-corp.io' -- a placeholder"),
+    ({"emails": ["oncall@example.net"]}, "alarms.emails[0]: 'oncall@example.net' -- a placeholder"),
+    ({"https_endpoints": ["https://events.pagerduty.com/integration/todo/enqueue"]},
+     "alarms.https_endpoints[0]: 'https://events.pagerduty.com/integration/todo/enqueue' -- a placeholder"),
+])
+def test_a_placeholder_subscriber_fails_synth_naming_the_field(alarms: dict[str, Any], message: str) -> None:
+    assert message in error_of({**ENDPOINTS, "alarms": alarms})
+    assert "environments.dev.alarms" in error_of({**ENDPOINTS, "alarms": alarms}, env="dev")  # in every environment
+
+
+def test_the_alarm_topic_key_serves_this_accounts_alarms_only(synthesized, project_app: cdk.App) -> None:
+    """CloudWatch's grant on the topic key had no condition: any account's alarm could make it use the key."""
+    template = _template(synthesized, project_app.node.find_child("hyperwarm-prod-alarms"))
+    (key,) = template.find_resources("AWS::KMS::Key").values()
+    (grant,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert grant["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert grant["Condition"]["ArnLike"] == {"aws:SourceArn": {"Fn::Join": ["", [
+        "arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]}}
 
 
 def test_slack_channels_receive_alarms_through_chatbot_that_may_run_nothing(project_context) -> None:
     context = copy.deepcopy(project_context)
     context["environments"]["prod"]["alarms"] = {
-        "emails": ["oncall@example.com"], "https_endpoints": ["https://events.pagerduty.com/integration/k/enqueue"],
+        "emails": ["oncall@acme-corp.io"], "https_endpoints": ["https://events.pagerduty.com/integration/k/enqueue"],
         "slack_channels": [{"workspace_id": "T07EA123LEP", "channel_id": "C07EZ1ABC23"}]}
     # The alarms stack as the app adds it, alone: the rest of prod plays no part in its topic's subscribers.
     config = parse_environments(context["environments"])["prod"]
@@ -161,6 +196,8 @@ def test_alarm_destination_validation_names_every_problem() -> None:
             emails=["x"], https_endpoints=["ftp://a"], slack_channels=[SlackChannel("T1", "#c")]))
     message = str(info.value)
     assert "emails = 'x' -- must be an e-mail address" in message
+    with pytest.raises(ValueError, match=r"emails\[0\] = 'oncall@example.com' -- a placeholder"):
+        AlarmDestination(cdk.Stack(cdk.App(), "T"), "A", AlarmDestinationProps(emails=["oncall@example.com"]))
     assert "https_endpoints = 'ftp://a' -- must be an https:// URL" in message
     assert "slack_channels[].channel_id = '#c' -- must be 1..255 letters and digits" in message
 

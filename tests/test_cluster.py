@@ -87,11 +87,16 @@ def test_eks_uses_api_authentication_private_endpoint_logging_and_encryption(syn
     assert eks["Version"] == "1.33"
 
 
-def test_admin_role_gets_a_cluster_admin_access_entry(synthesized) -> None:
+def test_without_named_admins_the_deploying_identity_administers_the_cluster_never_the_account(synthesized) -> None:
+    """dev (no cluster_admins): the CDK deploy role, which cdk deploy assumes; staging and prod name theirs. Before,
+    a new AdminRole trusted the account root: any principal of the account allowed to assume roles was admin."""
     entries = synthesized.resources("hyperwarm-dev-cluster", "AWS::EKS::AccessEntry").values()
-    admin = [e["Properties"] for e in entries
-             if e["Properties"]["PrincipalArn"] == {"Fn::GetAtt": ["HyperPodAdminRole23C7CAE0", "Arn"]}]
+    admin = [e["Properties"] for e in entries if e["Properties"]["PrincipalArn"] == {"Fn::Sub": (
+        "arn:${AWS::Partition}:iam::${AWS::AccountId}:role/cdk-hnb659fds-deploy-role-${AWS::AccountId}-us-west-2")}]
     assert len(admin) == 1
+    for env in ("dev", "staging", "prod"):
+        roles = synthesized.resources(f"hyperwarm-{env}-cluster", "AWS::IAM::Role").values()
+        assert not [r for r in roles if "root" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"])], env
     (policy,) = admin[0]["AccessPolicies"]
     assert "AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
     assert policy["AccessScope"] == {"Type": "cluster"}
@@ -280,7 +285,7 @@ def test_admin_principals_get_access_entries_instead_of_a_new_role() -> None:
     stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2"))
     admin = iam.Role.from_role_arn(stack, "Ops", "arn:aws:iam::123456789012:role/ops")
     cluster = _cluster([SYSTEM], stack=stack, install_inference_operator=False, admin_principals=[admin])
-    assert cluster.control_plane.admin_role is None
+    assert cluster.control_plane.admin_principal_arns == ["arn:aws:iam::123456789012:role/ops"]
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::EKS::AccessEntry", {"PrincipalArn": "arn:aws:iam::123456789012:role/ops"})
     assert not [r for r in template.find_resources("AWS::IAM::Role") if r.startswith("HyperPodAdminRole")]
@@ -339,7 +344,11 @@ def test_custom_bootstrap_qualifier_leaves_no_unacknowledged_cdk_nag_finding(tmp
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Custom", env=cdk.Environment(region="us-west-2"),
                       synthesizer=cdk.DefaultStackSynthesizer(qualifier="team42"))
-    _cluster([SYSTEM, GPU], stack=stack)
+    with pytest.raises(ValueError, match=r"admin_principals = \[\] -- the deploying identity .* is not known"):
+        _cluster([SYSTEM, GPU], stack=cdk.Stack(cdk.App(), "Unnamed", synthesizer=cdk.DefaultStackSynthesizer(
+            qualifier="team42"), env=cdk.Environment(region="us-west-2")))
+    _cluster([SYSTEM, GPU], stack=stack,
+             admin_principals=[iam.Role.from_role_arn(stack, "Ops", "arn:aws:iam::123456789012:role/ops")])
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     app.synth()  # raises on any unacknowledged finding
     assets = json.dumps(Template.from_stack(stack).to_json())

@@ -371,9 +371,9 @@ def test_production_names_its_cluster_admins() -> None:
     assert "environments.qa.cluster_admins: [] -- a production environment names the IAM roles or users" in message
     assert "environments.prod.cluster_admins: []" in error_of({})  # an environment named prod is production
     parse_environment("prod", {"cluster_admins": ["arn:aws:iam::123456789012:role/admins"],
-                               "alarms": {"emails": ["oncall@example.com"]}})
+                               "alarms": {"emails": ["oncall@acme-corp.io"]}})
     parse_environment("prod", {"production": False})  # said not to be
-    parse_environment("dev", {})  # elsewhere a new role serves, and synth's summary says who may assume it
+    parse_environment("dev", {})  # elsewhere the deploying identity (CDK's deploy role), as synth's summary says
     assert "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins" in error_of(
         {"cluster_admins": ["admins"]})
 

@@ -216,7 +216,7 @@ def test_the_observability_stack_creates_the_accounts_otel_enrichment_once_and_r
     (tags_id, tags), = _of_type(template, "AWS::ObservabilityAdmin::TelemetryEnrichment").items()
     (enrichment,) = _of_type(template, "AWS::CloudWatch::OTelEnrichment").values()
     assert tags["Properties"] == {"Scope": "ACCOUNT"} and enrichment["DependsOn"] == [tags_id]
-    assert {r["DeletionPolicy"] for r in (tags, enrichment)} == {"Retain"}
+    assert {r["DeletionPolicy"] for r in (tags, enrichment)} == {"RetainExceptOnCreate"}
     staging = _stack(synthesized, "staging")  # cdk.json: otel_enrichment existing (dev creates it, same account)
     assert not _of_type(staging, "AWS::CloudWatch::OTelEnrichment")
     assert staging["Metadata"]["hyperwarm:otelEnrichment"] == "existing"

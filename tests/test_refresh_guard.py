@@ -87,7 +87,7 @@ def state():
 def refreshed(state: State, version: str, target: str = TARGET, **item: Any) -> None:
     """The state item of a target the refresh function moved to ``version`` (its README, "State table")."""
     state.table.put_item(Item={"pk": contract.state_pk(target), "current_version": version,
-                               "current_location": f"llama/{version}", **item})
+                               "current_location": f"llama/{version}", "rev": 1, **item})
 
 
 def test_a_deploy_older_than_the_refreshed_version_stops_naming_target_version_and_field(state, responses) -> None:
@@ -213,6 +213,65 @@ def test_a_rollback_to_the_served_version_reports_nothing(state, responses, caps
     deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
     assert responses[-1]["Status"] == "SUCCESS" and "moved back" not in responses[-1]["Reason"]
     assert _emf(capsys.readouterr().out) == []
+
+
+def pinned(event: dict[str, Any], version: str) -> dict[str, Any]:
+    """``event`` with its target pinned at ``version`` (refresh.models[].pinned), as the guard's construct writes it."""
+    (target,) = event["ResourceProperties"]["Targets"]
+    target.update(Version=version, Pinned=True, Location=f"llama/{version}")
+    event["ResourceProperties"]["Bucket"] = "models"
+    return event
+
+
+def test_a_pinned_older_version_proceeds_and_is_recorded_as_what_serves(state, responses, capsys) -> None:
+    """A deliberate rollback: cdk.json's v1 while v3 serves. Recorded before anything moves, so neither the guard
+    nor the function takes the move for a move back; a later unpinned deploy keeps v1 and follows refreshes."""
+    refreshed(state, "v3", current_bucket="models", current_sequencer="5F01")
+    deploy_guard.on_event(pinned(cfn_event(state.stack_id), "v1"), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+    item = state.table.get_item(Key={"pk": contract.state_pk(TARGET)})["Item"]
+    assert (item["current_version"], item["current_location"], item["pinned"]["version"]) == ("v1", "llama/v1", "v1")
+    assert item["pinned"]["previous"]["current_version"] == "v3"
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v1"), None)  # unpinned: no move back to report
+    item = state.table.get_item(Key={"pk": contract.state_pk(TARGET)})["Item"]
+    assert responses[-1]["Status"] == "SUCCESS" and "pinned" not in item and item["current_version"] == "v1"
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v0"), None)  # older than the pin: stopped as ever
+    assert responses[-1]["Status"] == "FAILED" and f"{TARGET} serves v1" in responses[-1]["Reason"]
+
+
+def test_a_pin_waits_for_a_refresh_rollout_like_any_deploy(state, responses) -> None:
+    refreshed(state, "v3", pending={"version": "v4", "config": "c4"}, lock_owner="rollout:c4")
+    deploy_guard.on_event(pinned(cfn_event(state.stack_id), "v1"), None)
+    assert responses[-1]["Status"] == "FAILED" and "is rolling out v4" in responses[-1]["Reason"]
+    assert state.table.get_item(Key={"pk": contract.state_pk(TARGET)})["Item"]["current_version"] == "v3"
+
+
+def test_the_rollback_of_a_pinning_deploy_puts_back_the_record_it_replaced(state, responses, capsys) -> None:
+    refreshed(state, "v3", current_bucket="models", current_sequencer="5F01")
+    failed = pinned(cfn_event(state.stack_id), "v1")
+    deploy_guard.on_event(failed, None)
+    _rolling_back(state)
+    rollback = cfn_event(state.stack_id, version="v3")  # the properties before the pin
+    rollback["OldResourceProperties"] = failed["ResourceProperties"]
+    capsys.readouterr()
+    deploy_guard.on_event(rollback, None)
+    assert responses[-1]["Status"] == "SUCCESS" and "moved back" not in responses[-1]["Reason"]
+    item = state.table.get_item(Key={"pk": contract.state_pk(TARGET)})["Item"]
+    assert (item["current_version"], item["current_sequencer"], "pinned" in item) == ("v3", "5F01", False)
+    assert _emf(capsys.readouterr().out) == []
+
+
+def test_a_state_item_a_newer_release_wrote_stops_the_deploy_saying_so(state, responses) -> None:
+    refreshed(state, "v3", format="hyperwarm.refresh.state/v2")
+    deploy_guard.on_event(cfn_event(state.stack_id, version="v3"), None)
+    assert responses[-1]["Status"] == "FAILED"
+    assert "'hyperwarm.refresh.state/v2' is not one this hyperwarm reads" in responses[-1]["Reason"]
+
+
+def test_pinning_a_target_never_refreshed_records_nothing(state, responses) -> None:
+    deploy_guard.on_event(pinned(cfn_event(state.stack_id), "v1"), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+    assert "Item" not in state.table.get_item(Key={"pk": contract.state_pk(TARGET)})
 
 
 def test_a_rollback_still_succeeds_and_counts_when_the_letter_cannot_be_sent(state, responses, capsys) -> None:
@@ -365,7 +424,7 @@ def test_the_caches_manifest_waits_for_the_guard_of_every_refreshed_cache(synthe
     assert targets[0]["Id"]["Fn::Join"][1][-1] == "/hyperwarm-models/InferenceEndpointConfig/llama-3-1-70b"
 
 
-def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_read_and_send_to_them(synthesized) -> None:
+def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_use_them(synthesized) -> None:
     (table,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::DynamoDB::Table").values()
     (queue,) = synthesized.resources("hyperwarm-prod-refresh", "AWS::SQS::Queue").values()
     assert queue["Properties"]["QueueName"] == "hyperwarm-prod-cache-refresh-dead-letters"
@@ -379,7 +438,7 @@ def test_the_guard_names_the_refresh_stacks_table_and_queue_and_may_only_read_an
         statements = [s for p in synthesized.resources(stack, "AWS::IAM::Policy").values()
                       if p["Properties"]["Roles"] == [{"Ref": role}] for s in p["Properties"]["PolicyDocument"]["Statement"]]
         read, describe, send = statements
-        assert read["Action"] == "dynamodb:GetItem"
+        assert read["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]  # PutItem: a pin's record
         assert read["Resource"]["Fn::Join"][1][-1].endswith(":table/hyperwarm-prod-cache-refresh-state")
         assert describe == {"Action": "cloudformation:DescribeStacks", "Effect": "Allow",
                             "Resource": {"Ref": "AWS::StackId"}}  # its own stack: is it rolling back?
@@ -430,4 +489,4 @@ def test_a_guard_without_a_queue_name_may_not_send_and_names_none() -> None:
     assert "DeadLetterQueue" not in resource["Properties"] and "Bucket" not in resource["Properties"]
     actions = [s["Action"] for p in template.find_resources("AWS::IAM::Policy").values()
                for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    assert actions == ["dynamodb:GetItem", "cloudformation:DescribeStacks"]
+    assert actions == [["dynamodb:GetItem", "dynamodb:PutItem"], "cloudformation:DescribeStacks"]

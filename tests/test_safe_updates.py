@@ -169,12 +169,12 @@ def test_production_stacks_have_termination_protection_and_the_others_do_not(syn
     assert {n for n, on in protected.items() if on} == {n for n in protected if n.startswith("hyperwarm-prod-")}
 
 
-def test_production_clusters_are_retained(synthesized) -> None:
-    for env, policy in (("prod", "Retain"), ("staging", None)):
+def test_production_clusters_are_retained_except_when_their_first_create_rolls_back(synthesized) -> None:
+    for env, policies in (("prod", ("RetainExceptOnCreate", "Retain")), ("staging", (None, None))):
         template = synthesized.template(f"hyperwarm-{env}-cluster")["Resources"]
         clusters = [r for r in template.values() if r["Type"] in ("AWS::EKS::Cluster", "AWS::SageMaker::Cluster")]
         assert len(clusters) == 2
-        assert all((r.get("DeletionPolicy"), r.get("UpdateReplacePolicy")) == (policy, policy) for r in clusters)
+        assert all((r.get("DeletionPolicy"), r.get("UpdateReplacePolicy")) == policies for r in clusters)
 
 
 def test_production_is_off_unless_set() -> None:
@@ -311,11 +311,11 @@ def test_a_synth_that_fails_its_validations_keeps_the_previous_baseline(project_
 
 def test_the_retained_state_table_is_imported_when_the_refresh_stack_is_created_again(synthesized) -> None:
     # CloudFormation imports it automatically given a static name that is the type's primary identifier and
-    # DeletionPolicy Retain (import-resources-automatically.html), when the deploy asks for it.
+    # DeletionPolicy Retain or RetainExceptOnCreate (import-resources-automatically.html), when the deploy asks.
     assert resource_schema("AWS::DynamoDB::Table")["primaryIdentifier"] == ["/properties/TableName"]
     for env in ("staging", "prod"):
         (table,) = synthesized.resources(f"hyperwarm-{env}-refresh", "AWS::DynamoDB::Table").values()
-        assert table["DeletionPolicy"] == "Retain"
+        assert table["DeletionPolicy"] == "RetainExceptOnCreate"
         assert table["Properties"]["TableName"] == state_table_name(env)  # the name the deploy guards read
     dry_run = subprocess.run(["make", "-n", "deploy", "ENV=prod"], cwd=REPO, capture_output=True, text=True,
                              check=True).stdout

@@ -54,7 +54,8 @@ def test_synth_summary_says_who_the_alarms_reach(synthesized, project_context) -
     environments = parse_environments(project_context["environments"])
     rows = {env: "\n".join(row[2] for row in environment_rows(synthesized.assembly, env, environments[env]))
             for env in ("dev", "prod")}
-    assert "topic hyperwarm-prod-alarms -> oncall-replace-me@example.com" in rows["prod"]
+    assert ("topic hyperwarm-prod-alarms -> the address given at deploy (--parameters "
+            "hyperwarm-prod-alarms:OnCallEmail=...)") in rows["prod"]
     assert "topic hyperwarm-dev-alarms -> no subscribers yet" in rows["dev"]
 
 

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from ..node_cache import layout
+from .formats import LETTER as LETTER_FORMAT
 from .naming import (
     NAME_MAX,
     NAME_PATTERN,
@@ -161,8 +162,7 @@ class RolloutStep(NamedTuple):
         return cls(target=raw["target"], version=raw["version"], abandon=raw.get("abandon") is True, **known)
 
 # -- dead letters and replays (README.md, "Dead letters") ----------------------------------------
-LETTER_FORMAT = "hyperwarm.refresh.hook-dlq/v1"
-"""The ``format`` of the function's own dead letters (``hyperwarm refresh replay`` reads them)."""
+# LETTER_FORMAT (formats.LETTER): the ``format`` of the function's own dead letters (replay reads every version).
 REPLAY_KEY = "hyperwarm-replay"
 """The top-level event key ``hyperwarm refresh replay`` adds: the event is a replay."""
 

@@ -7,13 +7,20 @@ function's state for each target and fails the deployment, before anything chang
 deploy sets a version older than the one served (or rolling out), naming the target, the served
 version and the configuration field to update.
 
-Resource properties (Create and Update; Delete always succeeds)::
+Resource properties (Create and Update; Delete always succeeds), format ``formats.GUARD`` (an earlier
+release's, without ``Format``, is read too: CloudFormation sends those back during a rollback)::
 
-    {"Table": "<state table name>",
+    {"Format": "hyperwarm.refresh.guard/v1", "Table": "<state table name>",
      "Targets": [{"Id": "<target id>", "Version": "<version this deploy sets>",
-                  "Field": "<config field that sets it>", "Value": "<field value, with {version}>"}]}
+                  "Field": "<config field that sets it>", "Value": "<field value, with {version}>",
+                  "Pinned": true, "Location": "<prefix>/<version>"}]}
 
 A table or item that does not exist means the target was never refreshed: the deploy proceeds.
+A pinned target (``Pinned``, a deliberate rollback or pin) may be set to an older version: once every
+check passed, the guard records it as the target's current version (``state.StateTable.pin``) before
+anything moves it, so neither the guard nor the function takes the move for a move back; a target no
+longer pinned keeps that version and follows refreshes from it. When the deploy rolls back, the record
+its pins replaced is put back.
 Every AWS read is retried with back-off (throttling, 5xx) within the function's time.
 While CloudFormation rolls the stack back it sends an Update with the previous properties: the
 guard then passes, since failing would leave the stack in UPDATE_ROLLBACK_FAILED (so it does when
@@ -39,8 +46,9 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import contract, letters
+from . import contract, formats, letters
 from .contract import state_pk
+from .state import DynamoStore, StateTable
 from .versions import compare
 
 _REASON_MAX = 3000  # the whole response is limited to 4 KB
@@ -117,6 +125,8 @@ def stale_targets(table: Any, targets: list[dict[str, str]], patience: Patience 
             problems.append(f"{target['Id']} is rolling out {rolling} (started by the cache refresh function): "
                             f"deploy again after it ends, with {target['Field']} set to {value!r} or newer")
             continue
+        if target.get("Pinned"):  # deliberately older: recorded as current once every check passed
+            continue
         for served, how in _served(item or {}):
             fix = f"set {target['Field']} to {target['Value'].replace('{version}', served)!r}"
             try:
@@ -138,7 +148,7 @@ def _item(table: Any, target_id: str, patience: Patience | None = None) -> dict[
         item: dict[str, Any] | None = _patiently(
             lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
             patience or Patience()).get("Item")
-        return item
+        return formats.state_item(item) if item else item
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
             return None
@@ -212,8 +222,39 @@ def rolling_back(stack_id: str, patience: Patience | None = None) -> bool:
 
 
 def check(properties: dict[str, Any], patience: Patience | None = None) -> list[str]:
+    formats.guard_properties(properties)
     table = boto3.resource("dynamodb").Table(properties["Table"])
     return stale_targets(table, list(properties.get("Targets", [])), patience)
+
+
+def record_pins(properties: dict[str, Any], patience: Patience | None = None) -> None:
+    """A deploy that passed: each pinned target's version is recorded as what serves; a target no longer
+    pinned loses its pin (and keeps the version). Targets never refreshed (no item) have nothing to record."""
+    state = StateTable(DynamoStore(boto3.resource("dynamodb"), properties["Table"]))
+    table = boto3.resource("dynamodb").Table(properties["Table"])
+    for target in properties.get("Targets", []):
+        item = _item(table, target["Id"], patience)
+        if item is not None and target.get("Pinned"):
+            state.pin(target["Id"], version=target["Version"], location=target["Location"],
+                      bucket=properties.get("Bucket", ""))
+        elif item and item.get("pinned"):
+            state.unpin(target["Id"])
+
+
+def undo_pins(event: dict[str, Any], patience: Patience | None = None) -> str:
+    """During a rollback: the pins of the deploy that failed give way to the restored properties (pinned
+    again where they pin, else the record from before the pin); never raises."""
+    restored = event.get("ResourceProperties", {})
+    pinned_before = {t["Id"] for t in restored.get("Targets", []) if t.get("Pinned")}
+    try:
+        state = StateTable(DynamoStore(boto3.resource("dynamodb"), restored["Table"]))
+        for target in event.get("OldResourceProperties", {}).get("Targets", []):
+            if target.get("Pinned") and target["Id"] not in pinned_before:
+                state.unpin(target["Id"], restore=True)
+        record_pins({**restored, "Targets": [t for t in restored.get("Targets", []) if t.get("Pinned")]}, patience)
+    except Exception as exc:  # noqa: BLE001 - a rollback must go on; the reason says what was not undone
+        return f"; could not restore the records its pins replaced: {type(exc).__name__}: {exc}"
+    return ""
 
 
 def _respond(event: dict[str, Any], status: str, reason: str) -> None:
@@ -251,7 +292,7 @@ def on_event(event: dict[str, Any], context: Any) -> None:
         rollback = _rollback_state(event["StackId"], patience) if event["RequestType"] == "Update" else False
         if rollback is True:
             reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
-                      + report_moved_back(event, patience))
+                      + undo_pins(event, patience) + report_moved_back(event, patience))
         elif rollback is not False:
             reason = (f"the stack's state could not be read ({rollback}): this update may be a rollback, so it "
                       "is not blocked" + report_moved_back(event, patience))
@@ -260,6 +301,8 @@ def on_event(event: dict[str, Any], context: Any) -> None:
             if problems:
                 status = "FAILED"
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)
+            else:
+                record_pins(event["ResourceProperties"], patience)
     except Exception as exc:  # noqa: BLE001 (any failure must still answer CloudFormation)
         status, reason = "FAILED", f"could not check the cache refresh state: {type(exc).__name__}: {exc}"
     print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,

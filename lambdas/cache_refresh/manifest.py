@@ -22,9 +22,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from . import formats
 from .errors import PermanentError, RefreshError, TransientError
 
-FORMAT = "hyperwarm.manifest/v1"
+FORMAT = formats.MANIFEST
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TRANSIENT_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",

@@ -47,6 +47,8 @@ from .targets import warm
 PHASE_ANSWER = {"staging": "staging", "switching": "switching", "failing": "switching", "reverting": "switching"}
 """The workflow's view of a record's phase: failing and reverting wait on a deployment rollout too."""
 ABORTED = "aborted"
+SUPERSEDED = "rollout-superseded"
+"""A warm rollout an earlier release began, in a shape this release cannot continue (:func:`.formats.state_item`)."""
 _SEEN_PODS = 200
 """Pods of one rollout remembered as checked for a cold start (a deployment runs far fewer)."""
 
@@ -101,6 +103,8 @@ def advance(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: s
     rollout ended carries ``settled`` (as :func:`.flow._settle` does) and no ``pending``, the lock kept."""
     pending = item["pending"]
     ports.metric("RolloutInProgress", target=target.id)
+    if pending.get("legacy"):
+        return _end_legacy(ports, target, owner)
     try:
         if pending.get("abort") and pending["phase"] in ("staging", "switching"):
             return _fail(ports, target, owner, ABORTED, f"aborted by {pending['abort'].get('by', 'an operator')}",
@@ -286,6 +290,21 @@ def _give_up(ports: Ports, target: HyperPodTarget, owner: str, exc: TransientErr
         item = ports.state.update_rollout(target.id, owner, reason=reason, message=exc.message)
     _letter(ports, target, pending, reason, f"{target.id}: {pending['version']}: the cluster refuses: {exc.message}")
     return _finish_failed(ports, target, owner, serves_new=pending["phase"] == "switching" and _switched(pending))
+
+
+def _end_legacy(ports: Ports, target: HyperPodTarget, owner: str) -> dict[str, Any]:
+    """A rollout an earlier release began in stand-alone caches: this release cannot continue it. It ends as failed,
+    without touching the cluster (what the deployment reads stays), and its letter replays the version through the
+    node cache."""
+    item = ports.state.update_rollout(target.id, owner, reason=SUPERSEDED, message="begun by an earlier release")
+    pending = item["pending"]
+    _letter(ports, target, pending, SUPERSEDED,
+            f"{target.id}: the warm rollout of {pending['version']} was begun by an earlier hyperwarm release, which "
+            "staged it in stand-alone ModelWeightsCacheConfig objects; this release cannot continue it. Delete those "
+            "objects (kubectl get mwcc -l hyperwarm.io/staged-version) and replay this letter to stage the version "
+            "in the node cache")
+    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=SUPERSEDED, keep_lock=True)
+    return {**item, "settled": ("rollout-failed", SUPERSEDED, [])}
 
 
 def _letter(ports: Ports, target: HyperPodTarget, pending: dict[str, Any], reason: str, message: str) -> None:

@@ -1,6 +1,7 @@
 """Per-target state in DynamoDB: what serves, the lock, a rollout in flight, the version waiting behind it.
 
-One item per target, partition key ``pk = "target#<target id>"`` (schema in README.md, "State table").
+One item per target, partition key ``pk = "target#<target id>"`` (schema in README.md, "State table"),
+in the format :data:`.formats.STATE` (stamped on every write; every format ever written is read).
 Every change is read-modify-write of the whole item, conditional on its revision ``rev``: the
 transitions below are pure functions of the item, so the same code runs against DynamoDB and
 against the in-memory store of the model tests, and two invocations never both win a change.
@@ -15,12 +16,14 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from . import naming
+from . import formats, naming
 from .decide import ROLLOUT, dead_lettered
 from .errors import PermanentError, TransientError
 from .versions import UnorderableVersion, newer
 
 _ATTEMPTS = 5
+_CURRENT = ("current_version", "current_location", "current_sequencer", "current_bucket")
+"""What serves, as the record says."""
 
 
 class Busy(Exception):
@@ -76,6 +79,15 @@ class DynamoStore:
         return True
 
 
+def _readable(pk: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The item, if this release reads its format; one a newer release wrote is left as it is and its event
+    retried (a downgrade: it moves again once that release runs again)."""
+    try:
+        return formats.state_item(item)
+    except formats.UnknownFormat as exc:
+        raise TransientError("state-format", f"{pk}: {exc}") from None
+
+
 def _unavailable(operation: str, pk: str, exc: Exception) -> TransientError:
     """Throttling, a 5xx or any other DynamoDB error: the state table may answer later (retried)."""
     code = exc.response.get("Error", {}).get("Code") if isinstance(exc, ClientError) else type(exc).__name__
@@ -119,19 +131,19 @@ class StateTable:
         return naming.state_pk(target_id)
 
     def get(self, target_id: str) -> dict[str, Any]:
-        return self.store.get(self.key(target_id))
+        return _readable(self.key(target_id), self.store.get(self.key(target_id)))
 
     def _change(self, target_id: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
         """Apply ``change`` (None: no write) with optimistic concurrency; returns the item now stored."""
         pk = self.key(target_id)
         for _ in range(_ATTEMPTS):
-            item = self.store.get(pk)
+            item = _readable(pk, self.store.get(pk))
             rev = int(item.get("rev", 0))
             new = change(dict(item))
             if new is None:
                 return item
             new = tidy(new)
-            new.update(pk=pk, rev=rev + 1, updated_at=int(self.clock()))
+            new.update(pk=pk, rev=rev + 1, updated_at=int(self.clock()), format=formats.STATE)
             if self.store.put(pk, new, rev):
                 return new
         raise TransientError("state-conflict", f"{target_id}: state changed concurrently {_ATTEMPTS} times")
@@ -255,6 +267,30 @@ class StateTable:
                       "last_failed": pending}
             return {**rest, **(served if serves_new else {}), **failed}
         return self._owned(target_id, owner, finish)
+
+    def pin(self, target_id: str, *, version: str, location: str, bucket: str) -> dict[str, Any]:
+        """A deploy pins the target at ``version``: recorded as what serves before the deploy moves it there, so
+        nothing takes the move for a move back; the record it replaces is kept (``pinned.previous``) for a
+        rollback of that deploy (:meth:`unpin`)."""
+        def pinned(item: dict[str, Any]) -> dict[str, Any] | None:
+            held = item.get("pinned") or {}
+            if held.get("version") == version:
+                return None
+            previous = held.get("previous", {k: item[k] for k in _CURRENT if k in item})
+            return {**item, "current_version": version, "current_location": location, "current_bucket": bucket,
+                    "current_sequencer": "0", "pinned": {"version": version, "previous": previous}}
+        return self._change(target_id, pinned)
+
+    def unpin(self, target_id: str, *, restore: bool = False) -> dict[str, Any]:
+        """The target is no longer pinned (it follows refreshes from the pinned version on); ``restore``: the
+        deploy that pinned it rolled back, so the record it replaced is put back."""
+        def unpinned(item: dict[str, Any]) -> dict[str, Any] | None:
+            held = item.get("pinned")
+            if held is None:
+                return None
+            rest = {k: v for k, v in item.items() if k != "pinned" and not (restore and k in _CURRENT)}
+            return {**rest, **held.get("previous", {})} if restore else rest
+        return self._change(target_id, unpinned)
 
     def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any], *, behind: str) -> bool:
         """Remember ``version`` to roll when the target is free, unless an equal or newer one waits.

@@ -1,4 +1,4 @@
-"""Every alarm notifies someone, through a topic CloudWatch may publish to."""
+"""Every alarm notifies someone, through a topic only this account's alarms may make CloudWatch publish to."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from hyperwarm.observability.alarms import CLOUDWATCH, EXISTING_TOPICS_METADATA
+from hyperwarm.observability.alarms import CLOUDWATCH, EXISTING_TOPICS_METADATA, PLACEHOLDER
 from rehearsal.core import Assembly, Finding, ref_target, rule, strings
 
 RULE = "alarms.notify"
@@ -27,6 +27,9 @@ def alarms_notify_through_open_topics(assembly: Assembly) -> Iterator[Finding]:
     policy to Allow CloudWatch ``kms:Decrypt`` and ``kms:GenerateDataKey*``, and the AWS-managed
     ``alias/aws/sns`` key cannot be used by CloudWatch at all
     (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+    Each of those Allows is conditioned on ``aws:SourceAccount`` and ``aws:SourceArn`` (this account's
+    alarms): without them any account's alarm could make CloudWatch publish there (the confused deputy;
+    SNS developer guide, "Example cases for Amazon SNS access control").
     An action the rule cannot follow to such a topic is a finding: unknown is not open.
     """
     for kind in _ALARMS:
@@ -78,10 +81,13 @@ def _topic_problem(assembly: Assembly, stack: str, topic_id: str) -> str | None:
     where = f"topic {stack}/{topic_id}"
     policies = [p for _, _, p in _in(assembly, stack, "AWS::SNS::TopicPolicy")
                 if any(ref_target(t) == topic_id for t in p.get("Properties", {}).get("Topics", []))]
-    if policies and not any(_allows(s, CLOUDWATCH, {"sns:publish"}) for p in policies
-                            for s in _statements(p.get("Properties", {}).get("PolicyDocument"))):
+    publish = [s for p in policies for s in _statements(p.get("Properties", {}).get("PolicyDocument"))
+               if _allows(s, CLOUDWATCH, {"sns:publish"})]
+    if policies and not publish:
         return (f"{where} has a topic policy (it replaces SNS's default one) without an Allow of sns:Publish for "
                 f"{CLOUDWATCH}: CloudWatch cannot deliver the alarm (hyperwarm.observability.alarms.allow_cloudwatch_alarms)")
+    if not all(_scoped(s) for s in publish):
+        return f"{where}'s topic policy lets CloudWatch publish for {_ANY_ACCOUNT}"
     key = _resource(assembly, stack, topic_id).get("Properties", {}).get("KmsMasterKeyId")
     if key is None:
         return None
@@ -91,11 +97,25 @@ def _topic_problem(assembly: Assembly, stack: str, topic_id: str) -> str | None:
     resource = _resource(assembly, stack, key_id) if key_id else {}
     if resource.get("Type") != "AWS::KMS::Key":
         return f"{where} is encrypted with a key the rule cannot see ({next(strings(key), key)})"
-    if not any(_allows(s, CLOUDWATCH, {"kms:decrypt", "kms:generatedatakey*"})
-               for s in _statements(resource.get("Properties", {}).get("KeyPolicy"))):
+    grants = [s for s in _statements(resource.get("Properties", {}).get("KeyPolicy"))
+              if _allows(s, CLOUDWATCH, {"kms:decrypt", "kms:generatedatakey*"})]
+    if not grants:
         return (f"{where} is encrypted with key {stack}/{key_id}, whose policy does not let {CLOUDWATCH} use it "
                 "(kms:Decrypt, kms:GenerateDataKey*)")
+    if not all(_scoped(s) for s in grants):
+        return f"{where} is encrypted with key {stack}/{key_id}, whose policy lets CloudWatch use it for {_ANY_ACCOUNT}"
     return None
+
+
+_ANY_ACCOUNT = ("any account's alarms: condition the Allow on aws:SourceAccount and aws:SourceArn, this account's "
+                "alarms (the confused deputy)")
+
+
+def _scoped(statement: dict[str, Any]) -> bool:
+    """The statement holds for this account's alarms only: it conditions both aws:SourceAccount and aws:SourceArn."""
+    keys = {key.lower() for test in (statement.get("Condition") or {}).values() if isinstance(test, dict)
+            for key in test}
+    return {"aws:sourceaccount", "aws:sourcearn"} <= keys
 
 
 def _allows(statement: dict[str, Any], service: str, actions: set[str]) -> bool:
@@ -122,3 +142,51 @@ def _in(assembly: Assembly, stack: str, kind: str) -> Iterator[tuple[str, str, d
 
 def _resource(assembly: Assembly, stack: str, logical_id: str | None) -> dict[str, Any]:
     return assembly.templates.get(stack, {}).get("Resources", {}).get(logical_id, {})
+
+
+SUBSCRIBERS = "alarms.real-subscribers"
+_ADDRESSED = ("email", "email-json", "http", "https", "sms")
+PLACEHOLDERS = ("oncall-replace-me@example.com", "oncall@example.org", "ops@alerts.example.net", "changeme@corp.io",
+                "todo@corp.io", "replaceme@corp.io", "oncall+change-me@corp.io")
+"""What an address given at deploy time must be refused as: each kind of :data:`PLACEHOLDER`."""
+
+
+@rule(SUBSCRIBERS, source="https://www.rfc-editor.org/rfc/rfc2606")
+def alarm_subscribers_reach_someone(assembly: Assembly) -> Iterator[Finding]:
+    """Every subscription of a topic (``AWS::SNS::Subscription``, a topic's own ``Subscription`` list) names
+    an address that reaches someone: no ``example.com``/``.org``/``.net`` address or URL (RFC 2606 reserves
+    them for documentation: mail to them reaches no one) and no ``replace-me``, ``changeme`` or ``todo``
+    (``hyperwarm.observability.alarms.PLACEHOLDER``). An address given at deploy time (a ``Ref`` to a
+    template parameter) passes when its ``AllowedPattern`` refuses every kind of placeholder and its default
+    is none; an address the rule cannot read is a finding (unknown is not someone)."""
+    for stack, logical_id, resource in assembly.resources():
+        props = resource.get("Properties", {})
+        if resource.get("Type") == "AWS::SNS::Subscription":
+            subscriptions = [props]
+        elif resource.get("Type") == _TOPIC:
+            subscriptions = list(props.get("Subscription") or [])
+        else:
+            continue
+        for subscription in subscriptions:
+            if str(subscription.get("Protocol", "")).lower() not in _ADDRESSED:
+                continue
+            problem = _subscriber_problem(assembly.templates[stack], subscription.get("Endpoint"))
+            if problem:
+                yield Finding(SUBSCRIBERS, stack, logical_id, problem)
+
+
+def _subscriber_problem(template: dict[str, Any], endpoint: Any) -> str | None:
+    if isinstance(endpoint, str):
+        return (f"subscribes {endpoint!r}, a placeholder (example.com/.org/.net, replace-me, changeme, todo): the "
+                "alarms reach no one; give the real on-call address") if PLACEHOLDER.search(endpoint) else None
+    name = endpoint.get("Ref") if isinstance(endpoint, dict) else None
+    parameter = template.get("Parameters", {}).get(name) if isinstance(name, str) else None
+    if parameter is None:
+        return f"subscribes {next(strings(endpoint), endpoint)!r}, which the rule cannot read: it may reach no one"
+    pattern = parameter.get("AllowedPattern")
+    passed = [p for p in PLACEHOLDERS if pattern is None or re.fullmatch(pattern, p)]
+    if passed or PLACEHOLDER.search(str(parameter.get("Default", ""))):
+        return (f"subscribes parameter {name}, whose AllowedPattern lets placeholders through "
+                f"({', '.join(passed) or 'its Default'}): refuse them (hyperwarm.observability.alarms."
+                "EMAIL_PARAMETER_PATTERN)")
+    return None

@@ -1,4 +1,4 @@
-"""What a stack retains under a fixed name, a stack created again can adopt.
+"""What a stack retains outlives it, never a failed create; under a fixed name, a stack created again adopts it.
 
 A resource with `DeletionPolicy: Retain` outlives its stack (the refresh state table keeps what each
 target serves, for the deploy guards; a created model bucket keeps the models). When the stack is
@@ -44,3 +44,22 @@ def importable(assembly: Assembly) -> Iterator[Finding]:
                               f"is retained and builds its name {field} from literals and parameters: a stack "
                               "created again fails on the name it left and cannot import it (automatic import "
                               "needs a static name); give a literal name, or none")
+
+
+@rule("retained.except-on-create",
+      source="https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html")
+def except_on_create(assembly: Assembly) -> Iterator[Finding]:
+    """A retained resource is retained with ``DeletionPolicy: RetainExceptOnCreate``, never ``Retain``.
+
+    ``Retain`` keeps a resource even when the stack operation that created it rolls back: a failed first
+    create of production leaves its clusters, keys, buckets and log groups behind, outside any stack,
+    nameless and billing. ``RetainExceptOnCreate`` retains it on every other operation (a stack deletion,
+    a resource removed from the template) and deletes it only then; a resource the stack imported is
+    existing and stays. CloudFormation allows it in every ``DeletionPolicy``; ``UpdateReplacePolicy``
+    has no such value (it stays ``Retain``). aws-cdk-lib: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``,
+    and ``hyperwarm._internal.retention.retain_except_on_create`` for its own defaults."""
+    for stack, logical_id, resource in assembly.resources():
+        if resource.get("DeletionPolicy") == "Retain":
+            yield Finding("retained.except-on-create", stack, logical_id, (
+                f"a {resource.get('Type')} with DeletionPolicy Retain: a failed first create leaves it behind, "
+                "outside any stack; use RetainExceptOnCreate (cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)"))

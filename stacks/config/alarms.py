@@ -1,23 +1,28 @@
 """The ``alarms`` section: where every alarm of the environment notifies.
 
 Either an existing SNS topic (``topic_arn``; its policy must let CloudWatch publish), or a new one in
-``hyperwarm-<env>-alarms`` with the subscriptions given here. A production environment must reach
-someone: a topic ARN or at least one subscription (:func:`alarm_problems`).
+``hyperwarm-<env>-alarms`` with the subscriptions given here, or an address given at deploy time
+(``email_parameter``). A production environment must reach someone: a topic ARN or at least one
+subscription (:func:`alarm_problems`); a placeholder subscriber reaches no one and fails synth.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from hyperwarm._internal.validation import repeated
+from hyperwarm.observability.alarms import placeholder_problem
 
-from .strict import StrictModel, described
+from .strict import StrictModel, by_rule, described
 
 TOPIC_ARN = described(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$",
                       "an SNS topic ARN, e.g. arn:aws:sns:us-west-2:123456789012:oncall")
-_EMAIL = described(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an e-mail address, e.g. oncall@example.com")
+_EMAIL = described(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an e-mail address, e.g. oncall@yourcompany.com")
+_REAL = AfterValidator(by_rule(placeholder_problem))
+EMAIL_PARAMETER = "OnCallEmail"
+"""The parameter of ``hyperwarm-<env>-alarms`` holding the on-call address given at deploy (``email_parameter``)."""
 _HTTPS = described(r"^https://[^\s/]+(/\S*)?$",
                    "an https:// URL, e.g. https://events.pagerduty.com/integration/<key>/enqueue")
 _SLACK_WORKSPACE = described(r"^[A-Za-z0-9]{1,255}$", "a Slack workspace id, e.g. T07EA123LEP")
@@ -35,15 +40,20 @@ class AlarmsConfig(StrictModel):
 
     topic_arn: str | None = Field(default=None, pattern=TOPIC_ARN,
                                   description="an existing topic; none: hyperwarm-<env>-alarms creates one")
-    emails: tuple[Annotated[str, Field(pattern=_EMAIL)], ...] = Field(default=(), description="e-mail subscribers")
-    https_endpoints: tuple[Annotated[str, Field(pattern=_HTTPS)], ...] = Field(
+    emails: tuple[Annotated[str, Field(pattern=_EMAIL), _REAL], ...] = Field(default=(),
+                                                                               description="e-mail subscribers")
+    https_endpoints: tuple[Annotated[str, Field(pattern=_HTTPS), _REAL], ...] = Field(
         default=(), description="HTTPS subscribers (PagerDuty, Opsgenie, ...)")
     slack_channels: tuple[SlackChannelConfig, ...] = Field(default=(), description="Slack channels via AWS Chatbot")
+    email_parameter: bool = Field(
+        default=False, description="subscribe an e-mail address given at deploy time, not written here: the "
+        f"CloudFormation parameter {EMAIL_PARAMETER} of hyperwarm-<env>-alarms (cdk deploy --parameters "
+        f"hyperwarm-<env>-alarms:{EMAIL_PARAMETER}=<address> once; later deploys keep it; placeholders are refused)")
 
     @model_validator(mode="after")
     def _one_kind_of_destination(self) -> AlarmsConfig:
         if self.topic_arn and self.subscribed:
-            raise ValueError("topic_arn with emails, https_endpoints or slack_channels: subscribe those to the "
+            raise ValueError("topic_arn with emails, https_endpoints, slack_channels or email_parameter: subscribe those to the "
                              "existing topic itself (hyperwarm creates subscriptions only on the topic it creates)")
         for field, values in (("emails", self.emails), ("https_endpoints", self.https_endpoints),
                               ("slack_channels", [c.channel_id for c in self.slack_channels])):
@@ -53,7 +63,7 @@ class AlarmsConfig(StrictModel):
 
     @property
     def subscribed(self) -> bool:
-        return bool(self.emails or self.https_endpoints or self.slack_channels)
+        return bool(self.emails or self.https_endpoints or self.slack_channels or self.email_parameter)
 
     @property
     def reaches_someone(self) -> bool:
@@ -68,7 +78,8 @@ def alarm_problems(env: str, production: bool, alarms: AlarmsConfig, region: str
     if production and not alarms.reaches_someone:
         problems.append(f"environments.{env}.alarms: {alarms.model_dump(exclude_defaults=True)} -- a production "
                         "environment must notify someone: set alarms.topic_arn (an existing topic CloudWatch may "
-                        "publish to), or alarms.emails, alarms.https_endpoints or alarms.slack_channels")
+                        "publish to), or alarms.emails, alarms.https_endpoints, alarms.slack_channels or "
+                        "alarms.email_parameter (an address given at deploy time)")
     topic_region = alarms.topic_arn.split(":")[3] if alarms.topic_arn else region
     if topic_region != region:
         problems.append(f"environments.{env}.alarms.topic_arn: {alarms.topic_arn!r} -- a topic in {topic_region}, "

@@ -240,8 +240,9 @@ class EnvironmentConfig(StrictModel):
         default_factory=dict, description="pods one HyperPod node holds, by instance type, where it differs from "
                                           "hyperwarm's estimate (AWS publishes no figure); default: the estimates")
     cluster_admins: tuple[Annotated[str, Field(pattern=_PRINCIPAL)], ...] = Field(
-        default=(), description="IAM roles or users given cluster-admin access to the EKS cluster; default: a new "
-        "role every principal of the account that may assume roles can assume (refused in production)")
+        default=(), description="IAM roles or users given cluster-admin access to the EKS cluster; default: the "
+        "deploying identity, the CDK bootstrap's deploy role (cdk-<qualifier>-deploy-role-<account>-<region>); "
+        "required in production")
     image_registry_accounts: tuple[Annotated[str, Field(pattern=_ACCOUNT)], ...] = Field(
         default=(), description="further accounts whose ECR repositories the HyperPod nodes pull from (the "
         "accounts of the cached models' images are added); default: none")
@@ -497,8 +498,8 @@ def _admin_problems(env: str, config: EnvironmentConfig) -> list[str]:
     """A production cluster names its administrators."""
     if config.production and config.instance_groups and not config.cluster_admins:
         return [(f"environments.{env}.cluster_admins: [] -- a production environment names the IAM roles or users "
-                 "that administer its EKS cluster; without them hyperwarm creates an admin role that any principal "
-                 "of the account allowed to assume roles can assume")]
+                 "that administer its EKS cluster; without them its administrator would be whoever may deploy "
+                 "(the CDK bootstrap's deploy role)")]
     return []
 
 

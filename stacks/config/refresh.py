@@ -31,6 +31,11 @@ class RefreshedModel(StrictModel):
     switch_timeout: RolloutTimeout | None = Field(
         default=None, description="seconds the deployment's rollout to the staged version may take "
                                   "(HyperPodRefreshTarget.switch_timeout; default 30 minutes)")
+    pinned: bool = Field(
+        default=False, description="deploy exactly the versions cdk.json names for these caches and endpoints, even "
+                                   "where a refresh moved them further (a deliberate rollback), and refresh nothing "
+                                   "under the prefix until unpinned; default false: deploys follow what the refresh "
+                                   "made serve (stacks/served.py)")
 
     @model_validator(mode="after")
     def _has_targets(self) -> RefreshedModel:
@@ -58,7 +63,15 @@ class RefreshConfig(StrictModel):
         dupes = repeated(m.prefix for m in self.models)
         if dupes:
             raise ValueError(f"refresh prefixes must be unique; repeated: {', '.join(dupes)}")
+        if self.models and not self.active:
+            raise ValueError("refresh.models: every prefix is pinned, so the refresh stack would refresh nothing; "
+                             "leave one unpinned, or remove the refresh section (its state table is retained)")
         return self
+
+    @property
+    def active(self) -> tuple[RefreshedModel, ...]:
+        """The prefixes the refresh function refreshes: every one not pinned."""
+        return tuple(m for m in self.models if not m.pinned)
 
     @property
     def cached_models(self) -> tuple[str, ...]:
@@ -69,7 +82,7 @@ class RefreshConfig(StrictModel):
         """The refreshed cached models that change version warm: node-cached (``weights_cache: node``), which the
         refresh stack names in their targets and the observability stack charts."""
         cached = {m.name: m for m in caches.models}
-        return tuple(name for name in self.cached_models if cached[name].weights_cache == "node")
+        return tuple(name for m in self.active for name in m.caches if cached[name].weights_cache == "node")
 
 
 def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> list[str]:

@@ -150,9 +150,11 @@ def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, 
         assert served[-1] == max(seen_complete, key=lambda v: int(v[1:]))
 
 
-def test_the_replay_cli_and_the_function_agree_on_the_letter_format_and_the_replay_key():
-    from hyperwarm.functions.cache_refresh import flow
-    assert (refresh_cli.FORMAT, refresh_cli.REPLAY_KEY) == (flow.DLQ_FORMAT, flow.REPLAY_KEY)
+def test_the_replay_cli_reads_the_letters_the_function_writes_and_adds_its_replay_key():
+    from hyperwarm.functions.cache_refresh import flow, letters
+    event = {"source": "aws.s3", "id": "e", "detail": {"bucket": {"name": "b"}, "object": {"key": "m/v2/manifest.json"}}}
+    letter = json.dumps(letters.envelope(event, "manifest-mismatch", "m", ["t"], request_id="r"))
+    assert (refresh_cli.original_event(letter), refresh_cli.REPLAY_KEY) == (event, flow.REPLAY_KEY)
 
 
 def test_replay_takes_the_region_from_the_queue_url_not_only_from_aws_default_region(monkeypatch) -> None:

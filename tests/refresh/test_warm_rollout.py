@@ -634,3 +634,24 @@ def test_pods_placed_where_their_version_is_not_ready_are_counted_cold_in_the_re
     assert world.cluster.cold_starts
     cold = world.record()["last_rollout"]["cold_pods"]
     assert cold >= 1 and world.metric("RefreshColdPods") == [float(cold)]
+
+
+def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_untouched() -> None:
+    """An unversioned item (an earlier release's) with a warm rollout in flight, staged in stand-alone caches: this
+    release cannot continue it (tests/formats/state/unversioned.hyperpod-warm-rollout.json)."""
+    import json
+    from pathlib import Path
+
+    sample = json.loads((Path(__file__).parents[1] / "formats" / "state" /
+                         "unversioned.hyperpod-warm-rollout.json").read_text())
+    world = WarmWorld()
+    world.store.write(StateTable.key(TARGET.id), {**sample, "pk": StateTable.key(TARGET.id),
+                                                  "lock_expires": int(world.cluster.now) - 1})
+    before = (world.cluster.deployment, world.cluster.filler)
+    assert world.step("v4")["phase"] == "failed"
+    assert [(letter["reason"], letter["event"]["id"]) for letter in world.letters] == [("rollout-superseded", "s3-v4")]
+    assert "replay this letter" in world.letters[0]["message"]
+    assert (world.cluster.deployment, world.cluster.filler) == before and not [
+        c for c in world.cluster.calls if c.startswith("patch")]
+    record = world.record()
+    assert "pending" not in record and record["current_version"] == "v3"

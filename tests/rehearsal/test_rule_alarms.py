@@ -8,16 +8,19 @@ from typing import Any
 import pytest
 
 from rehearsal import Assembly
-from rehearsal.rules.alarms import alarms_notify_through_open_topics
+from rehearsal.rules.alarms import alarm_subscribers_reach_someone, alarms_notify_through_open_topics
 
 ARN = {"Fn::Join": ["", ["arn:aws:sns:us-east-1:", {"Ref": "AWS::AccountId"}, ":hyperwarm-prod-alarms"]]}
 SSL_ONLY = {"Action": "sns:Publish", "Condition": {"Bool": {"aws:SecureTransport": "false"}}, "Effect": "Deny",
             "Principal": "*", "Resource": {"Ref": "Topic"}, "Sid": "AllowPublishThroughSSLOnly"}
+THIS_ACCOUNTS_ALARMS = {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                        "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", [
+                            "arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]}}}
 CLOUDWATCH_PUBLISH = {"Action": "sns:Publish", "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
-                      "Resource": {"Ref": "Topic"},
-                      "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}}
+                      "Resource": {"Ref": "Topic"}, "Condition": THIS_ACCOUNTS_ALARMS}
 KEY_FOR_CLOUDWATCH = {"Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Effect": "Allow",
-                      "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": "*"}
+                      "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": "*",
+                      "Condition": THIS_ACCOUNTS_ALARMS}
 ROOT = {"Action": "kms:*", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:root"}, "Resource": "*"}
 
 
@@ -80,6 +83,21 @@ def test_a_key_cloudwatch_may_not_use_fails():
     assert "whose policy does not let cloudwatch.amazonaws.com use it" in finding
 
 
+@pytest.mark.parametrize("condition", [None, {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}])
+def test_a_key_any_accounts_alarms_may_make_cloudwatch_use_fails(condition):
+    """hyperwarm's alarm topic key granted CloudWatch kms:Decrypt/GenerateDataKey* with no condition at all."""
+    grant = {k: v for k, v in KEY_FOR_CLOUDWATCH.items() if k != "Condition"} | ({"Condition": condition} if condition else {})
+    (finding,) = findings(app(ARN, alarms=alarms_stack(key_statements=[ROOT, grant])))
+    assert "whose policy lets CloudWatch use it for any account's alarms: condition the Allow on aws:SourceAccount" \
+        in finding
+
+
+def test_a_topic_policy_any_accounts_alarms_may_publish_through_fails():
+    publish = {k: v for k, v in CLOUDWATCH_PUBLISH.items() if k != "Condition"}
+    (finding,) = findings(app(ARN, alarms=alarms_stack(statements=[SSL_ONLY, publish])))
+    assert "'s topic policy lets CloudWatch publish for any account's alarms" in finding
+
+
 def test_the_aws_managed_sns_key_fails():
     (finding,) = findings(app(ARN, alarms=alarms_stack(key={"KmsMasterKeyId": "alias/aws/sns"})))
     assert "alias/aws/sns" in finding
@@ -125,3 +143,49 @@ def test_actions_that_are_no_topic_of_the_app_fail(action):
 def test_every_alarm_of_every_synthesized_environment_notifies_an_open_topic(synthesized):
     assembly = Assembly.from_outdir(synthesized.outdir)
     assert list(alarms_notify_through_open_topics(assembly)) == []
+
+
+def subscribed(endpoint: Any, protocol: str = "email", parameters: dict[str, Any] | None = None) -> list[str]:
+    template = {"Parameters": parameters or {}, "Resources": {**alarms_stack()["Resources"], "Sub": {
+        "Type": "AWS::SNS::Subscription",
+        "Properties": {"Protocol": protocol, "TopicArn": {"Ref": "Topic"}, "Endpoint": endpoint}}}}
+    return [f"{f.resource}: {f.message}" for f in alarm_subscribers_reach_someone(Assembly.from_templates({"a": template}))]
+
+
+@pytest.mark.parametrize("endpoint, protocol", [
+    ("oncall-replace-me@example.com", "email"),  # what cdk.json's prod subscribed: it passed the production check
+    ("ops@example.org", "email"), ("pager@alerts.example.net", "email"), ("changeme@corp.io", "email"),
+    ("TODO@corp.io", "email-json"), ("https://hooks.example.com/services/x", "https"),
+    ("https://events.pagerduty.com/integration/replace-me/enqueue", "https")])
+def test_a_placeholder_subscriber_fails(endpoint, protocol):
+    (finding,) = subscribed(endpoint, protocol)
+    assert finding.startswith(f"Sub: subscribes {endpoint!r}, a placeholder")
+
+
+@pytest.mark.parametrize("endpoint", ["oncall@corp.io", "mastodon-ops@corp.io", "https://events.pagerduty.com/x"])
+def test_real_subscribers_pass(endpoint):
+    assert subscribed(endpoint) == []
+
+
+def test_an_address_given_at_deploy_passes_only_when_its_pattern_refuses_placeholders():
+    from hyperwarm.observability.alarms import EMAIL_PARAMETER_PATTERN
+
+    ref = {"Ref": "OnCallEmail"}
+    assert subscribed(ref, parameters={"OnCallEmail": {"Type": "String", "AllowedPattern": EMAIL_PARAMETER_PATTERN}}) == []
+    (finding,) = subscribed(ref, parameters={"OnCallEmail": {"Type": "String"}})
+    assert "whose AllowedPattern lets placeholders through (oncall-replace-me@example.com" in finding
+    (finding,) = subscribed(ref, parameters={"OnCallEmail": {"Type": "String", "AllowedPattern": ".+@.+"}})
+    assert "lets placeholders through" in finding
+    (finding,) = subscribed({"Fn::ImportValue": "oncall"})
+    assert "which the rule cannot read" in finding
+
+
+def test_a_topics_own_subscription_list_is_read_too():
+    template = alarms_stack()
+    template["Resources"]["Topic"]["Properties"]["Subscription"] = [{"Protocol": "email", "Endpoint": "todo@corp.io"}]
+    (finding,) = alarm_subscribers_reach_someone(Assembly.from_templates({"a": template}))
+    assert finding.resource == "Topic"
+
+
+def test_every_subscriber_of_every_synthesized_environment_reaches_someone(synthesized):
+    assert list(alarm_subscribers_reach_someone(Assembly.from_outdir(synthesized.outdir))) == []

@@ -1,11 +1,12 @@
-"""retained.importable: what a stack retains under a fixed name, the stack created again can import."""
+"""retained.importable: what a stack retains under a fixed name, the stack created again can import;
+retained.except-on-create: what it retains is deleted when its first create rolls back."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rehearsal import Assembly
-from rehearsal.rules.retained import importable
+from rehearsal.rules.retained import except_on_create, importable
 
 
 def table(name: Any, policy: str = "Retain") -> dict[str, Any]:
@@ -37,3 +38,18 @@ def test_literal_generated_or_per_creation_names_pass() -> None:
 def test_a_retained_resource_of_a_type_without_a_schema_cannot_be_judged() -> None:
     (finding,) = check({"C": {"Type": "AWS::Nothing::Known", "DeletionPolicy": "Retain", "Properties": {}}})
     assert "cannot tell whether a retained AWS::Nothing::Known can be imported" in finding
+
+
+def test_a_resource_retained_even_after_a_failed_create_is_found() -> None:
+    """Production's EKS and HyperPod clusters had DeletionPolicy Retain: a failed first create kept them, billing."""
+    cluster = {"Type": "AWS::SageMaker::Cluster", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+               "Properties": {}}
+    (finding,) = except_on_create(Assembly.from_templates({"prod-cluster": {"Resources": {"HyperPod": cluster}}}))
+    assert (finding.stack, finding.resource) == ("prod-cluster", "HyperPod")
+    assert finding.message.startswith("a AWS::SageMaker::Cluster with DeletionPolicy Retain: a failed first create")
+
+
+def test_retained_except_on_create_deleted_or_unset_pass() -> None:
+    resources = {"T": table("hyperwarm-prod-cache-refresh-state", policy="RetainExceptOnCreate"),
+                 "D": table(None, policy="Delete"), "N": {"Type": "AWS::SQS::Queue", "Properties": {}}}
+    assert list(except_on_create(Assembly.from_templates({"s": {"Resources": resources}}))) == []

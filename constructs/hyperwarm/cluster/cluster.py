@@ -56,7 +56,8 @@ class HyperPodEksClusterProps:
     endpoint_public_access: bool = False
     """Expose the EKS API endpoint publicly. Default: private only (see :class:`EksControlPlaneProps`)."""
     admin_principals: Sequence[iam.IRole | iam.IUser] = ()
-    """IAM roles or users given cluster-admin access entries. Default: a new role assumable by the account."""
+    """IAM roles or users given cluster-admin access entries. Default: the deploying identity (the CDK bootstrap's
+    deploy role, ``cdk-<qualifier>-deploy-role-<account>-<region>``), never every principal of the account."""
     node_recovery: str = "Automatic"
     """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
     install_inference_operator: bool = True

@@ -42,7 +42,9 @@ class EksControlPlaneProps:
     (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html) and HyperPod nodes
     reach the VPC through their cluster-VPC interface; if nodes fail to register, set this true."""
     admin_principals: Sequence[iam.IRole | iam.IUser] = ()
-    """IAM roles or users given cluster-admin access entries. Default: a new role assumable by the account."""
+    """IAM roles or users given cluster-admin access entries. Default: the deploying identity, the CDK bootstrap's
+    deploy role of the stack's account and region (``cdk-<qualifier>-deploy-role-<account>-<region>``, which
+    ``cdk deploy`` assumes); a stack whose synthesizer names no deploy role must name them."""
     addon_versions: Mapping[str, str] = field(default_factory=dict)
     """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version."""
 
@@ -53,7 +55,7 @@ class EksControlPlane:
     exist before ``AWS::SageMaker::Cluster``.
 
     A part of :class:`hyperwarm.HyperPodEksCluster` (see there): it adds ``Eks``, ``SecretsKey``,
-    ``KubectlLayer``, ``AdminRole`` (without ``admin_principals``), one child per core add-on and
+    ``KubectlLayer``, one child per core add-on and
     ``HyperPodDependencies`` to ``scope``.
     """
 
@@ -81,26 +83,33 @@ class EksControlPlane:
         acknowledge(self.cluster, "the EKS control-plane service role requires the AWS-managed "
                     "AmazonEKSClusterPolicy", managed_policy("AmazonEKSClusterPolicy"))
         _acknowledge_kubectl_provider(self.cluster)
-        self.admin_role: iam.Role | None = self._grant_admins(scope, props.admin_principals)
-        """The cluster-admin role created when no ``admin_principals`` are given."""
+        self.admin_principal_arns: list[str] = self._grant_admins(scope, props.admin_principals)
+        """The principals given cluster-admin access entries (``admin_principals``, else the deploy role)."""
         self.core_addons: list[eks.CfnAddon] = [
             addon(scope, name, as_cluster(self.cluster), props.addon_versions) for name in CORE_ADDONS]
         self.dependencies = HyperPodDependencies(scope, "HyperPodDependencies", HyperPodDependenciesProps(
             cluster=as_cluster(self.cluster), region=cdk.Stack.of(scope).region, after=self.core_addons))
 
-    def _grant_admins(self, scope: Construct, principals: Sequence[iam.IRole | iam.IUser]) -> iam.Role | None:
-        """Cluster-admin access entries for ``principals``, or for a new role (returned) without any."""
-        arns = [str(_principal_arn(p)) for p in principals]
-        role = None
-        if not arns:
-            role = iam.Role(scope, "AdminRole", assumed_by=iam.AccountRootPrincipal(),
-                            description="Cluster administrators of the HyperPod EKS cluster")
-            arns = [role.role_arn]
+    def _grant_admins(self, scope: Construct, principals: Sequence[iam.IRole | iam.IUser]) -> list[str]:
+        """Cluster-admin access entries for ``principals``, or for the deploying identity without any: named
+        principals, never every principal of the account."""
+        arns = [str(_principal_arn(p)) for p in principals] or [deploy_role_arn(scope)]
         policy = eks.AccessPolicy.from_access_policy_name(
             "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)
         for index, arn in enumerate(arns):
             self.cluster.grant_access(f"Admin{index}", arn, [policy])
-        return role
+        return arns
+
+
+def deploy_role_arn(scope: Construct) -> str:
+    """The role ``cdk deploy`` assumes for ``scope``'s stack (the CDK bootstrap's deploy role): the deploying identity.
+    Known for the stack's own default synthesizer; one given to the stack is bound to a copy Python cannot read."""
+    synthesizer = cdk.Stack.of(scope).synthesizer
+    if not isinstance(synthesizer, cdk.DefaultStackSynthesizer) or synthesizer.bootstrap_qualifier is None:
+        raise ValueError(f"{scope.node.path}: admin_principals = [] -- the deploying identity (the CDK bootstrap's "
+                         f"deploy role) is not known for the stack's {type(synthesizer).__name__} given to it: name "
+                         "the IAM roles or users that administer the cluster")
+    return cdk.Fn.sub(synthesizer.deploy_role_arn)
 
 
 def _principal_arn(principal: iam.IRole | iam.IUser) -> str | None:

@@ -120,7 +120,7 @@ class HyperPodNodes:
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
             versioned=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         no_access_logs = ("holds only the lifecycle scripts this stack uploads; they are versioned "
                           "and changed by deployments alone, which CloudTrail already records")

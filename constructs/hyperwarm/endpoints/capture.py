@@ -15,7 +15,7 @@ def capture_bucket(scope: Construct, key: kms.IKey) -> s3.Bucket:
     bucket = s3.Bucket(
         scope, "DataCaptureBucket", encryption=s3.BucketEncryption.KMS, encryption_key=key,
         bucket_key_enabled=True, block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True,
-        versioned=True, removal_policy=cdk.RemovalPolicy.RETAIN,
+        versioned=True, removal_policy=cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     )
     no_access_logs = ("written only by this endpoint's execution role; object-level access is "
                       "audited with CloudTrail S3 data events rather than server access logs")

@@ -37,6 +37,14 @@ CLOUDWATCH = "cloudwatch.amazonaws.com"
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 HTTPS = re.compile(r"^https://[^\s/]+(/\S*)?$")
 SLACK_ID = re.compile(r"^[A-Za-z0-9]{1,255}$")
+_PLACEHOLDER = (r"(?:^|[@./])example\.(?:com|org|net)(?:$|[/:?#])"  # RFC 2606's documentation domains
+                r"|(?:^|[^a-z0-9])(?:replace-?me|change-?me|todo)(?:$|[^a-z0-9])")
+PLACEHOLDER = re.compile("(?i)" + _PLACEHOLDER)
+"""A subscriber that reaches no one: an example.com/.org/.net address or URL, or one saying replace-me, changeme
+or todo (a word of its own: ``mastodon`` is none)."""
+EMAIL_PARAMETER_PATTERN = rf"(?i)^(?!.*(?:{_PLACEHOLDER}))[^@\s]+@[^@\s]+\.[^@\s]+$"
+"""The ``AllowedPattern`` of an e-mail address given at deploy time: an address and no :data:`PLACEHOLDER`
+(CloudFormation reads it as a Java regular expression, Python alike)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,11 @@ class AlarmDestinationProps:
     """HTTPS endpoints subscribed to the topic, e.g. a PagerDuty or Opsgenie integration URL. Default: none."""
     slack_channels: Sequence[SlackChannel] = ()
     """Slack channels that receive the alarms through AWS Chatbot. Default: none."""
+    email_parameter: str | None = None
+    """Name of a CloudFormation parameter (the construct adds it to its stack) whose value, an e-mail address
+    given at deploy time (``cdk deploy --parameters <stack>:<name>=<address>``; later deploys keep it), is
+    subscribed: an address kept out of the app's code. CloudFormation refuses one that is no address or a
+    placeholder (:data:`EMAIL_PARAMETER_PATTERN`). Default: none."""
 
 
 class AlarmDestination(Construct):
@@ -75,6 +88,13 @@ class AlarmDestination(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(address))
         for url in props.https_endpoints:
             self.topic.add_subscription(subscriptions.UrlSubscription(url, protocol=sns.SubscriptionProtocol.HTTPS))
+        if props.email_parameter:
+            parameter = cdk.CfnParameter(
+                cdk.Stack.of(self), props.email_parameter, type="String", allowed_pattern=EMAIL_PARAMETER_PATTERN,
+                description="the e-mail address every alarm notifies (on-call); CloudFormation keeps it for later deploys",
+                constraint_description="an e-mail address that reaches someone: no example.com/.org/.net address, "
+                                       "no replace-me, changeme or todo")
+            self.topic.add_subscription(subscriptions.EmailSubscription(parameter.value_as_string))
         self.slack_channels = [self._slack(channel, props.topic_name) for channel in props.slack_channels]
         """The Chatbot channel configurations, in the order of ``slack_channels``."""
 
@@ -98,7 +118,9 @@ def alarm_topic(scope: Construct, id: str, *, topic_name: str | None = None) -> 
     account's alarms."""
     key = kms.Key(scope, f"{id}Key", enable_key_rotation=True,
                   description="hyperwarm alarm topic: CloudWatch alarms publish to it")
-    key.grant(iam.ServicePrincipal(CLOUDWATCH), "kms:Decrypt", "kms:GenerateDataKey*")
+    key.add_to_resource_policy(iam.PolicyStatement(
+        sid="CloudWatchAlarmsUse", principals=[iam.ServicePrincipal(CLOUDWATCH)],
+        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=_this_accounts_alarms(key)))
     topic = sns.Topic(scope, id, topic_name=topic_name, master_key=key, enforce_ssl=True,
                       display_name="hyperwarm inference alarms")
     allow_cloudwatch_alarms(topic)
@@ -107,14 +129,26 @@ def alarm_topic(scope: Construct, id: str, *, topic_name: str | None = None) -> 
 
 def allow_cloudwatch_alarms(topic: sns.ITopic) -> None:
     """Let the account's CloudWatch alarms publish to ``topic`` (a topic policy replaces the default one)."""
-    stack = cdk.Stack.of(topic)
     topic.add_to_resource_policy(iam.PolicyStatement(
         sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal(CLOUDWATCH)], actions=["sns:Publish"],
-        resources=[topic.topic_arn],
-        conditions={"StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm",
-                                                                  resource_name="*",
-                                                                  arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)}}))
+        resources=[topic.topic_arn], conditions=_this_accounts_alarms(topic)))
+
+
+def _this_accounts_alarms(scope: IConstruct) -> dict[str, dict[str, str]]:
+    """CloudWatch acting for this account's alarms in this region only (aws:SourceAccount, aws:SourceArn): no
+    other account's alarm can make CloudWatch publish here (the confused deputy)."""
+    stack = cdk.Stack.of(scope)
+    return {"StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
+                                                          arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)}}
+
+
+def placeholder_problem(subscriber: str) -> str | None:
+    """Why ``subscriber`` (an address or URL) reaches no one (:data:`PLACEHOLDER`), or None (tokens are not judged)."""
+    if cdk.Token.is_unresolved(subscriber) or not PLACEHOLDER.search(subscriber):
+        return None
+    return ("a placeholder (an example.com/.org/.net address, replace-me, changeme or todo): alarms would reach no "
+            "one; give the real on-call address")
 
 
 def notify_alarms(scope: IConstruct, topic: sns.ITopic) -> None:
@@ -148,10 +182,13 @@ class _Notify:
 
 def _validate(scope: Construct, props: AlarmDestinationProps) -> None:
     problems: list[str] = []
-    problems += [f"emails = {a!r} -- must be an e-mail address, e.g. oncall@example.com"
+    problems += [f"emails = {a!r} -- must be an e-mail address, e.g. oncall@yourcompany.com"
                  for a in props.emails if not cdk.Token.is_unresolved(a) and not EMAIL.match(a)]
     problems += [f"https_endpoints = {u!r} -- must be an https:// URL" for u in props.https_endpoints
                  if not cdk.Token.is_unresolved(u) and not HTTPS.match(u)]
+    problems += [f"{field}[{i}] = {value!r} -- {problem}"
+                 for field, values in (("emails", props.emails), ("https_endpoints", props.https_endpoints))
+                 for i, value in enumerate(values) if (problem := placeholder_problem(value))]
     for channel in props.slack_channels:
         for field, value in (("workspace_id", channel.workspace_id), ("channel_id", channel.channel_id)):
             if not SLACK_ID.match(value):

@@ -31,7 +31,7 @@ def otel_enrichment(scope: Construct, id: str = "OTelEnrichment") -> cloudwatch.
     enrichment = cloudwatch.CfnOTelEnrichment(scope, id)
     enrichment.node.add_dependency(tags)
     for resource in (tags, enrichment):
-        resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        resource.apply_removal_policy(cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
     return enrichment
 
 

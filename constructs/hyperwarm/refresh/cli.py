@@ -3,7 +3,9 @@ version change in flight.
 
 A letter in the refresh dead-letter queue is one of:
 
-- the function's own ``hyperwarm.refresh.hook-dlq/v1`` envelope (a failure it decided: ``event`` inside);
+- the function's own envelope (a failure it decided: ``event`` inside), in any format ever written
+  (``hyperwarm.refresh.hook-dlq/v1``, and ``hyperwarm.refresh-dlq/v1`` from before its rename: see
+  :mod:`hyperwarm.functions.cache_refresh.formats`); a newer release's is reported unreadable, saying so;
 - a Lambda asynchronous-invocation record from the functions' on-failure destination
   (``requestContext.condition`` e.g. ``RetriesExhausted``; the original event in ``requestPayload``);
 - a raw EventBridge event the rule could not deliver (S3 "Object Created" or SageMaker "Endpoint
@@ -30,7 +32,8 @@ import re
 import sys
 from typing import Any
 
-from hyperwarm.functions.cache_refresh.contract import LETTER_FORMAT as FORMAT, REPLAY_KEY
+from hyperwarm.functions.cache_refresh import formats
+from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY
 
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
@@ -45,7 +48,7 @@ _QUEUE_URL = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(-[a-z]+)+-\d)\.")
 def original_event(body: str) -> dict[str, Any]:
     """The EventBridge event inside a DLQ message body, whichever path dead-lettered it."""
     doc = json.loads(body)
-    if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("event"), dict):
+    if formats.is_letter(doc) and isinstance(doc.get("event"), dict):
         event: dict[str, Any] = doc["event"]
         return event
     if isinstance(doc, dict) and isinstance(doc.get("requestPayload"), dict):  # on-failure destination record
@@ -58,7 +61,7 @@ def original_event(body: str) -> dict[str, Any]:
 def letter_key(body: str) -> str | None:
     """What makes two messages the same letter: the envelope's ``letter_id``, else the event's ``id``."""
     doc = json.loads(body)
-    if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("letter_id"), str):
+    if formats.is_letter(doc) and isinstance(doc.get("letter_id"), str):
         return "letter:" + str(doc["letter_id"])
     event_id = original_event(body).get("id")
     return f"event:{event_id}" if isinstance(event_id, str) else None

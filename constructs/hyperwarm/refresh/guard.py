@@ -15,6 +15,9 @@ A stack rollback is never blocked (CloudFormation would leave the stack in UPDAT
 but it may move a refreshed target back: the guard then counts ``RefreshFailed`` (Reason
 ``moved-back``, the refresh alarm's metric) and, given the refresh dead-letter queue's name, sends a
 letter that ``hyperwarm refresh replay`` turns into a roll forward.
+
+A deliberate rollback is a pinned target (:attr:`GuardedTarget.pinned_location`): the guard lets its
+older version through and records it as what serves, so nothing reports it moved back.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from aws_cdk import aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
-from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.cache_refresh import contract, formats
 from hyperwarm.refresh.asset import FUNCTION
 
 
@@ -48,6 +51,10 @@ class GuardedTarget:
     """Where the configuration sets it, for the message (e.g. ``environments.prod.caches.models[0].source.version``)."""
     value: str = "{version}"
     """The field's value with ``{version}`` where the version goes. Default: the bare version."""
+    pinned_location: str | None = None
+    """Set to pin: the deploy sets ``version`` even where the target serves a newer one (a deliberate
+    rollback), and the guard records it as the target's current version, at this key prefix
+    (``<prefix>/<version>`` in the model bucket). Default: not pinned."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,8 @@ class RefreshGuard(Construct):
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
         acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
                     managed_policy("service-role/AWSLambdaBasicExecutionRole"))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["dynamodb:GetItem"],
+        role.add_to_principal_policy(iam.PolicyStatement(  # PutItem: a pin's record (and its undoing on rollback)
+            actions=["dynamodb:GetItem", "dynamodb:PutItem"],
             resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=props.state_table_name)]))
         # A rollback sends the previous properties: the function lets it through (DescribeStacks on its own stack).
         role.add_to_principal_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
@@ -133,8 +140,10 @@ class RefreshGuard(Construct):
             # 5 minutes or never: stop waiting soon after.
             service_timeout=cdk.Duration.minutes(6),
             properties={
+                "Format": formats.GUARD,
                 "Table": props.state_table_name,
-                "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value}
+                "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value,
+                             **({"Pinned": True, "Location": t.pinned_location} if t.pinned_location else {})}
                             for t in props.targets],
                 "Fingerprint": _Fingerprint(self._protected),
                 **rollback_letters,

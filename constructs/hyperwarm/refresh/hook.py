@@ -348,7 +348,7 @@ class CacheRefreshHook(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
         )
         acknowledge_checkov(table, "holds model prefixes, version ids, target names and refresh status, no "
                             "secrets; encrypted at rest with the AWS-managed DynamoDB key", "CKV_AWS_119")

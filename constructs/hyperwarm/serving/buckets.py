@@ -35,7 +35,7 @@ def model_bucket(scope: Construct, id: str, bucket_name: str | None = None) -> s
     bucket = s3.Bucket(
         scope, id, bucket_name=bucket_name, encryption=s3.BucketEncryption.S3_MANAGED,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL, enforce_ssl=True, versioned=True,
-        removal_policy=cdk.RemovalPolicy.RETAIN,
+        removal_policy=cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE,
     )
     no_access_logs = ("model versions are written by the team's release pipeline, each under a new version "
                       "folder; object-level access is audited with CloudTrail S3 data events")
