@@ -128,7 +128,9 @@ def test_state_items_of_every_version_are_read_and_rewritten_in_todays(version: 
         after = table.get(target)
         assert after["format"] == formats.STATE
         kept = [k for k in item if k not in ("rev", "updated_at", "format", "failed")]  # all else as it was
-        assert ({k: after[k] for k in kept}, after["failed"]["version"]) == ({k: item[k] for k in kept}, "v9")
+        # (but an earlier release's warm rollout in flight, which this one ends: formats.state_item)
+        legacy = {"pending": {**item["pending"], "legacy": True}} if "staged" in item.get("pending", {}) else {}
+        assert ({k: after[k] for k in kept}, after["failed"]["version"]) == ({k: item[k] for k in kept} | legacy, "v9")
 
 
 @mock_aws

@@ -645,7 +645,7 @@ def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_u
     sample = json.loads((Path(__file__).parents[1] / "formats" / "state" /
                          "unversioned.hyperpod-warm-rollout.json").read_text())
     world = WarmWorld()
-    world.store.write(StateTable.key(TARGET.id), {**sample, "pk": StateTable.key(TARGET.id),
+    world.store.write(StateTable.key(TARGET.id), {**sample, "pk": StateTable.key(TARGET.id), "rev": 0,
                                                   "lock_expires": int(world.cluster.now) - 1})
     before = (world.cluster.deployment, world.cluster.filler)
     assert world.step("v4")["phase"] == "failed"

@@ -43,6 +43,7 @@ _CODE = {  # ConfigMap key -> path below CODE_MOUNT: the package layout the fill
     "cache_refresh.py": "hyperwarm/functions/cache_refresh/__init__.py",
     "errors.py": "hyperwarm/functions/cache_refresh/errors.py",
     "manifest.py": "hyperwarm/functions/cache_refresh/manifest.py",
+    "formats.py": "hyperwarm/functions/cache_refresh/formats.py",
 }
 _CHECKOV = {
     "CKV_K8S_23": "the filler writes the model's directory on the node's instance store, which kubelet creates "
@@ -69,6 +70,7 @@ def code_config_map(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
         "node_cache.py": _source(node_cache, "__init__.py"), "layout.py": _source(node_cache, "layout.py"),
         "fill.py": _source(node_cache, "fill.py"), "cache_refresh.py": _source(cache_refresh, "__init__.py"),
         "errors.py": _source(cache_refresh, "errors.py"), "manifest.py": _source(cache_refresh, "manifest.py"),
+        "formats.py": _source(cache_refresh, "formats.py"),
     }
     digest = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()[:10]
     return {"apiVersion": "v1", "kind": "ConfigMap",
