@@ -213,9 +213,12 @@ def abort(table: str, target: str, function_name: str, state_machine_arn: str | 
     from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
 
     def make(service: str) -> Any:
+        """A client (the state table: a boto3 resource, as the function reads it)."""
         if clients is not None:
             return clients(service)
         import boto3
+        if service == "dynamodb":
+            return boto3.resource(service, region_name=region)
         return boto3.client(service, region_name=region)
 
     who = make("sts").get_caller_identity()["Arn"]
