@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cdk8s
 from constructs import Construct
 
+from hyperwarm._internal.extras import missing_extra
 from hyperwarm.caches.objects import (
     inference_endpoint_config,
     model_image_cache,
@@ -27,6 +27,11 @@ from hyperwarm.caches.objects import (
 from hyperwarm.caches.props import MANAGED_BY, CachedModelProps
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
+
+try:
+    import cdk8s
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "caches", "hyperwarm.caches (CachedModels, CachesChart)") from None
 
 MODEL_LABEL = "hyperwarm.io/model"
 

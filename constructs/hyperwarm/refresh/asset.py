@@ -2,7 +2,7 @@
 deploy guard.
 
 It holds ``hyperwarm/functions/cache_refresh/``, the shared ``hyperwarm/functions/eks_auth/`` and the
-distributions pinned in ``lambdas/cache_refresh/requirements.txt`` (the ``refresh`` extra installs them);
+wheels locked in ``lambdas/cache_refresh/requirements.txt`` (shipped inside hyperwarm);
 handlers are :data:`contract.REFRESH_HANDLER` and its siblings. How it is bundled:
 :mod:`hyperwarm._internal.bundling`.
 """
@@ -10,7 +10,6 @@ handlers are :data:`contract.REFRESH_HANDLER` and its siblings. How it is bundle
 from __future__ import annotations
 
 from hyperwarm._internal.bundling import FunctionPackage
-from hyperwarm.functions import cache_refresh, eks_auth
 
-FUNCTION = FunctionPackage.of(cache_refresh, "the cache refresh function", shared=(eks_auth,), extra="refresh")
+FUNCTION = FunctionPackage.of("cache_refresh", "the cache refresh function", shared=("eks_auth",), locked=True)
 """The refresh functions' package; ``FUNCTION.code()`` is their code asset."""
