@@ -74,7 +74,7 @@ test-fast: $(STAMP) $(WHEELS_STAMP)
 # new virtualenvs (no dev extras) at the newest releases and at every declared floor; the example app synthesized
 # in each, its Lambda assets equal to this venv's, and `mypy --strict` on it. Needs the package registries, no AWS.
 test-install: $(STAMP) $(WHEELS_STAMP)
-	$(call timed,HYPERWARM_TEST_INSTALL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -p no:xdist tests/install,make test-install,300)
+	$(call timed,HYPERWARM_TEST_INSTALL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -p no:xdist --durations=0 tests/install,make test-install,300)
 
 # Byte-compiled modules are kept, as in a user's virtualenv after its first run (pip compiles at install).
 bench: $(STAMP) $(WHEELS_STAMP)
@@ -83,7 +83,7 @@ bench: $(STAMP) $(WHEELS_STAMP)
 
 # The installed size of the library and of each extra, in new virtualenvs (docs/performance.md records it).
 footprint: $(STAMP) $(WHEELS_STAMP)
-	HYPERWARM_TEST_INSTALL=1 HYPERWARM_FOOTPRINT=1 $(PY) -m pytest -p no:xdist -q -s tests/install/test_footprint.py
+	$(PY) tests/install/footprint.py
 
 # The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
 cdk: $(STAMP)

@@ -35,6 +35,11 @@ def readme_extras() -> set[str]:
     return set(re.findall(r"pip install 'hyperwarm\[([a-z]+)\]'", section))
 
 
+def _name(distribution: str) -> str:
+    """A distribution name as PEP 503 compares them: lower case, runs of ``-_.`` as ``-``."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
 def floors(extras: tuple[str, ...]) -> dict[str, str]:
     """``name -> version`` at the lower end of each range the library and ``extras`` declare (``>=``), the
     extras they include followed."""
@@ -53,7 +58,7 @@ def floors(extras: tuple[str, ...]) -> dict[str, str]:
     for requirement in requirements:
         match = re.match(r"^([A-Za-z0-9._-]+)\s*(?:\[.*\])?.*>=\s*([0-9][^,;\s]*)", requirement)
         if match:
-            found[match[1].lower()] = match[2]
+            found[_name(match[1])] = match[2]
     return found
 
 
@@ -79,7 +84,9 @@ def new_venv(path: Path, wheel: Path, extras: tuple[str, ...], pins: dict[str, s
         constraints = path / "constraints.txt"
         constraints.write_text("".join(f"{name}=={version}\n" for name, version in pins.items()))
         command += ["--constraint", str(constraints)]
-    subprocess.run(command, check=True, env=clean_env(), capture_output=True, text=True)
+    result = subprocess.run(command, env=clean_env(), capture_output=True, text=True)
+    if result.returncode:  # pip's own account of a conflict: which floor or range cannot be installed
+        raise RuntimeError(f"{' '.join(command)}:\n{result.stdout}{result.stderr}")
     return python
 
 
@@ -87,7 +94,7 @@ def installed(python: Path) -> dict[str, str]:
     """The distributions of ``python``'s environment, ``name -> version`` (names lower case)."""
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json", "--disable-pip-version-check"],
                             check=True, capture_output=True, text=True, env=clean_env()).stdout
-    return {d["name"].lower(): d["version"] for d in json.loads(listed)}
+    return {_name(d["name"]): d["version"] for d in json.loads(listed)}
 
 
 def site_packages_bytes(python: Path) -> int:
