@@ -53,3 +53,20 @@ def test_synthesizing_prod_imports_no_linter_and_no_aws_sdk() -> None:
                             text=True)
     imported = set(json.loads(result.stdout.splitlines()[-1]))
     assert not imported & {"cfnlint", "sympy", "boto3", "botocore", "sagemaker_core", "pandas"}, imported
+
+
+def test_the_token_check_answers_plain_values_as_aws_cdk_lib_does() -> None:
+    import aws_cdk as cdk
+
+    from hyperwarm._internal.tokens import unresolved
+
+    stack = cdk.Stack(cdk.App(), "T")
+    bucket = cdk.aws_s3.Bucket(stack, "B")
+    tokens = [stack.region, stack.account, bucket.bucket_name, f"arn:{stack.partition}:s3:::x", cdk.Fn.ref("X"),
+              cdk.Fn.join("-", ["a", stack.region]), cdk.Token.as_list(cdk.Fn.ref("L")),
+              cdk.Token.as_number(cdk.Fn.ref("N")), bucket.bucket_arn + "/*"]
+    plain = ["", "us-west-2", "${Token", "{Token[x]}", "$Token[1]", 0, 3, True, False, 1.5, -1e300, ["a"], None,
+             cdk.Token.as_list(cdk.Fn.ref("L"))[0]]  # a list token's element is none on its own
+    for value in tokens + plain:
+        assert unresolved(value) == bool(value is not None and cdk.Token.is_unresolved(value)), value
+    assert all(unresolved(v) for v in tokens)

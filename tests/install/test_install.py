@@ -99,6 +99,16 @@ def test_the_floor_end_holds_every_declared_floor_and_nothing_of_the_dev_tools(v
 
 
 @pytest.mark.parametrize("end", ENDS)
+def test_every_public_name_loads_from_the_wheel(venvs, end) -> None:
+    """Beyond the example's constructs: every name hyperwarm exports imports at both ends (no module of aws-cdk-lib
+    newer than the floor, no undeclared dependency)."""
+    code = "import hyperwarm\nhyperwarm.use_bundled_node()\nfor name in hyperwarm.__all__:\n    getattr(hyperwarm, name)"
+    result = subprocess.run([str(venvs[end]), "-c", code], cwd=venvs[end].parent, capture_output=True, text=True,
+                            env=clean_env())
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("end", ENDS)
 def test_the_example_app_synthesizes_from_the_wheel(templates, end) -> None:
     template = templates[end]
     kinds = {r["Type"] for r in template["Resources"].values()}
