@@ -125,4 +125,4 @@ wheel: $(STAMP) $(WHEELS_STAMP)
 	$(PY) -m build --wheel --outdir dist/wheel .
 
 clean:
-	rm -rf cdk.out dist build .venv *.egg-info constructs/*.egg-info
+	rm -rf cdk.out dist build .venv *.egg-info constructs/*.egg-info constructs/hyperwarm/functions/_wheels

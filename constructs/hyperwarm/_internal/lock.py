@@ -113,9 +113,9 @@ def locked_wheels(lock: Path, folder: Path) -> list[Path]:
     problems = [_pin_problem(lock, pin, found.pop(_normalized(pin.name), None)) for pin in pins]
     problems += [f"{wheel.name}: not in {lock}" for wheel in found.values()]
     if any(problems):
-        raise LockError(f"{folder}: " + "; ".join(p for p in problems if p) + " -- hyperwarm was installed "
-                        "without its functions' locked dependency wheels: install a hyperwarm wheel, or in its "
-                        "project run make lambda-wheels")
+        raise LockError(f"{folder}: " + "; ".join(p for p in problems if p) + " -- the wheels hyperwarm ships for "
+                        "its functions are not the locked ones (a build without make lambda-wheels, or changed "
+                        "files): install a hyperwarm wheel, or in its project run make lambda-wheels")
     return sorted(folder.glob("*.whl"))
 
 
