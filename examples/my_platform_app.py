@@ -1,12 +1,15 @@
-"""A user's own CDK app that reuses hyperwarm's public API (not the project's stacks).
+"""A user's own CDK app that reuses hyperwarm's public API (not the project's stacks): a cluster, a cached model,
+an endpoint behind API Gateway, the refresh of new model versions and the dashboard with its alarms.
 
+Install: ``pip install 'hyperwarm[caches]'`` (and ``hyperwarm[node]`` on a machine without Node.js 22 or newer).
 Run: ``CDK_OUTDIR=/tmp/out python -m hyperwarm.run examples/my_platform_app.py`` (``hyperwarm.run`` points
-jsii at the Node that hyperwarm installs before ``aws_cdk`` loads; cdk.json: ``"app": "python -m hyperwarm.run
-my_platform_app.py"``). Type-checked with mypy in the test suite.
+jsii at the Node of ``hyperwarm[node]``, if installed, before ``aws_cdk`` loads; cdk.json: ``"app": "python -m
+hyperwarm.run my_platform_app.py"``). ``make test-install`` installs the wheel that way in a new virtualenv,
+synthesizes this app and runs ``mypy --strict`` on it.
 """
 
 import aws_cdk as cdk
-from aws_cdk import aws_apigateway as apigateway, aws_iam as iam
+from aws_cdk import aws_apigateway as apigateway, aws_iam as iam, aws_s3 as s3
 
 import hyperwarm
 
@@ -58,9 +61,19 @@ chat.grant_invoke(iam.Role(stack, "ChatCaller", assumed_by=iam.AccountRootPrinci
 api = apigateway.RestApi(stack, "ChatApi", cloud_watch_role=False)
 api.root.add_resource("chat").add_method("POST", apigateway.SagemakerIntegration(chat),
                                          authorization_type=apigateway.AuthorizationType.IAM)
+# A complete new version under the endpoint's prefix (<prefix>/<version>/manifest.json) rolls out blue/green.
+hyperwarm.CacheRefreshHook(stack, "Refresh", hyperwarm.CacheRefreshHookProps(
+    bucket=s3.Bucket.from_bucket_name(stack, "ModelBucket", "my-team-models"),
+    models=[hyperwarm.RefreshedPrefix(prefix="llama-3.1-8b-instruct", endpoints=[
+        hyperwarm.EndpointRefreshTarget(chat, hyperwarm.BlueGreen(rollback_alarms=chat.rollback_alarms))])],
+))
 # Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call: the address is given at
 # deploy time (cdk deploy --parameters MyTeamInference:OnCallEmail=<address>), so none is written here; a
 # placeholder (example.com, replace-me, ...) fails synth when written, and the deploy when given.
 alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(email_parameter="OnCallEmail"))
+# The dashboard and alarms of the endpoint and of the cached model (through the cache metrics exporter).
+hyperwarm.InferenceObservability(stack, "Observability", hyperwarm.InferenceObservabilityProps(
+    endpoints=[chat], hyperpod=hyperwarm.HyperPodModels(cluster=cluster, models=["llama-3-1-8b"]),
+    topic=alarms.topic))
 hyperwarm.notify_alarms(stack, alarms.topic)
 app.synth()

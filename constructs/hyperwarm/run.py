@@ -1,4 +1,4 @@
-"""``python -m hyperwarm.run APP.py [ARGS...]``: run a CDK app on the Node that hyperwarm installs, whatever
+"""``python -m hyperwarm.run APP.py [ARGS...]``: run a CDK app on the Node of hyperwarm's ``node`` extra, whatever
 order the app imports ``aws_cdk`` and ``hyperwarm`` in.
 
 jsii starts its Node process when ``aws_cdk`` is first imported and takes the one ``JSII_NODE`` names, else

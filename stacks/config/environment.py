@@ -11,6 +11,7 @@ the box. Every node must hold the pods placed on it (:mod:`hyperwarm.cluster.nod
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -405,12 +406,16 @@ class EnvironmentConfig(StrictModel):
 
 @functools.cache
 def sagemaker_regions() -> tuple[str, ...]:
-    """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data."""
-    import boto3  # ships no type information (pyproject.toml: ignore_missing_imports)
-
-    session = boto3.session.Session()
-    return tuple(sorted({region for partition in session.get_available_partitions()
-                         for region in session.get_available_regions("sagemaker", partition_name=partition)}))
+    """Regions of every partition where SageMaker is offered, from botocore's offline endpoint data: the regional
+    endpoints of its ``api.sagemaker`` service (SageMaker's endpoint prefix), as boto3's ``get_available_regions``
+    lists them. Read from botocore's file, without importing boto3 (a third of a second of every synth)."""
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the app checks regions against botocore's endpoint data: install hyperwarm[dev]")
+    data = json.loads(Path(next(iter(spec.submodule_search_locations)), "data", "endpoints.json").read_text())
+    return tuple(sorted({region for partition in data["partitions"]
+                         for region in partition["services"].get("api.sagemaker", {}).get("endpoints", {})
+                         if region in partition["regions"]}))
 
 
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")

@@ -6,13 +6,15 @@ reads them) load without aws-cdk-lib.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 
-def check_reason(reason: str, checks: tuple[str, ...], where: str) -> None:
-    """Every acknowledgment says specifically why: at least 30 characters."""
+def check_reason(reason: str, checks: tuple[str, ...], where: str | Callable[[], str]) -> None:
+    """Every acknowledgment says specifically why: at least 30 characters. ``where`` names the scope in the error
+    (a callable: a construct's path costs two calls into jsii, made only for the error)."""
     if len(reason) < 30:
-        raise ValueError(f"acknowledgment of {checks} on {where} needs a specific reason, got {reason!r}")
+        place = where if isinstance(where, str) else where()
+        raise ValueError(f"acknowledgment of {checks} on {place} needs a specific reason, got {reason!r}")
 
 
 def checkov_annotations(skips: Mapping[str, str]) -> dict[str, str]:

@@ -14,6 +14,7 @@ same metadata: pydantic honours ``annotated_types``, and :class:`Measured` tells
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import sys
 import types
@@ -166,8 +167,10 @@ class Constraint:
         return [f"{self.field} = {shown} -- {words}" for words in found]
 
 
+@functools.cache
 def constraints_of(cls: type) -> dict[str, Constraint]:
-    """Every constrained field of the props dataclass ``cls``, read from its ``Annotated`` metadata."""
+    """Every constrained field of the props dataclass ``cls``, read from its ``Annotated`` metadata (once per class:
+    every props object checks itself; the answer is shared, so read it, do not change it)."""
     found: dict[str, Constraint] = {}
     for name, hint in _hints(cls).items():
         metadata = _metadata(hint)
@@ -192,7 +195,8 @@ def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = (
     dataclasses it holds) that breaks its ``Annotated`` constraints; unresolved tokens are skipped.
     ``exclude``: dotted paths of fields whose own rule reports their ranges (``"guardrails.traffic.percent"``)."""
     problems: list[str] = []
-    rules = constraints_of(type(props))
+    kind: type = type(props)
+    rules = constraints_of(kind)
     for item in dataclasses.fields(props):
         if prefix + item.name in exclude:
             continue
@@ -205,6 +209,7 @@ def field_problems(props: Any, prefix: str = "", *, exclude: tuple[str, ...] = (
     return problems
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     """The fields' annotations, resolved one by one: a field typed by an interface imported only for type
     checkers (an ``IHyperPodCluster``, so that props load without the constructs) has no constraints and is

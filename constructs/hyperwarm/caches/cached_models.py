@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import aws_cdk as cdk
-import cdk8s
 from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
@@ -59,6 +58,8 @@ class CachedModels(Construct):
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
+        import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
+
         self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(
             props.models, region=cdk.Stack.of(self).region, cluster_name=cluster.eks_cluster.cluster_name,
             namespace=props.namespace, labels=props.labels,

@@ -14,14 +14,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cdk8s
 from constructs import Construct
 
+from hyperwarm._internal.extras import missing_extra
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
 from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
+
+try:
+    import cdk8s
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "caches", "hyperwarm.caches (CachedModels, CachesChart)") from None
 
 MODEL_LABEL = "hyperwarm.io/model"
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct, Node
 
 from hyperwarm._internal.interfaces import as_cluster
@@ -76,6 +76,10 @@ class HyperPodEksClusterProps:
     no figure; see :mod:`hyperwarm.cluster.catalog`). ``kubectl get node <node> -o jsonpath={.status.allocatable.pods}``
     shows the real one. Recorded in the ``AWS::SageMaker::Cluster``'s metadata for the deploy rehearsal.
     Default: the estimates."""
+    kubectl_layer: lambda_.ILayerVersion | None = None
+    """The kubectl layer that applies the cluster's manifests, within one minor version of ``kubernetes_version``.
+    Default: kubectl 1.34 (``hyperwarm[hyperpod]``), which serves Kubernetes 1.33..1.35; for 1.30..1.32 give
+    e.g. ``KubectlV31Layer(scope, "Kubectl")`` from ``aws-cdk.lambda-layer-kubectl-v31``."""
 
 
 class IHyperPodCluster(Protocol):
@@ -157,7 +161,7 @@ class HyperPodEksCluster(_HyperPodClusterBase):
         operator = addon_build_problem(pin) if props.install_inference_operator else None
         raise_problems(self.node.path, "HyperPodEksClusterProps", [  # every part's problems at once
             *network_problems(network),
-            *control_plane_problems(self, props.kubernetes_version, props.admin_principals),
+            *control_plane_problems(self, props.kubernetes_version, props.admin_principals, props.kubectl_layer),
             *nodes_problems(props.instance_groups, props.node_recovery),
             *([f"addon_versions[{INFERENCE_OPERATOR_ADDON!r}] = {pin!r} -- {operator}"] if operator else []),
             *(f"pods_per_node[{t!r}] = {n!r} -- {problem}" for t, n in props.pods_per_node.items()
@@ -167,7 +171,8 @@ class HyperPodEksCluster(_HyperPodClusterBase):
         self.control_plane = EksControlPlane(self, EksControlPlaneProps(
             vpc=self.network.vpc, security_group=self.network.security_group, subnets=self.network.private_subnets,
             kubernetes_version=props.kubernetes_version, endpoint_public_access=props.endpoint_public_access,
-            admin_principals=props.admin_principals, addon_versions=props.addon_versions))
+            admin_principals=props.admin_principals, addon_versions=props.addon_versions,
+            kubectl_layer=props.kubectl_layer))
         self.nodes = HyperPodNodes(self, HyperPodNodesProps(
             eks_cluster=as_cluster(self.control_plane.cluster), security_group=self.network.security_group,
             subnet_ids=self.network.private_subnet_ids, instance_groups=props.instance_groups,

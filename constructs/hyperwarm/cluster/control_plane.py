@@ -9,11 +9,17 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms, aws_lambda as lambda_
 from constructs import Construct
 
+from hyperwarm._internal.extras import missing_extra
 from hyperwarm._internal.interfaces import as_cluster, scope_of
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, HyperPodDependenciesProps, addon
-from hyperwarm.cluster.rules import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from hyperwarm.cluster.rules import (
+    DEFAULT_KUBECTL_SERVES,
+    DEFAULT_KUBERNETES_VERSION,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    kubectl_layer_problem,
+)
 
 _ALL_CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API, eks.ClusterLoggingTypes.AUDIT, eks.ClusterLoggingTypes.AUTHENTICATOR,
@@ -47,6 +53,10 @@ class EksControlPlaneProps:
     ``cdk deploy`` assumes); a stack whose synthesizer names no deploy role must name them."""
     addon_versions: Mapping[str, str] = field(default_factory=dict)
     """Pinned EKS add-on versions by add-on name. Default: EKS's default for the Kubernetes version."""
+    kubectl_layer: lambda_.ILayerVersion | None = None
+    """The kubectl layer of the handler that applies manifests, within one minor version of ``kubernetes_version``
+    (kubectl's version skew policy). Default: kubectl 1.34 from ``aws-cdk.lambda-layer-kubectl-v34`` (the
+    ``hyperpod`` extra), which serves Kubernetes 1.33..1.35; another version needs a layer given here."""
 
 
 class EksControlPlane:
@@ -61,7 +71,8 @@ class EksControlPlane:
 
     def __init__(self, scope: Construct, props: EksControlPlaneProps) -> None:
         raise_problems(scope.node.path, "EksControlPlaneProps",
-                       control_plane_problems(scope, props.kubernetes_version, props.admin_principals))
+                       control_plane_problems(scope, props.kubernetes_version, props.admin_principals,
+                                              props.kubectl_layer))
         self.cluster = eks.Cluster(
             scope, "Eks",
             version=eks.KubernetesVersion.of(props.kubernetes_version),
@@ -78,7 +89,7 @@ class EksControlPlane:
             bootstrap_cluster_creator_admin_permissions=False,
             # Applies the packaged HyperPod dependency manifests; kubectl matches the control plane.
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=_kubectl_layer(scope, props.kubernetes_version)),
+                kubectl_layer=props.kubectl_layer or _default_kubectl_layer(scope)),
         )
         acknowledge(self.cluster, "the EKS control-plane service role requires the AWS-managed "
                     "AmazonEKSClusterPolicy", managed_policy("AmazonEKSClusterPolicy"))
@@ -140,21 +151,17 @@ def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
     acknowledge_deploy_time_handlers(provider)
 
 
-def _kubectl_layer(scope: Construct, kubernetes_version: str) -> lambda_.ILayerVersion:
-    """A kubectl within one minor version of the control plane, as kubectl's skew policy requires."""
-    minor = int(kubernetes_version.split(".")[1])
-    if minor <= 31:
-        from aws_cdk.lambda_layer_kubectl_v31 import KubectlV31Layer
-        return KubectlV31Layer(scope, "KubectlLayer")
-    if minor <= 33:
-        from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
-        return KubectlV33Layer(scope, "KubectlLayer")
-    from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
+def _default_kubectl_layer(scope: Construct) -> lambda_.ILayerVersion:
+    """kubectl 1.34 (for control planes 1.33..1.35), from the ``hyperpod`` extra; imported only when used."""
+    try:
+        from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
+    except ModuleNotFoundError as error:
+        raise missing_extra(error, "hyperpod", "HyperPodEksCluster's default kubectl layer") from None
     return KubectlV34Layer(scope, "KubectlLayer")
 
 
-def control_plane_problems(scope: Construct, kubernetes_version: str,
-                           admin_principals: Sequence[iam.IRole | iam.IUser]) -> list[str]:
+def control_plane_problems(scope: Construct, kubernetes_version: str, admin_principals: Sequence[iam.IRole | iam.IUser],
+                           kubectl_layer: lambda_.ILayerVersion | None = None) -> list[str]:
     """``field = value -- rule`` for each problem; the stack of ``scope`` needs a concrete region."""
     errors = []
     if cdk.Token.is_unresolved(cdk.Stack.of(scope).region):
@@ -165,6 +172,8 @@ def control_plane_problems(scope: Construct, kubernetes_version: str,
     elif kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
         errors.append(f"kubernetes_version = {kubernetes_version!r} -- allowed: "
                       f"{', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+    elif kubectl_layer is None and kubernetes_version not in DEFAULT_KUBECTL_SERVES:
+        errors.append(f"kubernetes_version = {kubernetes_version!r} -- {kubectl_layer_problem(kubernetes_version)}")
     for index, principal in enumerate(admin_principals):
         if _principal_arn(principal) is None:
             errors.append(f"admin_principals[{index}] = {principal!r} -- allowed: an iam.IRole or iam.IUser "

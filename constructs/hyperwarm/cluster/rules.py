@@ -19,9 +19,15 @@ OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
 # Each choice is a Literal type (what a type checker and pydantic read) and the tuple of its values (what
 # error messages list), one derived from the other.
 KubernetesVersion = Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"]
-"""EKS versions the HyperPod constructs are tested with (one kubectl layer per version, pyproject.toml)."""
+"""EKS versions the HyperPod constructs are tested with."""
 SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = get_args(KubernetesVersion)
 DEFAULT_KUBERNETES_VERSION: KubernetesVersion = "1.33"
+DEFAULT_KUBECTL = "1.34"
+"""The kubectl of the default layer (``aws-cdk.lambda-layer-kubectl-v34``, the ``hyperpod`` extra: one layer)."""
+DEFAULT_KUBECTL_SERVES: tuple[str, ...] = tuple(
+    v for v in SUPPORTED_KUBERNETES_VERSIONS if abs(int(v.split(".")[1]) - int(DEFAULT_KUBECTL.split(".")[1])) <= 1)
+"""Control planes the default kubectl may talk to: one minor version either way (kubectl's version skew policy,
+https://kubernetes.io/releases/version-skew-policy/#kubectl)."""
 DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 """``OnStartDeepHealthChecks`` values HyperPod accepts."""
 DEEP_HEALTH_CHECKS: tuple[str, ...] = get_args(DeepHealthCheck)
@@ -35,6 +41,15 @@ EBS_VOLUME_GB = range(1, 16385)
 """``EbsVolumeConfig.VolumeSizeInGB`` (the volume mounts at /opt/sagemaker)."""
 
 INFERENCE_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"
+
+
+def kubectl_layer_problem(kubernetes_version: str) -> str:
+    """Why the default kubectl layer cannot serve ``kubernetes_version`` (one outside
+    :data:`DEFAULT_KUBECTL_SERVES`), and which layer to give instead."""
+    minor = int(kubernetes_version.split(".")[1])
+    return (f"the default kubectl {DEFAULT_KUBECTL} serves Kubernetes {', '.join(DEFAULT_KUBECTL_SERVES)} "
+            f"(kubectl's version skew policy: one minor version either way); give kubectl_layer=KubectlV{minor}Layer"
+            f"(scope, 'Kubectl') from the PyPI package aws-cdk.lambda-layer-kubectl-v{minor}")
 
 Version = tuple[int, ...]
 """An operator version, (major, minor)."""

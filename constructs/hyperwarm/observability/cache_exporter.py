@@ -27,19 +27,17 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_po
 from hyperwarm._internal.validation import repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
-from hyperwarm.functions import cache_exporter as _package, eks_auth, metric_publishing, node_cache
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 
 RBAC_GROUP = "hyperwarm:cache-exporter"
-FUNCTION = FunctionPackage.of(_package, "the cache metrics exporter",
-                              shared=(eks_auth, metric_publishing, node_cache), extra="exporter")
+FUNCTION = FunctionPackage.of("cache_exporter", "the cache metrics exporter",
+                              shared=("eks_auth", "metric_publishing", "node_cache"), locked=True)
 """The exporter's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/cache_exporter/``,
 the shared ``eks_auth`` (the EKS token), ``metric_publishing`` (TTFT distributions, PutMetricData) and
 ``node_cache`` (the node cache's ready labels), and the
-distributions pinned in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the
-runtime."""
-HANDLER = f"{_package.__name__}.handler.lambda_handler"
+wheels locked in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the runtime."""
+HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
 """``hyperwarm.functions.cache_exporter.handler.lambda_handler``: the same import name in the wheel and the asset."""
 _NAME = "hyperwarm-cache-exporter"
 _READ = ["get", "list", "watch"]

@@ -27,16 +27,15 @@ from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
-from hyperwarm.functions import endpoint_metrics as _package, metric_publishing
 from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 from hyperwarm.observability.ttft_source import detailed_observability_off, query_window, variant_engine
 
-FUNCTION = FunctionPackage.of(_package, "the endpoint metrics bridge", shared=(metric_publishing,))
+FUNCTION = FunctionPackage.of("endpoint_metrics", "the endpoint metrics bridge", shared=("metric_publishing",))
 """The bridge's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/endpoint_metrics/``
 and the shared ``metric_publishing``; no pinned dependencies (boto3, botocore and urllib3 come with the runtime)."""
-HANDLER = f"{_package.__name__}.handler.lambda_handler"
+HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
 """``hyperwarm.functions.endpoint_metrics.handler.lambda_handler``: one import name in the wheel and the asset."""
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").

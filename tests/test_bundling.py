@@ -1,0 +1,161 @@
+"""The functions' bundles: their code and the wheels of their hashed locks, whatever the synth environment holds."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from hyperwarm._internal.bundling import BundlingError, FunctionPackage
+from hyperwarm._internal.lock import LAMBDA_PLATFORM, LAMBDA_PYTHON, LOCK, WHEELS, LockError, locks, read_lock
+from hyperwarm.observability.cache_exporter import FUNCTION as EXPORTER
+from hyperwarm.observability.endpoint_metrics import FUNCTION as BRIDGE
+from hyperwarm.refresh.asset import FUNCTION as REFRESH
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` by relative path -> the sha256 of its bytes."""
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_each_lock_pins_a_whole_closure_with_hashes_and_the_tests_run_those_versions() -> None:
+    """The tests run the functions' code in this venv: at the versions the bundles ship (the dev extra)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    dev = set(project["optional-dependencies"]["dev"])
+    assert set(locks()) == {"cache_refresh", "cache_exporter"}
+    for name, lock in locks().items():
+        pins = read_lock(lock)
+        assert pins and all(pin.hashes for pin in pins), name
+        assert {f"{pin.name}=={pin.version}" for pin in pins} <= dev, name
+    assert not {n for n in ("aws-lambda-powertools", "prometheus-client", "boto3")
+                if any(r.startswith(n) for r in project["dependencies"])}  # never needed at synth
+
+
+@pytest.mark.parametrize("function", [REFRESH, EXPORTER, BRIDGE], ids=lambda f: f.source.name)
+def test_a_bundle_is_the_functions_packages_and_its_locked_wheels_unpacked(function: FunctionPackage,
+                                                                            tmp_path) -> None:
+    function.bundle(tmp_path)
+    wheels = function.dependency_wheels()
+    assert [w.name.split("-")[0] for w in wheels] == sorted(p.name.replace("-", "_") for p in (
+        read_lock(function.source / LOCK) if function.wheels else ()))
+    expected = {"hyperwarm"}
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():
+                top = member.filename.split("/")[0]
+                if not member.is_dir() and not top.endswith(".data"):  # byte for byte, where pip installs it
+                    assert (tmp_path / member.filename).read_bytes() == archive.read(member), member.filename
+                    expected.add(top)
+    # Scripts (jmespath's jp.py) stay out: a function imports, it runs no command.
+    assert {p.name for p in tmp_path.iterdir()} == expected
+    packages = {p.name for p in (tmp_path / "hyperwarm" / "functions").iterdir() if p.is_dir()}
+    assert packages == {function.source.name, *(s.name for s in function.shared)}
+
+
+def test_the_bundle_is_the_same_whatever_the_synth_environment_has_installed(tmp_path, monkeypatch) -> None:
+    """A consumer's own typing-extensions and Powertools (here: stand-ins first on sys.path) change nothing."""
+    REFRESH.bundle(tmp_path / "before")
+    site = tmp_path / "site"
+    for name, version in (("typing_extensions", "4.8.0"), ("aws_lambda_powertools", "2.0.0"), ("jmespath", "0.9.0")):
+        (site / name).mkdir(parents=True)
+        (site / name / "__init__.py").write_text("CONSUMER = True\n")
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "RECORD").write_text(f"{name}/__init__.py,,\n")
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    assert importlib.metadata.version("aws_lambda_powertools") == "2.0.0"  # what the old bundling would have copied
+    REFRESH.bundle(tmp_path / "after")
+    assert _tree(tmp_path / "after") == _tree(tmp_path / "before")
+    assert "typing_extensions-4.16.0.dist-info/METADATA" in _tree(tmp_path / "after")  # the lock's, not 4.8.0
+
+
+@pytest.fixture
+def wheels(tmp_path) -> Path:
+    """A copy of the refresh function's locked wheels, to spoil."""
+    copy = tmp_path / "wheels"
+    shutil.copytree(WHEELS / "cache_refresh", copy)
+    return copy
+
+
+def test_a_wheel_that_is_not_the_locked_one_stops_synth_naming_it_and_the_fix(wheels) -> None:
+    function = dataclasses.replace(REFRESH, wheels=wheels)
+    jmespath = next(wheels.glob("jmespath-*.whl"))
+    jmespath.write_bytes(jmespath.read_bytes() + b"\0")
+    (wheels / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"")
+    next(wheels.glob("typing_extensions-*.whl")).unlink()
+    with pytest.raises(BundlingError) as error:
+        function.bundle(wheels.parent / "out")
+    message = str(error.value)
+    assert message.startswith("cannot bundle the cache refresh function: ")
+    assert f"{jmespath.name}: sha256 " in message and "is none of the hashes" in message
+    assert "no wheel of typing-extensions==4.16.0" in message
+    assert "six-1.16.0-py2.py3-none-any.whl: not in" in message
+    assert message.endswith("install a hyperwarm wheel, or in its project run make lambda-wheels")
+
+
+def test_without_its_wheels_a_function_cannot_be_bundled(tmp_path) -> None:
+    function = dataclasses.replace(EXPORTER, wheels=tmp_path / "missing")
+    with pytest.raises(BundlingError, match=r"no wheel of prometheus-client==0\.26\.0"):
+        function.code()
+
+
+def test_a_lock_admits_only_hashed_exact_pins_and_wheels_the_lambda_runtime_loads(tmp_path) -> None:
+    lock = tmp_path / LOCK
+    lock.write_text("somepkg>=1.0\n")
+    with pytest.raises(LockError, match=r"'somepkg>=1\.0' -- allowed: name==version followed by one or more --hash"):
+        read_lock(lock)
+    lock.write_text("somepkg==1.0\n")
+    with pytest.raises(LockError, match="--hash=sha256"):
+        read_lock(lock)
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    wheel = folder / "somepkg-1.0-cp311-cp311-manylinux2014_x86_64.whl"
+    wheel.write_bytes(b"compiled for another platform")
+    lock.write_text(f"somepkg==1.0 \\\n    --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n")
+    function = FunctionPackage(tmp_path, "a function", wheels=folder)
+    with pytest.raises(BundlingError, match=rf"built for cp311-cp311-manylinux2014_x86_64 -- allowed: Python "
+                                            rf"{LAMBDA_PYTHON} on {LAMBDA_PLATFORM}"):
+        function.dependency_wheels()
+
+
+def test_every_bundled_function_runs_on_the_python_and_platform_its_lock_was_made_for(synthesized) -> None:
+    assert (LAMBDA_PYTHON, LAMBDA_PLATFORM) == ("3.13", "manylinux2014_aarch64")
+    functions = [f["Properties"] for stack in synthesized.stack_names()
+                 for f in synthesized.resources(stack, "AWS::Lambda::Function").values()
+                 if str(f["Properties"].get("Handler", "")).startswith("hyperwarm.functions.")]
+    assert functions
+    assert {(f["Runtime"], tuple(f["Architectures"])) for f in functions} == {("python3.13", ("arm64",))}
+
+
+_WITHOUT_RUN_TIME_PACKAGES = """
+import sys
+for name in ("boto3", "botocore", "aws_lambda_powertools", "prometheus_client", "jmespath"):
+    sys.modules[name] = None  # an import of any of these fails
+import hyperwarm
+for name in hyperwarm.__all__:
+    getattr(hyperwarm, name)
+from hyperwarm.observability.cache_exporter import FUNCTION as EXPORTER
+from hyperwarm.observability.endpoint_metrics import FUNCTION as BRIDGE
+from hyperwarm.refresh.asset import FUNCTION as REFRESH
+for function in (REFRESH, EXPORTER, BRIDGE):
+    function.dependency_wheels()
+"""
+
+
+@pytest.mark.gate
+def test_every_public_name_loads_without_the_functions_run_time_packages() -> None:
+    """Synth needs no boto3 and none of the functions' dependencies: neither is a dependency of the library."""
+    subprocess.run([sys.executable, "-c", _WITHOUT_RUN_TIME_PACKAGES], check=True, capture_output=True, cwd=REPO)

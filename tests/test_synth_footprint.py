@@ -1,0 +1,72 @@
+"""What synth loads: the app reads cfn-lint's and botocore's data files without importing either (their imports
+cost about a second of every synth, docs/performance.md), and gets the same answers as the packages themselves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from stacks.config.environment import sagemaker_regions
+from stacks.config.regional import _offered
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_sagemaker_regions_are_the_ones_boto3_lists() -> None:
+    import boto3
+
+    session = boto3.session.Session()
+    assert sagemaker_regions() == tuple(sorted(
+        {region for partition in session.get_available_partitions()
+         for region in session.get_available_regions("sagemaker", partition_name=partition)}))
+    assert {"us-west-2", "cn-north-1", "us-gov-west-1"} <= set(sagemaker_regions())
+
+
+@pytest.mark.parametrize("kind", ["aws_sagemaker_cluster", "aws_sagemaker_hosting"])
+def test_instance_types_per_region_are_cfn_lints_own_data(kind: str) -> None:
+    data = resources.files(f"cfnlint.data.schemas.extensions.{kind}").joinpath("instancetype_enum.json")
+    expected = {region: frozenset(entry["enum"]) for region, entry in json.loads(data.read_text()).items()
+                if isinstance(entry, dict)}
+    assert _offered(kind) == expected and "us-west-2" in expected
+
+
+_BUILD_PROD = """
+import json, sys, tempfile
+from pathlib import Path
+from stacks.app import build_app
+loaded = set(sys.modules)
+context = json.loads(Path("cdk.json").read_text())["context"]
+context["env"] = "prod"
+build_app(outdir=tempfile.mkdtemp(), context=context, nag=False).synth()
+print(json.dumps(sorted({m.split(".")[0] for m in set(sys.modules) - loaded})))
+"""
+
+
+@pytest.mark.gate
+def test_synthesizing_prod_imports_no_linter_and_no_aws_sdk() -> None:
+    result = subprocess.run([sys.executable, "-c", _BUILD_PROD], cwd=REPO, check=True, capture_output=True,
+                            text=True)
+    imported = set(json.loads(result.stdout.splitlines()[-1]))
+    assert not imported & {"cfnlint", "sympy", "boto3", "botocore", "sagemaker_core", "pandas"}, imported
+
+
+def test_the_token_check_answers_plain_values_as_aws_cdk_lib_does() -> None:
+    import aws_cdk as cdk
+
+    from hyperwarm._internal.tokens import unresolved
+
+    stack = cdk.Stack(cdk.App(), "T")
+    bucket = cdk.aws_s3.Bucket(stack, "B")
+    tokens = [stack.region, stack.account, bucket.bucket_name, f"arn:{stack.partition}:s3:::x", cdk.Fn.ref("X"),
+              cdk.Fn.join("-", ["a", stack.region]), cdk.Token.as_list(cdk.Fn.ref("L")),
+              cdk.Token.as_number(cdk.Fn.ref("N")), bucket.bucket_arn + "/*"]
+    plain = ["", "us-west-2", "${Token", "{Token[x]}", "$Token[1]", 0, 3, True, False, 1.5, -1e300, ["a"], None,
+             cdk.Token.as_list(cdk.Fn.ref("L"))[0]]  # a list token's element is none on its own
+    for value in tokens + plain:
+        assert unresolved(value) == bool(value is not None and cdk.Token.is_unresolved(value)), value
+    assert all(unresolved(v) for v in tokens)
