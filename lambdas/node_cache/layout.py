@@ -15,6 +15,7 @@ node labelled ready for that version (required affinity), so it never starts col
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -87,6 +88,7 @@ def label_prefix(model: str) -> str:
     return f"{LABEL_DOMAIN}/{model}."
 
 
+@functools.lru_cache(maxsize=256)  # asked for every node and version on every step; a pure function of both
 def ready_label(model: str, version: str) -> str:
     """The node label that says ``version`` of ``model`` is complete and verified on that node (value ``true``).
     Its name part is at most 63 characters: the model, a slug of the version, a digest of both."""
@@ -133,6 +135,11 @@ def versions_json(versions: list[Version]) -> str:
 
 def parse_versions(text: str) -> list[Version]:
     """The versions of a :data:`VERSIONS_ANNOTATION` value; ValueError naming what is wrong."""
+    return list(_parsed_versions(text))
+
+
+@functools.lru_cache(maxsize=64)  # the same annotation is read on every step (errors are not cached)
+def _parsed_versions(text: str) -> tuple[Version, ...]:
     try:
         raw = json.loads(text)
     except ValueError as exc:
@@ -141,7 +148,7 @@ def parse_versions(text: str) -> list[Version]:
         raise ValueError(f"{VERSIONS_ANNOTATION} must be a JSON list of versions")
     versions = [Version.from_json(item) for item in raw]
     versions_json(versions)  # the same bounds as written
-    return versions
+    return tuple(versions)
 
 
 def filler_versions(daemonset: dict[str, Any]) -> list[Version]:

@@ -23,13 +23,14 @@ deleted while a pod reads it, a call the RBAC forbids.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fake_kube import merge_patch
-from wire import Count, fresh, sent
+from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.caches.node_cache import filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config
@@ -49,13 +50,18 @@ IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu13
 def rendered(bucket: str, prefix: str, version: str, *, replicas: int = 4,
              gpus: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
     """The deployment and the filler of a node-cached model, as the caches construct renders them."""
+    return thaw(_rendered(bucket, prefix, version, replicas, gpus))  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=32)  # rendering crosses into jsii (Size); the model worlds ask for the same few
+def _rendered(bucket: str, prefix: str, version: str, replicas: int, gpus: int) -> bytes:
     props = CachedModelProps(name=MODEL, source=ModelSource(bucket, prefix, version), size=gigabytes(100), image=IMAGE,
                              instance_group="inference", weights_cache="node", replicas=replicas,
                              resources=WorkerResources(gpus=gpus, cpu="8", memory="64Gi"))
     deployment = inference_endpoint_config(props, namespace=NAMESPACE, region="us-west-2", labels={}, cluster_name="c")
     filler = filler_daemonset(props, namespace=NAMESPACE, labels={}, region="us-west-2", image=DEFAULT_FILLER_IMAGE,
                               code="code", headroom_percent=10)
-    return deployment, filler
+    return freeze((deployment, filler))
 
 
 @dataclass
