@@ -240,6 +240,26 @@ def test_metrics_name_the_workflow_and_the_target(warm) -> None:
     assert hook.node.find_child("RolloutWorkflow") is hook.rollout_workflow
 
 
+def test_alarms_watch_executions_that_failed_timed_out_or_were_aborted_and_the_steps_errors(warm) -> None:
+    """Issue 29's operable workflow: an execution that ends badly, however, and a step that raises each alarm
+    (their actions come from the environment's topic: test_alarms.py checks every alarm of the app reaches it)."""
+    _, template = warm
+    alarms = {k: a["Properties"] for k, a in _resources(template, "AWS::CloudWatch::Alarm").items()}
+    (executions,) = [a for k, a in alarms.items() if k.startswith("HookRolloutExecutionsAlarm")]
+    stats = [m["MetricStat"] for m in executions["Metrics"] if "MetricStat" in m]
+    assert sorted((s["Metric"]["Namespace"], s["Metric"]["MetricName"], s["Stat"]) for s in stats) == [
+        ("AWS/States", name, "Sum") for name in ("ExecutionsAborted", "ExecutionsFailed", "ExecutionsTimedOut")]
+    (machine, _), = _resources(template, "AWS::StepFunctions::StateMachine").items()
+    assert all(s["Metric"]["Dimensions"] == [{"Name": "StateMachineArn", "Value": {"Ref": machine}}] for s in stats)
+    (step_errors,) = [a for k, a in alarms.items() if k.startswith("HookRolloutStepErrorsAlarm")]
+    step, _ = _function(template, contract.ROLLOUT_HANDLER)
+    assert (step_errors["Namespace"], step_errors["MetricName"], step_errors["Statistic"]) == (
+        "AWS/Lambda", "Errors", "Sum")
+    assert step_errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": step}}]
+    assert all((a["Threshold"], a["ComparisonOperator"], a["TreatMissingData"]) == (
+        1, "GreaterThanOrEqualToThreshold", "notBreaching") for a in (executions, step_errors))
+
+
 def test_without_a_node_cached_target_there_is_no_workflow_and_targets_repoint_at_once() -> None:
     hook, stack = _hook(lambda c: [HyperPodRefreshTarget(c, "models", "small")])
     assert hook.rollout_workflow is None and hook.rollout_function is None
