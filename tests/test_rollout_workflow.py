@@ -241,7 +241,7 @@ def test_metrics_name_the_workflow_and_the_target(warm) -> None:
 
 
 def test_alarms_watch_executions_that_failed_timed_out_or_were_aborted_and_the_steps_errors(warm) -> None:
-    """Issue 29's operable workflow: an execution that ends badly, however, and a step that raises each alarm
+    """An execution that ends badly, however it ends, and a step that raises each alarm
     (their actions come from the environment's topic: test_alarms.py checks every alarm of the app reaches it)."""
     _, template = warm
     alarms = {k: a["Properties"] for k, a in _resources(template, "AWS::CloudWatch::Alarm").items()}
