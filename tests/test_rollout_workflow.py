@@ -122,8 +122,11 @@ def test_the_one_task_is_the_rollout_step_with_the_step_as_input_and_failures_co
     assert set(tasks) == {"Step", "Abandon"}
     for task in tasks.values():
         assert task["Resource"] == "arn:aws:states:::lambda:invoke"
+        payload = {f"{name}.$": f"$.{name}" for name in ("target", "version", "phase", "wait_seconds", "abandon",
+                                                          "failures")}
+        # the execution's name from the context object, never from the input whoever starts an execution writes
         assert task["Parameters"] == {"FunctionName": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{step_id}",
-                                      "Payload.$": "$"}
+                                      "Payload": {**payload, "execution.$": "$$.Execution.Name"}}
         assert task["OutputPath"] == "$.Payload" and task["TimeoutSeconds"] == 120
         retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
         assert "Lambda.ServiceException" in retried and "States.TaskFailed" not in retried
@@ -385,8 +388,9 @@ def test_a_rollout_stages_switches_and_succeeds(run) -> None:
     rollout = run(_answers("staging", "staging", "switching", "done"))
     assert rollout.status == "SUCCEEDED"
     assert [c.phase for c in rollout.calls] == ["staging", "staging", "staging", "switching"]
-    assert {(c.target, c.version, c.abandon) for c in rollout.calls} == {
-        ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", False)}
+    assert {(c.target, c.version, c.abandon, c.execution) for c in rollout.calls} == {
+        ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", False,
+         contract.rollout_execution_name("hyperpod:c/ns/InferenceEndpointConfig/big", "v2"))}
     assert rollout.waits == [contract.ROLLOUT_POLL_SECONDS] * 3 and rollout.backoffs == []
 
 

@@ -24,6 +24,7 @@ deleted while a pod reads it, a call the RBAC forbids.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,11 @@ DT = 5.0
 """The simulation's step in seconds (every duration below is a multiple of it)."""
 MODEL, NAMESPACE = "llama", "models"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
+
+
+def manifest_digest(version: str) -> str:
+    """The SHA-256 the worlds' gate answers for a version's manifest (what the filler is pinned to)."""
+    return hashlib.sha256(f"manifest of {version}".encode()).hexdigest()
 
 
 def rendered(bucket: str, prefix: str, version: str, *, replicas: int = 4,

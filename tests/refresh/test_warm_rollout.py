@@ -498,9 +498,23 @@ def test_the_step_decides_its_wait_and_ignores_phase_and_wait_given_in_its_input
     world = WarmWorld()
     world.upload("v2", 1)
     answer = flow.on_rollout_step(world.ports(), {"target": TARGET.id, "version": "v2", "phase": "switching",
-                                                  "wait_seconds": 1})
+                                                  "wait_seconds": 1, "execution": world.executions[-1][1]})
     assert (answer["phase"], answer["wait_seconds"]) == ("staging", contract.poll_seconds(1800))
     assert world.cluster.reads() == "v1"
+
+
+@pytest.mark.parametrize("execution", ["", "someone-elses-execution"])
+def test_a_step_of_an_execution_the_rollout_did_not_start_acts_on_nothing(execution: str) -> None:
+    """Whoever may start the workflow (or invoke its step) with a crafted input, abandon included, moves nothing:
+    the step acts only for the execution its rollout record names."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    before = (world.record()["pending"], world.cluster.kept())
+    answer = flow.on_rollout_step(world.ports(), {"target": TARGET.id, "version": "v2", "abandon": True,
+                                                  "execution": execution})
+    assert answer["phase"] == "failed"
+    assert (world.record()["pending"], world.cluster.kept()) == before and world.letters == []
+    assert world.run("v2") == "done" and world.cluster.reads() == "v2"  # the rollout's own execution goes on
 
 
 # -- a crash at every call ---------------------------------------------------------------------------------------
@@ -648,7 +662,9 @@ def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_u
     world.store.write(StateTable.key(TARGET.id), {**sample, "pk": StateTable.key(TARGET.id), "rev": 0,
                                                   "lock_expires": int(world.cluster.now) - 1})
     before = (world.cluster.deployment, world.cluster.filler)
-    assert world.step("v4")["phase"] == "failed"
+    assert world.step("v4")["phase"] == "failed"  # its execution (the earlier release's) names none of ours
+    assert world.letters == []
+    world.reconcile()  # the reconciliation ends it
     assert [(letter["reason"], letter["event"]["id"]) for letter in world.letters] == [("rollout-superseded", "s3-v4")]
     assert "replay this letter" in world.letters[0]["message"]
     assert (world.cluster.deployment, world.cluster.filler) == before and not [

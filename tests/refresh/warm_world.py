@@ -15,7 +15,7 @@ from typing import Any
 
 import model_world as mw
 import pytest
-from cluster_model import MODEL, NAMESPACE, Cluster, ClusterKube, Crash, rbac_rules, rendered
+from cluster_model import MODEL, NAMESPACE, Cluster, ClusterKube, Crash, manifest_digest, rbac_rules, rendered
 from model_world import BUCKET, PREFIX, Faults, MemStore, manifest_event, scheduled_event
 
 from hyperwarm.functions.cache_refresh import contract, flow
@@ -81,7 +81,8 @@ class WarmWorld:
         store = SimpleNamespace(get=self._port("state.get", self.store.get), put=self._port("state.put", self.store.put))
         kube = ClusterKube(self.cluster)
         return flow.Ports(
-            settings=settings, state=StateTable(store, lambda: self.cluster.now), verify=lambda created: None,
+            settings=settings, state=StateTable(store, lambda: self.cluster.now),
+            verify=lambda created: manifest_digest(created.version),
             live=lambda target, prefix: flow.decide.Live(self.cluster.reads()),
             apply_hyperpod=lambda target, created: pytest.fail("a node-cached target is never repointed at once"),
             start_endpoint=lambda *a: pytest.fail("no endpoint targets"), delete_superseded=lambda *a: [],
@@ -96,7 +97,8 @@ class WarmWorld:
         return flow.handle(self.ports(), manifest_event(version, sequencer))
 
     def step(self, version: str, *, abandon: bool = False) -> dict[str, Any]:
-        step = contract.RolloutStep(TARGET.id, version, abandon=abandon).to_json()
+        execution = next((name for v, name in reversed(self.executions) if v == version), "")
+        step = contract.RolloutStep(TARGET.id, version, abandon=abandon, execution=execution).to_json()
         return flow.on_rollout_step(self.ports(), step)
 
     def run(self, version: str, *, limit: int = 400, each: Callable[[int], None] | None = None) -> str:
