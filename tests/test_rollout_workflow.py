@@ -198,7 +198,7 @@ def test_the_refresh_function_and_the_reconciliation_name_the_workflow(warm) -> 
     assert contract.ROLLOUT_STATE_MACHINE not in state_handler["Environment"]["Variables"]
 
 
-def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_workflow_only(warm) -> None:
+def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_the_versions_and_the_workflow_only(warm) -> None:
     _, template = warm
     _, step = _function(template, contract.ROLLOUT_HANDLER)
     role_id = step["Role"]["Fn::GetAtt"][0]
@@ -209,6 +209,9 @@ def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_wor
     assert by_action.pop("sqs:SendMessage") == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert by_action.pop("states:StartExecution") == _by_name(template)
     assert json.dumps(by_action.pop("eks:DescribeCluster")).endswith(f':eks:{REGION}:{ACCOUNT}:cluster/hyperpod-eks"]]}}')
+    # the gate again before the switch: the refreshed prefix's manifests, signatures and files, nothing else
+    versions = {json.dumps(by_action.pop(a)) for a in ("s3:GetObject", "s3:GetObjectVersion")}
+    assert len(versions) == 1 and versions.pop().endswith('/models/big/*"]]}')
     assert {a.split(":")[0] for a in by_action} == {"sqs", "xray"}  # GetQueueAttributes/Url; trace writes
     entries = [e["Properties"] for e in _resources(template, "AWS::EKS::AccessEntry").values()]
     assert {json.dumps(e["PrincipalArn"]) for e in entries} == {

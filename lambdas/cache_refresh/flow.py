@@ -412,6 +412,10 @@ def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
     except PermanentError as exc:
         ports.log("queued version refused by the gate", target=target.id, version=created.version, reason=exc.reason)
         _record(ports, event, created, [Outcome(target.id, "failed", exc.reason, exc.message)], replay=False)
+        try:  # whatever the queued entry says of itself, it goes (a failure marked as it names it)
+            ports.state.mark_failed(target.id, str(queued.get("version")), str(queued.get("sequencer", "")), exc.reason)
+        except Exception as error:  # noqa: BLE001 - the letter is safe; the next drain refuses it again
+            ports.log("could not drop the refused queued version", target=target.id, error=repr(error))
         return []
     except TransientError as exc:
         return [Outcome(target.id, "retry", exc.reason, exc.message)]

@@ -42,13 +42,7 @@ class RefreshAccess:
                  state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
                  hyperpod: Sequence[contract.HyperPodTarget], endpoints: Sequence[IInferenceEndpoint],
                  rollout_role: iam.IRole | None = None) -> None:
-        if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
-            bucket.encryption_key.grant_decrypt(role)
-        for prefix in prefixes:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
-            acknowledge(role, "the function reads the manifest and checks every file of a model version under "
-                        "its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
+        _grant_versions_read(role, bucket, prefixes)
         _grant_state_and_letters(role, state_table, dead_letter_queue)
         self.access_entry: eks.CfnAccessEntry | None = None
         self.rollout_access_entry: eks.CfnAccessEntry | None = None
@@ -59,6 +53,7 @@ class RefreshAccess:
             self._kubernetes_rbac(scope, cluster, hyperpod)
         if rollout_role is not None:
             assert cluster is not None  # a rollout needs HyperPod targets, so a cluster
+            _grant_versions_read(rollout_role, bucket, prefixes)  # the gate again before the switch
             _grant_state_and_letters(rollout_role, state_table, dead_letter_queue)
             self.rollout_access_entry = _cluster_access(scope, "RolloutAccessEntry", rollout_role, cluster)
         if endpoints:
@@ -73,6 +68,17 @@ class RefreshAccess:
                                            overwrite=True)
         if cluster.inference_operator is not None:
             self.rbac.node.add_dependency(cluster.inference_operator.addon)  # the operator's CRDs exist first
+
+
+def _grant_versions_read(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+    """The gate's reads: every version's manifest, signature and files (HEAD) under the refreshed prefixes."""
+    if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
+        bucket.encryption_key.grant_decrypt(role)
+    for prefix in prefixes:
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
+        acknowledge(role, "the function reads the manifest and signature and checks every file of a model version "
+                    "under its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
 
 
 def _grant_state_and_letters(role: iam.IRole, state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue) -> None:
