@@ -107,6 +107,21 @@ def test_a_file_that_differs_from_its_manifest_is_never_labelled_and_the_node_sa
     assert not fill.converge([good, bad]) and node.patches == patches, "given up: not downloaded again each pass"
 
 
+def test_a_manifest_overwritten_since_the_refresh_admitted_it_is_never_filled(aws: Any, tmp_path: Path) -> None:
+    """The refresh pins the manifest it admitted (signed, verified); a bucket writer who then swaps files and
+    rewrites the manifest to match gets nothing onto a node: the filler fills from that manifest or not at all."""
+    admitted = upload(aws, "v2")
+    body = aws.get_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json")["Body"].read()
+    pinned = layout.Version("v2", BUCKET, f"{PREFIX}/v2", manifest=hashlib.sha256(body).hexdigest())
+    upload(aws, "v2", {**FILES, "config.json": b'{"layers": 3}'})  # files and manifest rewritten to agree
+    fill, node = filler(aws, tmp_path)
+    assert not fill.converge([pinned])
+    assert not ready(node, "v2")
+    assert "not the manifest the refresh admitted" in node.annotations[layout.ready_label(MODEL, "v2")]
+    assert not (tmp_path / "cache" / "v2").exists()
+    assert admitted.manifest == ""  # a version a deploy names is not pinned
+
+
 def test_a_missing_listed_file_fails_the_version(aws: Any, tmp_path: Path) -> None:
     missing = upload(aws, "v2", {p: b for p, b in FILES.items() if p != "config.json"}, listed=FILES)
     fill, node = filler(aws, tmp_path)

@@ -139,6 +139,8 @@ class Cluster:
     calls: list[str] = field(default_factory=list)
     on_call: Callable[[str], None] | None = None
     violations: list[str] = field(default_factory=list)
+    sources: set[tuple[str, str]] = field(default_factory=set)
+    """Every (bucket, location) a filler was ever told to fill from."""
     cold_starts: list[SimPod] = field(default_factory=list)
     peak_gb: float = 0.0
     pods: list[SimPod] = field(default_factory=list)
@@ -243,6 +245,8 @@ class Cluster:
         if updated["spec"] != obj["spec"]:
             updated["metadata"]["generation"] += 1
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
+        if kind == FILLER:
+            self.sources |= {(v.bucket, v.location) for v in layout.filler_versions(updated)}
         if kind == FILLER and by_refresh:  # the refresh must never drop a copy a pod reads; a deploy's apply may
             dropped = set(self.kept()) - {v.version for v in layout.filler_versions(updated)}
             readers = [p.uid for p in self.pods if p.version in dropped]

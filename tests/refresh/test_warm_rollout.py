@@ -11,6 +11,7 @@ one, with the record saying which; one letter per permanent failure (none for an
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import model_world as mw
 import pytest
@@ -648,6 +649,42 @@ def test_pods_placed_where_their_version_is_not_ready_are_counted_cold_in_the_re
     assert world.cluster.cold_starts
     cold = world.record()["last_rollout"]["cold_pods"]
     assert cold >= 1 and world.metric("RefreshColdPods") == [float(cold)]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("location", "models/other/v2"), ("bucket", "attacker-bucket"), ("version", "v2; rm -rf"),
+    ("serving", {"version": "v1", "bucket": "attacker-bucket", "location": "models/llama/v1"}),
+    ("event", "{}"),
+])
+def test_a_rollout_record_rewritten_in_the_table_moves_nothing(field: str, value: Any) -> None:
+    """A table writer points the rollout in flight elsewhere: the step checks the record it reads back as the gate
+    checks an upload, ends the rollout without acting on anything it names, and says so in a letter."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.step("v2")
+    item = world.record()
+    world.store.write(StateTable.key(TARGET.id), {**item, "pending": {**item["pending"], field: value}})
+    world.run("v2")  # the rollout's own execution steps on (a record of another version: it ends at once)
+    world.reconcile(2)  # which settles what the execution left, and sweeps
+    assert world.cluster.reads() == "v1" and world.cluster.kept() == ["v1"]
+    assert [letter["reason"] for letter in world.letters] == ["refused-record"]
+    record = world.record()
+    assert record["last_rollout"]["reason"] == "refused-record" and record.get("current_version") != "v2"
+    assert world.cluster.sources <= {(mw.BUCKET, f"{mw.PREFIX}/v1"), (mw.BUCKET, f"{mw.PREFIX}/v2")}
+    world.assert_safe()
+
+
+def test_a_manifest_changed_between_staging_and_the_switch_is_not_switched_to() -> None:
+    """The bucket writer rewrites the staged version's manifest (or its signature fails now): before the deployment
+    moves, the version passes the whole gate again, and its manifest must be the one the filler was pinned to."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.gate = lambda version: "0" * 64
+    assert world.run("v2") == "failed"
+    assert world.cluster.reads() == "v1" and world.cluster.kept() == ["v1"]
+    assert [letter["reason"] for letter in world.letters] == ["refused-record"]
+    assert "changed since it was admitted" in world.letters[0]["message"]
+    world.assert_safe()
 
 
 def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_untouched() -> None:

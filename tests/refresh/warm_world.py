@@ -50,6 +50,8 @@ class WarmWorld:
     refuse: Callable[[str], Exception | None] | None = None
     """A call (``get DaemonSet/...``) -> the error the cluster answers it with instead, or None."""
     settings: Settings = SETTINGS
+    gate: Callable[[str], str] | None = None
+    """The gate's content step for a version: its manifest's digest, or a PermanentError. Default: admitted."""
 
     def __post_init__(self) -> None:
         self.store = MemStore(Faults(random.Random(0), 0.0))
@@ -82,7 +84,7 @@ class WarmWorld:
         kube = ClusterKube(self.cluster)
         return flow.Ports(
             settings=settings, state=StateTable(store, lambda: self.cluster.now),
-            verify=lambda created: manifest_digest(created.version),
+            verify=lambda created: (self.gate or manifest_digest)(created.version),
             live=lambda target, prefix: flow.decide.Live(self.cluster.reads()),
             apply_hyperpod=lambda target, created: pytest.fail("a node-cached target is never repointed at once"),
             start_endpoint=lambda *a: pytest.fail("no endpoint targets"), delete_superseded=lambda *a: [],
