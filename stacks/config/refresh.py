@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from hyperwarm.functions.cache_refresh import versions
-from hyperwarm.refresh.admission import MaxStep, VersionPattern
+from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.refresh.timeouts import RolloutTimeout
 
 from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated

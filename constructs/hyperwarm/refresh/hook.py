@@ -49,7 +49,7 @@ from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
-from hyperwarm.refresh.admission import MaxStep, VersionPattern
+from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
 from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
