@@ -372,3 +372,18 @@ def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -
 def test_hook_rejects_duplicate_prefixes() -> None:
     with pytest.raises(ValueError, match=r"models\[\]\.prefix = 'm' -- prefixes must be unique"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])] * 2)
+
+
+def test_a_queue_with_a_generated_name_takes_letters_from_the_hooks_roles_and_rules_alone() -> None:
+    """Without a queue name no deploy guard can write to it: no sender path is admitted, and the rehearsal's rule
+    passes the hook's own queue."""
+    from rehearsal import Assembly
+    from rehearsal.rules.dead_letters import refresh_dead_letter_senders
+
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+    (policy,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::SQS::QueuePolicy"]
+    (deny,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "LettersFromTheRefreshAlone"]
+    assert (deny["Effect"], deny["Action"], deny["Principal"], set(deny["Condition"])) == (
+        "Deny", "sqs:SendMessage", {"AWS": "*"}, {"ArnNotEquals"})
+    assert refresh_dead_letter_senders(Assembly.from_templates({"T": template})) == []

@@ -32,7 +32,8 @@ WRITTEN: Mapping[str, Mapping[str, str]] = {
     "manifest": {MANIFEST: "since the first release"},
     "letter": {
         "hyperwarm.refresh-dlq/v1": "until 2026-12-01, when the format was renamed: the same envelope (letters "
-                                    "written before 2026-11-29 have no letter_id; replay keys them by their event's id)",
+                                    "written before 2026-11-29 have no letter_id; replay derives every letter's "
+                                    "identity from its event)",
         LETTER: "since 2026-12-01",
     },
     "state": {

@@ -33,15 +33,29 @@ def letter_id(bucket: str, key: str, sequencer: str, reason: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, dict) else None
+
+
+def manifest_key(event: Any) -> Any:
+    """``detail.object.key`` of an S3 event (None where the event has none)."""
+    return _field(_field(_field(event, "detail"), "object"), "key")
+
+
+def event_letter_id(event: Any, reason: str) -> str:
+    """:func:`letter_id` of the manifest object ``event`` names (an S3 event's bucket, key and sequencer):
+    what the writers stamp on a letter, and what ``hyperwarm refresh replay`` derives again from the letter's
+    event (a letter's own ``letter_id`` is never trusted)."""
+    detail = _field(event, "detail")
+    return letter_id(str(_field(_field(detail, "bucket"), "name")), str(manifest_key(event)),
+                     str(_field(_field(detail, "object"), "sequencer")), reason)
+
+
 def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, request_id: str,
              failed_at: float | None = None) -> dict[str, Any]:
     """A letter whose event is the S3 manifest event of the version that failed."""
-    detail = event.get("detail") or {}
-    obj = detail.get("object") or {}
-    ident = letter_id(str((detail.get("bucket") or {}).get("name")), str(obj.get("key")), str(obj.get("sequencer")),
-                      reason)
-    return {"format": FORMAT, "letter_id": ident, "event": event, "reason": reason, "message": message,
-            "targets": targets, "request_id": request_id,
+    return {"format": FORMAT, "letter_id": event_letter_id(event, reason), "event": event, "reason": reason,
+            "message": message, "targets": targets, "request_id": request_id,
             "failed_at": int(time.time() if failed_at is None else failed_at)}
 
 

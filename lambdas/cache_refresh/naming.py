@@ -89,6 +89,13 @@ def rollout_execution_name(target_id: str, version: str, attempt: str = "") -> s
     return "-".join(p for p in (name, slug, digest) if p)
 
 
+def dead_letter_sender_path(queue_name: str) -> str:
+    """The IAM path of a role outside the refresh stack that may send to the refresh dead-letter queue
+    ``queue_name`` (a deploy guard's): the queue's policy admits the roles under it, and no other principal of the
+    account besides the refresh functions' roles and the event rules."""
+    return f"/hyperwarm/dead-letter-senders/{queue_name}/"
+
+
 def state_pk(target_id: str) -> str:
     """The partition key ``pk`` of one target's item in the state table."""
     return f"target#{target_id}"

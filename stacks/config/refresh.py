@@ -14,8 +14,8 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from hyperwarm.functions.cache_refresh import versions
-from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.refresh.timeouts import RolloutTimeout
+from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 
 from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from moto import mock_aws
 from refresh_world import PREFIX, TABLE, kube_objects, start_world, targets
 
-from hyperwarm.functions.cache_refresh import handler
+from hyperwarm.functions.cache_refresh import handler, letters
 from hyperwarm.functions.cache_refresh.versions import compare
 from hyperwarm.refresh import cli as refresh_cli
 
@@ -52,7 +52,8 @@ def test_replay_moves_targets_and_removes_the_message(world, context):
 def test_replay_reads_every_dead_letter_shape():
     event = {"source": "aws.s3", "detail": {}}
     state = {"source": "aws.sagemaker", "detail-type": "SageMaker Endpoint State Change", "detail": {}}
-    assert refresh_cli.original_event(json.dumps({"format": "hyperwarm.refresh.hook-dlq/v1", "event": event})) == event
+    letter = letters.envelope(event, "manifest-mismatch", "m", ["t"], request_id="r")
+    assert refresh_cli.original_event(json.dumps(letter)) == event
     on_failure = {"version": "1.0", "timestamp": "2026-11-29T12:00:00.000Z",
                   "requestContext": {"requestId": "r", "functionArn": "arn:aws:lambda:us-west-2:1:function:f",
                                      "condition": "RetriesExhausted", "approximateInvokeCount": 3},
@@ -151,7 +152,7 @@ def test_served_version_only_moves_forward_to_complete_versions(hyperpod_world, 
 
 
 def test_the_replay_cli_reads_the_letters_the_function_writes_and_adds_its_replay_key():
-    from hyperwarm.functions.cache_refresh import flow, letters
+    from hyperwarm.functions.cache_refresh import flow
     event = {"source": "aws.s3", "id": "e", "detail": {"bucket": {"name": "b"}, "object": {"key": "m/v2/manifest.json"}}}
     letter = json.dumps(letters.envelope(event, "manifest-mismatch", "m", ["t"], request_id="r"))
     assert (refresh_cli.original_event(letter), refresh_cli.REPLAY_KEY) == (event, flow.REPLAY_KEY)

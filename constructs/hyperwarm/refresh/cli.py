@@ -13,27 +13,50 @@ A letter in the refresh dead-letter queue is one of:
 
 Each is invoked synchronously on the refresh function (its handler takes both event kinds) with the
 top-level key ``hyperwarm-replay``: the function then reports a repeated failure in its answer
-instead of writing a second letter. The letter is deleted only after the replay succeeded; after a
-failure, or when the function runs in dry run, it stays and becomes visible again at once.
+instead of writing a second letter.
 
-Letters are idempotent: the function's envelope carries ``letter_id`` (the same for the same failure
-written twice, e.g. after a crash between the letter and the state write that marks it sent, or a
-move back reported by both the deploy guard and the function); the other shapes are keyed by their
-event's EventBridge ``id``. A replay run invokes each key once: a later message with a key already
-replayed in the run is deleted without an invocation, one whose first replay failed stays.
+**What a message can steer.** Nothing but the event it holds, which the function checks as it checks any event.
+Each message is read on its own: one that is not JSON, nests deeper than :data:`MAX_DEPTH` levels, holds an event
+larger than EventBridge's largest (:data:`MAX_EVENT_BYTES`) or none of the shapes above is reported ``unreadable``
+and left in the queue, and the run goes on. A letter's identity is derived from its event (the envelope's: the
+manifest object's bucket, key and sequencer and the reason, as :func:`~hyperwarm.functions.cache_refresh.letters.
+letter_id`; with a digest of the event itself), never from the message's own ``letter_id``: an envelope whose
+``letter_id`` is not the one its event and reason give is reported ``tampered`` and left (the queue accepts
+letters from the refresh roles alone; a tampered one was written, or changed, by something else: look at it
+before deleting it by hand). Envelopes of the format before the rename are not checked: their ids were derived
+three ways over its two days.
+
+**When a letter is done.** It is deleted only when the function's answer says nothing is left to do
+(:func:`settled`): the version was applied or handed to what applies it (``refreshed``, an endpoint update
+``started``, ``queued`` behind a rollout that rolls it when it ends), the version already serves or was superseded
+by a newer one (a skip for ``duplicate`` or ``older-version`` on every target), a state change found its rollout
+settled or still running (the reconciliation ends it), or the failure moved into a new letter
+(``dead-lettered``, ``rollout-failed``). Every other answer leaves it, visible again at once: a failure
+(``failed-again``), a function in dry run (``dry-run``), and a skip that does not settle it (``skipped``: an
+event the function does not take, such as a prefix, bucket or endpoint no longer configured, is not a success;
+a person decides, then deletes it by hand).
+
+Letters are idempotent: one failure written twice (a crash between the letter and the state write that
+marks it sent, a move back reported by both the deploy guard and the function) has one identity. A replay run
+invokes each identity once: a later message with an identity already settled in the run is deleted without an
+invocation, one whose first replay did not settle it stays. ``--dry-run`` lists what would be replayed (key,
+reason, version, targets) and changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import sys
+from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
-from hyperwarm.functions.cache_refresh import formats
-from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY
+from hyperwarm.functions.cache_refresh import formats, letters
+from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY, endpoint_target_id
 
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
@@ -41,30 +64,117 @@ REPLAY_VISIBILITY = 960
 """Lambda's longest timeout (900 s) and a margin."""
 MAX_SCAN = 1000
 """Messages ``--message-id`` looks at before giving up (a bound, not a guess: it is reported)."""
+MAX_DEPTH = 16
+"""Deepest nesting of a message: the function takes events nesting at most 12 levels, in a letter or record a
+level deeper; deeper is a bomb, read by no one."""
+MAX_EVENT_BYTES = 262_144
+"""EventBridge's largest event (256 KB): a message holding a larger one holds no event EventBridge delivered."""
+SETTLED = frozenset({"refreshed", "queued", "settled", "rollout-failed", "start-abandoned", "dead-lettered"})
+"""The function's answers (``status``) after which a letter has nothing left to do (see the module's docstring)."""
+SETTLED_SKIPS = frozenset({"duplicate", "older-version", "no-rollout", "in-progress", "endpoint-busy"})
+"""Reasons of a skipped or ignored answer that settle a letter: the version serves or a newer one does, a state
+change whose rollout ended, runs on, or is someone else's (the reconciliation ends it)."""
 _SOURCES = ("aws.s3", "aws.sagemaker")
 _QUEUE_URL = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(-[a-z]+)+-\d)\.")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class Unreadable(ValueError):
+    """A message replay does not invoke; ``status`` is ``unreadable`` or ``tampered``."""
+
+    def __init__(self, message: str, status: str = "unreadable") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Letter:
+    """A dead-letter queue message as replay reads it."""
+
+    event: dict[str, Any]
+    """The event to invoke the function with."""
+    identity: str
+    """Derived from the event (and an envelope's reason), never from the message's own fields."""
+    reason: str | None
+    targets: list[str]
+
+    def summary(self) -> dict[str, Any]:
+        """What ``--dry-run`` lists: the manifest key and its version, the reason and the targets."""
+        key = letters.manifest_key(self.event)
+        parts = key.split("/") if isinstance(key, str) else []
+        return {"key": key, "version": parts[-2] if len(parts) >= 3 else None, "reason": self.reason,
+                "targets": self.targets}
+
+
+def _nesting(body: str) -> int:
+    """How deep a JSON text nests, read without parsing it (so a bomb never reaches the parser)."""
+    skeleton = _STRINGS.sub("", body)
+    return max(accumulate((c in "[{") - (c in "]}") for c in skeleton), default=0)
+
+
+def read(body: str) -> Letter:
+    """The letter in a DLQ message body, whichever path dead-lettered it; :class:`Unreadable` otherwise."""
+    if _nesting(body) > MAX_DEPTH:
+        raise Unreadable(f"nests deeper than {MAX_DEPTH} levels")
+    try:
+        doc = json.loads(body)
+        envelope = formats.is_letter(doc)
+    except (ValueError, RecursionError) as exc:  # not JSON, a number too long to read, a newer release's letter
+        raise Unreadable(f"not a letter this hyperwarm reads: {exc}") from None
+    if envelope:
+        return _envelope(doc)
+    record = isinstance(doc, dict) and isinstance(doc.get("requestPayload"), dict)  # on-failure destination record
+    event = {k: v for k, v in doc["requestPayload"].items() if k != REPLAY_KEY} if record else doc
+    if not isinstance(event, dict) or event.get("source") not in _SOURCES:
+        raise Unreadable("message holds no cache refresh event")
+    context = doc.get("requestContext") if record else None
+    condition = context.get("condition") if isinstance(context, dict) else None
+    detail = event.get("detail")
+    endpoint = detail.get("EndpointName") if isinstance(detail, dict) and event["source"] == "aws.sagemaker" else None
+    return Letter(event, "event:" + _digest(event),
+                  (condition if isinstance(condition, str) else "on-failure") if record else "undelivered",
+                  [endpoint_target_id(endpoint)] if isinstance(endpoint, str) else [])
+
+
+def _envelope(doc: dict[str, Any]) -> Letter:
+    event, reason = doc.get("event"), doc.get("reason")
+    if not (isinstance(event, dict) and event.get("source") == "aws.s3" and isinstance(reason, str)):
+        raise Unreadable("a letter without an S3 event and a reason")
+    derived = letters.event_letter_id(event, reason)
+    if doc["format"] == formats.LETTER and doc.get("letter_id") != derived:
+        raise Unreadable(f"letter_id {doc.get('letter_id')!r} is not the id of its event and reason ({derived}): "
+                         "written or changed by something other than hyperwarm", "tampered")
+    targets = doc.get("targets")
+    return Letter(event, f"letter:{derived}:{_digest(event)}", reason,
+                  [t for t in targets if isinstance(t, str)] if isinstance(targets, list) else [])
+
+
+def _digest(event: dict[str, Any]) -> str:
+    """The event without what differs between deliveries of one event or copies of one letter (id, time)."""
+    if len(json.dumps(event)) > MAX_EVENT_BYTES:
+        raise Unreadable(f"holds an event larger than EventBridge's largest ({MAX_EVENT_BYTES} bytes)")
+    text = json.dumps({k: v for k, v in event.items() if k not in ("id", "time")}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def original_event(body: str) -> dict[str, Any]:
-    """The EventBridge event inside a DLQ message body, whichever path dead-lettered it."""
-    doc = json.loads(body)
-    if formats.is_letter(doc) and isinstance(doc.get("event"), dict):
-        event: dict[str, Any] = doc["event"]
-        return event
-    if isinstance(doc, dict) and isinstance(doc.get("requestPayload"), dict):  # on-failure destination record
-        return {k: v for k, v in doc["requestPayload"].items() if k != REPLAY_KEY}
-    if isinstance(doc, dict) and doc.get("source") in _SOURCES:  # EventBridge target DLQ: the event itself
-        return doc
-    raise ValueError("message holds no cache refresh event")
+    """The event inside a DLQ message body, whichever path dead-lettered it (:func:`read`)."""
+    return read(body).event
 
 
-def letter_key(body: str) -> str | None:
-    """What makes two messages the same letter: the envelope's ``letter_id``, else the event's ``id``."""
-    doc = json.loads(body)
-    if formats.is_letter(doc) and isinstance(doc.get("letter_id"), str):
-        return "letter:" + str(doc["letter_id"])
-    event_id = original_event(body).get("id")
-    return f"event:{event_id}" if isinstance(event_id, str) else None
+def settled(answer: Any) -> bool:
+    """True when the function's answer to a replayed letter leaves nothing to do: a :data:`SETTLED` status, or a
+    skip whose reasons (every target's, else the answer's) are all :data:`SETTLED_SKIPS`."""
+    if not isinstance(answer, dict):
+        return False
+    if answer.get("status") in SETTLED:
+        return True
+    if answer.get("status") not in ("skipped", "ignored"):
+        return False
+    targets = answer.get("targets")
+    reasons = [t.get("reason") if isinstance(t, dict) else None for t in targets.values()] \
+        if isinstance(targets, dict) and targets else [answer.get("reason")]
+    return all(r in SETTLED_SKIPS for r in reasons)
 
 
 def _receive(sqs: Any, queue_url: str, count: int) -> list[dict[str, Any]]:
@@ -98,36 +208,42 @@ def _select(sqs: Any, queue_url: str, message_id: str | None, limit: int) -> tup
     return chosen, passed
 
 
-def _replay_one(sqs: Any, lambda_client: Any, queue_url: str, function_name: str,
-                message: dict[str, Any]) -> dict[str, Any]:
+def _answer(response: dict[str, Any]) -> Any:
+    """The function's answer (None when it raised or answered what is not JSON)."""
     try:
-        event = original_event(message["Body"])
-    except (ValueError, KeyError) as exc:
-        _release(sqs, queue_url, [message])
-        return {"message_id": message["MessageId"], "status": "unreadable", "error": str(exc)}
+        return json.loads(response["Payload"].read() or b"null")
+    except (ValueError, RecursionError):
+        return None
+
+
+def _replay_one(sqs: Any, lambda_client: Any, queue_url: str, function_name: str, message: dict[str, Any],
+                letter: Letter) -> dict[str, Any]:
     # Hidden for as long as the (synchronous) invocation may run: no one else replays it meanwhile.
     sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"],
                                   VisibilityTimeout=REPLAY_VISIBILITY)
-    payload_in = {**event, REPLAY_KEY: {"message_id": message["MessageId"]}}
+    payload_in = {**letter.event, REPLAY_KEY: {"message_id": message["MessageId"]}}
     response = lambda_client.invoke(FunctionName=function_name, InvocationType="RequestResponse",
                                     Payload=json.dumps(payload_in).encode())
-    payload = json.loads(response["Payload"].read() or b"null")
-    status = payload.get("status") if isinstance(payload, dict) else None
-    ok = "FunctionError" not in response and status not in ("failed", "dry-run")  # a dry run did nothing
-    if ok:
+    answer = _answer(response)
+    status = answer.get("status") if isinstance(answer, dict) else None
+    if "FunctionError" not in response and settled(answer):
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        outcome = "replayed"
     else:
         _release(sqs, queue_url, [message])  # the letter stays, visible again; the function wrote no new one
-    outcome = "replayed" if ok else "dry-run" if status == "dry-run" else "failed-again"
-    return {"message_id": message["MessageId"], "status": outcome, "result": payload}
+        outcome = ("failed-again" if "FunctionError" in response or status not in ("dry-run", "skipped", "ignored")
+                   else "dry-run" if status == "dry-run" else "skipped")
+    return {"message_id": message["MessageId"], "status": outcome, "result": answer}
 
 
 def replay(queue_url: str, function_name: str, message_id: str | None = None, *, sqs: Any = None,
-           lambda_client: Any = None, max_messages: int = 10) -> list[dict[str, Any]]:
-    """Invoke ``function_name`` with each selected letter's event; one result per letter replayed.
+           lambda_client: Any = None, max_messages: int = 10, dry_run: bool = False) -> list[dict[str, Any]]:
+    """Invoke ``function_name`` with each selected letter's event; one result per letter looked at.
 
     ``message_id``: that letter only, wherever it is in the queue (up to :data:`MAX_SCAN` messages are
     looked at; the others are made visible again afterwards). Otherwise up to ``max_messages`` letters.
+    ``dry_run``: list what would be replayed (``would-replay`` with its key, reason, version and targets);
+    nothing is invoked or deleted, and every message is visible again at once.
     """
     import boto3
     from botocore.config import Config
@@ -140,26 +256,29 @@ def replay(queue_url: str, function_name: str, message_id: str | None = None, *,
         read_timeout=REPLAY_VISIBILITY, retries={"total_max_attempts": 1}))
     chosen, passed = _select(sqs, queue_url, message_id, max_messages)
     results: list[dict[str, Any]] = []
-    first: dict[str, dict[str, Any]] = {}  # letter key -> result of its replay in this run
+    first: dict[str, dict[str, Any]] = {}  # letter identity -> result of its replay in this run
     try:
         for message in chosen:
             try:
-                key = letter_key(message["Body"])
-            except (ValueError, KeyError):
-                key = None  # unreadable: _replay_one reports it
-            earlier = first.get(key) if key else None
-            if earlier is None:
-                result = _replay_one(sqs, lambda_client, queue_url, function_name, message)
-                if key:
-                    first[key] = result
-            elif earlier["status"] == "replayed":  # the same letter again: already done
-                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-                result = {"message_id": message["MessageId"], "status": "replayed",
-                          "duplicate_of": earlier["message_id"]}
-            else:  # its first replay failed: it stays, like that one
+                letter = read(message["Body"])
+            except Unreadable as exc:
                 _release(sqs, queue_url, [message])
-                result = {"message_id": message["MessageId"], "status": earlier["status"],
-                          "duplicate_of": earlier["message_id"]}
+                results.append({"message_id": message["MessageId"], "status": exc.status, "error": str(exc)})
+                continue
+            earlier = first.get(letter.identity)
+            if earlier is not None and earlier["status"] == "replayed" and not dry_run:  # the same letter, done
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                result = {"message_id": message["MessageId"], "status": "replayed"}
+            elif earlier is not None or dry_run:  # its first replay left it (it stays, like that one), or a dry run
+                _release(sqs, queue_url, [message])
+                result = {"message_id": message["MessageId"], "status": earlier["status"] if earlier else
+                          "would-replay", **({} if earlier else letter.summary())}
+            else:
+                result = _replay_one(sqs, lambda_client, queue_url, function_name, message, letter)
+            if earlier is not None:
+                result["duplicate_of"] = earlier["message_id"]
+            else:
+                first[letter.identity] = result
             results.append(result)
         return results
     finally:
@@ -182,7 +301,7 @@ def _run(args: argparse.Namespace) -> int:
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
     try:
-        results = replay(args.queue_url, args.function_name, args.message_id)
+        results = replay(args.queue_url, args.function_name, args.message_id, dry_run=args.dry_run)
     except NoRegionError:
         print(f"hyperwarm refresh replay: no AWS region: {args.queue_url!r} names none; give the queue URL the "
               "stack printed (https://sqs.<region>.amazonaws.com/...) or set AWS_REGION", file=sys.stderr)
@@ -199,7 +318,7 @@ def _run(args: argparse.Namespace) -> int:
     if not results:
         print(f"message {args.message_id} not found (looked at up to {MAX_SCAN})" if args.message_id else "no messages")
         return 1 if args.message_id else 0
-    return 0 if all(r["status"] == "replayed" for r in results) else 1
+    return 0 if all(r["status"] == ("would-replay" if args.dry_run else "replayed") for r in results) else 1
 
 
 def abort(table: str, target: str, function_name: str, state_machine_arn: str | None = None, *,
@@ -275,6 +394,8 @@ def add_parser(subparsers: Any) -> None:
     rp.add_argument("--function-name", required=True,
                     help="refresh function name or ARN: the refresh stack's RefreshFunctionName output, "
                          "hyperwarm-<env>-cache-refresh (it replays both manifest and endpoint-state events)")
+    rp.add_argument("--dry-run", action="store_true",
+                    help="list what would be replayed (key, reason, version, targets); invoke and delete nothing")
     rp.set_defaults(func=_run)
     ab = commands.add_parser("abort", help="end a warm version change in flight: the old version keeps serving and "
                                            "the staged copy is dropped")

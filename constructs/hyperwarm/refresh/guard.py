@@ -34,7 +34,7 @@ from aws_cdk import aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
-from hyperwarm.functions.cache_refresh import contract, formats
+from hyperwarm.functions.cache_refresh import contract, formats, naming
 from hyperwarm.refresh.asset import FUNCTION
 
 
@@ -67,7 +67,9 @@ class RefreshGuardProps:
     """The targets whose version a protected resource sets (at least one)."""
     dead_letter_queue_name: str | None = None
     """Name of the refresh dead-letter queue (``CacheRefreshHookProps.dead_letter_queue_name``), where a
-    rollback's moved-back targets are dead-lettered. Default: none (only the metric and the log)."""
+    rollback's moved-back targets are dead-lettered; the guard's role is then created under that queue's sender
+    path (``naming.dead_letter_sender_path``), the one path besides the refresh roles the queue takes letters
+    from. Default: none (only the metric and the log)."""
     model_bucket_name: str | None = None
     """The refreshed model bucket, for state items that do not name it (written before they did).
     Default: none."""
@@ -103,8 +105,11 @@ class RefreshGuard(Construct):
         super().__init__(scope, id)
         _validate(self.node.path, props)
         stack = cdk.Stack.of(self)
+        queue = props.dead_letter_queue_name
+        # Under the queue's sender path: the queue's policy admits the roles there (and no one else in the account).
         role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="cache refresh deploy guard: reads the refresh state")
+                        description="cache refresh deploy guard: reads the refresh state",
+                        path=naming.dead_letter_sender_path(queue) if queue else None)
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
         acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
                     managed_policy("service-role/AWSLambdaBasicExecutionRole"))
@@ -115,8 +120,7 @@ class RefreshGuard(Construct):
         role.add_to_principal_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
                                                          resources=[stack.stack_id]))
         rollback_letters: dict[str, str] = {}
-        if props.dead_letter_queue_name:  # a rollback's moved-back letters; the metric needs no permission (EMF)
-            queue = props.dead_letter_queue_name
+        if queue:  # a rollback's moved-back letters; the metric needs no permission (EMF)
             role.add_to_principal_policy(iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[
                 stack.format_arn(service="sqs", resource=queue, arn_format=cdk.ArnFormat.NO_RESOURCE_NAME)]))
             rollback_letters["DeadLetterQueue"] = f"https://sqs.{stack.region}.{stack.url_suffix}/{stack.account}/{queue}"
