@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import celpy
 import pytest
+from admission import Request, denials
 from moto import mock_aws
 
 from hyperwarm.caches.node_cache import NODE_NAME_EXTRA, SERVICE_ACCOUNT, code_config_map, filler_access
@@ -226,17 +226,9 @@ LABEL = layout.ready_label(MODEL, "v1")
 def admitted(old: dict[str, Any], new: dict[str, Any], *, user: str = FILLER_USER, node: str = "n1") -> list[str]:
     """The messages of the policy's validations that deny this UPDATE of a node (empty: allowed; none apply to
     another user)."""
-    env = celpy.Environment()
-    request = celpy.json_to_cel({"userInfo": {"username": user, "extra": {NODE_NAME_EXTRA: [node]}}})
-    activation: dict[str, Any] = {"request": request, "object": celpy.json_to_cel(new),
-                                  "oldObject": celpy.json_to_cel(old)}
-    (condition,) = POLICY["spec"]["matchConditions"]
-    if not env.program(env.compile(condition["expression"])).evaluate(activation):
-        return []
-    activation["variables"] = celpy.json_to_cel({v["name"]: env.program(env.compile(v["expression"])).evaluate(
-        activation) for v in POLICY["spec"]["variables"]})
-    return [v["message"] for v in POLICY["spec"]["validations"]
-            if not env.program(env.compile(v["expression"])).evaluate(activation)]
+    request = Request("UPDATE", "Node", "", "nodes", "", new["metadata"]["name"], username=user,
+                      extra={NODE_NAME_EXTRA: [node]})
+    return denials(POLICY, request, old, new) or []
 
 
 def node(name: str = "n1", labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,

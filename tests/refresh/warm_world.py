@@ -2,7 +2,7 @@
 the rollout workflow's steps (``flow.on_rollout_step``), with a crash possible at any call of any port.
 
 The deployment and the filler start exactly as the caches construct renders them, and the cluster allows only
-what the refresh's rendered RBAC allows.
+what the refresh's rendered RBAC and admission policy allow.
 """
 
 from __future__ import annotations
@@ -21,17 +21,19 @@ from model_world import BUCKET, PREFIX, Faults, MemStore, manifest_event, schedu
 from hyperwarm.functions.cache_refresh import contract, flow
 from hyperwarm.functions.cache_refresh.config import HyperPodTarget, NodeCache, Settings
 from hyperwarm.functions.cache_refresh.state import StateTable
-from hyperwarm.refresh.access import rbac_objects
+from hyperwarm.refresh.access import RBAC_GROUP, rbac_objects
+from hyperwarm.refresh.admission import admission_objects
 
 TARGET = HyperPodTarget(cluster="c", namespace=NAMESPACE, name=MODEL, node_cache=NodeCache(MODEL),
                         staging_timeout_seconds=1800, switch_timeout_seconds=900)
 SETTINGS = Settings(targets={PREFIX: (TARGET,)}, state_table="t", allowed_buckets=frozenset({BUCKET}), dlq_url="q")
+ADMISSION, _ = admission_objects(RBAC_GROUP, {PREFIX: [TARGET]}, BUCKET, name="hyperwarm-cache-refresh", labels={})
 
 
 def cluster(nodes: int = 4, replicas: int = 4, **options: Any) -> Cluster:
     deployment, filler = rendered(BUCKET, PREFIX, "v1", replicas=replicas)
     return Cluster.serving(deployment, filler, [f"node-{i}" for i in range(nodes)],
-                           rbac=rbac_rules(rbac_objects([TARGET])), **options)
+                           rbac=rbac_rules(rbac_objects([TARGET])), admission=ADMISSION, **options)
 
 
 @dataclass

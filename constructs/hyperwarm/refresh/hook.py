@@ -253,7 +253,8 @@ class CacheRefreshHook(Construct):
         access = RefreshAccess(
             self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
             state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
-            hyperpod=[t.to_contract() for m in props.models for t in m.hyperpod], endpoints=endpoints,
+            hyperpod={m.prefix: [t.to_contract() for t in m.hyperpod] for m in props.models if m.hyperpod},
+            endpoints=endpoints,
             rollout_role=functions.rollout_role)
         self.access_entry = access.access_entry
         self.rbac = access.rbac
