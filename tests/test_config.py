@@ -393,3 +393,39 @@ def test_a_bucket_key_is_for_existing_buckets_and_is_a_kms_key_arn() -> None:
     assert "must be a KMS key ARN" in error_of({"model_buckets": [{"name": "my-models", "kms_key_arn": "alias/x"}]})
     config = parse_environment("dev", {"model_buckets": [{"name": "my-models", "kms_key_arn": key}]})
     assert config.bucket_keys() == {"my-models": key}
+
+
+def _models(model: type, seen: set[type]) -> set[type]:
+    """``model`` and every pydantic model its fields nest."""
+    import typing
+
+    import pydantic
+
+    if model in seen:
+        return seen
+    seen.add(model)
+    for info in model.model_fields.values():
+        stack = [info.annotation]
+        while stack:
+            hint = stack.pop()
+            if isinstance(hint, type) and issubclass(hint, pydantic.BaseModel):
+                _models(hint, seen)
+            stack.extend(typing.get_args(hint))
+    return seen
+
+
+def test_every_library_rule_a_config_field_carries_is_applied_by_pydantic() -> None:
+    """pydantic keeps metadata it does not know (the library's ``Rule``, ``Matches``) and never runs it: a field
+    typed with a library alias directly would accept what the library refuses (an invalid ``versions`` regex
+    passed until it was declared through ``config_type``)."""
+    import typing
+
+    from hyperwarm._internal.constraints import Matches, Rule
+    from stacks.config import EnvironmentConfig
+
+    unapplied = []
+    for model in _models(EnvironmentConfig, set()):
+        for name, info in model.model_fields.items():
+            hints = [*info.metadata, *(m for a in typing.get_args(info.annotation) for m in getattr(a, "__metadata__", ()))]
+            unapplied += [f"{model.__name__}.{name}" for m in hints if isinstance(m, Rule | Matches)]
+    assert unapplied == [], "wrap the library type in stacks.config.library.config_type"

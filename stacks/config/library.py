@@ -72,6 +72,13 @@ def _constraint(rule: Any) -> Any:
     return rule  # annotated_types bounds: pydantic checks them itself
 
 
+def config_type(hint: Any) -> Any:
+    """A library type alias (``Annotated`` with its :class:`Rule` and :class:`Matches`) as a hand-written cdk.json
+    model must declare it, so pydantic applies the library's own rules."""
+    base, metadata = _split(hint)
+    return typing.Annotated[(base, *(_constraint(m) for m in metadata))] if metadata else hint
+
+
 def _same(value: Any) -> Any:
     return value
 

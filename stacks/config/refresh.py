@@ -9,7 +9,7 @@ it; cross-section rules (names exist, they really read that prefix) live in
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -17,7 +17,13 @@ from hyperwarm.functions.cache_refresh import versions
 from hyperwarm.refresh.timeouts import RolloutTimeout
 from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 
+from .library import config_type
 from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated
+
+if TYPE_CHECKING:
+    Versions = VersionPattern
+else:
+    Versions = config_type(VersionPattern)  # the library's rule, applied by pydantic too
 
 
 class RefreshedModel(StrictModel):
@@ -32,7 +38,7 @@ class RefreshedModel(StrictModel):
     switch_timeout: RolloutTimeout | None = Field(
         default=None, description="seconds the deployment's rollout to the staged version may take "
                                   "(HyperPodRefreshTarget.switch_timeout; default 30 minutes)")
-    versions: VersionPattern | None = Field(
+    versions: Versions | None = Field(
         default=None, description="a regular expression every new version folder must match whole, e.g. v\\d+ "
                                   "(RefreshedPrefix.versions); default: any orderable version")
     max_step: MaxStep | None = Field(
@@ -58,7 +64,8 @@ class SigningConfig(StrictModel):
         default=None, description="only versions signed with the publisher key move anything (model.sig, hyperwarm "
                                   "publish); default: true in production, else false")
     publishers: tuple[Annotated[str, Field(pattern=PRINCIPAL)], ...] = Field(
-        default=(), description="IAM roles or users that may sign with the key and write the refreshed prefixes")
+        default=(), description="IAM roles or users that may sign with the key (kms:Sign); writing the refreshed "
+                                "prefixes of an existing bucket stays their own policy")
     key_arn: str | None = Field(
         default=None, pattern=KMS_KEY, description="an existing ECC_NIST_P256 SIGN_VERIFY key; default: a new one")
 

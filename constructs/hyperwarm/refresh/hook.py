@@ -294,10 +294,20 @@ class CacheRefreshHook(Construct):
         stacks do so for every alarm)."""
 
     def grant_publish(self, grantee: iam.IGrantable) -> None:
-        """Let ``grantee`` publish versions: write the refreshed prefixes and, with signing, sign with the publisher
-        key (``hyperwarm publish``). Without signing, writing is all it takes to move the targets."""
-        for prefix in self._prefixes:
-            self.bucket.grant_put(grantee, f"{prefix}/*")
+        """Let ``grantee`` publish versions: sign with the publisher key (``kms:Sign`` in the key's policy, which
+        reaches a principal outside the app too) and write the refreshed prefixes where CDK can say so: an identity
+        of this app gets an IAM policy, a bucket of this stack a bucket-policy statement. An imported bucket written
+        by a principal outside the app keeps the writer's own policy (an info annotation names it). Without signing,
+        writing is all it takes to move the targets."""
+        grants = {prefix: self.bucket.grant_put(grantee, f"{prefix}/*") for prefix in self._prefixes}
+        # An imported bucket takes the resource statement and drops it (Grant.success says True all the same).
+        unwritten = [p for p, grant in grants.items()
+                     if grant.principal_statement is None and not isinstance(self.bucket, s3.Bucket)]
+        if unwritten:
+            cdk.Annotations.of(self).add_info(
+                f"grant_publish: {_principal_name(grantee)} needs s3:PutObject on "
+                + ", ".join(f"{prefix}/*" for prefix in unwritten)
+                + " of the imported model bucket from its own policy: this app can add neither")
         if self.publisher_key is not None:
             grant_sign(self.publisher_key, grantee)
 
@@ -551,3 +561,8 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
 def _whole_seconds(duration: cdk.Duration) -> int:
     """A timeout as the contract's whole seconds (a fraction rounds up: never shorter than asked)."""
     return math.ceil(duration.to_seconds(integral=False))
+
+
+def _principal_name(grantee: iam.IGrantable) -> str:
+    principal = grantee.grant_principal
+    return principal.arn if isinstance(principal, iam.ArnPrincipal) else str(principal)
