@@ -265,3 +265,14 @@ def test_publish_refuses_a_version_that_exists(world: Any, tmp_path: Path) -> No
         _publish(world, tmp_path, "v2", None)
     with pytest.raises(publishing.PublishError, match="give s3://<bucket>/<prefix>/<version>"):
         publishing.split_target("s3://bucket/only-a-version")
+
+
+def test_a_replayed_letter_of_an_unsigned_version_is_refused_by_the_same_gate(signed: Any, context: Any,
+                                                                             tmp_path: Path) -> None:
+    """What ``hyperwarm refresh replay`` sends: the letter's event plus the replay key. It is refused as the event
+    was, nothing moves and no second letter is written (the replayed one stays)."""
+    event = _publish(signed, tmp_path, "v2", None)
+    _refused(signed, handler.lambda_handler(event, context), "signature-missing")
+    answer = handler.lambda_handler({**event, contract.REPLAY_KEY: {"message_id": "m-1"}}, context)
+    assert (answer["status"], answer["reason"]) == ("failed", "signature-missing"), answer
+    assert signed.served_hyperpod() == f"{PREFIX}/v1" and len(signed.dead_letters()) == 1
