@@ -15,7 +15,7 @@ from constructs import Construct
 
 from hyperwarm import IHyperPodCluster
 from hyperwarm.caches.cached_models import CachedModels, OperatorBuildError
-from hyperwarm.caches.props import CachedModelProps, CachedModelsProps
+from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ModelSource
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
@@ -55,7 +55,7 @@ class CachesStack(cdk.Stack):
                 cdk.Annotations.of(self).add_warning_v2(f"hyperwarm:cold-scale-out:{model.name}", warning)
         # By name, with the key the configuration gives it (the buckets stack may create the bucket).
         buckets = {name: model_bucket_by_name(self, f"ModelBucket-{name}", name, config)
-                   for name in dict.fromkeys(m.source.bucket for m in models)}
+                   for name in dict.fromkeys(m.source.bucket for m in models if isinstance(m.source, ModelSource))}
         try:
             # "Default": the construct adds no level to the logical ids (the stack's resources keep theirs).
             self.caches = CachedModels(self, "Default", CachedModelsProps(

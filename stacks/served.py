@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from hyperwarm.caches.props import ModelSource
 from hyperwarm.functions.cache_refresh import contract, formats, versions
 from stacks.config import ConfigError, EnvironmentConfig, parse_environment
 from stacks.config.endpoints import endpoint_name
@@ -73,11 +74,12 @@ def refreshed_targets(env_name: str, config: EnvironmentConfig, cluster_name: st
     pinned = {name for entry in config.refresh.models if entry.pinned for name in (*entry.caches, *entry.endpoints)}
     refreshed = set(config.refresh.cached_models)
     for i, model in enumerate(config.caches.models):
-        if model.name in refreshed and cluster_name is not None:
+        source = model.source
+        if model.name in refreshed and cluster_name is not None and isinstance(source, ModelSource):
             yield Refreshed(contract.hyperpod_target_id(cluster_name, config.caches.namespace,
                                                         contract.HyperPodTarget.resource, model.name),
-                            model.source.version, f"environments.{env_name}.caches.models[{i}].source.version",
-                            location=f"{model.source.prefix}/{{version}}", pinned=model.name in pinned)
+                            source.version, f"environments.{env_name}.caches.models[{i}].source.version",
+                            location=f"{source.prefix}/{{version}}", pinned=model.name in pinned)
     for entry in config.refresh.models:
         root = f"s3://{config.refresh.bucket}/{entry.prefix}/"
         for i, endpoint in enumerate(config.endpoints):

@@ -22,6 +22,7 @@ import aws_cdk as cdk
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm.caches.autoscaling import ExporterTrigger
+from hyperwarm.caches.props import ModelSource
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.cluster.instance_group import (
@@ -60,6 +61,7 @@ from hyperwarm.functions.cache_refresh import contract
 from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
 from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
+from .library import config_location
 from .observability import ObservabilityConfig
 from .refresh import RefreshConfig, refresh_problems, signing_problems
 from .regional import regional_problems
@@ -383,7 +385,8 @@ class EnvironmentConfig(StrictModel):
         """Every bucket a model is read from -> the config paths that read it."""
         readers: dict[str, list[str]] = {}
         for i, model in enumerate(self.caches.models):
-            readers.setdefault(model.source.bucket, []).append(f"caches.models[{i}].source.bucket")
+            if isinstance(model.source, ModelSource):
+                readers.setdefault(model.source.bucket, []).append(f"caches.models[{i}].source.bucket")
         for i, endpoint in enumerate(self.endpoints):
             for j, variant in enumerate(endpoint.variants):
                 if variant.model_data:
@@ -418,7 +421,7 @@ _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,20}$")
 
 
 def _format(env: str, error: Mapping[str, Any]) -> str:
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in config_location(error["loc"]))
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's, a props dataclass's
         renamed = RENAMED_KEYS.get(str(error["loc"][-1]))

@@ -29,8 +29,10 @@ from typing import Any, Literal, get_args, get_origin
 import annotated_types
 from pydantic import (
     AfterValidator,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     create_model,
     model_validator,
@@ -191,7 +193,44 @@ def _derived(hint: Any) -> Any:
         return tuple[_derived(item), ...]  # type: ignore[misc]
     if get_origin(hint) is Literal:
         return hint
+    if get_origin(hint) in (typing.Union, types.UnionType) and all(dataclasses.is_dataclass(a) for a in get_args(hint)):
+        return _tagged_union(get_args(hint))
     return hint
+
+
+def union_tag(arm: type) -> str:
+    """The step pydantic puts into an error's location for the arm of a union it checked: never a cdk.json key
+    (:func:`config_location` drops it)."""
+    return f"<{arm.__name__}>"
+
+
+def config_location(loc: typing.Iterable[Any]) -> list[Any]:
+    """An error's location as cdk.json spells it: without the union arm pydantic chose."""
+    return [p for p in loc if not (isinstance(p, str) and p.startswith("<") and p.endswith(">"))]
+
+
+def _tagged_union(arms: tuple[type, ...]) -> Any:
+    """A union of props dataclasses in cdk.json: each arm told apart by a required field no other arm has (the
+    S3 source by ``bucket``, FSx by ``file_system_id``, ...), so an entry is checked against its own arm alone and a
+    mistake is reported for that arm's fields, not for every arm's."""
+    required = {arm: [f.name for f in dataclasses.fields(arm)
+                      if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+                for arm in arms}
+    tags = {}
+    for arm in arms:
+        others = {name for other in arms if other is not arm for name in required[other]}
+        tags[arm] = next(name for name in required[arm] if name not in others)
+    words = ", ".join(f"{tag} ({arm.__name__})" for arm, tag in tags.items())
+
+    def tag_of(value: Any) -> str | None:
+        keys = value if isinstance(value, dict) else getattr(type(value), "model_fields", {})  # cdk.json, or a model
+        found = [arm for arm, tag in tags.items() if tag in keys]
+        return union_tag(found[0]) if len(found) == 1 else None
+
+    return typing.Annotated[typing.Union[tuple(  # noqa: UP007 (built from a tuple)
+        typing.Annotated[_derived(arm), Tag(union_tag(arm))] for arm in arms)],
+        Discriminator(tag_of, custom_error_type="source_kind",
+                      custom_error_message=f"give exactly one of the keys {words}")]
 
 
 def register(cls: type, model: type[LibraryModel]) -> type[LibraryModel]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, model_validator
 
+from hyperwarm.caches.props import ModelSource
 from hyperwarm.functions.cache_refresh import versions
 from hyperwarm.refresh.timeouts import RolloutTimeout
 from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
@@ -124,6 +125,9 @@ def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> lis
             if model is None:
                 problems.append(f"refresh prefix {entry.prefix!r}: no cached model {name!r}; "
                                 f"caches.models: {', '.join(cached) or 'none'}")
+            elif not isinstance(model.source, ModelSource):
+                problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads a "
+                                f"{model.source.kind} source; an S3 upload refreshes S3 sources only")
             elif (model.source.bucket, model.source.prefix) != (refresh.bucket, entry.prefix):
                 problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads "
                                 f"s3://{model.source.bucket}/{model.source.prefix}/, not {root}")

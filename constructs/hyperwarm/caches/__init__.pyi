@@ -37,7 +37,6 @@ from .props import (
     KvCache as KvCache,
     LoadBalancer as LoadBalancer,
     Metrics as Metrics,
-    ModelSource as ModelSource,
     Probes as Probes,
     PropsError as PropsError,
     RequestLimits as RequestLimits,
@@ -45,4 +44,11 @@ from .props import (
     WorkerResources as WorkerResources,
     gigabytes as gigabytes,
     in_gigabytes as in_gigabytes,
+)
+from .sources import (
+    AnyModelSource as AnyModelSource,
+    FsxModelSource as FsxModelSource,
+    HuggingFaceModelSource as HuggingFaceModelSource,
+    JumpStartModelSource as JumpStartModelSource,
+    ModelSource as ModelSource,
 )

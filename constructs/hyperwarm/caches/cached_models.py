@@ -24,6 +24,7 @@ from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
+from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.rules import operator_pin_problem
@@ -100,10 +101,13 @@ class CachedModels(Construct):
         node-cached model's filler reads its whole prefix (a refresh lists later versions for it to fill)."""
         buckets = dict(props.buckets)
         for model in props.models:
-            name = model.source.bucket
+            source = model.source
+            if not isinstance(source, ModelSource):
+                continue
+            name = source.bucket
             if name not in buckets:
                 buckets[name] = s3.Bucket.from_bucket_name(self, f"ModelBucket-{name}", name)
             for reader in readers:
-                grant_mounted_model_read(reader, buckets[name], model.source.location)
+                grant_mounted_model_read(reader, buckets[name], source.location)
             if model.weights_cache == "node" and self.filler_role is not None:
-                grant_mounted_model_read(self.filler_role, buckets[name], model.source.prefix)
+                grant_mounted_model_read(self.filler_role, buckets[name], source.prefix)

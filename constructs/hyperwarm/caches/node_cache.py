@@ -24,6 +24,7 @@ from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm._internal.bundling import ASSET_INIT
 from hyperwarm.caches.objects import PRIORITY_CLASS, group_requirement, node_agent_tolerations
 from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.instance_group import NVME_PATH, NodeTaint
 from hyperwarm.functions import cache_refresh, node_cache
 from hyperwarm.functions.node_cache import layout
@@ -90,8 +91,9 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     a warm rollout adds the next and then drops the previous) and label the node when each is complete."""
     name = layout.filler_name(model.name)
     selector = {"app.kubernetes.io/name": "hyperwarm-node-cache", "app.kubernetes.io/instance": name}
-    version = layout.Version(model.source.version, model.source.bucket, model.source.location,
-                             model.source.region or "")
+    source = model.source
+    assert isinstance(source, ModelSource)  # CachedModelProps' rule: the node cache fills from S3
+    version = layout.Version(source.version, source.bucket, source.location, source.region or "")
     env = [
         {"name": layout.MODEL_ENV, "value": model.name},
         {"name": layout.NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},

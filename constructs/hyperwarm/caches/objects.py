@@ -17,6 +17,7 @@ from typing import Any
 from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm.caches.cold_start import ColdStart
 from hyperwarm.caches.props import CachedModelProps, Probes
+from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
 from hyperwarm.cluster.instance_group import HEALTH_TAINT_KEY, NVME_PATH, NodeTaint
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL
 from hyperwarm.functions.node_cache import layout
@@ -64,13 +65,15 @@ def metadata(name: str, namespace: str | None, labels: dict[str, str],
     return meta
 
 
+def hub_token_secret_name(model: CachedModelProps) -> str | None:
+    """The Kubernetes Secret holding a Hugging Face source's token (None: a public repository)."""
+    source = model.source
+    return f"{model.name}-hub-token" if isinstance(source, HuggingFaceModelSource) and source.token_secret else None
+
+
 def model_source(model: CachedModelProps, region: str) -> dict[str, Any]:
-    """``modelSourceConfig``: the versioned S3 location (the one field a model update changes)."""
-    return {
-        "modelSourceType": "s3",
-        "s3Storage": {"bucketName": model.source.bucket, "region": model.source.region or region},
-        "modelLocation": model.source.location,
-    }
+    """``modelSourceConfig``: where the version is (the field a model update changes)."""
+    return model_source_config(model.source, region, hub_token_secret_name(model))
 
 
 def group_requirement(group: str) -> dict[str, Any]:

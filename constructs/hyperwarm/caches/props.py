@@ -32,6 +32,14 @@ from hyperwarm._internal.constraints import (
 )
 from hyperwarm._internal.tokens import resolved
 from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
+from hyperwarm.caches.sources import (  # noqa: F401 (ModelSource and the name rules: hyperwarm.caches.props' own)
+    BUCKET as BUCKET,  # noqa: PLC0414
+    KEY_PREFIX as KEY_PREFIX,  # noqa: PLC0414
+    REGION as REGION,  # noqa: PLC0414
+    VERSION as VERSION,  # noqa: PLC0414
+    AnyModelSource,
+    ModelSource as ModelSource,  # noqa: PLC0414
+)
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving.settings import Serving
 
@@ -57,14 +65,6 @@ IMAGE = Matches(
     r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$",
     "an image with a tag or digest (untagged images are not allowed), e.g. "
     "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
-VERSION = Matches(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
-                  "1..63 letters, digits, dots, underscores or hyphens, starting with a letter or digit, "
-                  "e.g. v2 or 2026-11-29")
-BUCKET = Matches(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                 "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
-KEY_PREFIX = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
-                     "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
-REGION = Matches(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
 HTTP_PATH = Matches(r"^/[a-zA-Z0-9\-_./]*$", "an HTTP path starting with /, e.g. /ping")
 ACM_ARN = Matches(r"^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$",
                   "an ACM certificate ARN, e.g. arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-...")
@@ -103,31 +103,6 @@ def pinned_image_problem(image: str) -> str | None:
 
 def _given(*values: Any) -> bool:
     return all(resolved(v) for v in values)
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
-
-    bucket: Annotated[str, BUCKET]
-    prefix: Annotated[str, KEY_PREFIX]
-    """Key prefix of the model, without leading or trailing slash."""
-    version: Annotated[str, VERSION]
-    """The version folder below ``prefix``, e.g. v3 or 2026-11-01."""
-    region: Annotated[str | None, REGION] = None
-    """The bucket's region. Default: the stack's region."""
-
-    def __post_init__(self) -> None:
-        check(self, [])
-
-    @property
-    def location(self) -> str:
-        """The key prefix of this version (the operator's ``modelLocation``)."""
-        return f"{self.prefix}/{self.version}"
-
-    @property
-    def uri(self) -> str:
-        return f"s3://{self.bucket}/{self.location}"
 
 
 @dataclass(frozen=True)
@@ -289,7 +264,9 @@ class CachedModelProps:
 
     name: Annotated[str, K8S_NAME]
     """Names every object of the model (``<name>``, ``<name>-weights``)."""
-    source: ModelSource
+    source: AnyModelSource
+    """Where the weights come from: S3 (:class:`ModelSource`), FSx for Lustre, the Hugging Face Hub or JumpStart
+    (:mod:`hyperwarm.caches.sources`)."""
     size: Annotated[cdk.Size, node_gb(0, 100_000)]
     """Weights size (counted twice on the NVMe when refreshed: old and new version side by side)."""
     image: Annotated[str, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)]
@@ -356,6 +333,9 @@ class CachedModelProps:
 
     def _rules(self) -> list[str]:
         rules = []
+        if self.weights_cache == "node" and not isinstance(self.source, ModelSource):
+            rules.append(f"weights_cache = 'node' -- the node cache fills from S3; a {self.source.kind} source "
+                         "is cached by the operator: allowed: operator, off")
         if self.extra_images and self.prepull == "operator":
             rules.append(f"extra_images = {len(self.extra_images)} image(s) -- pre-pulled by the DaemonSet; "
                          "set prepull to daemonset or both")

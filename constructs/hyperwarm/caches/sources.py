@@ -1,0 +1,209 @@
+"""Where a cached model's weights come from: one of the sources the HyperPod inference operator serves.
+
+- :class:`ModelSource`: Amazon S3, ``s3://<bucket>/<prefix>/<version>`` (``modelSourceType: s3``);
+- :class:`FsxModelSource`: FSx for Lustre, ``<mount>/<prefix>/<version>`` (``modelSourceType: fsx``);
+- :class:`HuggingFaceModelSource`: a Hugging Face Hub repository at a commit (``modelSourceType: huggingface``);
+- :class:`JumpStartModelSource`: a SageMaker JumpStart model at a version (a ``JumpStartModel`` object).
+
+The operator does not notice files overwritten in place, so each source names a version that never changes: a
+version folder (S3, FSx), a commit SHA (the Hub), a model version (JumpStart). Field rules come from the operator's
+CRD (``crds/``) and the services' documented name formats; each is checked when the source is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from hyperwarm._internal.constraints import Matches, check
+
+VERSION = Matches(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
+                  "1..63 letters, digits, dots, underscores or hyphens, starting with a letter or digit, "
+                  "e.g. v2 or 2026-11-29")
+BUCKET = Matches(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                 "an S3 bucket name: 3..63 lower-case letters, digits, dots or hyphens, e.g. my-models")
+KEY_PREFIX = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+                     "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
+REGION = Matches(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
+FSX_ID = Matches(r"^fs-[0-9a-f]{8,17}$", "an FSx file system id: fs- and 8 or 17 hex digits, e.g. fs-0123456789abcdef0")
+FSX_MOUNT_NAME = Matches(r"^([a-z0-9]{8}|fsx)$",
+                         "an FSx for Lustre mount name: 8 lower-case letters or digits (fsx for SCRATCH_1), e.g. "
+                         "abcdef12 (DescribeFileSystems, LustreConfiguration.MountName)")
+FSX_PATH = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
+                   "a directory in the file system without leading or trailing slash, e.g. models/llama-3.1-8b")
+HF_REPO = Matches(r"^[a-zA-Z0-9_.-]{1,96}/[a-zA-Z0-9_.-]{1,96}$",
+                  "a Hugging Face repository id <owner>/<name>, e.g. meta-llama/Llama-3.1-8B-Instruct")
+COMMIT_SHA = Matches(r"^[0-9a-f]{40}$",
+                     "a full commit SHA: 40 lower-case hex digits (a branch or tag moves; the operator takes a commit)")
+JUMPSTART_ID = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
+                       "a JumpStart model id: 1..63 letters, digits or hyphens, e.g. meta-textgeneration-llama-3-1-8b")
+JUMPSTART_VERSION = Matches(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$", "a JumpStart model version x.y.z, e.g. 2.4.0")
+SECRET = Matches(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$",
+                 "a Secrets Manager secret name or ARN, e.g. hyperwarm/hub-token")
+HUB_NAME = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a SageMaker hub name, e.g. SageMakerPublicHub")
+
+
+SourceKind = Literal["s3", "fsx", "huggingface", "jumpstart"]
+
+
+def _check(source: Any) -> None:
+    check(source, source._rules())
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
+
+    bucket: Annotated[str, BUCKET]
+    prefix: Annotated[str, KEY_PREFIX]
+    """Key prefix of the model, without leading or trailing slash."""
+    version: Annotated[str, VERSION]
+    """The version folder below ``prefix``, e.g. v3 or 2026-11-01."""
+    region: Annotated[str | None, REGION] = None
+    """The bucket's region. Default: the stack's region."""
+
+    kind: ClassVar[SourceKind] = "s3"
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def _rules(self) -> list[str]:
+        return []
+
+    @property
+    def location(self) -> str:
+        """The key prefix of this version (the operator's ``modelLocation``)."""
+        return f"{self.prefix}/{self.version}"
+
+    @property
+    def uri(self) -> str:
+        """Where the version is, for people: ``s3://bucket/prefix/version``."""
+        return f"s3://{self.bucket}/{self.location}"
+
+
+@dataclass(frozen=True)
+class FsxModelSource:
+    """Model weights in an FSx for Lustre file system at ``<prefix>/<version>``: a new version is a new directory.
+
+    The cluster needs the FSx CSI driver and a network path to the file system (it lives in the cluster's VPC; its
+    security group admits the nodes on Lustre's ports)."""
+
+    file_system_id: Annotated[str, FSX_ID]
+    mount_name: Annotated[str, FSX_MOUNT_NAME]
+    """The file system's Lustre mount name (the console's "Mount name")."""
+    prefix: Annotated[str, FSX_PATH]
+    """Directory of the model in the file system, without leading or trailing slash."""
+    version: Annotated[str, VERSION]
+    """The version directory below ``prefix``, e.g. v3."""
+    dns_name: str | None = None
+    """The file system's DNS name. Default: ``<file_system_id>.fsx.<region>.amazonaws.com``."""
+
+    kind: ClassVar[SourceKind] = "fsx"
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def _rules(self) -> list[str]:
+        return []
+
+    @property
+    def location(self) -> str:
+        """The directory of this version in the file system (the operator's ``modelLocation``)."""
+        return f"{self.prefix}/{self.version}"
+
+    @property
+    def uri(self) -> str:
+        return f"fsx://{self.file_system_id}/{self.location}"
+
+    def dns(self, region: str) -> str:
+        return self.dns_name or f"{self.file_system_id}.fsx.{region}.amazonaws.com"
+
+
+@dataclass(frozen=True)
+class HuggingFaceModelSource:
+    """A Hugging Face Hub repository at one commit: a new version is a new commit SHA."""
+
+    repo_id: Annotated[str, HF_REPO]
+    revision: Annotated[str, COMMIT_SHA]
+    """The commit the pods load (the operator's ``commitSHA``)."""
+    token_secret: Annotated[str | None, SECRET] = None
+    """Name or ARN of the Secrets Manager secret holding a Hub token, for gated or private repositories (imported by
+    the construct, like a model bucket by its name). Default: none (a public repository)."""
+    gated: bool = False
+    """The repository is gated or private: the download needs ``token_secret``. Default: false."""
+
+    kind: ClassVar[SourceKind] = "huggingface"
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def _rules(self) -> list[str]:
+        if self.gated and self.token_secret is None:
+            return [f"token_secret = None -- repository {self.repo_id} is gated: give the Secrets Manager secret "
+                    "holding a Hub token that was granted access"]
+        return []
+
+    @property
+    def version(self) -> str:
+        return self.revision
+
+    @property
+    def uri(self) -> str:
+        return f"hf://{self.repo_id}@{self.revision}"
+
+
+@dataclass(frozen=True)
+class JumpStartModelSource:
+    """A SageMaker JumpStart model at a version, served as a ``JumpStartModel``: a new version is a new
+    ``model_version``."""
+
+    model_id: Annotated[str, JUMPSTART_ID]
+    model_version: Annotated[str, JUMPSTART_VERSION]
+    accept_eula: bool = False
+    """Accept the model's end-user licence agreement; gated models do not deploy without it. Default: false."""
+    gated: bool = False
+    """The model is gated (its licence must be accepted): then ``accept_eula`` must be true. Default: false."""
+    hub_name: Annotated[str, HUB_NAME] = "SageMakerPublicHub"
+    """The hub the model comes from. Default: SageMakerPublicHub."""
+
+    kind: ClassVar[SourceKind] = "jumpstart"
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def _rules(self) -> list[str]:
+        if self.gated and not self.accept_eula:
+            return [f"accept_eula = False -- JumpStart model {self.model_id} is gated: set accept_eula true once its "
+                    "end-user licence agreement is accepted"]
+        return []
+
+    @property
+    def version(self) -> str:
+        return self.model_version
+
+    @property
+    def uri(self) -> str:
+        return f"jumpstart://{self.hub_name}/{self.model_id}@{self.model_version}"
+
+
+AnyModelSource = ModelSource | FsxModelSource | HuggingFaceModelSource | JumpStartModelSource
+"""Every source a cached model may read."""
+
+
+def model_source_config(source: AnyModelSource, region: str, token_secret_name: str | None = None) -> dict[str, Any]:
+    """An ``InferenceEndpointConfig``'s ``modelSourceConfig`` for ``source`` (a JumpStart model is a
+    ``JumpStartModel`` object instead: none). ``token_secret_name``: the Kubernetes Secret holding the Hub token."""
+    if isinstance(source, ModelSource):
+        return {"modelSourceType": "s3", "s3Storage": {"bucketName": source.bucket, "region": source.region or region},
+                "modelLocation": source.location}
+    if isinstance(source, FsxModelSource):
+        return {"modelSourceType": "fsx", "fsxStorage": {"fileSystemId": source.file_system_id,
+                                                          "dnsName": source.dns(region),
+                                                          "mountName": source.mount_name},
+                "modelLocation": source.location}
+    if isinstance(source, HuggingFaceModelSource):
+        model: dict[str, Any] = {"modelId": source.repo_id, "commitSHA": source.revision}
+        if token_secret_name is not None:
+            model["tokenSecretRef"] = {"name": token_secret_name, "key": "token"}
+        return {"modelSourceType": "huggingface", "huggingFaceModel": model}
+    raise TypeError(f"{type(source).__name__} has no modelSourceConfig: it is served as a JumpStartModel")
