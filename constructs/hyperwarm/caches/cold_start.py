@@ -81,9 +81,13 @@ class ColdStart:
     cuda_graph_s: float = DEFAULT_CUDA_GRAPH_S
     """CUDA-graph capture. Default: 60 seconds."""
 
+    def rate_gbps(self, model: CachedModelProps) -> float:
+        """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
+        return self.bandwidth_gbps
+
     def download_s(self, model: CachedModelProps) -> float:
-        """The weights from S3 onto one node at the per-node rate."""
-        return in_gigabytes(model.size) * 8 / self.bandwidth_gbps
+        """The weights from the model's source onto one node at the per-node rate."""
+        return in_gigabytes(model.size) * 8 / self.rate_gbps(model)
 
     def breakdown(self, model: CachedModelProps, *, warm: bool) -> StartBreakdown:
         """A new pod on a prepared (``warm``) node, or on a node without caches: what is cached costs (almost)
