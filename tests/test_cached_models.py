@@ -109,7 +109,8 @@ def test_a_tainted_group_is_refused_because_the_endpoint_pods_cannot_tolerate_it
 def test_more_gpus_than_the_instance_has_fail() -> None:
     from hyperwarm.caches import WorkerResources
 
-    with pytest.raises(PropsError, match=r"models\[0\].resources.gpus: 4 -- ml.g5.xlarge has 1 GPU\(s\); allowed: 0..1"):
+    with pytest.raises(PropsError, match=r"models\[0\].resources.gpus: 4 -- ml.g5.xlarge \(instance group inference\) "
+                                         r"has 1 GPU\(s\); allowed: 0..1"):
         build(llama(resources=WorkerResources(gpus=4)))
 
 

@@ -334,11 +334,12 @@ class EnvironmentConfig(StrictModel):
         workloads += addon_workloads(ADDON_WORKLOADS)
         prepull: dict[str, set[str]] = {}
         for model in self.caches.models:
-            prepull.setdefault(model.instance_group, set()).update(model.daemonset_images)
+            for group in model.instance_groups:
+                prepull.setdefault(group, set()).update(model.daemonset_images)
             workloads.append(Workload(
                 f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
                 pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
-                replicas=model.max_replicas, groups=frozenset({model.instance_group})))
+                replicas=model.max_replicas, groups=frozenset(model.instance_groups)))
         for group, images in prepull.items():
             if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
                 workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),

@@ -55,7 +55,7 @@ class CachedModels(Construct):
         if operator is None:
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
-        groups = [cluster.cache_group(name) for name in sorted({m.instance_group for m in props.models})]
+        groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)

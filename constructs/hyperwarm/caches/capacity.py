@@ -84,11 +84,14 @@ def group_usage(group: str, nvme_gb: float, footprints: Sequence[CacheFootprint]
 
 
 def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequence[CacheFootprint]],
-                      headroom_percent: int) -> list[str]:
-    """One message per instance group whose caches do not fit its NVMe."""
+                      headroom_percent: int, instance_types: Mapping[str, str] | None = None) -> list[str]:
+    """One message per instance group whose caches do not fit its NVMe (naming its instance type when
+    ``instance_types`` gives it)."""
     usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent) for g in nvme_gb]
-    return [f"caches: {u.describe()} -- does not fit{_why_two(u)}; use a larger instance type, fewer or smaller "
-            "models, or a lower nvme_headroom_percent" for u in usages if not u.fits]
+    kinds = instance_types or {}
+    return [f"caches: {u.describe()}{f' on {kinds[u.group]}' if u.group in kinds else ''} -- does not fit"
+            f"{_why_two(u)}; use a larger instance type, fewer or smaller models, or a lower nvme_headroom_percent"
+            for u in usages if not u.fits]
 
 
 def _why_two(usage: GroupUsage) -> str:

@@ -61,7 +61,8 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}]
     daemonset_images: dict[str, set[str]] = defaultdict(set)
     for model in props.models:
-        daemonset_images[model.instance_group].update(model.daemonset_images)
+        for group in model.instance_groups:
+            daemonset_images[group].update(model.daemonset_images)
     node_cached = [m for m in props.models if m.weights_cache == "node"]
     if any(daemonset_images.values()) or node_cached:
         objects.append(priority_class(labels))
@@ -71,7 +72,8 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
         objects += [filler_daemonset(m, namespace=ns, labels={**labels, MODEL_LABEL: m.name}, region=props.region,
                                      image=props.filler_image, code=code["metadata"]["name"],
                                      headroom_percent=props.nvme_headroom_percent,
-                                     group_taints=props.group_taints.get(m.instance_group, ()))
+                                     group_taints=tuple(t for g in m.instance_groups
+                                                        for t in props.group_taints.get(g, ())))
                     for m in node_cached]
     for group, images in sorted(daemonset_images.items()):
         if images:

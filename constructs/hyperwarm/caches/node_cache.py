@@ -133,7 +133,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT, "priorityClassName": PRIORITY_CLASS,
                     "affinity": {"nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": group_requirement(model.instance_group)}},
+                        "requiredDuringSchedulingIgnoredDuringExecution": group_requirement(model.instance_groups)}},
                     "tolerations": node_agent_tolerations(group_taints),
                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "enableServiceLinks": False, "terminationGracePeriodSeconds": 30,

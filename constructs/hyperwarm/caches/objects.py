@@ -76,10 +76,22 @@ def model_source(model: CachedModelProps, region: str) -> dict[str, Any]:
     return model_source_config(model.source, region, hub_token_secret_name(model))
 
 
-def group_requirement(group: str) -> dict[str, Any]:
-    """Required node affinity: the pods run on ``group``'s nodes (where its caches are)."""
+def group_requirement(groups: str | Sequence[str]) -> dict[str, Any]:
+    """Required node affinity: the pods run on the nodes of ``groups`` (where their caches are)."""
+    values = [groups] if isinstance(groups, str) else list(groups)
     return {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": [group]}]}]}
+        {"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": values}]}]}
+
+
+def group_preferences(groups: Sequence[str]) -> list[dict[str, Any]]:
+    """PREFERRED affinity by the groups' order: the scheduler puts a pod on the first group with room (weights
+    100, 50, 25, ...). The operator's own ordered ``instanceTypes`` cannot serve here: its CRD makes it exclusive of
+    ``nodeAffinity``, which keeps the pods on the groups that hold their caches (another group of the same type
+    holds none)."""
+    if len(groups) < 2:
+        return []
+    return [{"weight": max(1, 100 >> i), "preference": {"matchExpressions": [
+        {"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": [group]}]}} for i, group in enumerate(groups)]
 
 
 def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> list[dict[str, Any]]:
@@ -201,7 +213,7 @@ def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region
     settings = model_server_settings(model)
     if settings.problems:
         raise ValueError(f"model {model.name!r}: " + "; ".join(str(p) for p in settings.problems))
-    requirement = group_requirement(model.instance_group)
+    requirement = group_requirement(model.instance_groups)
     spec: dict[str, Any] = {"modelName": model.name, "modelVersion": model.source.version}
     if model.weights_cache == "node":
         requirement["nodeSelectorTerms"][0]["matchExpressions"].append(
@@ -212,8 +224,9 @@ def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region
     else:
         spec["modelSourceConfig"] = model_source(model, region)
     affinity: dict[str, Any] = {"requiredDuringSchedulingIgnoredDuringExecution": requirement}
-    if cache_uids:
-        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = cache_ready_preferences(cache_uids)
+    preferences = [*group_preferences(model.instance_groups), *cache_ready_preferences(cache_uids)]
+    if preferences:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferences
     worker = _worker(model)
     spec.update({
         "replicas": model.replicas,

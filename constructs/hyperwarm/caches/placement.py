@@ -41,20 +41,26 @@ def footprint(model: CachedModelProps, *, refreshed: bool = False) -> CacheFootp
                           versions=2 if refreshed else 1)
 
 
-def _group_problem(path: str, model: CachedModelProps, groups: Mapping[str, CacheGroup]) -> str | None:
-    group = groups.get(model.instance_group)
+def _group_problem(at: str, name: str, groups: Mapping[str, CacheGroup]) -> str | None:
+    group = groups.get(name)
     if group is None:
-        return f"{path}.instance_group: {model.instance_group!r} -- no such instance group; allowed: {', '.join(groups)}"
+        return f"{at}: {name!r} -- no such instance group; allowed: {', '.join(groups)}"
     if not group.holds_caches:
         allowed = [n for n, g in groups.items() if g.holds_caches]
-        return (f"{path}.instance_group: {model.instance_group!r} -- holds_caches is false for this group; "
+        return (f"{at}: {name!r} -- holds_caches is false for this group; "
                 f"allowed: {', '.join(allowed) or 'none (set holds_caches true)'}")
     blocking = [f"{t.key}={t.value}:{t.effect}" for t in group.taints if t.effect != "PreferNoSchedule"]
     if blocking:
-        return (f"{path}.instance_group: {model.instance_group!r} -- the group is tainted ({', '.join(blocking)}) "
+        return (f"{at}: {name!r} -- the group is tainted ({', '.join(blocking)}) "
                 "and InferenceEndpointConfig has no tolerations, so its pods could never run there; "
                 "allowed: an untainted group")
     return None
+
+
+def _group_fields(path: str, model: CachedModelProps) -> list[tuple[str, str]]:
+    """(field path, group) of every group the model may run on, first the preferred one."""
+    return [(f"{path}.instance_group", model.instance_group),
+            *((f"{path}.fallback_groups[{i}]", g) for i, g in enumerate(model.fallback_groups))]
 
 
 def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[CacheGroup], nvme_headroom_percent: int,
@@ -66,20 +72,21 @@ def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[Cach
     problems = []
     for index, model in enumerate(models):
         at = f"{path}[{index}]"
-        problem = _group_problem(at, model, by_name)
-        if problem:
-            problems.append(problem)
-            continue
-        spec = instance_spec(by_name[model.instance_group].instance_type)
-        if model.resources.gpus > spec.gpus:
-            problems.append(f"{at}.resources.gpus: {model.resources.gpus} -- "
-                            f"{by_name[model.instance_group].instance_type} has {spec.gpus} GPU(s); "
-                            f"allowed: 0..{spec.gpus}")
+        for field, name in _group_fields(at, model):
+            problem = _group_problem(field, name, by_name)
+            if problem:
+                problems.append(problem)
+                continue
+            instance_type = by_name[name].instance_type
+            spec = instance_spec(instance_type)
+            if model.resources.gpus > spec.gpus:
+                problems.append(f"{at}.resources.gpus: {model.resources.gpus} -- {instance_type} (instance group "
+                                f"{name}) has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
         problems += [p.at(at) for p in model_server_settings(model).problems]
     if problems:
         return problems
-    placed = {name: [footprint(m, refreshed=m.name in refreshed) for m in models if m.instance_group == name]
+    placed = {name: [footprint(m, refreshed=m.name in refreshed) for m in models if name in m.instance_groups]
               for name in by_name}
     return capacity_problems(
         {name: instance_spec(g.instance_type).nvme_gb for name, g in by_name.items() if placed[name]},
-        placed, nvme_headroom_percent)
+        placed, nvme_headroom_percent, {name: g.instance_type for name, g in by_name.items()})

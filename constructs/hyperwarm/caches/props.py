@@ -273,6 +273,10 @@ class CachedModelProps:
     """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes."""
     instance_group: str
     """An instance group of the cluster with local NVMe (``cluster.cache_group``)."""
+    fallback_groups: tuple[str, ...] = ()
+    """Further instance groups in order of preference, for the pods ``instance_group`` has no room for (the
+    operator's ordered ``instanceTypes``, by group). Each is checked as the first is (it holds caches, its instance
+    type has the GPUs, its NVMe holds the caches) and its nodes are filled and pre-pulled too. Default: none."""
     image_size: Annotated[cdk.Size, node_gb(0, 500)] = field(default_factory=lambda: gigabytes(20))
     """Uncompressed image size on the node. Default: 20 GB (vLLM/LMI DLCs)."""
     weights_cache: WeightsCache = "operator"
@@ -333,6 +337,10 @@ class CachedModelProps:
 
     def _rules(self) -> list[str]:
         rules = []
+        repeated_groups = sorted({g for g in self.fallback_groups if self.instance_groups.count(g) > 1})
+        if repeated_groups:
+            rules.append(f"fallback_groups = {list(self.fallback_groups)} -- lists {', '.join(repeated_groups)} "
+                         "again; allowed: groups other than instance_group, each once")
         if self.weights_cache == "node" and not isinstance(self.source, ModelSource):
             rules.append(f"weights_cache = 'node' -- the node cache fills from S3; a {self.source.kind} source "
                          "is cached by the operator: allowed: operator, off")
@@ -350,6 +358,11 @@ class CachedModelProps:
             rules.append(f"metrics.port = None -- the operator scrapes ports 1024..65535 and the model's port is "
                          f"{self.port}; allowed: a port 1024..65535")
         return rules
+
+    @property
+    def instance_groups(self) -> tuple[str, ...]:
+        """Every group the pods may run on, in order of preference."""
+        return (self.instance_group, *self.fallback_groups)
 
     @property
     def weights_cached(self) -> bool:

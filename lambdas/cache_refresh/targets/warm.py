@@ -98,15 +98,16 @@ def _affinity(spec: dict[str, Any], model: str, version: str) -> dict[str, Any]:
     return affinity
 
 
-def group_selector(obj: dict[str, Any]) -> dict[str, str]:
-    """The deployment's instance group as a label selector (the ``In`` expression on the group label)."""
+def group_selectors(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """A label selector per instance group the deployment's pods may use (the required ``In`` expression on the
+    group label: its first group, then the fallback groups)."""
     for term in _terms(obj.get("spec") or {}):
         for expression in term.get("matchExpressions") or []:
             values = expression.get("values") or []
-            if expression.get("key") == layout.GROUP_LABEL and expression.get("operator") == "In" and len(values) == 1:
-                return {layout.GROUP_LABEL: str(values[0])}
+            if expression.get("key") == layout.GROUP_LABEL and expression.get("operator") == "In" and values:
+                return [{layout.GROUP_LABEL: str(value)} for value in values]
     raise PermanentError("target-rejected", f"{_meta(obj).get('name')}: no required instance-group affinity "
-                         f"({layout.GROUP_LABEL} In [group]): the nodes its pods may use are unknown")
+                         f"({layout.GROUP_LABEL} In [groups]): the nodes its pods may use are unknown")
 
 
 # -- the filler ---------------------------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def staging(kube: Kube, target: HyperPodTarget, version: str) -> Staging:
     label = layout.ready_label(model, version)
     ready, waiting, failed, capacity = [], [], {}, 0
     gpus = _pod_gpus(deployment)
-    for node in kube.nodes(group_selector(deployment)):
+    for node in (node for selector in group_selectors(deployment) for node in kube.nodes(selector)):
         name = _meta(node)["name"]
         note = (_meta(node).get("annotations") or {}).get(label)
         if isinstance(note, str) and note.startswith("failed"):

@@ -1,0 +1,116 @@
+"""A cached model's fallback instance groups: ordered preference, and every group checked as the first is."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import test_caches_manifests
+from test_cached_models import build, llama
+from test_caches_manifests import crd_errors
+
+from hyperwarm.caches import PropsError, WorkerResources, gigabytes
+from hyperwarm.cluster.instance_group import INSTANCE_GROUP_LABEL, InstanceGroupSpec
+from hyperwarm.functions.cache_refresh.contract import HyperPodTarget, NodeCache
+from hyperwarm.functions.cache_refresh.targets import warm
+from hyperwarm.functions.node_cache import layout
+from stacks.config import ConfigError, parse_environment
+
+crd_schemas = test_caches_manifests.crd_schemas  # the fixture
+GROUPS = [InstanceGroupSpec("system", "ml.c5.4xlarge"),
+          InstanceGroupSpec("big", "ml.g5.12xlarge", holds_caches=True),
+          InstanceGroupSpec("small", "ml.g5.xlarge", holds_caches=True),
+          InstanceGroupSpec("plain", "ml.g5.xlarge")]
+
+
+def _kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_the_pods_may_use_every_listed_group_and_prefer_them_in_order(crd_schemas) -> None:
+    caches = build(llama(instance_group="big", fallback_groups=("small",)), groups=GROUPS)
+    (deployment,) = _kind(caches.objects, "InferenceEndpointConfig")
+    affinity = deployment["spec"]["nodeAffinity"]
+    (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert term["matchExpressions"] == [{"key": INSTANCE_GROUP_LABEL, "operator": "In", "values": ["big", "small"]}]
+    assert [(p["weight"], p["preference"]["matchExpressions"][0]["values"])
+            for p in affinity["preferredDuringSchedulingIgnoredDuringExecution"]] == [(100, ["big"]), (50, ["small"])]
+    assert "instanceTypes" not in deployment["spec"], "the CRD makes instanceTypes exclusive of nodeAffinity"
+    assert crd_errors(deployment, crd_schemas) == []
+
+
+def test_a_node_cached_model_is_filled_and_pre_pulled_on_every_listed_group() -> None:
+    caches = build(llama(instance_group="big", fallback_groups=("small",), weights_cache="node", prepull="both"),
+                   groups=GROUPS)
+    daemonsets = {d["metadata"]["name"]: d for d in _kind(caches.objects, "DaemonSet")}
+    filler = daemonsets[layout.filler_name("llama")]
+    required = filler["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert required["values"] == ["big", "small"]
+    assert {n for n in daemonsets if n != layout.filler_name("llama")} == {"prepull-big", "prepull-small"}
+
+
+def test_a_fallback_group_that_cannot_hold_the_model_fails_naming_it() -> None:
+    with pytest.raises(PropsError, match=r"models\[0\]\.fallback_groups\[0\]: 'plain' -- holds_caches is false"):
+        build(llama(instance_group="big", fallback_groups=("plain",)), groups=GROUPS)
+    with pytest.raises(ValueError, match=r"no instance group 'nope'; groups: system, big, small, plain"):
+        build(llama(instance_group="big", fallback_groups=("nope",)), groups=GROUPS)
+
+
+def test_a_fallback_type_with_too_few_gpus_fails_naming_the_type() -> None:
+    with pytest.raises(PropsError, match=r"models\[0\]\.resources\.gpus: 4 -- ml\.g5\.xlarge \(instance group small\) "
+                                         r"has 1 GPU\(s\); allowed: 0\.\.1"):
+        build(llama(instance_group="big", fallback_groups=("small",), resources=WorkerResources(gpus=4)),
+              groups=GROUPS)
+
+
+def test_the_fallback_groups_nvme_must_hold_the_caches_too() -> None:
+    """300 GB fits ml.g5.12xlarge's 3,800 GB, not ml.g5.xlarge's 250 GB."""
+    with pytest.raises(PropsError, match=r"instance group 'small': need .* on ml\.g5\.xlarge -- does not fit"):
+        build(llama(instance_group="big", fallback_groups=("small",), size=gigabytes(300)), groups=GROUPS)
+
+
+def test_a_group_listed_twice_is_refused() -> None:
+    with pytest.raises(PropsError, match=r"fallback_groups = \['small', 'big'\] -- lists big again"):
+        llama(instance_group="big", fallback_groups=("small", "big"))
+
+
+def _node(name: str, group: str, ready_for: str | None) -> dict[str, Any]:
+    labels = {INSTANCE_GROUP_LABEL: group, **({layout.ready_label("llama", ready_for): "true"} if ready_for else {})}
+    return {"metadata": {"name": name, "labels": labels},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"nvidia.com/gpu": "1"}}}
+
+
+class _Kube:
+    def __init__(self, deployment: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
+        self.deployment, self.all_nodes = deployment, nodes
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.deployment)
+
+    def nodes(self, selector: dict[str, str]) -> list[dict[str, Any]]:
+        return [n for n in self.all_nodes if all(n["metadata"]["labels"].get(k) == v for k, v in selector.items())]
+
+
+def test_a_warm_rollout_stages_the_version_on_the_nodes_of_every_listed_group() -> None:
+    deployment = _kind(build(llama(instance_group="big", fallback_groups=("small",), weights_cache="node"),
+                             groups=GROUPS).objects, "InferenceEndpointConfig")[0]
+    target = HyperPodTarget("eks", "hyperwarm-models", "InferenceEndpointConfig", "llama",
+                            node_cache=NodeCache("llama", "/opt/dlami/nvme"))
+    kube = _Kube(deployment, [_node("b-1", "big", "v2"), _node("s-1", "small", None), _node("p-1", "plain", None)])
+    staged = warm.staging(kube, target, "v2")  # type: ignore[arg-type]
+    assert (staged.ready_nodes, staged.waiting_nodes, staged.ready) == (["b-1"], ["s-1"], False)
+    kube.all_nodes[1] = _node("s-1", "small", "v2")
+    assert warm.staging(kube, target, "v2").ready  # type: ignore[arg-type]
+
+
+def test_cdk_json_lists_fallback_groups_and_a_bad_one_names_its_field(project_context) -> None:
+    env = json.loads(json.dumps(project_context["environments"]["prod"]))
+    model = env["caches"]["models"][0]
+    groups = [g["name"] for g in env["instance_groups"]]
+    model["fallback_groups"] = ["nope"]
+    with pytest.raises(ConfigError, match=r"environments\.prod: caches\.models\[0\]\.fallback_groups\[0\]: 'nope' -- "
+                                          rf"no such instance group; allowed: {', '.join(groups)}"):
+        parse_environment("prod", env)
