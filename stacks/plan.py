@@ -42,6 +42,7 @@ from hyperwarm.caches.cold_start import (
     DEFAULT_CONTAINER_START_S,
     DEFAULT_CUDA_GRAPH_S,
     DEFAULT_IMAGE_PULL_MIN,
+    HUB_BANDWIDTH_GBPS,
     ColdStart,
     StartBreakdown,
 )
@@ -76,6 +77,10 @@ class ModelPlan:
     """``(min_replicas, max_replicas)`` of an autoscaled model."""
     events: tuple[EventForecast, ...] = ()
     """The ``--scenario`` events, in the order of :data:`hyperwarm.caches.events.EVENTS`."""
+    source: str = "s3"
+    """Where the weights come from (``s3``, ``fsx``, ``huggingface``, ``jumpstart``)."""
+    rate_gbps: float = DEFAULT_BANDWIDTH_GBPS
+    """The per-node download rate from that source (:meth:`ColdStart.rate_gbps`)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,8 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      cold_start.breakdown(model, warm=False), cold_start.breakdown(model, warm=True), rollout,
                      cache_events.scale_out(prewarmed + 1, prewarmed, model.replicas, cold, warm, fill),
                      (scaling.min_replicas, scaling.max_replicas) if scaling else None,
-                     tuple(forecasts[event]() for event in scenarios.events))
+                     tuple(forecasts[event]() for event in scenarios.events),
+                     source=model.source.kind, rate_gbps=cold_start.rate_gbps(model))
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int | None = None,
@@ -191,6 +197,10 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
                 f"{m.scale_out} ({m.prewarmed_nodes})", _minutes(m.all_serving_s), f"{m.cold_share:.0%}")
     console.print(table)
     for group in groups:
+        for m in group.models:
+            if m.rate_gbps != cold_start.bandwidth_gbps or m.source != "s3":
+                console.print(f"{m.model}: weights from {_SOURCE_WORDS.get(m.source, m.source)} at "
+                              f"{m.rate_gbps:g} Gbit/s per node")
         if group.refreshed:
             console.print(f"NVMe at peak of {group.group}: two versions of each refreshed model "
                           f"({', '.join(group.refreshed)}: the new version stages beside the serving one until the "
@@ -199,6 +209,10 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
             line = fleet_line(m)
             if line:
                 console.print(line)
+
+
+_SOURCE_WORDS = {"s3": "S3", "fsx": "FSx for Lustre", "jumpstart": "JumpStart (S3)",
+                 "huggingface": "the Hugging Face Hub (an assumption: no published per-node figure)"}
 
 
 def fleet_line(m: ModelPlan) -> str | None:
@@ -220,7 +234,7 @@ _START_PARTS = (("image pull", "image_s"), ("weights", "weights_s"), ("container
 
 def render_starts(env_name: str, groups: list[GroupPlan], console: Console) -> None:
     """Where a new pod's start goes, on a cold node (S3 download) and on a warm one (NVMe read)."""
-    table = Table(title=f"start of one new pod of {env_name}, seconds: weights from S3 (cold) or NVMe (warm), then "
+    table = Table(title=f"start of one new pod of {env_name}, seconds: weights from the source (cold) or NVMe (warm), then "
                         "the engine", title_justify="left")
     for column in ("model", "node", *(name for name, _ in _START_PARTS), "total"):
         table.add_column(column, justify="left" if column in ("model", "node") else "right", no_wrap=True)
@@ -299,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m stacks plan cache: --env {args.env!r} is not configured; environments: "
               f"{', '.join(environments)}", file=sys.stderr)
         return 2
-    cold_start = ColdStart(bandwidth_gbps=args.bandwidth_gbps, image_pull_s=args.image_pull_min * 60,
+    cold_start = ColdStart(bandwidth_gbps=args.bandwidth_gbps, hub_bandwidth_gbps=args.hub_bandwidth_gbps,
+                           image_pull_s=args.image_pull_min * 60,
                            container_start_s=args.container_start_s, compile_s=args.compile_s,
                            cuda_graph_s=args.cuda_graph_s)
     events = EVENTS if args.scenario == "all" else (args.scenario,)
@@ -350,6 +365,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     cache.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cache.add_argument("--bandwidth-gbps", type=_positive(float), default=DEFAULT_BANDWIDTH_GBPS,
                        help=f"effective S3 download rate per node, Gbit/s (default {DEFAULT_BANDWIDTH_GBPS:g})")
+    cache.add_argument("--hub-bandwidth-gbps", type=_positive(float), default=HUB_BANDWIDTH_GBPS,
+                       help=f"effective Hugging Face Hub download rate per node, Gbit/s (default "
+                            f"{HUB_BANDWIDTH_GBPS:g}: an assumption, no published figure)")
     cache.add_argument("--image-pull-min", type=_positive(float), default=DEFAULT_IMAGE_PULL_MIN,
                        help=f"cold image pull, minutes (default {DEFAULT_IMAGE_PULL_MIN:g}; AWS: 5..7)")
     cache.add_argument("--container-start-s", type=_non_negative(float), default=DEFAULT_CONTAINER_START_S,

@@ -1,5 +1,5 @@
 """An in-process Kubernetes API stand-in for the HyperPod operator's custom objects and the built-in kinds the
-refresh and the exporter read (DaemonSets, pods, nodes).
+refresh and the exporter read (DaemonSets, pods, nodes) and the Secrets the Hub token sync fills.
 
 HTTPS on 127.0.0.1 with its own CA (the client must verify it, as with a real EKS endpoint).
 Follows the API server's rules the refresh Lambda relies on: bearer token required (an EKS
@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-_PATH = re.compile(r"^/apis/(?:inference\.sagemaker\.aws\.amazon\.com|apps)/v1/namespaces/([^/]+)/([^/]+)/([^/]+)$")
+_PATH = re.compile(r"^/(?:apis/(?:inference\.sagemaker\.aws\.amazon\.com|apps)/v1|api/v1)/namespaces/([^/]+)/([^/]+)/([^/]+)$")
 _NODE = re.compile(r"^/api/v1/nodes/([^/?]+)$")
 _PROXY = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/:]+):(\d+)/proxy(/.*)$")
 _LIST = re.compile(r"^(?:/apis/inference\.sagemaker\.aws\.amazon\.com/v1|/apis/apps/v1|/api/v1)"

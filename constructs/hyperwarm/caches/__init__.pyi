@@ -25,6 +25,10 @@ from .cold_start import (
     ColdStart as ColdStart,
     StartBreakdown as StartBreakdown,
 )
+from .hub import (
+    HubTokenSync as HubTokenSync,
+    HubTokenSyncProps as HubTokenSyncProps,
+)
 from .objects import cache_ready_preferences as cache_ready_preferences
 from .placement import (
     footprint as footprint,

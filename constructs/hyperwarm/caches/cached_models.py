@@ -21,6 +21,7 @@ from constructs import Construct
 
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
+from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
@@ -57,6 +58,7 @@ class CachedModels(Construct):
                              "the cluster was built with install_inference_operator false")
         groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
+        problems += hub_egress_problems(props.models, cluster)
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
@@ -77,6 +79,12 @@ class CachedModels(Construct):
         )
         # The add-on installs the operator's CRDs: a dependency CloudFormation honours (across stacks too).
         self.manifest.node.add_dependency(operator.addon)
+        self.hub_tokens: HubTokenSync | None = None
+        """Copies Hub tokens from Secrets Manager into the models' token Secrets; None without a Hub token."""
+        tokens = tokens_of(props.models)
+        if tokens:
+            self.hub_tokens = HubTokenSync(self, "HubTokens", HubTokenSyncProps(
+                cluster, props.namespace, tokens, after=[self.manifest], fingerprint=fingerprint(self.objects)))
         self.filler_role: iam.Role | None = None
         """The node-cache fillers' role (EKS Pod Identity), or None without a ``weights_cache="node"`` model."""
         if any(m.weights_cache == "node" for m in props.models):

@@ -17,6 +17,7 @@ from typing import Any
 from constructs import Construct
 
 from hyperwarm._internal.extras import missing_extra
+from hyperwarm.caches.hub import token_secret
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
 from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps
@@ -59,6 +60,9 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
     ns, labels = props.namespace, dict(props.labels)
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}]
+    # A Hub source's token Secret, empty: filled at deploy time from Secrets Manager (hyperwarm.caches.hub).
+    objects += [secret for m in props.models
+                if (secret := token_secret(m, namespace=ns, labels={**labels, MODEL_LABEL: m.name}))]
     daemonset_images: dict[str, set[str]] = defaultdict(set)
     for model in props.models:
         for group in model.instance_groups:

@@ -20,6 +20,18 @@ by vLLM's maintainers on Llama 3 70B at tensor parallelism 8 (https://github.com
   https://github.com/vllm-project/vllm/issues/20098). Smaller models compile and capture faster (Llama 3 8B:
   19 s and 15 s, https://github.com/vllm-project/vllm/pull/11005), so the 70B figures are the conservative side.
 
+The weights' download rate depends on the source (:meth:`ColdStart.rate_gbps`):
+
+- S3 (and JumpStart, whose artifacts are S3 objects): the ~1 Gbit/s per node above.
+- the Hugging Face Hub: 0.5 Gbit/s per node, an assumption. No per-node figure is published for the operator's
+  download init container (AWS does not say which client it runs). The one published figure is a ceiling: the
+  Hub's Python client tops out near 500 MB/s (4 Gbit/s), which hf_transfer exists to exceed "on very high
+  bandwidth network" (https://github.com/huggingface/hf_transfer). The download crosses the internet through
+  the VPC's NAT gateway, which every downloading node shares (5 Gbit/s, scaling to 100 Gbit/s:
+  https://docs.aws.amazon.com/vpc/latest/userguide/nat-gateway-basics.html), so half the S3 figure is taken: a
+  low rate lengthens the startup probe's budget, the safe side (a probe sized for a fast download kills a pod
+  whose download is merely slow). ``python -m stacks plan cache --hub-bandwidth-gbps`` replaces it.
+
 The startup probe of a cached model is sized from :meth:`ColdStart.cold_s`; the planner (``python -m stacks plan
 cache``) reports all of it, each part on its own (:meth:`ColdStart.breakdown`).
 """
@@ -30,11 +42,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperwarm._internal.constraints import in_gigabytes
+from hyperwarm.caches.sources import HuggingFaceModelSource
 
 if TYPE_CHECKING:
     from hyperwarm.caches.props import CachedModelProps
 
 DEFAULT_BANDWIDTH_GBPS = 1.0
+HUB_BANDWIDTH_GBPS = 0.5
+"""The Hugging Face Hub per node, Gbit/s: an assumption (the module's docstring says why)."""
 DEFAULT_IMAGE_PULL_MIN = 6.0
 NVME_GB_PER_S = 7.0
 DEFAULT_CONTAINER_START_S = 30.0
@@ -80,9 +95,13 @@ class ColdStart:
     """torch.compile without a compile cache. Default: 85 seconds."""
     cuda_graph_s: float = DEFAULT_CUDA_GRAPH_S
     """CUDA-graph capture. Default: 60 seconds."""
+    hub_bandwidth_gbps: float = HUB_BANDWIDTH_GBPS
+    """Effective Hugging Face Hub download rate per node, Gbit/s (an assumption). Default: 0.5."""
 
     def rate_gbps(self, model: CachedModelProps) -> float:
         """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
+        if isinstance(model.source, HuggingFaceModelSource):
+            return self.hub_bandwidth_gbps
         return self.bandwidth_gbps
 
     def download_s(self, model: CachedModelProps) -> float:

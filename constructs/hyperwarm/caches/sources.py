@@ -34,12 +34,19 @@ FSX_PATH = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
 HF_REPO = Matches(r"^[a-zA-Z0-9_.-]{1,96}/[a-zA-Z0-9_.-]{1,96}$",
                   "a Hugging Face repository id <owner>/<name>, e.g. meta-llama/Llama-3.1-8B-Instruct")
 COMMIT_SHA = Matches(r"^[0-9a-f]{40}$",
-                     "a full commit SHA: 40 lower-case hex digits (a branch or tag moves; the operator takes a commit)")
+                     "a full commit SHA: 40 lower-case hex digits, e.g. a09a35458c702b33eeacc393d103063234e8bc28 "
+                     "(the repository's History page lists them); a branch or tag moves, so pods started at "
+                     "different times would serve different weights, and the operator's commitSHA takes only a "
+                     "full SHA")
 JUMPSTART_ID = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$",
                        "a JumpStart model id: 1..63 letters, digits or hyphens, e.g. meta-textgeneration-llama-3-1-8b")
 JUMPSTART_VERSION = Matches(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$", "a JumpStart model version x.y.z, e.g. 2.4.0")
-SECRET = Matches(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$",
-                 "a Secrets Manager secret name or ARN, e.g. hyperwarm/hub-token")
+SECRET = Matches(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}-[A-Za-z0-9]{6}"
+                 r"|[A-Za-z0-9/_+=.@-]{1,512})$",
+                 "a Secrets Manager secret name, or its complete ARN (ending in - and 6 characters), e.g. "
+                 "hyperwarm/hub-token")
+KMS_KEY_ARN = Matches(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[a-zA-Z0-9-]{1,128}$",
+                      "a KMS key ARN, e.g. arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab")
 HUB_NAME = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a SageMaker hub name, e.g. SageMakerPublicHub")
 
 
@@ -121,14 +128,22 @@ class FsxModelSource:
 
 @dataclass(frozen=True)
 class HuggingFaceModelSource:
-    """A Hugging Face Hub repository at one commit: a new version is a new commit SHA."""
+    """A Hugging Face Hub repository at one commit: a new version is a new commit SHA.
+
+    The operator downloads it in each pod's init container over the internet (the nodes' NAT egress); a gated or
+    private repository needs a Hub token, kept in Secrets Manager and copied into the Kubernetes Secret the
+    operator reads (:mod:`hyperwarm.caches.hub`)."""
 
     repo_id: Annotated[str, HF_REPO]
+    """``<owner>/<name>``, e.g. Qwen/Qwen2.5-7B-Instruct (the operator's ``modelId``)."""
     revision: Annotated[str, COMMIT_SHA]
-    """The commit the pods load (the operator's ``commitSHA``)."""
+    """The commit the pods load: a full 40-hex SHA, never a branch or tag (the operator's ``commitSHA``)."""
     token_secret: Annotated[str | None, SECRET] = None
-    """Name or ARN of the Secrets Manager secret holding a Hub token, for gated or private repositories (imported by
-    the construct, like a model bucket by its name). Default: none (a public repository)."""
+    """Name or complete ARN of the Secrets Manager secret holding a Hub token (a plain string, not JSON), for
+    gated or private repositories. Default: none (a public repository)."""
+    token_secret_key_arn: Annotated[str | None, KMS_KEY_ARN] = None
+    """The customer managed KMS key encrypting ``token_secret``, if it has one (its readers need kms:Decrypt on it).
+    Default: none (the AWS managed key aws/secretsmanager)."""
     gated: bool = False
     """The repository is gated or private: the download needs ``token_secret``. Default: false."""
 
@@ -141,6 +156,9 @@ class HuggingFaceModelSource:
         if self.gated and self.token_secret is None:
             return [f"token_secret = None -- repository {self.repo_id} is gated: give the Secrets Manager secret "
                     "holding a Hub token that was granted access"]
+        if self.token_secret_key_arn is not None and self.token_secret is None:
+            return [f"token_secret_key_arn = {self.token_secret_key_arn!r} -- a key without token_secret decrypts "
+                    "nothing: give token_secret too, or remove the key"]
         return []
 
     @property

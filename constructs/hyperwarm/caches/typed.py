@@ -23,6 +23,14 @@ def _json_names(struct: type) -> dict[str, str]:
     return {json_name: py_name for py_name, json_name in mapping.items()}
 
 
+def _field(names: Mapping[str, str], key: str) -> str | None:
+    """The generated struct's JSON name for the CRD's ``key``: cdk8s import re-cases a run of capitals
+    (``commitSHA`` is ``commitSha`` in the struct, and rendered as ``commitSHA`` again), so case is not compared."""
+    if key in names:
+        return key
+    return next((name for name in names if name.lower() == key.lower()), None)
+
+
 @cache
 def _hints(struct: type) -> dict[str, Any]:
     return {name: typing.get_type_hints(getattr(struct, name).fget)["return"] for name in _json_names(struct).values()}
@@ -62,12 +70,14 @@ def bind(hint: Any, value: Any, path: str) -> Any:
     struct = next((c for c in choices if isinstance(c, type) and hasattr(c, "__jsii_name_mapping__")), None)
     if struct is not None and isinstance(value, Mapping):
         names = _json_names(struct)
-        unknown = sorted(set(value) - set(names))
+        fields = {k: _field(names, k) for k in value}
+        unknown = sorted(k for k, f in fields.items() if f is None)
         if unknown:
             raise ValueError(f"{path}: {', '.join(unknown)} -- not a field of the operator's CRD "
                              f"({struct.__name__}); allowed: {', '.join(sorted(names))}")
         hints = _hints(struct)
-        return struct(**{names[k]: bind(hints[names[k]], v, f"{path}.{k}") for k, v in value.items()})
+        return struct(**{names[f]: bind(hints[names[f]], value[k], f"{path}.{k}")
+                         for k, f in fields.items() if f is not None})
     for choice in choices:
         if isinstance(choice, type) and issubclass(choice, enum.Enum):
             return _enum_member(choice, value, path)

@@ -1,0 +1,146 @@
+"""Copy each Hub token from its Secrets Manager secret into the Kubernetes Secret the operator reads.
+
+The inference operator takes a gated repository's token only from a Kubernetes Secret (``tokenSecretRef``,
+injected as ``HF_TOKEN`` into the download init container). hyperwarm renders that Secret empty (no data) with the
+models; this function fills its ``token`` key and keeps it equal to the secret's current value. It runs at every
+deploy (a CloudFormation custom resource, before the models' pods need it) and on a schedule (rotation).
+
+``HYPERWARM_HUB_TOKENS`` maps each Kubernetes Secret name to its Secrets Manager secret id (name or ARN). A
+secret's string is the token itself, or a JSON object with a ``token`` key. The token is never logged, returned or
+put into an error: what is logged is the Kubernetes Secret's name, the secret's version id and whether it changed.
+RBAC lets this function only ``get`` and ``patch`` the named Secrets in one namespace: it can neither create nor
+list nor read any other Secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.request
+from typing import Any
+
+import boto3
+import urllib3
+
+from ..eks_auth import cluster_access, eks_token
+
+TOKEN_KEY = "token"
+"""The key of the Kubernetes Secret the operator's ``tokenSecretRef`` names."""
+_REASON_MAX = 1000
+
+
+class SyncError(RuntimeError):
+    """A token could not be copied; the message names the Secret and never holds the token."""
+
+
+def token_of(secret_string: str, secret_id: str) -> str:
+    """The token in a secret's string: the string itself, or the ``token`` key of a JSON object."""
+    text = secret_string.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text).get(TOKEN_KEY)
+        except (json.JSONDecodeError, AttributeError):
+            value = None
+        if not isinstance(value, str) or not value.strip():
+            raise SyncError(f"secret {secret_id}: a JSON secret needs a string key {TOKEN_KEY!r} holding the token")
+        text = value.strip()
+    if not text:
+        raise SyncError(f"secret {secret_id}: empty; put the Hub token (hf_...) in it")
+    return text
+
+
+class SecretWriter:
+    """GET and merge-PATCH of named Secrets in one namespace, with the function role's EKS token."""
+
+    def __init__(self, endpoint: str, ca_pem: str, token: str, namespace: str, timeout: float = 10.0) -> None:
+        self._base = f"{endpoint.rstrip('/')}/api/v1/namespaces/{namespace}/secrets/"
+        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca_pem,
+                                         retries=urllib3.Retry(total=2, status=0),
+                                         timeout=urllib3.Timeout(total=timeout))
+
+    @staticmethod
+    def _failure(verb: str, name: str, resp: Any) -> SyncError:
+        try:  # a Status object's message names the object, never a Secret's data
+            message = json.loads(resp.data).get("message", "")
+        except (json.JSONDecodeError, AttributeError):
+            message = ""
+        hint = " (the models' manifest renders it: deploy the caches first)" if resp.status == 404 else ""
+        return SyncError(f"{verb} Secret {name}: HTTP {resp.status} {message[:200]}{hint}")
+
+    def current(self, name: str) -> str | None:
+        """The Secret's token (None when it has none yet)."""
+        resp = self._http.request("GET", self._base + name, headers=self._headers)
+        if resp.status != 200:
+            raise self._failure("GET", name, resp)
+        data = json.loads(resp.data).get("data") or {}
+        return base64.b64decode(data[TOKEN_KEY]).decode() if TOKEN_KEY in data else None
+
+    def write(self, name: str, token: str) -> None:
+        body = json.dumps({"data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()}}).encode()
+        resp = self._http.request("PATCH", self._base + name, body=body,
+                                  headers={**self._headers, "Content-Type": "application/merge-patch+json"})
+        if resp.status != 200:
+            raise self._failure("PATCH", name, resp)
+
+
+def sync(tokens: dict[str, str], writer: SecretWriter, secrets: Any) -> list[dict[str, Any]]:
+    """Copy every token; one line per Secret (name, secret version, changed), every failure raised together."""
+    results, failures = [], []
+    for name, secret_id in sorted(tokens.items()):
+        try:
+            answer = secrets.get_secret_value(SecretId=secret_id)
+            if "SecretString" not in answer:
+                raise SyncError(f"secret {secret_id}: binary; store the Hub token as a string")
+            token = token_of(answer["SecretString"], secret_id)
+            changed = writer.current(name) != token
+            if changed:
+                writer.write(name, token)
+            results.append({"secret": name, "source": secret_id, "version": answer.get("VersionId"),
+                            "changed": changed})
+        except SyncError as error:
+            failures.append(str(error))
+        except Exception as error:  # noqa: BLE001 - botocore's and urllib3's messages hold no secret value
+            failures.append(f"Secret {name} from {secret_id}: {type(error).__name__}: {error}")
+    print(json.dumps({"synced": results, "failures": failures}))
+    if failures:
+        raise SyncError("; ".join(failures))
+    return results
+
+
+def run() -> list[dict[str, Any]]:
+    cluster = os.environ["HYPERWARM_CLUSTER_NAME"]
+    region = os.environ["AWS_REGION"] if "AWS_REGION" in os.environ else os.environ["AWS_DEFAULT_REGION"]
+    endpoint, ca_pem = cluster_access(cluster, region)
+    writer = SecretWriter(endpoint, ca_pem, eks_token(cluster, region), os.environ["HYPERWARM_NAMESPACE"])
+    tokens = json.loads(os.environ["HYPERWARM_HUB_TOKENS"])
+    return sync(tokens, writer, boto3.client("secretsmanager", region_name=region))
+
+
+def _respond(event: dict[str, Any], status: str, reason: str) -> None:
+    body = json.dumps({
+        "Status": status, "Reason": reason[:_REASON_MAX],
+        "PhysicalResourceId": event.get("PhysicalResourceId") or f"hub-token-sync-{event['LogicalResourceId']}",
+        "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
+    }).encode()
+    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
+                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (CloudFormation's presigned URL)
+        response.read()
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:
+    """A CloudFormation request (Create/Update: copy, failing the deploy if a token cannot be copied; Delete:
+    nothing, the Secrets go with the models' manifest), or a scheduled run (raises on failure, so the function's
+    Errors metric counts it)."""
+    if "RequestType" not in event:
+        return {"synced": run()}
+    status, reason = "SUCCESS", "Secrets go with the models' manifest"
+    if event["RequestType"] in ("Create", "Update"):
+        try:
+            reason = f"copied {len(run())} Hub token(s) into their Kubernetes Secrets"
+        except Exception as error:  # noqa: BLE001 (any failure must still answer CloudFormation)
+            status, reason = "FAILED", f"could not copy the Hub tokens: {error}"
+    _respond(event, status, reason)
+    return None

@@ -1,0 +1,453 @@
+"""The Hugging Face Hub source: cdk.json, the library's props, the rendered objects against the operator's CRD and
+Kubernetes, the token's way from Secrets Manager into the operator's Secret (IAM, RBAC, the sync function), the
+egress check, the cold-start rate and the rehearsal rules."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import boto3
+import kubernetes_validate
+import pytest
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk.assertions import Match, Template
+from moto import mock_aws
+from stand_ins import ACCOUNT, imported_cluster
+from test_cached_models import GROUPS, llama
+from test_caches_config import environment, model, problems
+from test_caches_manifests import crd_errors, crd_schemas, objects_of  # noqa: F401 (crd_schemas: a fixture)
+
+from hyperwarm import HyperPodEksCluster, InferenceOperator
+from hyperwarm.caches import CachedModelProps, CachedModels, CachedModelsProps, PropsError, gigabytes
+from hyperwarm.caches.cold_start import HUB_BANDWIDTH_GBPS, ColdStart
+from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, TOKEN_KEY, HubTokenSync, HubTokenSyncProps
+from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
+from hyperwarm.cluster.instance_group import InstanceGroupSpec
+from hyperwarm.functions import eks_auth
+from hyperwarm.functions.hub_token import handler
+from hyperwarm.serving.settings import MODEL_DIR
+from rehearsal import Assembly
+from rehearsal.rules.secrets import hub_token, read_scoped
+from stacks.config.environment import parse_environment, parse_environments
+from stacks.plan import plan, render
+
+sys.path.insert(0, str(Path(__file__).parent / "refresh"))
+import fake_kube  # noqa: E402
+
+SHA = "a09a35458c702b33eeacc393d103063234e8bc28"
+"""Qwen/Qwen2.5-7B-Instruct's commit (https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/commit/<SHA>), as in staging."""
+QWEN = {"repo_id": "Qwen/Qwen2.5-7B-Instruct", "revision": SHA}
+LLAMA = {"repo_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": SHA, "gated": True,
+         "token_secret": "hyperwarm/hub-token"}
+SECRET_ARN = f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:hyperwarm/hub-token-AbC123"
+KEY_ARN = f"arn:aws:kms:us-west-2:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def hub(source: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+    return model(name="qwen-hub", source=source or QWEN, **overrides)
+
+
+def one_problem(raw: dict[str, Any]) -> str:
+    """The single problem line of a configuration that fails."""
+    lines = [line.strip() for line in problems(raw).splitlines()[1:]]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- cdk.json -----------------------------------------------------------------------------------------------------
+
+def test_a_hub_source_is_told_by_repo_id_and_pins_a_commit() -> None:
+    source = parse_environment("dev", environment(hub())).caches.models[0].source
+    assert isinstance(source, HuggingFaceModelSource)
+    assert (source.version, source.uri, source.token_secret) == (SHA, f"hf://Qwen/Qwen2.5-7B-Instruct@{SHA}", None)
+
+
+@pytest.mark.parametrize("repo_id", ["Qwen2.5-7B-Instruct", "Qwen/Qwen2.5/7B", "Qwen/Qwen 2.5", "/Qwen2.5"])
+def test_a_repo_id_of_the_wrong_shape_fails_naming_the_field(repo_id: str) -> None:
+    line = one_problem(environment(hub({**QWEN, "repo_id": repo_id})))
+    assert line.startswith(f"environments.dev.caches.models[0].source.repo_id: {repo_id!r} -- ")
+    assert "<owner>/<name>" in line
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", SHA[:7], SHA.upper(), SHA + "0"])
+def test_a_revision_that_is_not_a_full_commit_sha_fails_saying_a_branch_moves(revision: str) -> None:
+    line = one_problem(environment(hub({**QWEN, "revision": revision})))
+    assert line.startswith(f"environments.dev.caches.models[0].source.revision: {revision!r} -- ")
+    assert "40 lower-case hex digits" in line and "a branch or tag moves" in line
+
+
+def test_a_gated_repository_without_a_token_secret_fails_naming_token_secret() -> None:
+    line = one_problem(environment(hub({**LLAMA, "token_secret": None})))
+    assert line.startswith("environments.dev.caches.models[0].source.token_secret: None -- ")
+    assert "meta-llama/Llama-3.1-8B-Instruct is gated" in line
+
+
+def test_a_secret_arn_without_its_suffix_fails() -> None:
+    partial = f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:hyperwarm/hub-token"
+    line = one_problem(environment(hub({**LLAMA, "token_secret": partial})))
+    assert line.startswith("environments.dev.caches.models[0].source.token_secret: ") and "complete ARN" in line
+
+
+def test_a_key_without_a_token_secret_fails() -> None:
+    line = one_problem(environment(hub({**QWEN, "token_secret_key_arn": KEY_ARN})))
+    assert line.startswith("environments.dev.caches.models[0].source.token_secret_key_arn: ")
+
+
+def test_a_hub_source_cannot_use_the_node_cache() -> None:
+    line = one_problem(environment(hub(weights_cache="node")))
+    assert "weights_cache" in line and "huggingface source" in line
+
+
+def test_staging_serves_a_public_hub_model_at_a_pinned_commit(project_context) -> None:
+    staging = parse_environments(project_context["environments"])["staging"]
+    (model_,) = [m for m in staging.caches.models if isinstance(m.source, HuggingFaceModelSource)]
+    assert (model_.source.repo_id, model_.source.revision, model_.source.token_secret) == \
+        ("Qwen/Qwen2.5-7B-Instruct", SHA, None)
+
+
+# --- the library's props and rendering --------------------------------------------------------------------------
+
+def test_the_library_checks_the_source_when_built() -> None:
+    with pytest.raises(PropsError) as error:
+        HuggingFaceModelSource("meta-llama/Llama-3.1-8B-Instruct", "main", gated=True)
+    assert [p.split(" = ")[0] for p in error.value.problems] == ["revision", "token_secret"]
+
+
+def test_model_source_config_names_the_token_secret_and_its_key() -> None:
+    source = HuggingFaceModelSource(**LLAMA)
+    assert model_source_config(source, "us-west-2", "llama-hub-token") == {
+        "modelSourceType": "huggingface",
+        "huggingFaceModel": {"modelId": "meta-llama/Llama-3.1-8B-Instruct", "commitSHA": SHA,
+                             "tokenSecretRef": {"name": "llama-hub-token", "key": TOKEN_KEY}}}
+
+
+def test_a_gated_model_renders_an_empty_token_secret_before_its_deployment(crd_schemas) -> None:  # noqa: F811
+    objects = objects_of(environment(hub(LLAMA)))
+    kinds = [o["kind"] for o in objects]
+    assert kinds == ["Namespace", "Secret", "InferenceEndpointConfig"]
+    secret, iec = objects[1], objects[2]
+    assert secret["metadata"]["name"] == "qwen-hub-hub-token" and secret["metadata"]["namespace"] == "hyperwarm-models"
+    assert "data" not in secret and "stringData" not in secret  # the token is never in a manifest
+    assert secret["metadata"]["annotations"] == {SOURCE_ANNOTATION: "hyperwarm/hub-token"}
+    kubernetes_validate.validate(secret, "1.30", strict=True)
+    assert iec["spec"]["modelSourceConfig"]["huggingFaceModel"] == {
+        "modelId": "meta-llama/Llama-3.1-8B-Instruct", "commitSHA": SHA,
+        "tokenSecretRef": {"name": "qwen-hub-hub-token", "key": "token"}}
+    assert crd_errors(iec, crd_schemas) == []
+
+
+def test_a_public_model_has_no_token_and_the_engine_loads_the_operator_mount(crd_schemas) -> None:  # noqa: F811
+    objects = objects_of(environment(hub()))
+    assert [o["kind"] for o in objects] == ["Namespace", "InferenceEndpointConfig"]
+    spec = objects[1]["spec"]
+    assert spec["modelSourceConfig"] == {"modelSourceType": "huggingface",
+                                         "huggingFaceModel": {"modelId": "Qwen/Qwen2.5-7B-Instruct", "commitSHA": SHA}}
+    # The CRD: modelVolumeMount.mountPath is where "the model data will be available" whatever the source.
+    assert spec["worker"]["modelVolumeMount"]["mountPath"] == MODEL_DIR
+    assert {"name": "SM_VLLM_MODEL", "value": MODEL_DIR} in spec["worker"]["environmentVariables"]
+    assert spec["modelCacheConfig"]["weightsCache"]["enabled"] is True  # the operator caches Hub weights too
+    assert crd_errors(objects[1], crd_schemas) == []
+
+
+# --- the construct: IAM, RBAC, the deploy-time copy, egress --------------------------------------------------------
+
+def gated(name: str = "llama", **source: Any) -> CachedModelProps:
+    return llama(name=name, source=HuggingFaceModelSource(**{**LLAMA, **source}))
+
+
+def build(*models: CachedModelProps, cluster_factory: Any = imported_cluster) -> CachedModels:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Models", env=cdk.Environment(account=ACCOUNT, region="us-west-2"))
+    return CachedModels(stack, "Caches", CachedModelsProps(cluster=cluster_factory(stack, GROUPS), models=models))
+
+
+def secret_statements(template: Template) -> list[dict[str, Any]]:
+    found = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if any(a.startswith(("secretsmanager:", "kms:")) for a in actions):
+                found.append(statement)
+    return found
+
+
+def test_only_the_sync_role_reads_the_named_secret() -> None:
+    caches = build(gated(), gated("other", token_secret=SECRET_ARN, token_secret_key_arn=KEY_ARN))
+    assert caches.hub_tokens is not None
+    template = Template.from_stack(cdk.Stack.of(caches))
+    statements = secret_statements(template)
+    stack = cdk.Stack.of(caches)
+    read, decrypt = statements
+    assert read["Action"] == "secretsmanager:GetSecretValue"
+    assert [stack.resolve(r) for r in read["Resource"]] == [
+        SECRET_ARN, {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                       f":secretsmanager:us-west-2:{ACCOUNT}:secret:hyperwarm/hub-token-??????"]]}]
+    assert decrypt == {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": KEY_ARN, "Sid": "DecryptHubTokens",
+                       "Condition": {"StringEquals": {"kms:ViaService": {  # only through Secrets Manager
+                          "Fn::Join": ["", ["secretsmanager.us-west-2.", {"Ref": "AWS::URLSuffix"}]]}}}}
+    policies = template.find_resources("AWS::IAM::Policy")
+    readers = [p for p in policies.values() if any(s in secret_statements_of(p) for s in [read])]
+    assert [r["Properties"]["Roles"] for r in readers] == [[{"Ref": stack.resolve(
+        caches.hub_tokens.role.node.default_child.logical_id)}]]  # type: ignore[union-attr]
+
+
+def secret_statements_of(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    return policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+def test_the_sync_function_may_only_get_and_patch_the_named_secrets_after_the_models_manifest() -> None:
+    caches = build(gated(), gated("other"))
+    sync = caches.hub_tokens
+    assert sync is not None
+    (role, binding) = sync.rbac_objects
+    assert role["metadata"]["namespace"] == "hyperwarm-models"
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"],
+                              "resourceNames": ["llama-hub-token", "other-hub-token"], "verbs": ["get", "patch"]}]
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
+    template = Template.from_stack(cdk.Stack.of(caches))
+    stack = cdk.Stack.of(caches)
+    template.has_resource_properties("AWS::EKS::AccessEntry", {"KubernetesGroups": [RBAC_GROUP], "Type": "STANDARD"})
+    rbac_id = stack.resolve(sync.rbac.node.default_child.logical_id)  # type: ignore[union-attr]
+    manifest_id = stack.resolve(caches.manifest.node.default_child.logical_id)  # type: ignore[union-attr]
+    assert manifest_id in template.to_json()["Resources"][rbac_id]["DependsOn"]
+    copy = template.find_resources("Custom::HubTokenSync")
+    ((copy_id, resource),) = copy.items()
+    assert rbac_id in resource["DependsOn"]
+    assert resource["Properties"]["Tokens"] == {"llama-hub-token": "hyperwarm/hub-token",
+                                                "other-hub-token": "hyperwarm/hub-token"}
+    env = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp(
+        "hub_token")}})
+    ((_, function),) = env.items()
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert json.loads(variables["HYPERWARM_HUB_TOKENS"]) == resource["Properties"]["Tokens"]
+    assert variables["HYPERWARM_NAMESPACE"] == "hyperwarm-models"
+    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
+
+
+def test_public_models_need_no_sync() -> None:
+    caches = build(llama(source=HuggingFaceModelSource(**QWEN)))
+    assert caches.hub_tokens is None
+    assert "Custom::HubTokenSync" not in json.dumps(Template.from_stack(cdk.Stack.of(caches)).to_json())
+    assert [o["kind"] for o in caches.objects] == ["Namespace", "InferenceEndpointConfig"]
+
+
+def isolated_cluster(stack: cdk.Stack, groups: list[InstanceGroupSpec]) -> Any:
+    """A deployed cluster whose VPC has no subnet with egress (isolated subnets only)."""
+    vpc = ec2.Vpc.from_vpc_attributes(stack, "IsolatedVpc", vpc_id="vpc-0123456789abcdef0",
+                                      availability_zones=["us-west-2a"], isolated_subnet_ids=["subnet-0123456789abcdef0"])
+    provider = eks.KubectlProvider.from_kubectl_provider_attributes(
+        stack, "Kubectl", service_token=f"arn:aws:lambda:us-west-2:{ACCOUNT}:function:kubectl",
+        role=iam.Role.from_role_arn(stack, "KubectlRole", f"arn:aws:iam::{ACCOUNT}:role/kubectl"))
+    eks_cluster = eks.Cluster.from_cluster_attributes(stack, "Eks", cluster_name="hyperpod-eks", vpc=vpc,
+                                                      kubectl_provider=provider)
+    operator = InferenceOperator.from_operator_attributes(
+        stack, "Operator", execution_role=iam.Role.from_role_arn(stack, "OpRole", f"arn:aws:iam::{ACCOUNT}:role/op"),
+        s3_csi_role=iam.Role.from_role_arn(stack, "Csi", f"arn:aws:iam::{ACCOUNT}:role/csi"),
+        addon_version="v2.0.0-eksbuild.1")
+    return HyperPodEksCluster.from_cluster_attributes(
+        stack, "HyperPod", cluster_arn=f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/abc", eks_cluster=eks_cluster,
+        security_group=ec2.SecurityGroup.from_security_group_id(stack, "Group", "sg-0123456789abcdef0"),
+        instance_groups=groups, inference_operator=operator)
+
+
+def test_a_hub_model_on_a_cluster_without_egress_fails_synth() -> None:
+    with pytest.raises(PropsError) as error:
+        build(llama(), llama(name="qwen", source=HuggingFaceModelSource(**QWEN)), cluster_factory=isolated_cluster)
+    (problem,) = [p for p in error.value.problems if "egress" in p]
+    assert problem.startswith(f"models[1].source = 'hf://Qwen/Qwen2.5-7B-Instruct@{SHA}' -- the Hub is reached over "
+                              "the internet")
+
+
+def test_the_sync_props_are_checked() -> None:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account=ACCOUNT, region="us-west-2"))
+    cluster = imported_cluster(stack, GROUPS)
+    with pytest.raises(ValueError, match=r"interval = 30 seconds -- allowed: 1..60 minutes"):
+        HubTokenSync(stack, "Sync", HubTokenSyncProps(cluster, "hyperwarm-models",
+                                                      {"a-hub-token": HuggingFaceModelSource(**LLAMA)},
+                                                      interval=cdk.Duration.seconds(30)))
+    with pytest.raises(ValueError, match=r"tokens = \{\}"):
+        HubTokenSync(stack, "Sync2", HubTokenSyncProps(cluster, "hyperwarm-models", {}))
+
+
+# --- the sync function against moto and the Kubernetes API stand-in ------------------------------------------------
+
+NS = "hyperwarm-models"
+CLUSTER = "hyperwarm-test"
+
+
+@pytest.fixture(scope="module")
+def kube():
+    server = fake_kube.FakeKube(CLUSTER)
+    yield server
+    server.close()
+
+
+@contextlib.contextmanager
+def aws(kube, monkeypatch, tokens: dict[str, str]):
+    monkeypatch.setenv("HYPERWARM_CLUSTER_NAME", CLUSTER)
+    monkeypatch.setenv("HYPERWARM_NAMESPACE", NS)
+    monkeypatch.setenv("HYPERWARM_HUB_TOKENS", json.dumps(tokens))
+    eks_auth.cluster_access.cache_clear()
+    with mock_aws():
+        client = boto3.client("eks", region_name="us-west-2")
+        client.create_cluster(name=CLUSTER, roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks",
+                              resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+        from moto.eks.models import eks_backends
+        stored = eks_backends[ACCOUNT]["us-west-2"].clusters[CLUSTER]
+        stored.endpoint = kube.url
+        stored.certificate_authority = {"data": base64.b64encode(kube.ca_pem).decode()}
+        yield boto3.client("secretsmanager", region_name="us-west-2")
+    eks_auth.cluster_access.cache_clear()
+
+
+def empty_secret(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name, "namespace": NS}}
+
+
+def stored_token(kube, name: str) -> str:
+    return base64.b64decode(kube.get("Secret", NS, name)["data"]["token"]).decode()
+
+
+def test_the_function_fills_the_secret_and_picks_up_a_rotation_without_logging_the_token(kube, monkeypatch, capsys):
+    kube.objects.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    kube.add(empty_secret("json-hub-token"))
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain", "json-hub-token": "hub/json"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_first\n")
+        secrets.create_secret(Name="hub/json", SecretString=json.dumps({"token": "hf_json"}))
+        first = handler.lambda_handler({}, None)["synced"]  # a scheduled run
+        assert [(r["secret"], r["changed"]) for r in first] == [("json-hub-token", True), ("llama-hub-token", True)]
+        assert (stored_token(kube, "llama-hub-token"), stored_token(kube, "json-hub-token")) == ("hf_first", "hf_json")
+        patches = len(kube.patches)
+        again = handler.lambda_handler({}, None)["synced"]
+        assert [r["changed"] for r in again] == [False, False] and len(kube.patches) == patches  # nothing rewritten
+        secrets.put_secret_value(SecretId="hub/plain", SecretString="hf_rotated")
+        rotated = handler.lambda_handler({}, None)["synced"]
+        assert [(r["secret"], r["changed"]) for r in rotated] == [("json-hub-token", False), ("llama-hub-token", True)]
+        assert stored_token(kube, "llama-hub-token") == "hf_rotated"
+    logged = capsys.readouterr().out
+    assert "hf_" not in logged and "llama-hub-token" in logged
+
+
+def test_a_secret_the_models_did_not_render_fails_naming_it_and_not_the_token(kube, monkeypatch, capsys):
+    kube.objects.clear()
+    with aws(kube, monkeypatch, {"gone-hub-token": "hub/plain"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_secret_value")
+        with pytest.raises(handler.SyncError) as error:
+            handler.lambda_handler({}, None)
+    assert "PATCH" not in str(error.value) and "GET Secret gone-hub-token: HTTP 404" in str(error.value)
+    assert "deploy the caches first" in str(error.value)
+    assert "hf_secret_value" not in str(error.value) + capsys.readouterr().out
+
+
+def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeypatch):
+    kube.objects.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    answers: list[tuple[str, str]] = []
+    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    event = {"RequestType": "Create", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
+             "ResponseURL": "https://example.invalid/"}
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):
+        handler.lambda_handler(event, None)
+        handler.lambda_handler({**event, "RequestType": "Delete"}, None)
+    (status, reason), deleted = answers
+    assert status == "FAILED" and "Secret llama-hub-token from hub/missing: ResourceNotFoundException" in reason
+    assert deleted[0] == "SUCCESS"
+
+
+@pytest.mark.parametrize("text", ["", "  ", '{"token": ""}', '{"other": "x"}'])
+def test_an_empty_or_keyless_secret_is_refused(text: str) -> None:
+    with pytest.raises(handler.SyncError, match="hub/x"):
+        handler.token_of(text, "hub/x")
+
+
+# --- cold start, the planner ---------------------------------------------------------------------------------------
+
+def test_a_hub_download_uses_the_hub_rate() -> None:
+    hub_model = llama(source=HuggingFaceModelSource(**QWEN), size=gigabytes(16))
+    s3_model = llama(size=gigabytes(16))
+    start = ColdStart()
+    assert (start.rate_gbps(hub_model), start.rate_gbps(s3_model)) == (HUB_BANDWIDTH_GBPS, 1.0)
+    assert start.download_s(hub_model) == pytest.approx(16 * 8 / 0.5)
+    assert start.cold_s(hub_model) - start.cold_s(s3_model) == pytest.approx(16 * 8 / 0.5 - 16 * 8)
+    assert ColdStart(hub_bandwidth_gbps=2.0).download_s(hub_model) == pytest.approx(64)
+
+
+def test_plan_cache_shows_the_hub_rate(project_context) -> None:
+    from rich.console import Console
+
+    staging = parse_environments(project_context["environments"])["staging"]
+    groups = plan(staging)
+    (hub_plan,) = [m for g in groups for m in g.models if m.model == "qwen2-5-7b-hub"]
+    assert (hub_plan.source, hub_plan.rate_gbps) == ("huggingface", HUB_BANDWIDTH_GBPS)
+    console = Console(width=250, record=True)
+    render("staging", groups, ColdStart(), console)
+    assert "qwen2-5-7b-hub: weights from the Hugging Face Hub (an assumption: no published per-node figure) at " \
+           "0.5 Gbit/s per node" in console.export_text()
+
+
+# --- rehearsal rules --------------------------------------------------------------------------------------------
+
+def _policy(resource: Any, action: Any = "secretsmanager:GetSecretValue") -> dict[str, Any]:
+    return {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": "Role"}], "PolicyDocument": {
+        "Statement": [{"Effect": "Allow", "Action": action, "Resource": resource}]}}}
+
+
+ROLE = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {"Statement": []}}}
+
+
+@pytest.mark.parametrize("resource", ["*", f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:*"])
+def test_a_read_of_every_secret_is_found(resource: str) -> None:
+    (finding,) = read_scoped(Assembly.from_templates({"s": {"Resources": {"Role": ROLE, "P": _policy(resource)}}}))
+    assert finding.resource == "P" and resource in finding.message
+
+
+def test_a_read_of_named_secrets_passes_and_other_actions_are_not_judged() -> None:
+    named = _policy([SECRET_ARN, {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":secretsmanager:us-west-2:",
+                                                    ACCOUNT, ":secret:hyperwarm/hub-token-??????"]]}])
+    others = _policy("*", "s3:ListAllMyBuckets")
+    assert list(read_scoped(Assembly.from_templates({"s": {"Resources": {"Role": ROLE, "P": named, "Q": others}}}))) == []
+
+
+def _manifest(*objects: dict[str, Any]) -> dict[str, Any]:
+    return {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {"Manifest": json.dumps(list(objects))}}
+
+
+def _iec(secret: str) -> dict[str, Any]:
+    return {"kind": "InferenceEndpointConfig", "metadata": {"name": "llama", "namespace": NS},
+            "spec": {"modelSourceConfig": {"modelSourceType": "huggingface", "huggingFaceModel": {
+                "modelId": "meta-llama/Llama-3.1-8B-Instruct", "commitSHA": SHA,
+                "tokenSecretRef": {"name": secret, "key": "token"}}}}}
+
+
+def _secret(source: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "llama-hub-token", "namespace": NS}
+    if source:
+        meta["annotations"] = {SOURCE_ANNOTATION: source}
+    return {"kind": "Secret", "metadata": meta}
+
+
+def test_a_token_secret_nobody_renders_or_nobody_may_read_is_found() -> None:
+    grant = _policy({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":secretsmanager:us-west-2:", ACCOUNT,
+                                       ":secret:hyperwarm/hub-token-??????"]]})
+    missing = {"M": _manifest(_iec("llama-hub-token")), "Role": ROLE, "P": grant}
+    (finding,) = hub_token(Assembly.from_templates({"s": {"Resources": missing}}))
+    assert "no manifest applies" in finding.message
+    unreadable = {"M": _manifest(_secret("hyperwarm/other"), _iec("llama-hub-token")), "Role": ROLE, "P": grant}
+    (finding,) = hub_token(Assembly.from_templates({"s": {"Resources": unreadable}}))
+    assert "no role may secretsmanager:GetSecretValue on 'hyperwarm/other'" in finding.message
+    fine = {"M": _manifest(_secret("hyperwarm/hub-token"), _iec("llama-hub-token")), "Role": ROLE, "P": grant}
+    assert list(hub_token(Assembly.from_templates({"s": {"Resources": fine}}))) == []
+
+
+def test_the_rules_pass_on_a_synthesized_gated_model() -> None:
+    caches = build(gated(), gated("other", token_secret=SECRET_ARN))
+    template = Template.from_stack(cdk.Stack.of(caches)).to_json()
+    assembly = Assembly.from_templates({"Models": template})
+    assert list(read_scoped(assembly)) == [] and list(hub_token(assembly)) == []
