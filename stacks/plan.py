@@ -46,8 +46,10 @@ from hyperwarm.caches.cold_start import (
     StartBreakdown,
 )
 from hyperwarm.caches.events import EVENTS, EventForecast, RefreshForecast
+from hyperwarm.caches.fsx import PERFORMANCE_DOCS, rate_basis
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.sources import FsxModelSource
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
@@ -76,6 +78,11 @@ class ModelPlan:
     """``(min_replicas, max_replicas)`` of an autoscaled model."""
     events: tuple[EventForecast, ...] = ()
     """The ``--scenario`` events, in the order of :data:`hyperwarm.caches.events.EVENTS`."""
+    rate_gbps: float = DEFAULT_BANDWIDTH_GBPS
+    """The per-node download rate of the model's source (:meth:`ColdStart.rate_gbps`)."""
+    rate_basis: str = ""
+    """How a source's own rate came about (FSx for Lustre: the file system's throughput shared by its readers);
+    empty for the S3 rate of the table's title."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,15 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      cold_start.breakdown(model, warm=False), cold_start.breakdown(model, warm=True), rollout,
                      cache_events.scale_out(prewarmed + 1, prewarmed, model.replicas, cold, warm, fill),
                      (scaling.min_replicas, scaling.max_replicas) if scaling else None,
-                     tuple(forecasts[event]() for event in scenarios.events))
+                     tuple(forecasts[event]() for event in scenarios.events), cold_start.rate_gbps(model),
+                     _rate_basis(model))
+
+
+def _rate_basis(model: CachedModelProps) -> str:
+    if isinstance(model.source, FsxModelSource):
+        return (f"{rate_basis(model.source, model.max_replicas)} (its max_replicas load at once; disk baseline "
+                f"per TiB: {PERFORMANCE_DOCS})")
+    return ""
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int | None = None,
@@ -199,6 +214,8 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
             line = fleet_line(m)
             if line:
                 console.print(line)
+            if m.rate_basis:
+                console.print(f"{m.model}: weights from {m.rate_basis}")
 
 
 def fleet_line(m: ModelPlan) -> str | None:

@@ -83,6 +83,13 @@ class ColdStart:
 
     def rate_gbps(self, model: CachedModelProps) -> float:
         """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
+        from hyperwarm.caches.sources import FsxModelSource
+
+        if isinstance(model.source, FsxModelSource):
+            # The file system's disk rate shared by every pod of the model loading at once (hyperwarm.caches.fsx).
+            from hyperwarm.caches.fsx import per_node_gbps
+
+            return per_node_gbps(model.source, model.max_replicas)
         return self.bandwidth_gbps
 
     def download_s(self, model: CachedModelProps) -> float:
