@@ -12,6 +12,7 @@ CRD (``crds/``) and the services' documented name formats; each is checked when 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -132,7 +133,8 @@ class FsxModelSource:
         _check(self)
 
     def _rules(self) -> list[str]:
-        if self.dns_name and not self.dns_name.startswith(f"{self.file_system_id}."):
+        dns = self.dns_name
+        if dns and re.match(FSX_DNS.pattern, dns) and not dns.startswith(f"{self.file_system_id}."):
             return [f"dns_name = {self.dns_name!r} -- names another file system than {self.file_system_id}; "
                     f"allowed: {self.file_system_id}.fsx.<region>.amazonaws.com"]
         return []
