@@ -47,8 +47,10 @@ from hyperwarm.caches.cold_start import (
     StartBreakdown,
 )
 from hyperwarm.caches.events import EVENTS, EventForecast, RefreshForecast
+from hyperwarm.caches.fsx import PERFORMANCE_DOCS, rate_basis
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.sources import FsxModelSource
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
@@ -81,6 +83,9 @@ class ModelPlan:
     """Where the weights come from (``s3``, ``fsx``, ``huggingface``, ``jumpstart``)."""
     rate_gbps: float = DEFAULT_BANDWIDTH_GBPS
     """The per-node download rate from that source (:meth:`ColdStart.rate_gbps`)."""
+    rate_basis: str = ""
+    """How a source's own rate came about (FSx for Lustre: the file system's throughput shared by its readers);
+    empty for the S3 rate of the table's title."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,14 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      cache_events.scale_out(prewarmed + 1, prewarmed, model.replicas, cold, warm, fill),
                      (scaling.min_replicas, scaling.max_replicas) if scaling else None,
                      tuple(forecasts[event]() for event in scenarios.events),
-                     source=model.source.kind, rate_gbps=cold_start.rate_gbps(model))
+                     source=model.source.kind, rate_gbps=cold_start.rate_gbps(model), rate_basis=_rate_basis(model))
+
+
+def _rate_basis(model: CachedModelProps) -> str:
+    if isinstance(model.source, FsxModelSource):
+        return (f"{rate_basis(model.source, model.max_replicas)} (its max_replicas load at once; disk baseline "
+                f"per TiB: {PERFORMANCE_DOCS})")
+    return ""
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int | None = None,
@@ -198,7 +210,9 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
     console.print(table)
     for group in groups:
         for m in group.models:
-            if m.rate_gbps != cold_start.bandwidth_gbps or m.source != "s3":
+            if m.rate_basis:
+                console.print(f"{m.model}: weights from {m.rate_basis}")
+            elif m.rate_gbps != cold_start.bandwidth_gbps or m.source != "s3":
                 console.print(f"{m.model}: weights from {_SOURCE_WORDS.get(m.source, m.source)} at "
                               f"{m.rate_gbps:g} Gbit/s per node")
         if group.refreshed:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_validator
 
+from hyperwarm.caches.fsx import vpc_problems
 from hyperwarm.caches.placement import CacheGroup, placement_problems
 from hyperwarm.caches.props import (
     CachedModelProps,
@@ -62,8 +63,8 @@ class CachesConfig(StrictModel):
 
 
 def cache_problems(caches: CachesConfig, instance_groups: Sequence[CacheGroup],
-                   refreshed: Sequence[str] = ()) -> list[str]:
-    """Rules across ``caches``, the instance groups and the ``refreshed`` models (their NVMe holds two versions);
-    each problem names its field path and value."""
+                   refreshed: Sequence[str] = (), vpc_id: str | None = None) -> list[str]:
+    """Rules across ``caches``, the instance groups and the ``refreshed`` models (their NVMe holds two versions),
+    and an FSx source's VPC against the cluster's existing ``vpc_id``; each problem names its field path and value."""
     return placement_problems(caches.models, instance_groups, caches.nvme_headroom_percent, path="caches.models",
-                              refreshed=refreshed)
+                              refreshed=refreshed) + vpc_problems(caches.models, vpc_id, path="caches.models")

@@ -302,7 +302,7 @@ class EnvironmentConfig(StrictModel):
 
     @model_validator(mode="after")
     def _caches_fit_groups(self) -> EnvironmentConfig:
-        problems = cache_problems(self.caches, self.instance_groups, self.refresh.cached_models)
+        problems = cache_problems(self.caches, self.instance_groups, self.refresh.cached_models, self.vpc.vpc_id)
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

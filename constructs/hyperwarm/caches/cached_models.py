@@ -21,6 +21,7 @@ from constructs import Construct
 
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
+from hyperwarm.caches.fsx import admit_nodes, vpc_problems
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
@@ -59,6 +60,7 @@ class CachedModels(Construct):
         groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         problems += hub_egress_problems(props.models, cluster)
+        problems += vpc_problems(props.models, cluster.vpc.vpc_id)
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
@@ -90,6 +92,8 @@ class CachedModels(Construct):
         if any(m.weights_cache == "node" for m in props.models):
             self.filler_role = self._filler_role(cluster, props.namespace)
         self._grant_reads(props, operator.model_readers)
+        self.file_system_rules = admit_nodes(self, cluster, props.models)
+        """Ingress on each FSx file system's security group from the nodes, on Lustre's ports."""
 
     def _filler_role(self, cluster: IHyperPodCluster, namespace: str) -> iam.Role:
         """The role the fillers' service account gets through EKS Pod Identity (the cluster's

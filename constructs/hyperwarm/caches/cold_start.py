@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperwarm._internal.constraints import in_gigabytes
-from hyperwarm.caches.sources import HuggingFaceModelSource
+from hyperwarm.caches.sources import FsxModelSource, HuggingFaceModelSource
 
 if TYPE_CHECKING:
     from hyperwarm.caches.props import CachedModelProps
@@ -102,6 +102,11 @@ class ColdStart:
         """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
         if isinstance(model.source, HuggingFaceModelSource):
             return self.hub_bandwidth_gbps
+        if isinstance(model.source, FsxModelSource):
+            # The file system's disk rate shared by every pod of the model loading at once (hyperwarm.caches.fsx).
+            from hyperwarm.caches.fsx import per_node_gbps
+
+            return per_node_gbps(model.source, model.max_replicas)
         return self.bandwidth_gbps
 
     def download_s(self, model: CachedModelProps) -> float:

@@ -12,8 +12,11 @@ CRD (``crds/``) and the services' documented name formats; each is checked when 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
+
+from annotated_types import Interval
 
 from hyperwarm._internal.constraints import Matches, check
 
@@ -25,10 +28,11 @@ BUCKET = Matches(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
 KEY_PREFIX = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
                      "an S3 key prefix without leading or trailing slash, e.g. llama-3.1-8b-instruct")
 REGION = Matches(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region name, e.g. us-west-2")
-FSX_ID = Matches(r"^fs-[0-9a-f]{8,17}$", "an FSx file system id: fs- and 8 or 17 hex digits, e.g. fs-0123456789abcdef0")
-FSX_MOUNT_NAME = Matches(r"^([a-z0-9]{8}|fsx)$",
-                         "an FSx for Lustre mount name: 8 lower-case letters or digits (fsx for SCRATCH_1), e.g. "
-                         "abcdef12 (DescribeFileSystems, LustreConfiguration.MountName)")
+FSX_ID = Matches(r"^fs-[0-9a-f]{8,17}$",
+                 "an FSx file system id: fs- and 8 to 17 lower-case hex digits, e.g. fs-0123456789abcdef0")
+FSX_MOUNT_NAME = Matches(r"^[A-Za-z0-9_-]{1,8}$",
+                         "an FSx for Lustre mount name: 1..8 letters, digits, underscores or hyphens (fsx for "
+                         "SCRATCH_1), e.g. abcdef12 (DescribeFileSystems, LustreConfiguration.MountName)")
 FSX_PATH = Matches(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$",
                    "a directory in the file system without leading or trailing slash, e.g. models/llama-3.1-8b")
 HF_REPO = Matches(r"^[a-zA-Z0-9_.-]{1,96}/[a-zA-Z0-9_.-]{1,96}$",
@@ -88,22 +92,47 @@ class ModelSource:
         return f"s3://{self.bucket}/{self.location}"
 
 
+FSX_DNS = Matches(r"^(fs|fc)i?-[0-9a-f]{8,}\..{4,253}$",
+                  "an FSx file system DNS name, e.g. fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com")
+SECURITY_GROUP = Matches(r"^sg-[0-9a-f]{8,17}$", "a security group id: sg- and 8 to 17 lower-case hex digits, "
+                         "e.g. sg-0123456789abcdef0")
+VPC_ID = Matches(r"^vpc-[0-9a-f]{8,17}$", "a VPC id: vpc- and 8 to 17 lower-case hex digits, e.g. vpc-0123456789abcdef0")
+LustreThroughput = Literal[12, 40, 50, 100, 125, 200, 250, 500, 1000]
+"""MB/s per TiB of storage: PERSISTENT_2 125, 250, 500, 1000; PERSISTENT_1 SSD 50, 100, 200, HDD 12, 40
+(``PerUnitStorageThroughput``); SCRATCH_2, which has none, reads 200 from disk."""
+
+
 @dataclass(frozen=True)
 class FsxModelSource:
     """Model weights in an FSx for Lustre file system at ``<prefix>/<version>``: a new version is a new directory.
 
-    The cluster needs the FSx CSI driver and a network path to the file system (it lives in the cluster's VPC; its
-    security group admits the nodes on Lustre's ports)."""
+    The cluster needs the FSx CSI driver (the inference operator add-on's prerequisite, installed with it) and a
+    network path: the file system in the cluster's VPC, its security group admitting the nodes on Lustre's ports
+    (TCP 988 and 1018-1023), which :class:`~hyperwarm.caches.CachedModels` opens
+    (:mod:`hyperwarm.caches.fsx`). Field rules follow the FSx API (``DescribeFileSystems``)."""
 
     file_system_id: Annotated[str, FSX_ID]
     mount_name: Annotated[str, FSX_MOUNT_NAME]
-    """The file system's Lustre mount name (the console's "Mount name")."""
+    """The file system's Lustre mount name (the console's "Mount name"). Given, the operator mounts without looking
+    the file system up."""
     prefix: Annotated[str, FSX_PATH]
     """Directory of the model in the file system, without leading or trailing slash."""
     version: Annotated[str, VERSION]
     """The version directory below ``prefix``, e.g. v3."""
-    dns_name: str | None = None
+    security_group_id: Annotated[str, SECURITY_GROUP]
+    """A security group of the file system's network interfaces: it gets ingress rules admitting the cluster's
+    node security group on TCP 988 and 1018-1023, Lustre's ports."""
+    dns_name: Annotated[str | None, FSX_DNS] = None
     """The file system's DNS name. Default: ``<file_system_id>.fsx.<region>.amazonaws.com``."""
+    vpc_id: Annotated[str | None, VPC_ID] = None
+    """The file system's VPC (``DescribeFileSystems``' ``VpcId``), checked against the cluster's VPC where that is
+    known at synth (an existing VPC named by id or looked up). Default: not checked."""
+    storage_capacity_gib: Annotated[int, Interval(ge=600, le=2_147_483_647)] = 1200
+    """The file system's storage capacity, GiB: with ``per_unit_storage_throughput``, its read rate in the cold-start
+    estimate. Default: 1200 (HyperPod's smallest, ``FSxLustreConfig.SizeInGiB``)."""
+    per_unit_storage_throughput: LustreThroughput = 125
+    """Disk throughput per TiB of storage, MB/s (:data:`LustreThroughput`). Default: 125 (HyperPod's smallest,
+    ``FSxLustreConfig.PerUnitStorageThroughput``)."""
 
     kind: ClassVar[SourceKind] = "fsx"
 
@@ -111,6 +140,10 @@ class FsxModelSource:
         _check(self)
 
     def _rules(self) -> list[str]:
+        dns = self.dns_name
+        if dns and re.match(FSX_DNS.pattern, dns) and not dns.startswith(f"{self.file_system_id}."):
+            return [f"dns_name = {self.dns_name!r} -- names another file system than {self.file_system_id}; "
+                    f"allowed: {self.file_system_id}.fsx.<region>.amazonaws.com"]
         return []
 
     @property

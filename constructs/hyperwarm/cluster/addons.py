@@ -237,8 +237,8 @@ class InferenceOperator(Construct):
             addon(self, "cert-manager", eks_cluster, versions, after=after),
             addon(self, "metrics-server", eks_cluster, versions, after=after),
             addon(self, "aws-mountpoint-s3-csi-driver", eks_cluster, versions, role=self.roles.s3_csi, after=after),
-            # No IAM role: the operator only checks that the FSx CSIDriver exists; hyperwarm serves models
-            # from S3, and the driver needs AWS permissions only to provision new file systems dynamically.
+            # No IAM role: the operator requires the FSx CSIDriver; a model read from FSx mounts an existing file
+            # system, and the driver needs AWS permissions only to provision new file systems dynamically.
             addon(self, "aws-fsx-csi-driver", eks_cluster, versions, after=after),
         ]
         configuration: dict[str, object] = {
