@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms
 from constructs import Construct
 
 from hyperwarm import (
@@ -17,11 +17,13 @@ from hyperwarm import (
     HyperPodRefreshTarget,
     IHyperPodCluster,
     InferenceEndpoint,
+    PublisherSigning,
     RefreshedPrefix,
 )
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
+from stacks.config.refresh import signing_required
 
 from .refresh_guards import dead_letter_queue_name, state_table_name
 
@@ -67,10 +69,12 @@ class RefreshStack(cdk.Stack):
             served = [EndpointRefreshTarget(endpoint=endpoints[name],
                                             blue_green=blue_green(configured[name], endpoints[name]))
                       for name in entry.endpoints]
-            models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served))
+            models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served,
+                                          versions=entry.versions, max_step=entry.max_step))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
             models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
-            state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name)))
+            state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name),
+            signing=self._signing(config)))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         self.rollout_workflow = self.hook.rollout_workflow
@@ -79,8 +83,19 @@ class RefreshStack(cdk.Stack):
         if self.rollout_workflow is not None:
             cdk.CfnOutput(self, "RolloutStateMachineArn", value=self.rollout_workflow.state_machine_arn,
                           description="warm rollouts, one execution per target and version (Step Functions console)")
+        if self.hook.publisher_key is not None:
+            cdk.CfnOutput(self, "PublisherKeyArn", value=self.hook.publisher_key.key_arn,
+                          description="sign new model versions with it: hyperwarm publish --key <this>")
         cdk.CfnOutput(self, "DeadLetterQueueUrl", value=self.hook.dead_letter_queue.queue_url,
                       description="refresh events that failed for good: hyperwarm refresh replay --queue-url <this>")
+
+    def _signing(self, config: EnvironmentConfig) -> PublisherSigning | None:
+        """cdk.json's ``refresh.signing``: the named publishers, and an existing key where it names one."""
+        if not signing_required(config.production, config.refresh):
+            return None
+        signing = config.refresh.signing
+        key = kms.Key.from_key_arn(self, "PublisherKeyByArn", signing.key_arn) if signing.key_arn else None
+        return PublisherSigning(publishers=[iam.ArnPrincipal(arn) for arn in signing.publishers], key=key)
 
     def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
         """The hook's :meth:`~hyperwarm.refresh.hook.CacheRefreshHook.metric_rollout_executions_failed`."""

@@ -255,6 +255,25 @@ def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthes
                 if {"create", "delete", "update", "*"} & set(r["verbs"])]
 
 
+def test_the_refresh_s_patches_are_held_to_its_admission_policy_in_the_same_manifest(synthesized) -> None:
+    """Applied with the RBAC (one manifest), bound with Deny, matched on the access entries' group, naming the prod
+    refresh's deployments and fillers; what it admits is tests/refresh/test_refresh_admission.py's."""
+    from rehearsal import Assembly
+
+    objects = [o for stack, _, o in Assembly.from_outdir(synthesized.outdir).kubernetes_objects() if stack == PROD]
+    (policy,) = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    (binding,) = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert policy["spec"]["matchConditions"] == [{"name": "cache-refresh", "expression":
+                                                  'has(request.userInfo.groups) && "hyperwarm:cache-refresh" in '
+                                                  "request.userInfo.groups"}]
+    owned = json.dumps(policy["spec"]["validations"][1])
+    for key in ("InferenceEndpointConfig/hyperwarm-models/llama-3-1-70b", "DaemonSet/hyperwarm-models/hyperwarm-fill-"
+                "llama-3-1-70b", "InferenceEndpointConfig/hyperwarm-models/llama-3-1-8b"):
+        assert key in owned
+    assert "hyperwarm-models-prod" in json.dumps(policy["spec"]["validations"])  # the bucket is pinned
+
+
 def test_without_a_node_cached_target_the_refresh_reads_no_node_and_no_pod() -> None:
     objects = rbac_objects([HyperPodTarget("c", "ns", "llama")])
     assert [o["kind"] for o in objects] == ["Role", "RoleBinding"]

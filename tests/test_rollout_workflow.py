@@ -122,8 +122,11 @@ def test_the_one_task_is_the_rollout_step_with_the_step_as_input_and_failures_co
     assert set(tasks) == {"Step", "Abandon"}
     for task in tasks.values():
         assert task["Resource"] == "arn:aws:states:::lambda:invoke"
+        payload = {f"{name}.$": f"$.{name}" for name in ("target", "version", "phase", "wait_seconds", "abandon",
+                                                          "failures")}
+        # the execution's name from the context object, never from the input whoever starts an execution writes
         assert task["Parameters"] == {"FunctionName": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{step_id}",
-                                      "Payload.$": "$"}
+                                      "Payload": {**payload, "execution.$": "$$.Execution.Name"}}
         assert task["OutputPath"] == "$.Payload" and task["TimeoutSeconds"] == 120
         retried = {e for r in task["Retry"] for e in r["ErrorEquals"]}
         assert "Lambda.ServiceException" in retried and "States.TaskFailed" not in retried
@@ -195,7 +198,7 @@ def test_the_refresh_function_and_the_reconciliation_name_the_workflow(warm) -> 
     assert contract.ROLLOUT_STATE_MACHINE not in state_handler["Environment"]["Variables"]
 
 
-def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_workflow_only(warm) -> None:
+def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_the_versions_and_the_workflow_only(warm) -> None:
     _, template = warm
     _, step = _function(template, contract.ROLLOUT_HANDLER)
     role_id = step["Role"]["Fn::GetAtt"][0]
@@ -206,6 +209,9 @@ def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_and_the_wor
     assert by_action.pop("sqs:SendMessage") == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert by_action.pop("states:StartExecution") == _by_name(template)
     assert json.dumps(by_action.pop("eks:DescribeCluster")).endswith(f':eks:{REGION}:{ACCOUNT}:cluster/hyperpod-eks"]]}}')
+    # the gate again before the switch: the refreshed prefix's manifests, signatures and files, nothing else
+    versions = {json.dumps(by_action.pop(a)) for a in ("s3:GetObject", "s3:GetObjectVersion")}
+    assert len(versions) == 1 and versions.pop().endswith('/models/big/*"]]}')
     assert {a.split(":")[0] for a in by_action} == {"sqs", "xray"}  # GetQueueAttributes/Url; trace writes
     entries = [e["Properties"] for e in _resources(template, "AWS::EKS::AccessEntry").values()]
     assert {json.dumps(e["PrincipalArn"]) for e in entries} == {
@@ -385,8 +391,9 @@ def test_a_rollout_stages_switches_and_succeeds(run) -> None:
     rollout = run(_answers("staging", "staging", "switching", "done"))
     assert rollout.status == "SUCCEEDED"
     assert [c.phase for c in rollout.calls] == ["staging", "staging", "staging", "switching"]
-    assert {(c.target, c.version, c.abandon) for c in rollout.calls} == {
-        ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", False)}
+    assert {(c.target, c.version, c.abandon, c.execution) for c in rollout.calls} == {
+        ("hyperpod:c/ns/InferenceEndpointConfig/big", "v2", False,
+         contract.rollout_execution_name("hyperpod:c/ns/InferenceEndpointConfig/big", "v2"))}
     assert rollout.waits == [contract.ROLLOUT_POLL_SECONDS] * 3 and rollout.backoffs == []
 
 

@@ -86,6 +86,7 @@ from .refresh import (
     EndpointRefreshTarget as EndpointRefreshTarget,
     GuardedTarget as GuardedTarget,
     HyperPodRefreshTarget as HyperPodRefreshTarget,
+    PublisherSigning as PublisherSigning,
     RefreshedPrefix as RefreshedPrefix,
     RefreshGuard as RefreshGuard,
     RefreshGuardProps as RefreshGuardProps,

@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 # command -> (module providing add_parser, one-line help)
 COMMANDS = {
     "routing": ("hyperwarm.planner.routing_cli", "simulate endpoint routing strategies and tune prefix-aware settings"),
-    "refresh": ("hyperwarm.refresh.cli", "operate cache refreshes (replay dead-lettered events, abort a rollout)"),
+    "refresh": ("hyperwarm.refresh.cli", "operate cache refreshes (replay dead-lettered events, abort a rollout, "
+                                         "reset a recorded version)"),
+    "publish": ("hyperwarm.refresh.publish", "upload a model version signed, manifest last"),
 }
 
 

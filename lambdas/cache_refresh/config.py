@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import contract
-from .contract import BlueGreen, ConfigError, EndpointTarget, HyperPodTarget, NodeCache, Target
+from .contract import Admission, BlueGreen, ConfigError, EndpointTarget, HyperPodTarget, NodeCache, Target
 
-__all__ = ["BlueGreen", "ConfigError", "EndpointTarget", "HyperPodTarget", "NodeCache", "Settings", "Target", "load"]
+__all__ = ["Admission", "BlueGreen", "ConfigError", "EndpointTarget", "HyperPodTarget", "NodeCache", "Settings", "Target", "load"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,21 @@ class Settings:
     lock_seconds: int = contract.DEFAULT_LOCK_SECONDS
     letters_per_hour: int = contract.DEFAULT_LETTERS_PER_HOUR
     """Most dead letters sent per model prefix and clock hour (:mod:`.quota`)."""
+    admissions: Mapping[str, Admission] = field(default_factory=dict)
+
+    def admission(self, prefix: str) -> Admission:
+        """What a version of ``prefix`` must be to move anything (:mod:`.gate`)."""
+        return self.admissions.get(prefix) or Admission()
+
+    def fill_verified(self, prefix: str) -> bool:
+        """Every target of ``prefix`` loads its files from hyperwarm's node cache, whose filler checks each file's
+        SHA-256 before it labels a node ready: S3 need not hold a checksum to compare."""
+        targets = self.targets_for(prefix)
+        return bool(targets) and all(isinstance(t, HyperPodTarget) and t.node_cache is not None for t in targets)
+
+    def prefix_of(self, target: Target) -> str:
+        """The prefix ``target`` serves."""
+        return next(p for p, ts in self.targets.items() if target in ts)
 
     def targets_for(self, prefix: str) -> tuple[Target, ...]:
         return self.targets.get(prefix, ())
@@ -55,7 +70,8 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     return Settings(targets=targets, state_table=_require(env, contract.STATE_TABLE), allowed_buckets=buckets,
                     dlq_url=env.get(contract.DLQ_URL) or None, dry_run=dry_run == "true",
                     lock_seconds=int(env.get(contract.LOCK_SECONDS, str(contract.DEFAULT_LOCK_SECONDS))),
-                    letters_per_hour=_letters_per_hour(env))
+                    letters_per_hour=_letters_per_hour(env),
+                    admissions=contract.parse_admissions(env.get(contract.ADMISSION, "")))
 
 
 def _letters_per_hour(env: Mapping[str, str]) -> int:

@@ -47,7 +47,8 @@ __all__ = [
     "STATE_TABLE", "TIMEOUT_SECONDS_RANGE", "TRAFFIC_TYPES", "Target", "WAIT_SECONDS_RANGE", "arn_name",
     "blue_green_problems", "endpoint_config_name", "endpoint_config_stem", "endpoint_name_problem",
     "endpoint_target_id", "hyperpod_target_id", "k8s_name_problem", "model_name", "model_stem", "parse_targets",
-    "NodeCache", "poll_seconds", "prefix_problem", "rollout_execution_name", "service_name",
+    "ADMISSION", "Admission", "NodeCache", "admission_problems", "admissions_json",
+    "parse_admissions", "poll_seconds", "prefix_problem", "rollout_execution_name", "service_name",
     "shift_percent_problem", "state_pk", "target_problems", "targets_json",
 ]
 
@@ -67,6 +68,10 @@ LETTERS_SUPPRESSED_METRIC = "DeadLettersSuppressed"
 """A letter not sent because its prefix's hourly quota was spent (dimensions ``service``, and ``service, prefix``)."""
 SERVICE_VARIABLE = "POWERTOOLS_SERVICE_NAME"
 METRICS_NAMESPACE_VARIABLE = "POWERTOOLS_METRICS_NAMESPACE"
+
+ADMISSION = "HYPERWARM_ADMISSION"
+"""JSON: prefix -> :class:`Admission`, what a version must be to move anything (unset or a prefix left out: the
+default :class:`Admission`, unsigned versions admitted)."""
 
 ROLLOUT_STATE_MACHINE = "HYPERWARM_ROLLOUT_STATE_MACHINE"
 """ARN of the warm-rollout state machine the refresh function starts (unset: HyperPod targets repoint at once)."""
@@ -156,6 +161,10 @@ class RolloutStep(NamedTuple):
     abandon: bool = False
     failures: int = 0
     """Steps failed in a row, counted by the workflow (a step's answer resets it)."""
+    execution: str = ""
+    """The name of the execution that runs the step (the workflow passes ``$$.Execution.Name``): a step acts only
+    for the execution its rollout record names, so an execution someone else started, with whatever input, changes
+    nothing."""
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -164,7 +173,7 @@ class RolloutStep(NamedTuple):
     def from_json(cls, raw: Any) -> RolloutStep:
         if not isinstance(raw, dict) or not isinstance(raw.get("target"), str) or not isinstance(raw.get("version"), str):
             raise ConfigError(f"a rollout step needs the string fields target and version, got {raw!r}")
-        fields = {"phase": str, "wait_seconds": int, "failures": int}
+        fields = {"phase": str, "wait_seconds": int, "failures": int, "execution": str}
         known = {k: raw[k] for k, kind in fields.items() if isinstance(raw.get(k), kind)}
         return cls(target=raw["target"], version=raw["version"], abandon=raw.get("abandon") is True, **known)
 
@@ -202,6 +211,71 @@ class Problem(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.field} = {self.value!r} -- {self.rule}"
+
+
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What a new version of one prefix must be before anything moves to it (:mod:`.gate`), besides a known bucket,
+    a version folder name and a complete, verified manifest."""
+
+    publisher_key: str | None = None
+    """ARN of the asymmetric KMS key (``ECC_NIST_P256``, ``SIGN_VERIFY``) whose holder publishes versions: each
+    needs ``model.sig``, the publisher's signature over its files and manifest. Default: none, unsigned versions
+    move (a production hook refuses that at synth)."""
+    versions: str | None = None
+    """A regular expression every version folder name must match whole (``v\\d+``). Default: any orderable one."""
+    max_step: int | None = None
+    """How far a numeric version may move past the one that serves, in the first part that differs (``v7`` to
+    ``v9`` is 2). Default: no bound beyond the one always kept: at most one digit more in that part."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"publisher_key": self.publisher_key, "versions": self.versions, "max_step": self.max_step}
+
+
+def admission_problems(admission: Admission, is_token: Any = lambda value: False) -> list[Problem]:
+    """Every broken rule of one prefix's :class:`Admission`; ``is_token`` values are not checked."""
+    problems = []
+    key = admission.publisher_key
+    if key is not None and not is_token(key) and not (isinstance(key, str) and _KMS_KEY_ARN.match(key)):
+        problems.append(Problem("publisher_key", key, "allowed: a KMS key ARN, arn:aws:kms:<region>:<account>:key/<id>"))
+    if admission.versions is not None:
+        try:
+            re.compile(admission.versions)
+        except (re.error, TypeError) as exc:
+            problems.append(Problem("versions", admission.versions, f"allowed: a regular expression ({exc})"))
+    step = admission.max_step
+    if step is not None and not (isinstance(step, int) and not isinstance(step, bool) and step >= 1):
+        problems.append(Problem("max_step", step, "allowed: a whole number >= 1, or none"))
+    return problems
+
+
+def admissions_json(admissions: Mapping[str, Admission]) -> dict[str, dict[str, Any]]:
+    """The value of :data:`ADMISSION` (before JSON encoding): prefix -> admission."""
+    return {prefix: a.to_json() for prefix, a in admissions.items()}
+
+
+def parse_admissions(text: str) -> dict[str, Admission]:
+    """:data:`ADMISSION` parsed and checked; raises :class:`ConfigError` naming the field."""
+    try:
+        raw = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{ADMISSION} is not JSON: {exc}") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise ConfigError(f"{ADMISSION} must be a JSON object of prefix -> admission object")
+    out = {}
+    for prefix, fields in raw.items():
+        unknown = set(fields) - {"publisher_key", "versions", "max_step"}
+        if unknown:
+            raise ConfigError(f"{ADMISSION}[{prefix!r}]: unknown field(s) {sorted(unknown)}")
+        admission = Admission(**fields)
+        problems = admission_problems(admission)
+        if problems:
+            raise ConfigError("; ".join(f"{ADMISSION}[{prefix!r}].{p}" for p in problems))
+        out[prefix] = admission
+    return out
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import contract, decide, letters, rollout
-from .config import EndpointTarget, HyperPodTarget, Settings, Target
+from . import contract, decide, gate, letters, rollout
+from .config import EndpointTarget, HyperPodTarget, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (
     EndpointStateChange,
@@ -31,7 +31,7 @@ from .events import (
 from .ports import Ports as Ports
 from .state import Busy, Freed, held_by_rollout, lock_held
 from .targets.endpoint import rollout_seconds
-from .versions import UnorderableVersion, compare, parse
+from .versions import UnorderableVersion, compare
 
 _T = TypeVar("_T")
 DLQ_FORMAT = letters.FORMAT
@@ -57,10 +57,6 @@ def _owner(ports: Ports) -> str:
 def _letter(ports: Ports, event: dict[str, Any], reason: str, message: str, targets: list[str]) -> dict[str, Any]:
     return letters.envelope(event, reason, message, targets, request_id=ports.request_id,
                             failed_at=ports.state.clock())
-
-
-def _prefix_of(settings: Settings, target: Target) -> str:
-    return next(p for p, ts in settings.targets.items() if target in ts)
 
 
 def handle(ports: Ports, event: Any) -> dict[str, Any]:
@@ -89,28 +85,19 @@ def handle(ports: Ports, event: Any) -> dict[str, Any]:
 
 def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *, replay: bool = False) -> dict[str, Any]:
     s = ports.settings
-    valid = valid_version(created.version)
-    if created.bucket not in s.allowed_buckets or not s.targets_for(created.prefix):
-        if not valid:
-            raise Skip("malformed-event", f"{created.key!r}: version has characters outside [A-Za-z0-9_.-] "
-                                          "or more than 63")
-    if created.bucket not in s.allowed_buckets:
-        raise Skip("unknown-bucket", f"bucket {created.bucket} is not configured")
+    refusal = gate.name_problem(s, created.bucket, created.prefix, created.version)
+    if refusal is not None and not refusal.ours:  # not ours: a malformed name is told as such, not as unknown
+        if not valid_version(created.version):
+            raise Skip("malformed-event", f"{created.key!r}: version has characters outside [A-Za-z0-9_.-] or more "
+                                          "than 63")
+        raise Skip(refusal.reason, refusal.message)
     targets = s.targets_for(created.prefix)
-    if not targets:
-        raise Skip("unknown-prefix", f"no targets for prefix {created.prefix}")
-    ids = [t.id for t in targets]
-    try:
-        if not valid:
-            raise UnorderableVersion(f"{created.version!r}: a version folder is [A-Za-z0-9][A-Za-z0-9_.-], "
-                                     "at most 63 characters")
-        parse(created.version)
-    except UnorderableVersion as exc:
+    if refusal is not None:  # under a configured prefix: a version no target may take
         if s.dry_run:
-            return {"status": "dry-run", "version": created.version, "reason": "unorderable-version",
-                    "message": str(exc), "decisions": {}}
+            return {"status": "dry-run", "version": created.version, "reason": refusal.reason,
+                    "message": refusal.message, "decisions": {}}
         return _conclude(ports, event, created,
-                         [Outcome(i, "failed", "unorderable-version", str(exc)) for i in ids], replay)
+                         [Outcome(t.id, "failed", refusal.reason, refusal.message) for t in targets], replay)
     # First look without the lock: which targets might move at all? (Saves verifying a duplicate.)
     due, outcomes, waiting = [], [], []
     for target in targets:
@@ -126,12 +113,12 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
         return _dry_run(ports, created, due, outcomes)
     if due:
         try:
-            ports.verify(created)
-        except PermanentError as exc:  # incomplete or corrupt: nothing moves, nothing queues
+            admitted = ports.verify(created)
+        except PermanentError as exc:  # unsigned, incomplete or corrupt: nothing moves, nothing queues
             outcomes += [Outcome(t.id, "failed", exc.reason, exc.message) for t in due]
             return _conclude(ports, event, created, outcomes, replay)
-    for target in due:
-        outcomes += _target(ports, target, created, event, replay=replay)
+        for target in due:
+            outcomes += _target(ports, target, created, event, admitted, replay=replay)
     for target in waiting:  # skipped here, but a version waits for it: roll it if the target is free
         outcomes += [o for o in _drain(ports, target, 0) if o.status == "retry"]
     return _conclude(ports, event, created, outcomes, replay)
@@ -186,9 +173,10 @@ def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes
     return {"status": "dry-run", "version": created.version, "verified": True, "decisions": decisions}
 
 
-def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any], *,
+def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any], admitted: str, *,
             replay: bool, depth: int = 0) -> list[Outcome]:
-    """One target under its lock; failures become outcomes (a crash of the runtime passes through).
+    """One target under its lock, for a version the gate admitted (``admitted``: its manifest's SHA-256); failures
+    become outcomes (a crash of the runtime passes through).
 
     The first outcome is this event's; a version that waited behind the lock and must be retried adds
     its retry (so this event is retried too, and its retry rolls it)."""
@@ -211,7 +199,7 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)
-        d = decide.manifest(created.version, item, live, sequencer=created.sequencer, replay=replay)
+        d = _decide(ports, created, item, live, replay)
         if d.action == "queue":
             state.enqueue(target.id, created.version, created.sequencer, event, behind=owner)
             if item.get("pending"):  # our rollout still runs: it rolls the queued version when it ends
@@ -232,7 +220,7 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         elif rollout.is_warm(ports, target):
             assert isinstance(target, HyperPodTarget)
             ports.metric("RefreshStarted", target=target.id)
-            rollout.start(ports, target, created, event, owner, item)
+            rollout.start(ports, target, created, event, owner, item, admitted)
             return [Outcome(target.id, "started")]
         elif isinstance(target, HyperPodTarget):
             outcome = _repoint(ports, target, created, owner)
@@ -248,6 +236,18 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         return [Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")]
     # The target is free: a version that waited behind the lock goes now (concluded with its own event).
     return [outcome, *(o for o in _drain(ports, target, depth) if o.status == "retry")]
+
+
+def _decide(ports: Ports, created: ManifestCreated, item: dict[str, Any], live: decide.Live,
+            replay: bool) -> decide.Decision:
+    """:func:`.decide.manifest`, and a start only as far past what serves as the gate allows (:func:`.gate.move_problem`:
+    what the target serves, else what the record says)."""
+    d = decide.manifest(created.version, item, live, sequencer=created.sequencer, replay=replay)
+    if d.action != "start":
+        return d
+    too_far = gate.move_problem(ports.settings, created.prefix, created.version,
+                                live.version or item.get("current_version"), ports.state.clock())
+    return d if too_far is None else decide.Decision("fail", "version-jump", too_far)
 
 
 def _repoint(ports: Ports, target: HyperPodTarget, created: ManifestCreated, owner: str) -> Outcome:
@@ -388,8 +388,9 @@ def _settle_start(ports: Ports, target: Target, item: dict[str, Any], live: deci
 
 
 def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
-    """Roll the version that waited behind the lock just released (bounded). Never raises: the drained
-    event's failures are recorded with that event, and a retry comes back as an outcome."""
+    """Roll the version that waited behind the lock just released (bounded), through the gate again: the table
+    that kept it is no authority. Never raises: the drained event's failures are recorded with that event, and a
+    retry comes back as an outcome."""
     try:
         item = ports.state.get(target.id)
         queued = item.get("queued")
@@ -397,11 +398,28 @@ def _drain(ports: Ports, target: Target, depth: int) -> list[Outcome]:
             return []
         event = json.loads(queued["event"])
         created = parse_manifest_created(event)
-    except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry
+    except Exception as exc:  # noqa: BLE001 - the state table failed, or holds what is no manifest event
         ports.log("could not read the queued version", target=target.id, error=repr(exc))
         reason = exc.reason if isinstance(exc, RefreshError) else "state-unavailable"
         return [Outcome(target.id, "retry", reason, f"{target.id}: queued version not read: {exc}")]
-    outcomes = _target(ports, target, created, event, replay=False, depth=depth + 1)
+    refusal = gate.name_problem(ports.settings, created.bucket, created.prefix, created.version)
+    if refusal is None and target not in ports.settings.targets_for(created.prefix):
+        refusal = gate.Refusal("refused-record", f"{target.id} does not serve {created.prefix}")
+    try:
+        if refusal is not None:
+            raise PermanentError(refusal.reason, refusal.message)
+        admitted = ports.verify(created)
+    except PermanentError as exc:
+        ports.log("queued version refused by the gate", target=target.id, version=created.version, reason=exc.reason)
+        _record(ports, event, created, [Outcome(target.id, "failed", exc.reason, exc.message)], replay=False)
+        try:  # whatever the queued entry says of itself, it goes (a failure marked as it names it)
+            ports.state.mark_failed(target.id, str(queued.get("version")), str(queued.get("sequencer", "")), exc.reason)
+        except Exception as error:  # noqa: BLE001 - the letter is safe; the next drain refuses it again
+            ports.log("could not drop the refused queued version", target=target.id, error=repr(error))
+        return []
+    except TransientError as exc:
+        return [Outcome(target.id, "retry", exc.reason, exc.message)]
+    outcomes = _target(ports, target, created, event, admitted, replay=False, depth=depth + 1)
     _record(ports, event, created, outcomes[:1], replay=False)
     return outcomes
 
@@ -485,7 +503,7 @@ def _revisit(ports: Ports, target: Target) -> tuple[dict[str, Any], decide.Live,
     except Busy:
         raise TransientError("target-busy", f"{target.id}: another invocation holds the target") from None
     def settle() -> tuple[dict[str, Any], decide.Live, bool]:
-        live = ports.live(target, _prefix_of(ports.settings, target))
+        live = ports.live(target, ports.settings.prefix_of(target))
         settled = _settle(ports, target, item, live, owner)
         if settled.get("pending"):
             ports.state.keep_rollout(target.id, owner, _rollout_seconds(target))
@@ -525,7 +543,13 @@ def on_rollout_step(ports: Ports, raw: Any) -> dict[str, Any]:
         return waiting.to_json()
     def advance() -> tuple[dict[str, Any], str | None]:
         pending, stepped = item.get("pending") or {}, item
-        if pending.get("kind") == "hyperpod" and pending.get("version") == step.version:
+        ours = pending.get("kind") == "hyperpod" and pending.get("version") == step.version
+        if ours and step.execution != pending.get("config"):  # not the rollout's own execution: act on nothing
+            ports.log("rollout step of another execution ignored", target=target.id, execution=step.execution,
+                      rollout=pending.get("config"))
+            ports.state.keep_rollout(target.id, owner, rollout.lock_seconds(target))
+            return stepped, "failed"
+        if ours:
             stepped = rollout.advance(ports, target, item, owner, abandon=step.abandon)
         if not stepped.get("pending"):
             ports.state.release(target.id, owner)
@@ -595,7 +619,7 @@ def _reconcile(ports: Ports, target: Target) -> list[str]:
     if lock_held(item, ports.state.clock()) and not held_by_rollout(item):
         return []  # an invocation is at work: it settles and rolls what waits itself
     if isinstance(target, EndpointTarget) and item.get("pending") and decide.rollout(item["pending"], ports.live(
-            target, _prefix_of(ports.settings, target)))[0] == "in-progress":
+            target, ports.settings.prefix_of(target)))[0] == "in-progress":
         return []  # still running: nothing to write
     if isinstance(target, HyperPodTarget) and (item.get("pending") or {}).get("kind") == "hyperpod" \
             and rollout.is_warm(ports, target):
@@ -641,7 +665,7 @@ def _moved_back(ports: Ports, target: EndpointTarget, item: dict[str, Any], chan
     if change.status != "InService" or not current:
         raise Skip("no-rollout", f"{target.id}: no rollout in progress and no version waiting")
     try:
-        live = ports.live(target, _prefix_of(ports.settings, target))
+        live = ports.live(target, ports.settings.prefix_of(target))
         behind = live.status == "InService" and live.version is not None and compare(live.version, current) < 0
     except (UnorderableVersion, PermanentError):
         behind = False  # nothing this function can order or read: a deploy's business, not a move back

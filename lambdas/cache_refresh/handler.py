@@ -34,7 +34,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import ClientError
 
-from . import config, contract, flow, letters, manifest, quota
+from . import config, contract, flow, gate, letters, quota
 from .errors import Skip, TransientError
 from .events import event_source, parse_manifest_created
 from .state import DynamoStore, StateTable
@@ -117,10 +117,8 @@ def _within_quota(prefix: str) -> bool:
         return True
 
 
-def _verify(created: Any) -> None:
-    s3 = client("s3")
-    files = manifest.read(s3, created.bucket, created.key, created.version_id)
-    manifest.verify(s3, created.bucket, created.location, files)
+def _verify(created: Any) -> str:
+    return gate.content(client("s3"), client("kms"), settings(), created)
 
 
 def _live(target: config.Target, prefix: str) -> Any:

@@ -3,17 +3,24 @@
 Format (``<model>/<version>/manifest.json``, written LAST by the uploader)::
 
     {"format": "hyperwarm.manifest/v1",
-     "files": [{"path": "config.json", "size": 1234, "sha256": "<64 hex>"}, ...]}
+     "files": [{"path": "config.json", "size": 1234, "sha256": "<64 hex>", "crc64nvme": "<base64>"}, ...]}
 
-``path`` is relative to the version folder. Verification HEADs every listed object: it must exist
-with exactly the listed size; where S3 holds a full-object SHA-256 checksum (uploads with
-``ChecksumAlgorithm=SHA256``), it must equal the listed one. Composite (multipart) checksums cannot
-be compared with a whole-file digest and are not checked; the size check still applies.
+``path`` is relative to the version folder; at most :data:`MAX_FILES` files. ``crc64nvme`` (optional) is the
+file's CRC64NVME as S3 reports a full-object checksum (base64 of 8 bytes, big-endian): S3 computes it for every new
+object, single-part or multipart (its default checksum since December 2024), so it can be compared where a
+multipart upload's SHA-256 cannot. ``hyperwarm publish`` writes it.
+
+Verification HEADs every listed object (``ChecksumMode=ENABLED``): it must exist with exactly the listed size, and
+its contents must be known to equal the manifest's: S3's full-object CRC64NVME equal to the listed one, or S3's
+full-object SHA-256 equal to the listed one. A file for which S3 holds neither is *unverifiable*, and fails the
+version, unless every target of the prefix loads its files through hyperwarm's node cache, whose filler checks each
+file's SHA-256 before it labels a node ready (``fill_verified``). Size alone is never enough.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +34,11 @@ from .errors import PermanentError, RefreshError, TransientError
 
 FORMAT = formats.MANIFEST
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_FILES = 10_000
+"""Files one manifest may list: a bound on the HEADs, the fill and the signature one version costs (a sharded
+405B model has a few hundred)."""
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CRC64 = re.compile(r"^[A-Za-z0-9+/]{11}=$")
 _TRANSIENT_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
                     "ThrottlingException", "RequestLimitExceeded", "503", "500"}
 
@@ -36,6 +47,16 @@ _TRANSIENT_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestT
 class ManifestFile:
     path: str
     size: int
+    sha256: str
+    crc64nvme: str | None = None
+    """S3's full-object CRC64NVME of the file (base64), where the publisher listed it."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest as read: its files and the SHA-256 of its bytes (what a signature and the node cache pin)."""
+
+    files: tuple[ManifestFile, ...]
     sha256: str
 
 
@@ -52,6 +73,8 @@ def parse(body: bytes) -> tuple[ManifestFile, ...]:
     files = doc.get("files")
     if not isinstance(files, list) or not files:
         raise PermanentError("corrupt-manifest", "manifest lists no files")
+    if len(files) > MAX_FILES:
+        raise PermanentError("corrupt-manifest", f"manifest lists {len(files)} files; at most {MAX_FILES}")
     out, seen = [], set()
     for i, item in enumerate(files):
         if not isinstance(item, dict):
@@ -64,10 +87,13 @@ def parse(body: bytes) -> tuple[ManifestFile, ...]:
             raise PermanentError("corrupt-manifest", f"files[{i}].size {size!r} must be a non-negative integer")
         if not isinstance(digest, str) or not _SHA256.match(digest):
             raise PermanentError("corrupt-manifest", f"files[{i}].sha256 must be 64 lower-case hex digits")
+        crc = item.get("crc64nvme")
+        if crc is not None and not (isinstance(crc, str) and _CRC64.match(crc)):
+            raise PermanentError("corrupt-manifest", f"files[{i}].crc64nvme must be S3's base64 of 8 bytes")
         if path in seen:
             raise PermanentError("corrupt-manifest", f"files[{i}].path {path!r} is listed twice")
         seen.add(path)
-        out.append(ManifestFile(path, size, digest))
+        out.append(ManifestFile(path, size, digest, crc))
     return tuple(out)
 
 
@@ -84,14 +110,15 @@ def _client_error(exc: ClientError, what: str) -> RefreshError:
     return PermanentError("s3-access", f"{what}: {code}")
 
 
-def read(s3: Any, bucket: str, key: str, version_id: str | None) -> tuple[ManifestFile, ...]:
+def read(s3: Any, bucket: str, key: str, version_id: str | None) -> Manifest:
     """Read the exact manifest object version the event announced (not a later overwrite)."""
     args = {"Bucket": bucket, "Key": key, **({"VersionId": version_id} if version_id else {})}
     try:
         obj = s3.get_object(**args)
         if obj["ContentLength"] > MAX_MANIFEST_BYTES:
             raise PermanentError("corrupt-manifest", f"manifest is larger than {MAX_MANIFEST_BYTES} bytes")
-        return parse(obj["Body"].read())
+        body = obj["Body"].read()
+        return Manifest(parse(body), hashlib.sha256(body).hexdigest())
     except ClientError as exc:
         error = _client_error(exc, f"s3://{bucket}/{key}")
         if isinstance(error, PermanentError) and error.reason == "manifest-object-missing":
@@ -99,7 +126,24 @@ def read(s3: Any, bucket: str, key: str, version_id: str | None) -> tuple[Manife
         raise error from None
 
 
-def _check(s3: Any, bucket: str, location: str, item: ManifestFile) -> str | None:
+def read_signature(s3: Any, bucket: str, location: str, limit: int) -> bytes:
+    """The version's ``model.sig`` (at most ``limit`` bytes); PermanentError ``signature-missing`` without one."""
+    key = f"{location}/model.sig"
+    try:
+        obj = s3.get_object(Bucket=bucket, Key=key)
+        if obj["ContentLength"] > limit:
+            raise PermanentError("signature-invalid", f"s3://{bucket}/{key} is larger than {limit} bytes")
+        body: bytes = obj["Body"].read()
+        return body
+    except ClientError as exc:
+        error = _client_error(exc, f"s3://{bucket}/{key}")
+        if isinstance(error, PermanentError) and error.reason == "manifest-object-missing":
+            error = PermanentError("signature-missing", f"{error.message}: this prefix admits signed versions only; "
+                                                        "publish with `hyperwarm publish`")
+        raise error from None
+
+
+def _check(s3: Any, bucket: str, location: str, item: ManifestFile, fill_verified: bool) -> str | None:
     key = f"{location}/{item.path}"
     try:
         head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
@@ -110,18 +154,28 @@ def _check(s3: Any, bucket: str, location: str, item: ManifestFile) -> str | Non
         return f"{item.path}: {error.message}"
     if head["ContentLength"] != item.size:
         return f"{item.path}: size {head['ContentLength']} != manifest {item.size}"
-    checksum = head.get("ChecksumSHA256")
-    if checksum and "-" not in checksum and head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT":
-        if base64.b64decode(checksum).hex() != item.sha256:
-            return f"{item.path}: sha256 differs from the manifest"
-    return None
+    whole = head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT"
+    crc, sha = head.get("ChecksumCRC64NVME"), head.get("ChecksumSHA256")
+    if whole and crc and item.crc64nvme:
+        return None if crc == item.crc64nvme else f"{item.path}: CRC64NVME differs from the manifest"
+    if whole and sha and "-" not in sha:
+        return None if base64.b64decode(sha).hex() == item.sha256 else f"{item.path}: sha256 differs from the manifest"
+    if fill_verified:
+        return None  # the node cache's filler checks its SHA-256 before any pod may read it
+    held = "CRC64NVME" if crc else "SHA-256" if sha else "no checksum"
+    return (f"{item.path}: {UNVERIFIABLE}: S3 holds {held}{' (per part)' if not whole else ''} and the manifest "
+            f"{'lists no crc64nvme' if not item.crc64nvme else 'a CRC64NVME S3 does not hold'}")
 
 
-def verify(s3: Any, bucket: str, location: str, files: tuple[ManifestFile, ...]) -> None:
-    """Every listed object exists under ``location`` with its listed size (and checksum where known)."""
+UNVERIFIABLE = "unverifiable"
+
+
+def verify(s3: Any, bucket: str, location: str, files: tuple[ManifestFile, ...], *, fill_verified: bool) -> None:
+    """Every listed object exists under ``location`` with its listed size and contents (see the module)."""
     with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
-        problems = [p for p in pool.map(lambda f: _check(s3, bucket, location, f), files) if p]
+        problems = [p for p in pool.map(lambda f: _check(s3, bucket, location, f, fill_verified), files) if p]
     if problems:
-        reason = "manifest-object-missing" if any(": not found" in p for p in problems) else "manifest-mismatch"
+        reason = ("manifest-object-missing" if any(": not found" in p for p in problems) else
+                  "manifest-unverifiable" if all(UNVERIFIABLE in p for p in problems) else "manifest-mismatch")
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise PermanentError(reason, f"s3://{bucket}/{location}: {shown}")

@@ -22,7 +22,8 @@ class Ports:
 
     settings: Settings
     state: StateTable
-    verify: Callable[[ManifestCreated], None]
+    verify: Callable[[ManifestCreated], str]
+    """The gate's content step (:func:`.gate.content`): the manifest's SHA-256 once signed and verified."""
     live: Callable[[Target, str], decide.Live]
     apply_hyperpod: Callable[[HyperPodTarget, ManifestCreated], list[str]]
     start_endpoint: Callable[[EndpointTarget, ManifestCreated, Callable[[dict[str, Any]], object]], dict[str, Any]]

@@ -38,7 +38,7 @@ import json
 from typing import Any
 
 from ..node_cache.layout import Version
-from . import contract, letters
+from . import contract, gate, letters
 from .config import HyperPodTarget, Target
 from .errors import PermanentError, TransientError
 from .ports import Ports
@@ -47,6 +47,8 @@ from .targets import warm
 PHASE_ANSWER = {"staging": "staging", "switching": "switching", "failing": "switching", "reverting": "switching"}
 """The workflow's view of a record's phase: failing and reverting wait on a deployment rollout too."""
 ABORTED = "aborted"
+REFUSED = "refused-record"
+"""A rollout record that fails the gate when read back (:func:`_refuse`)."""
 SUPERSEDED = "rollout-superseded"
 """A warm rollout an earlier release began, in a shape this release cannot continue (:func:`.formats.state_item`)."""
 _SEEN_PODS = 200
@@ -70,9 +72,10 @@ def wait_seconds(target: HyperPodTarget, phase: str) -> int:
 
 
 def start(ports: Ports, target: HyperPodTarget, created: Any, event: dict[str, Any], owner: str,
-          item: dict[str, Any]) -> None:
-    """Record the rollout (the lock passes to it), then start its execution. The filler is changed by its first
-    step, so a crash after the record loses nothing: the reconciliation steps it."""
+          item: dict[str, Any], admitted: str) -> None:
+    """Record the rollout of a version the gate admitted (``admitted``: its manifest's SHA-256, which the filler
+    pins), then start its execution. The filler is changed by its first step, so a crash after the record loses
+    nothing: the reconciliation steps it."""
     kube = ports.kube(target)
     previous = warm.served(target, kube.get(target.resource, target.namespace, target.name))
     serving = next((v for v in warm.kept(kube, target) if v.version == previous), None)
@@ -81,7 +84,8 @@ def start(ports: Ports, target: HyperPodTarget, created: Any, event: dict[str, A
     started = int(ports.state.clock())
     pending = {"kind": "hyperpod", "config": contract.rollout_execution_name(target.id, created.version, str(started)),
                "created_models": [], "version": created.version, "sequencer": created.sequencer,
-               "location": created.location, "bucket": created.bucket, "event": json.dumps(event),
+               "location": created.location, "bucket": created.bucket, "manifest_sha256": admitted,
+               "event": json.dumps(event),
                "started": started, "phase": "staging", "previous": previous,
                "serving": serving.to_json() if serving else None, "cold_pods": 0, "seen_pods": []}
     ports.state.start_rollout(target.id, owner, pending, lock_seconds(target))
@@ -105,6 +109,9 @@ def advance(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: s
     ports.metric("RolloutInProgress", target=target.id)
     if pending.get("legacy"):
         return _end_legacy(ports, target, owner)
+    refused = _record_problem(ports, target, pending)
+    if refused is not None:
+        return _refuse(ports, target, owner, refused)
     try:
         if pending.get("abort") and pending["phase"] in ("staging", "switching"):
             return _fail(ports, target, owner, ABORTED, f"aborted by {pending['abort'].get('by', 'an operator')}",
@@ -140,7 +147,60 @@ def _switched(pending: dict[str, Any]) -> bool:
 
 def _versions(pending: dict[str, Any]) -> tuple[Version | None, Version]:
     serving = Version.from_json(pending["serving"]) if pending.get("serving") else None
-    return serving, Version(pending["version"], pending["bucket"], pending["location"])
+    return serving, Version(pending["version"], pending["bucket"], pending["location"],
+                            manifest=str(pending.get("manifest_sha256") or ""))
+
+
+def _record_problem(ports: Ports, target: HyperPodTarget, pending: dict[str, Any]) -> str | None:
+    """The rollout record is read back from the table, which is no authority: the versions it would have the filler
+    fetch and the deployment read pass the gate's name rules at every step (:func:`.gate.record_problem`)."""
+    prefix = ports.settings.prefix_of(target)
+    problem = gate.record_problem(ports.settings, prefix, pending.get("version"), pending.get("bucket"),
+                                  pending.get("location"))
+    serving = pending.get("serving")
+    if problem is None and serving is not None:
+        try:
+            held = Version.from_json(serving)
+        except ValueError as exc:
+            return f"serving version: {exc}"
+        problem = gate.record_problem(ports.settings, prefix, held.version, held.bucket, held.location, new=False)
+    previous = pending.get("previous")
+    if problem is None and previous is not None:
+        refusal = gate.version_problem(ports.settings, prefix, previous, new=False)
+        problem = None if refusal is None else f"previous version: {refusal.message}"
+    return problem
+
+
+def _readmit(ports: Ports, target: HyperPodTarget, pending: dict[str, Any]) -> str | None:
+    """Before the switch, the staged version passes the whole gate again (its upload read back from the record):
+    signed and verified, and the same manifest the filler was pinned to. None, or why not."""
+    try:
+        created = gate.recorded_event(ports.settings, ports.settings.prefix_of(target), pending)
+        admitted = ports.verify(created)
+    except PermanentError as exc:
+        return f"{exc.reason}: {exc.message}"
+    pinned = pending.get("manifest_sha256")
+    if pinned and admitted != pinned:
+        return f"the manifest of {pending['version']} changed since it was admitted and staged"
+    return None
+
+
+def _refuse(ports: Ports, target: HyperPodTarget, owner: str, why: str) -> dict[str, Any]:
+    """A rollout record the gate refuses (written by someone else, or an upload changed since): end it as failed
+    without acting on anything it names; what the deployment reads stays, and the reconciliation's sweep drops what
+    nothing reads. One letter (reason ``refused-record``), the log names the target."""
+    ports.log("rollout record refused by the gate; nothing it names is acted on", target=target.id, detail=why)
+    item = ports.state.update_rollout(target.id, owner, reason=REFUSED, message=why)
+    pending = item["pending"]
+    try:
+        event = json.loads(pending["event"])
+    except (KeyError, TypeError, ValueError):
+        event = {}
+    ports.metric("RefreshFailed", reason=REFUSED, target=target.id)
+    ports.dead_letter(letters.envelope(event if isinstance(event, dict) else {}, REFUSED, f"{target.id}: {why}",
+                                       [target.id], request_id=ports.request_id, failed_at=ports.state.clock()))
+    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=REFUSED, keep_lock=True)
+    return {**item, "settled": ("rollout-failed", REFUSED, [])}
 
 
 def _staging(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:
@@ -172,6 +232,9 @@ def _staging(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: 
             return item
         ports.log("staging timeout: switching on the ready nodes, which hold every replica", target=target.id,
                   ready=progress.ready_nodes, waiting=progress.waiting_nodes)
+    refused = _readmit(ports, target, pending)
+    if refused is not None:
+        return _fail(ports, target, owner, REFUSED, refused, revert=False)
     # The intent first: a step that dies after the patch is resumed as a switch, never failed as a staging.
     item = ports.state.update_rollout(target.id, owner, phase="switching", switched=int(_now(ports)), generation=None)
     ports.metric("TimeToWarm", target=target.id, value=elapsed, unit="Seconds")

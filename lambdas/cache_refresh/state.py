@@ -119,6 +119,10 @@ def tidy(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+RESETS_KEPT = 10
+"""``hyperwarm refresh reset`` records kept in a target's item (who, when, from, to, why)."""
+
+
 class StateTable:
     """The transitions of a target's item; ``clock`` is injectable so lock expiry can be modelled."""
 
@@ -280,6 +284,26 @@ class StateTable:
             return {**item, "current_version": version, "current_location": location, "current_bucket": bucket,
                     "current_sequencer": "0", "pinned": {"version": version, "previous": previous}}
         return self._change(target_id, pinned)
+
+    def reset(self, target_id: str, *, version: str, by: str, reason: str) -> dict[str, Any]:
+        """Record ``version`` as what the target serves, on purpose (``hyperwarm refresh reset``): a record a bad
+        upload moved ahead of what serves (whose later versions it would skip as older) is put back without editing
+        the table by hand. Who, when, from what and why are kept (``resets``, the last :data:`RESETS_KEPT`).
+        ValueError while anything is in flight or locked (abort it first), or without a recorded location."""
+        now = self.clock()
+
+        def reset(item: dict[str, Any]) -> dict[str, Any] | None:
+            if any(item.get(k) for k in ("pending", "starting")) or lock_held(item, now):
+                raise ValueError(f"{target_id}: a refresh or rollout is in flight; let it end (or hyperwarm refresh "
+                                 "abort it) first")
+            location, bucket = item.get("current_location"), item.get("current_bucket")
+            if not location or not bucket or "/" not in str(location):
+                raise ValueError(f"{target_id}: the record names no served location to reset from")
+            prefix = str(location).rsplit("/", 1)[0]
+            entry = {"by": by, "at": int(now), "from": item.get("current_version"), "to": version, "reason": reason}
+            return {**item, "current_version": version, "current_location": f"{prefix}/{version}",
+                    "current_sequencer": "0", "resets": [*(item.get("resets") or []), entry][-RESETS_KEPT:]}
+        return self._change(target_id, reset)
 
     def unpin(self, target_id: str, *, restore: bool = False) -> dict[str, Any]:
         """The target is no longer pinned (it follows refreshes from the pinned version on); ``restore``: the

@@ -162,7 +162,7 @@ class Filler:
         """The version complete and labelled on this node (filled now if it is not)."""
         files = self._manifest(version)
         target = self.root / version.version
-        if not (target / layout.COMPLETE).exists() or not _sizes_match(target, files):
+        if not _complete_for(target, files) or not _sizes_match(target, files):
             self._mark(version.version, ready=False)
             if target.exists():
                 shutil.rmtree(target)
@@ -176,7 +176,11 @@ class Filler:
             obj = self.s3.get_object(Bucket=version.bucket, Key=key)
             if obj["ContentLength"] > MAX_MANIFEST_BYTES:
                 raise Unfillable(f"s3://{version.bucket}/{key} is larger than {MAX_MANIFEST_BYTES} bytes")
-            return parse(obj["Body"].read())
+            body = obj["Body"].read()
+            if version.manifest and hashlib.sha256(body).hexdigest() != version.manifest:
+                raise Unfillable(f"s3://{version.bucket}/{key} is not the manifest the refresh admitted (SHA-256 "
+                                 f"{version.manifest[:12]}...): it was overwritten since; publish a new version")
+            return parse(body)
         except PermanentError as exc:
             raise Unfillable(f"s3://{version.bucket}/{key}: {exc.message}") from None
         except self.s3.exceptions.NoSuchKey:
@@ -193,8 +197,7 @@ class Filler:
             problems = [p for p in pool.map(lambda f: self._download(version, f, partial), todo) if p]
         if problems:
             raise Unfillable("; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
-        digest = hashlib.sha256(json.dumps([f.__dict__ for f in files], sort_keys=True).encode()).hexdigest()
-        (partial / layout.COMPLETE).write_text(json.dumps({"version": version.version, "manifest": digest}))
+        (partial / layout.COMPLETE).write_text(json.dumps({"version": version.version, "manifest": _digest(files)}))
         partial.rename(target)
         seconds = max(time.monotonic() - started, 1e-3)
         self.log(f"{self.model} {version.version}: complete ({total / 1e9:.1f} GB in {seconds:.0f} s, "
@@ -248,6 +251,21 @@ def _verified(path: Path, item: ManifestFile) -> bool:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest() == item.sha256
+
+
+def _digest(files: tuple[ManifestFile, ...]) -> str:
+    """The file list's digest in the completion marker (a field left out is not written: markers of copies filled
+    before a manifest field existed still match)."""
+    listed = [{k: v for k, v in f.__dict__.items() if v is not None} for f in files]
+    return hashlib.sha256(json.dumps(listed, sort_keys=True).encode()).hexdigest()
+
+
+def _complete_for(target: Path, files: tuple[ManifestFile, ...]) -> bool:
+    """The copy was completed from this very file list (a version republished under its folder is filled again)."""
+    try:
+        return bool(json.loads((target / layout.COMPLETE).read_text()).get("manifest") == _digest(files))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _sizes_match(target: Path, files: tuple[ManifestFile, ...]) -> bool:

@@ -112,17 +112,24 @@ class Version:
     location: str
     region: str = ""
     """The bucket's region. Default: the filler's own (``AWS_REGION``)."""
+    manifest: str = ""
+    """SHA-256 (hex) of the one manifest the filler may fill from: the one the refresh admitted (signed, verified);
+    a manifest overwritten since is refused. Default: none pinned (the version a deploy names)."""
 
     def to_json(self) -> dict[str, str]:
         out = {"version": self.version, "bucket": self.bucket, "location": self.location}
-        return {**out, "region": self.region} if self.region else out
+        return {**out, **({"region": self.region} if self.region else {}),
+                **({"manifest": self.manifest} if self.manifest else {})}
 
     @classmethod
     def from_json(cls, raw: Any) -> Version:
         if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) and raw.get(k)
                                                 for k in ("version", "bucket", "location")):
             raise ValueError(f"a node-cache version needs the strings version, bucket and location, got {raw!r}")
-        return cls(raw["version"], raw["bucket"], raw["location"], str(raw.get("region") or ""))
+        manifest = str(raw.get("manifest") or "")
+        if manifest and not re.fullmatch(r"[0-9a-f]{64}", manifest):
+            raise ValueError(f"a node-cache version's manifest is a SHA-256 in hex, got {manifest!r}")
+        return cls(raw["version"], raw["bucket"], raw["location"], str(raw.get("region") or ""), manifest)
 
 
 def versions_json(versions: list[Version]) -> str:

@@ -61,9 +61,11 @@ from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
 from .endpoints import RENAMED_KEYS, Endpoints, endpoint_name, serving_problems
 from .observability import ObservabilityConfig
-from .refresh import RefreshConfig, refresh_problems
+from .refresh import RefreshConfig, refresh_problems, signing_problems
 from .regional import regional_problems
 from .strict import (
+    KMS_KEY,
+    PRINCIPAL,
     REGION,
     StrictModel,
     by_rule,
@@ -84,12 +86,6 @@ _CIDR = described(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-4])$",
                   "an IPv4 CIDR block with a /16 to /24 mask, e.g. 10.0.0.0/16")
 _ACCOUNT = described(r"^\d{12}$",
                      "a 12-digit AWS account id, e.g. 123456789012")
-_KMS_KEY = described(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$",
-                     "a KMS key ARN, e.g. arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
-_PRINCIPAL = described(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$",
-                       "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins")
-
-
 class ConfigError(ValueError):
     """A configuration problem, reported with the environment and the field path."""
 
@@ -148,7 +144,7 @@ class ModelBucketConfig(StrictModel):
     create: bool = Field(default=False, description="true: the stack hyperwarm-<env>-buckets creates it, before "
                                                     "every reader; false: it exists already")
     kms_key_arn: str | None = Field(
-        default=None, pattern=_KMS_KEY,
+        default=None, pattern=KMS_KEY,
         description="an existing bucket's customer-managed KMS key (SSE-KMS): every reader gets kms:Decrypt on "
                     "it; default: none (S3-managed or AWS-managed encryption needs no grant)")
 
@@ -240,7 +236,7 @@ class EnvironmentConfig(StrictModel):
     pods_per_node: dict[str, int] = Field(
         default_factory=dict, description="pods one HyperPod node holds, by instance type, where it differs from "
                                           "hyperwarm's estimate (AWS publishes no figure); default: the estimates")
-    cluster_admins: tuple[Annotated[str, Field(pattern=_PRINCIPAL)], ...] = Field(
+    cluster_admins: tuple[Annotated[str, Field(pattern=PRINCIPAL)], ...] = Field(
         default=(), description="IAM roles or users given cluster-admin access to the EKS cluster; default: the "
         "deploying identity, the CDK bootstrap's deploy role (cdk-<qualifier>-deploy-role-<account>-<region>); "
         "required in production")
@@ -464,7 +460,8 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
     lines = (_endpoint_name_problems(name, config) + regional_problems(name, config)
-             + alarm_problems(name, config.production, config.alarms, config.region) + _admin_problems(name, config))
+             + alarm_problems(name, config.production, config.alarms, config.region) + _admin_problems(name, config)
+             + signing_problems(name, config.production, config.refresh))
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config

@@ -9,14 +9,15 @@ it; cross-section rules (names exist, they really read that prefix) live in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from hyperwarm.functions.cache_refresh import versions
 from hyperwarm.refresh.timeouts import RolloutTimeout
+from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 
-from .strict import BUCKET, KEY_PREFIX, StrictModel, repeated
+from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated
 
 
 class RefreshedModel(StrictModel):
@@ -31,6 +32,12 @@ class RefreshedModel(StrictModel):
     switch_timeout: RolloutTimeout | None = Field(
         default=None, description="seconds the deployment's rollout to the staged version may take "
                                   "(HyperPodRefreshTarget.switch_timeout; default 30 minutes)")
+    versions: VersionPattern | None = Field(
+        default=None, description="a regular expression every new version folder must match whole, e.g. v\\d+ "
+                                  "(RefreshedPrefix.versions); default: any orderable version")
+    max_step: MaxStep | None = Field(
+        default=None, description="how far a numeric version may move past the one that serves in the first part that "
+                                  "differs (RefreshedPrefix.max_step); default: at most one digit more")
     pinned: bool = Field(
         default=False, description="deploy exactly the versions cdk.json names for these caches and endpoints, even "
                                    "where a refresh moved them further (a deliberate rollback), and refresh nothing "
@@ -44,6 +51,18 @@ class RefreshedModel(StrictModel):
         return self
 
 
+class SigningConfig(StrictModel):
+    """Who may publish the versions a refresh moves targets to (CacheRefreshHookProps.signing)."""
+
+    required: bool | None = Field(
+        default=None, description="only versions signed with the publisher key move anything (model.sig, hyperwarm "
+                                  "publish); default: true in production, else false")
+    publishers: tuple[Annotated[str, Field(pattern=PRINCIPAL)], ...] = Field(
+        default=(), description="IAM roles or users that may sign with the key and write the refreshed prefixes")
+    key_arn: str | None = Field(
+        default=None, pattern=KMS_KEY, description="an existing ECC_NIST_P256 SIGN_VERIFY key; default: a new one")
+
+
 class RefreshConfig(StrictModel):
     """Event-driven refresh of caches and endpoints; off (no models) by default."""
 
@@ -51,6 +70,7 @@ class RefreshConfig(StrictModel):
     create_bucket: bool = Field(default=False, description="moved: model_buckets[].create")
     dry_run: bool = Field(default=False, description="decide and log, change nothing")
     models: tuple[RefreshedModel, ...] = ()
+    signing: SigningConfig = Field(default_factory=SigningConfig)
 
     @model_validator(mode="after")
     def _rules(self) -> RefreshConfig:
@@ -127,3 +147,21 @@ def _unorderable(prefix: str, what: str, version: str) -> list[str]:
         return [(f"refresh prefix {prefix!r}: {what} serves version {version!r}, which the refresh function "
                  f"cannot order ({exc}); name versions like v3, 1.2.0 or 2026-11-29 under {prefix}/<version>/")]
     return []
+
+
+def signing_problems(env: str, production: bool, refresh: RefreshConfig) -> list[str]:
+    """Production refreshes only what a named publisher signed, unless it says otherwise."""
+    signing = refresh.signing
+    if not refresh.models or not (production if signing.required is None else signing.required):
+        return []
+    if not signing.publishers and not signing.key_arn:
+        return [(f"environments.{env}.refresh.signing.publishers: [] -- "
+                 f"{'a production environment' if signing.required is None else 'signing.required'} moves only "
+                 "versions a named publisher signed: name the IAM roles or users that publish (hyperwarm publish), "
+                 "or give signing.key_arn; signing.required: false accepts any complete upload")]
+    return []
+
+
+def signing_required(production: bool, refresh: RefreshConfig) -> bool:
+    """Whether the environment's refresh admits signed versions only."""
+    return production if refresh.signing.required is None else refresh.signing.required

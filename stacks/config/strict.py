@@ -44,6 +44,10 @@ def pattern_in_words(pattern: str) -> str:
 REGION = described(_props.REGION.pattern, _props.REGION.words)
 BUCKET = described(_props.BUCKET.pattern, _props.BUCKET.words)
 KEY_PREFIX = described(_props.KEY_PREFIX.pattern, _props.KEY_PREFIX.words)
+KMS_KEY = described(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$",
+                    "a KMS key ARN, e.g. arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
+PRINCIPAL = described(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$",
+                      "an IAM role or user ARN, e.g. arn:aws:iam::123456789012:role/platform-admins")
 
 
 def by_rule(rule: Callable[[Any], str | list[str] | None]) -> Callable[[Any], Any]:

@@ -6,7 +6,7 @@ DaemonSet: ``hyperwarm.caches``), so the function is tested against the shapes i
 
 - the API server: 404 for a missing object, 409 for a stale ``resourceVersion``, ``generation`` raised by a spec
   change, ``deletionTimestamp`` while finalizers run, and RBAC: every call is checked against the refresh's
-  rendered Role and ClusterRole (403 for anything else);
+  rendered Role and ClusterRole (403 for anything else), and each patch against its admission policy;
 - nodes: Ready or not, cordoned, tainted (HyperPod's health check), GPUs, NVMe capacity; they join, leave and are
   replaced (a new node has an empty instance store);
 - the filler (the DaemonSet's pods): on each Ready node of the group it keeps the listed versions, filling one
@@ -24,11 +24,13 @@ deleted while a pod reads it, a call the RBAC forbids.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from admission import Request, denials
 from fake_kube import merge_patch
 from wire import Count, freeze, fresh, sent, thaw
 
@@ -37,6 +39,8 @@ from hyperwarm.caches.objects import inference_endpoint_config
 from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, CachedModelProps, ModelSource, WorkerResources, gigabytes
 from hyperwarm.functions.cache_refresh.errors import PermanentError
 from hyperwarm.functions.node_cache import layout
+from hyperwarm.refresh.access import RBAC_GROUP
+from hyperwarm.refresh.admission import TEMPLATE_GENERATION
 
 DEPLOYMENT, FILLER, POD = "InferenceEndpointConfig", "DaemonSet", "Pod"
 HEALTH_TAINT = {"key": "sagemaker.amazonaws.com/node-health-status", "value": "Unschedulable", "effect": "NoSchedule"}
@@ -45,6 +49,11 @@ DT = 5.0
 """The simulation's step in seconds (every duration below is a multiple of it)."""
 MODEL, NAMESPACE = "llama", "models"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker"
+
+
+def manifest_digest(version: str) -> str:
+    """The SHA-256 the worlds' gate answers for a version's manifest (what the filler is pinned to)."""
+    return hashlib.sha256(f"manifest of {version}".encode()).hexdigest()
 
 
 def rendered(bucket: str, prefix: str, version: str, *, replicas: int = 4,
@@ -122,6 +131,9 @@ class Cluster:
     now: float = 1_800_000_000.0
     rbac: list[tuple[str, str, frozenset[str], frozenset[str]]] | None = None
     """(namespace or "" for cluster-wide, resource, verbs, resourceNames) the refresh may use; None: no check."""
+    admission: dict[str, Any] | None = None
+    """The refresh's admission policy (``refresh/admission.py``): a refresh patch it denies is a violation and a 403,
+    as the API server would answer. None: no check."""
     filler_guards_mounts: bool = True
     """The filler keeps a version a pod on its node mounts (as ``fill`` does); False tests the function alone."""
     fail_fill: dict[str, str] = field(default_factory=dict)
@@ -133,6 +145,8 @@ class Cluster:
     calls: list[str] = field(default_factory=list)
     on_call: Callable[[str], None] | None = None
     violations: list[str] = field(default_factory=list)
+    sources: set[tuple[str, str]] = field(default_factory=set)
+    """Every (bucket, location) a filler was ever told to fill from."""
     cold_starts: list[SimPod] = field(default_factory=list)
     peak_gb: float = 0.0
     pods: list[SimPod] = field(default_factory=list)
@@ -234,9 +248,20 @@ class Cluster:
         if wanted is not None and wanted != obj["metadata"]["resourceVersion"]:
             return 409, {}
         updated = merge_patch(obj, {k: v for k, v in patch.items() if k != "metadata"})
+        updated["metadata"] = dict(obj["metadata"])
         if updated["spec"] != obj["spec"]:
             updated["metadata"]["generation"] += 1
+        if kind == FILLER and updated["spec"].get("template") != obj["spec"].get("template"):  # as the API server does
+            updated["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}),
+                                                  TEMPLATE_GENERATION: str(updated["metadata"]["generation"])}
         updated["metadata"]["resourceVersion"] = str(next(self._rv))
+        if by_refresh and self.admission is not None:
+            denied = admitted(self.admission, kind, obj, updated)
+            if denied:
+                self.violations.append(f"admission denied the refresh's patch of {kind}/{name}: {denied}")
+                raise Forbidden(f"patch {kind} {name}")
+        if kind == FILLER:
+            self.sources |= {(v.bucket, v.location) for v in layout.filler_versions(updated)}
         if kind == FILLER and by_refresh:  # the refresh must never drop a copy a pod reads; a deploy's apply may
             dropped = set(self.kept()) - {v.version for v in layout.filler_versions(updated)}
             readers = [p.uid for p in self.pods if p.version in dropped]
@@ -473,6 +498,26 @@ class Cluster:
 
 
 _RESOURCE = {DEPLOYMENT: "inferenceendpointconfigs", FILLER: "daemonsets", POD: "pods"}
+_GROUP = {DEPLOYMENT: "inference.sagemaker.aws.amazon.com", FILLER: "apps"}
+_UNREAD = ("resourceVersion", "generation", "uid")
+"""Metadata the admission policy never reads (nor ``status``): left out of the cache key of :func:`admitted`."""
+
+
+def admitted(policy: dict[str, Any], kind: str, old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
+    """What the refresh's admission policy denies of its update ``old`` -> ``new`` (empty: admitted)."""
+    def key(obj: dict[str, Any]) -> bytes:
+        meta = {k: v for k, v in obj["metadata"].items() if k not in _UNREAD}
+        return freeze({**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta})
+
+    return _admitted(freeze(policy), kind, old["metadata"]["namespace"], old["metadata"]["name"], key(old), key(new))
+
+
+@functools.lru_cache(maxsize=4096)  # a rollout's patches recur across the modelled histories; CEL in Python is slow
+def _admitted(policy: bytes, kind: str, namespace: str, name: str, old: bytes, new: bytes) -> tuple[str, ...]:
+    request = Request("UPDATE", kind, _GROUP[kind], _RESOURCE[kind], namespace, name,
+                      username="arn:aws:sts::111122223333:assumed-role/refresh/session",
+                      groups=(RBAC_GROUP, "system:authenticated"))
+    return tuple(denials(thaw(policy), request, thaw(old), thaw(new)) or ())
 
 
 class ClusterKube:

@@ -22,7 +22,7 @@ from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
-from cluster_model import NAMESPACE as _NAMESPACE, Cluster, ClusterKube, rendered
+from cluster_model import NAMESPACE as _NAMESPACE, Cluster, ClusterKube, manifest_digest, rendered
 from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.functions.cache_refresh import flow
@@ -537,6 +537,8 @@ class World:
         self.kube: FakeKube | ClusterWorldKube = ClusterWorldKube(self) if self.warm else FakeKube(self.faults,
                                                                                                     self.initial)
         self.executions: dict[str, int] = {}
+        self.execution_names: dict[str, str] = {}
+        """Version -> the name its rollout's execution was last started under (what the workflow's steps carry)."""
         """Warm rollouts started (version -> failed attempts of its current step): the workflow's executions."""
         self.sm = FakeSageMaker(self.faults, self.initial, self.clock)
         self.sqs = FakeSqs(self.faults)
@@ -547,12 +549,13 @@ class World:
         self.violations: list[str] = []
 
     @boundary("verify")
-    def verify(self, created: Any) -> None:
+    def verify(self, created: Any) -> str:
         state = self.files.get(created.version, "missing")
         if state == "corrupt":
             raise PermanentError("corrupt-manifest", f"{created.version}: manifest is not JSON")
         if state != "complete":
             raise PermanentError("manifest-object-missing", f"{created.version}: a listed file is missing")
+        return manifest_digest(created.version)
 
     def live(self, target: Any, prefix: str) -> Any:
         if isinstance(target, HyperPodTarget):
@@ -579,6 +582,7 @@ class World:
     @boundary("workflow")
     def _start_workflow(self, target: Any, version: str, name: str) -> None:
         self.executions.setdefault(version, 0)  # a second start of the same execution is a no-op
+        self.execution_names[version] = name
 
     def step(self, version: str, *, abandon: bool = False) -> tuple[int, str]:
         """One step of the workflow's execution for ``version`` (as Step Functions invokes it): (its number,
@@ -586,8 +590,9 @@ class World:
         number = next(self._request)
         self.running.append(number)
         try:
-            return number, str(flow.on_rollout_step(self.ports(), {"target": HYPERPOD.id, "version": version,
-                                                                    "abandon": abandon})["phase"])
+            return number, str(flow.on_rollout_step(self.ports(), {
+                "target": HYPERPOD.id, "version": version, "abandon": abandon,
+                "execution": self.execution_names.get(version, "")})["phase"])
         finally:
             self.running.pop()
             if self.observer is not None:

@@ -12,9 +12,13 @@ EventBridge "SageMaker Endpoint State Change" event that SageMaker would send (:
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
+from moto.core.exceptions import JsonRESTError
 from moto.core.utils import utcnow
+from moto.kms.responses import KmsResponse
 from moto.sagemaker import models as sm_models
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemaker.responses import SageMakerResponse
@@ -61,11 +65,62 @@ def _create_endpoint_config_response(self: SageMakerResponse) -> Any:
     return result
 
 
+def _kms_sign_or_verify(original: Any, verifying: bool) -> Any:
+    """KMS Sign and Verify with ``MessageType=DIGEST`` (moto signs the digest as if it were the message): the
+    message is the SHA-256 digest of what is signed, and ECDSA signs or checks it as that digest. Verify of a
+    signature the key did not make fails with ``KMSInvalidSignatureException``, as KMS answers (moto returns
+    ``SignatureValid: false``)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+    def handle(self: Any) -> str:
+        if self._get_param("MessageType") != "DIGEST":
+            answer: str = original(self)
+            if verifying and not json.loads(answer).get("SignatureValid"):
+                raise KmsInvalidSignature()
+            return answer
+        key = self.kms_backend.describe_key(self._get_param("KeyId"))
+        if self._get_param("SigningAlgorithm") != "ECDSA_SHA_256" or key.key_spec != "ECC_NIST_P256":
+            raise ValidationError(message="this extension signs digests with ECC_NIST_P256 keys and ECDSA_SHA_256")
+        digest = _blob(self._get_param("Message"))
+        if len(digest) != 32:
+            raise ValidationError(message="Digest is invalid length for algorithm ECDSA_SHA_256.")
+        private = key.private_key.private_key
+        algorithm = ec.ECDSA(utils.Prehashed(hashes.SHA256()))
+        if not verifying:
+            signature = base64.b64encode(private.sign(digest, algorithm)).decode()
+            return json.dumps({"KeyId": key.arn, "Signature": signature, "SigningAlgorithm": "ECDSA_SHA_256"})
+        try:
+            private.public_key().verify(_blob(self._get_param("Signature")), digest, algorithm)
+        except InvalidSignature:
+            raise KmsInvalidSignature() from None
+        return json.dumps({"KeyId": key.arn, "SignatureValid": True, "SigningAlgorithm": "ECDSA_SHA_256"})
+    return handle
+
+
+def _blob(value: Any) -> bytes:
+    """A Blob parameter as moto hands it over: base64 text of the bytes (the JSON protocol's encoding)."""
+    return base64.b64decode(value) if isinstance(value, str) else bytes(value)
+
+
+class KmsInvalidSignature(JsonRESTError):
+    code = 400
+
+    def __init__(self) -> None:
+        super().__init__("KMSInvalidSignatureException", "")
+
+
 def install() -> None:
-    """Register UpdateEndpoint and CreateEndpointConfig's MetricsConfig (idempotent)."""
+    """Register UpdateEndpoint, CreateEndpointConfig's MetricsConfig and KMS digest signing (idempotent)."""
     sm_models.SageMakerModelBackend.update_endpoint = _update_endpoint
     SageMakerResponse.update_endpoint = _update_endpoint_response
     SageMakerResponse.create_endpoint_config = _create_endpoint_config_response
+    if not getattr(KmsResponse.sign, "hyperwarm", False):
+        for name, verifying in (("sign", False), ("verify", True)):
+            handler = _kms_sign_or_verify(getattr(KmsResponse, name), verifying)
+            handler.hyperwarm = True
+            setattr(KmsResponse, name, handler)
 
 
 def settle(backend: sm_models.SageMakerModelBackend, endpoint_name: str, *, succeed: bool = True) -> None:

@@ -41,6 +41,11 @@ METRICS = {"EnableDetailedObservability": True, "MetricPublishFrequencyInSeconds
 _SEQUENCER = itertools.count(0x5F0000000000000001)
 
 
+
+def late_body(size: int) -> bytes:
+    """The bytes a manifest lists for a file uploaded after it (``upload(listed=...)``, ``upload_late``)."""
+    return b"x" * size
+
 @dataclass
 class LambdaContext:
     function_name: str = "hyperwarm-cache-refresh"
@@ -93,11 +98,17 @@ class World:
             return None
         entries = [{"path": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in files.items()]
         for name, size in (listed or {}).items():
-            entries = [e for e in entries if e["path"] != name] + [{"path": name, "size": size, "sha256": "0" * 64}]
+            entries = [e for e in entries if e["path"] != name] + [
+                {"path": name, "size": size, "sha256": hashlib.sha256(late_body(size)).hexdigest()}]
         key = f"{PREFIX}/{version}/manifest.json"
         put = self.s3.put_object(Bucket=BUCKET, Key=key,
                                  Body=json.dumps({"format": "hyperwarm.manifest/v1", "files": entries}).encode())
         return s3_event(key, format(next(_SEQUENCER), "X"), put.get("VersionId"))
+
+    def upload_late(self, version: str, name: str, size: int) -> None:
+        """The file ``upload(listed={name: size})`` listed but left out, uploaded now as the manifest says."""
+        self.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/{version}/{name}", Body=late_body(size),
+                           ChecksumAlgorithm="SHA256")
 
     def served_hyperpod(self) -> str:
         return self.kube.get("InferenceEndpointConfig", NAMESPACE, "llama")["spec"]["modelSourceConfig"]["modelLocation"]

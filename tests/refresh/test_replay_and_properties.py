@@ -42,7 +42,7 @@ def queue_counts(world):
 def test_replay_moves_targets_and_removes_the_message(world, context):
     event = world.upload("v2", listed={"extra.bin": 3})
     handler.lambda_handler(event, context)
-    world.s3.put_object(Bucket="hyperwarm-models-test", Key=f"{PREFIX}/v2/extra.bin", Body=b"abc")
+    world.upload_late("v2", "extra.bin", 3)
     [result] = refresh_cli.replay(world.dlq_url, "fn", sqs=world.sqs, lambda_client=InvokeHandler(context))
     assert result["status"] == "replayed"
     assert world.served_hyperpod() == f"{PREFIX}/v2"

@@ -11,6 +11,7 @@ one, with the record saying which; one letter per permanent failure (none for an
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import model_world as mw
 import pytest
@@ -498,9 +499,23 @@ def test_the_step_decides_its_wait_and_ignores_phase_and_wait_given_in_its_input
     world = WarmWorld()
     world.upload("v2", 1)
     answer = flow.on_rollout_step(world.ports(), {"target": TARGET.id, "version": "v2", "phase": "switching",
-                                                  "wait_seconds": 1})
+                                                  "wait_seconds": 1, "execution": world.executions[-1][1]})
     assert (answer["phase"], answer["wait_seconds"]) == ("staging", contract.poll_seconds(1800))
     assert world.cluster.reads() == "v1"
+
+
+@pytest.mark.parametrize("execution", ["", "someone-elses-execution"])
+def test_a_step_of_an_execution_the_rollout_did_not_start_acts_on_nothing(execution: str) -> None:
+    """Whoever may start the workflow (or invoke its step) with a crafted input, abandon included, moves nothing:
+    the step acts only for the execution its rollout record names."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    before = (world.record()["pending"], world.cluster.kept())
+    answer = flow.on_rollout_step(world.ports(), {"target": TARGET.id, "version": "v2", "abandon": True,
+                                                  "execution": execution})
+    assert answer["phase"] == "failed"
+    assert (world.record()["pending"], world.cluster.kept()) == before and world.letters == []
+    assert world.run("v2") == "done" and world.cluster.reads() == "v2"  # the rollout's own execution goes on
 
 
 # -- a crash at every call ---------------------------------------------------------------------------------------
@@ -636,6 +651,42 @@ def test_pods_placed_where_their_version_is_not_ready_are_counted_cold_in_the_re
     assert cold >= 1 and world.metric("RefreshColdPods") == [float(cold)]
 
 
+@pytest.mark.parametrize("field, value", [
+    ("location", "models/other/v2"), ("bucket", "attacker-bucket"), ("version", "v2; rm -rf"),
+    ("serving", {"version": "v1", "bucket": "attacker-bucket", "location": "models/llama/v1"}),
+    ("event", "{}"),
+])
+def test_a_rollout_record_rewritten_in_the_table_moves_nothing(field: str, value: Any) -> None:
+    """A table writer points the rollout in flight elsewhere: the step checks the record it reads back as the gate
+    checks an upload, ends the rollout without acting on anything it names, and says so in a letter."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.step("v2")
+    item = world.record()
+    world.store.write(StateTable.key(TARGET.id), {**item, "pending": {**item["pending"], field: value}})
+    world.run("v2")  # the rollout's own execution steps on (a record of another version: it ends at once)
+    world.reconcile(2)  # which settles what the execution left, and sweeps
+    assert world.cluster.reads() == "v1" and world.cluster.kept() == ["v1"]
+    assert [letter["reason"] for letter in world.letters] == ["refused-record"]
+    record = world.record()
+    assert record["last_rollout"]["reason"] == "refused-record" and record.get("current_version") != "v2"
+    assert world.cluster.sources <= {(mw.BUCKET, f"{mw.PREFIX}/v1"), (mw.BUCKET, f"{mw.PREFIX}/v2")}
+    world.assert_safe()
+
+
+def test_a_manifest_changed_between_staging_and_the_switch_is_not_switched_to() -> None:
+    """The bucket writer rewrites the staged version's manifest (or its signature fails now): before the deployment
+    moves, the version passes the whole gate again, and its manifest must be the one the filler was pinned to."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.gate = lambda version: "0" * 64
+    assert world.run("v2") == "failed"
+    assert world.cluster.reads() == "v1" and world.cluster.kept() == ["v1"]
+    assert [letter["reason"] for letter in world.letters] == ["refused-record"]
+    assert "changed since it was admitted" in world.letters[0]["message"]
+    world.assert_safe()
+
+
 def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_untouched() -> None:
     """An unversioned item (an earlier release's) with a warm rollout in flight, staged in stand-alone caches: this
     release cannot continue it (tests/formats/state/unversioned.hyperpod-warm-rollout.json)."""
@@ -648,7 +699,9 @@ def test_a_rollout_an_earlier_release_began_ends_with_a_letter_and_the_cluster_u
     world.store.write(StateTable.key(TARGET.id), {**sample, "pk": StateTable.key(TARGET.id), "rev": 0,
                                                   "lock_expires": int(world.cluster.now) - 1})
     before = (world.cluster.deployment, world.cluster.filler)
-    assert world.step("v4")["phase"] == "failed"
+    assert world.step("v4")["phase"] == "failed"  # its execution (the earlier release's) names none of ours
+    assert world.letters == []
+    world.reconcile()  # the reconciliation ends it
     assert [(letter["reason"], letter["event"]["id"]) for letter in world.letters] == [("rollout-superseded", "s3-v4")]
     assert "replay this letter" in world.letters[0]["message"]
     assert (world.cluster.deployment, world.cluster.filler) == before and not [

@@ -81,7 +81,10 @@ def _record() -> dict[str, Any]:
 
 
 def _step(context: Any, version: str) -> str:
-    answer = handler.on_rollout_step(contract.RolloutStep(_target().id, version).to_json(), context)
+    """A step as the rollout's own execution sends it (its name, ``$$.Execution.Name``, is the record's)."""
+    execution = str((_record().get("pending") or {}).get("config", ""))
+    answer = handler.on_rollout_step(contract.RolloutStep(_target().id, version, execution=execution).to_json(),
+                                     context)
     return str(answer["phase"])
 
 

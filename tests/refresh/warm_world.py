@@ -2,7 +2,7 @@
 the rollout workflow's steps (``flow.on_rollout_step``), with a crash possible at any call of any port.
 
 The deployment and the filler start exactly as the caches construct renders them, and the cluster allows only
-what the refresh's rendered RBAC allows.
+what the refresh's rendered RBAC and admission policy allow.
 """
 
 from __future__ import annotations
@@ -15,23 +15,25 @@ from typing import Any
 
 import model_world as mw
 import pytest
-from cluster_model import MODEL, NAMESPACE, Cluster, ClusterKube, Crash, rbac_rules, rendered
+from cluster_model import MODEL, NAMESPACE, Cluster, ClusterKube, Crash, manifest_digest, rbac_rules, rendered
 from model_world import BUCKET, PREFIX, Faults, MemStore, manifest_event, scheduled_event
 
 from hyperwarm.functions.cache_refresh import contract, flow
 from hyperwarm.functions.cache_refresh.config import HyperPodTarget, NodeCache, Settings
 from hyperwarm.functions.cache_refresh.state import StateTable
-from hyperwarm.refresh.access import rbac_objects
+from hyperwarm.refresh.access import RBAC_GROUP, rbac_objects
+from hyperwarm.refresh.admission import admission_objects
 
 TARGET = HyperPodTarget(cluster="c", namespace=NAMESPACE, name=MODEL, node_cache=NodeCache(MODEL),
                         staging_timeout_seconds=1800, switch_timeout_seconds=900)
 SETTINGS = Settings(targets={PREFIX: (TARGET,)}, state_table="t", allowed_buckets=frozenset({BUCKET}), dlq_url="q")
+ADMISSION, _ = admission_objects(RBAC_GROUP, {PREFIX: [TARGET]}, BUCKET, name="hyperwarm-cache-refresh", labels={})
 
 
 def cluster(nodes: int = 4, replicas: int = 4, **options: Any) -> Cluster:
     deployment, filler = rendered(BUCKET, PREFIX, "v1", replicas=replicas)
     return Cluster.serving(deployment, filler, [f"node-{i}" for i in range(nodes)],
-                           rbac=rbac_rules(rbac_objects([TARGET])), **options)
+                           rbac=rbac_rules(rbac_objects([TARGET])), admission=ADMISSION, **options)
 
 
 @dataclass
@@ -50,6 +52,8 @@ class WarmWorld:
     refuse: Callable[[str], Exception | None] | None = None
     """A call (``get DaemonSet/...``) -> the error the cluster answers it with instead, or None."""
     settings: Settings = SETTINGS
+    gate: Callable[[str], str] | None = None
+    """The gate's content step for a version: its manifest's digest, or a PermanentError. Default: admitted."""
 
     def __post_init__(self) -> None:
         self.store = MemStore(Faults(random.Random(0), 0.0))
@@ -81,7 +85,8 @@ class WarmWorld:
         store = SimpleNamespace(get=self._port("state.get", self.store.get), put=self._port("state.put", self.store.put))
         kube = ClusterKube(self.cluster)
         return flow.Ports(
-            settings=settings, state=StateTable(store, lambda: self.cluster.now), verify=lambda created: None,
+            settings=settings, state=StateTable(store, lambda: self.cluster.now),
+            verify=lambda created: (self.gate or manifest_digest)(created.version),
             live=lambda target, prefix: flow.decide.Live(self.cluster.reads()),
             apply_hyperpod=lambda target, created: pytest.fail("a node-cached target is never repointed at once"),
             start_endpoint=lambda *a: pytest.fail("no endpoint targets"), delete_superseded=lambda *a: [],
@@ -96,7 +101,8 @@ class WarmWorld:
         return flow.handle(self.ports(), manifest_event(version, sequencer))
 
     def step(self, version: str, *, abandon: bool = False) -> dict[str, Any]:
-        step = contract.RolloutStep(TARGET.id, version, abandon=abandon).to_json()
+        execution = next((name for v, name in reversed(self.executions) if v == version), "")
+        step = contract.RolloutStep(TARGET.id, version, abandon=abandon, execution=execution).to_json()
         return flow.on_rollout_step(self.ports(), step)
 
     def run(self, version: str, *, limit: int = 400, each: Callable[[int], None] | None = None) -> str:

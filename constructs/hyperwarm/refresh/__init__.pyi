@@ -13,4 +13,5 @@ from .hook import (
     HyperPodRefreshTarget as HyperPodRefreshTarget,
     RefreshedPrefix as RefreshedPrefix,
 )
+from .publishing import PublisherSigning as PublisherSigning
 from .rollout import default_staging_timeout as default_staging_timeout

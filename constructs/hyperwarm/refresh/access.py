@@ -3,7 +3,8 @@
 The functions' role names the bucket prefixes, the state table, the queue, the endpoints and the
 models and configs a refresh creates (named by the function's own contract), and the HyperPod
 cluster; inside the cluster it may only get and patch the targets' deployments and, for node-cached models,
-their fillers, by name, list pods in the targets' namespaces and list nodes (:func:`rbac_objects`). The warm
+their fillers, by name, list pods in the targets' namespaces and list nodes (:func:`rbac_objects`), and its patches
+may change only the model's version and location (:mod:`~hyperwarm.refresh.admission`, an admission policy). The warm
 rollout's step function has a role of its own with the state table, the queue and the same cluster access (and
 starts executions of the rollout workflow: :func:`~hyperwarm.refresh.rollout.rollout_workflow`). Whatever serves a
 refreshed prefix (an endpoint's execution role, the inference operator's model readers) is granted it
@@ -14,7 +15,7 @@ whose policies land in the grantee's stack. A plain helper adding to the hook it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aws_cdk as cdk
@@ -28,9 +29,13 @@ from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.model import grant_model_data_read
 from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.functions.node_cache import layout
+from hyperwarm.refresh.admission import OPERATOR_GROUP, admission_objects
 
 RBAC_GROUP = "hyperwarm:cache-refresh"
-_OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
+"""The Kubernetes group the refresh and rollout-step roles' access entries map to: what RBAC binds and the
+admission policy matches (EKS generates the user names, one per role session)."""
+_NAME = "hyperwarm-cache-refresh"
+_LABELS = {"app.kubernetes.io/managed-by": "hyperwarm"}
 
 
 class RefreshAccess:
@@ -40,15 +45,9 @@ class RefreshAccess:
 
     def __init__(self, scope: Construct, *, role: iam.Role, bucket: s3.IBucket, prefixes: Sequence[str],
                  state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue, cluster: IHyperPodCluster | None,
-                 hyperpod: Sequence[contract.HyperPodTarget], endpoints: Sequence[IInferenceEndpoint],
+                 hyperpod: Mapping[str, Sequence[contract.HyperPodTarget]], endpoints: Sequence[IInferenceEndpoint],
                  rollout_role: iam.IRole | None = None) -> None:
-        if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
-            bucket.encryption_key.grant_decrypt(role)
-        for prefix in prefixes:
-            role.add_to_principal_policy(iam.PolicyStatement(
-                actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
-            acknowledge(role, "the function reads the manifest and checks every file of a model version under "
-                        "its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
+        _grant_versions_read(role, bucket, prefixes)
         _grant_state_and_letters(role, state_table, dead_letter_queue)
         self.access_entry: eks.CfnAccessEntry | None = None
         self.rollout_access_entry: eks.CfnAccessEntry | None = None
@@ -56,23 +55,37 @@ class RefreshAccess:
         self.rbac_objects: list[dict[str, Any]] = []
         if cluster is not None:
             self.access_entry = _cluster_access(scope, "AccessEntry", role, cluster)
-            self._kubernetes_rbac(scope, cluster, hyperpod)
+            self._kubernetes_rbac(scope, cluster, hyperpod, bucket)
         if rollout_role is not None:
             assert cluster is not None  # a rollout needs HyperPod targets, so a cluster
+            _grant_versions_read(rollout_role, bucket, prefixes)  # the gate again before the switch
             _grant_state_and_letters(rollout_role, state_table, dead_letter_queue)
             self.rollout_access_entry = _cluster_access(scope, "RolloutAccessEntry", rollout_role, cluster)
         if endpoints:
             _grant_endpoints(cdk.Stack.of(scope), role, endpoints)
 
     def _kubernetes_rbac(self, scope: Construct, cluster: IHyperPodCluster,
-                         hyperpod: Sequence[contract.HyperPodTarget]) -> None:
-        """What the group may do in the cluster: :func:`rbac_objects`."""
-        eks_cluster = cluster.eks_cluster
-        self.rbac_objects = rbac_objects(hyperpod)
-        self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=eks_cluster, manifest=self.rbac_objects,
+                         hyperpod: Mapping[str, Sequence[contract.HyperPodTarget]], bucket: s3.IBucket) -> None:
+        """What the group may do in the cluster (:func:`rbac_objects`) and, field by field, what its patches may
+        change (:func:`~hyperwarm.refresh.admission.admission_objects`), applied together."""
+        name = None if cdk.Token.is_unresolved(bucket.bucket_name) else bucket.bucket_name
+        self.rbac_objects = [*rbac_objects([t for ts in hyperpod.values() for t in ts]),
+                             *admission_objects(RBAC_GROUP, hyperpod, name, name=_NAME, labels=_LABELS)]
+        self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=cluster.eks_cluster, manifest=self.rbac_objects,
                                            overwrite=True)
         if cluster.inference_operator is not None:
             self.rbac.node.add_dependency(cluster.inference_operator.addon)  # the operator's CRDs exist first
+
+
+def _grant_versions_read(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence[str]) -> None:
+    """The gate's reads: every version's manifest, signature and files (HEAD) under the refreshed prefixes."""
+    if bucket.encryption_key is not None:  # SSE-KMS with a customer key: reading needs kms:Decrypt
+        bucket.encryption_key.grant_decrypt(role)
+    for prefix in prefixes:
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject", "s3:GetObjectVersion"], resources=[bucket.arn_for_objects(f"{prefix}/*")]))
+        acknowledge(role, "the function reads the manifest and signature and checks every file of a model version "
+                    "under its configured prefix", f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
 
 
 def _grant_state_and_letters(role: iam.IRole, state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue) -> None:
@@ -151,14 +164,13 @@ def rbac_objects(targets: Sequence[contract.HyperPodTarget]) -> list[dict[str, A
     get and patch the targets' deployments by name; for node-cached targets, get and patch their fillers by name
     (a warm version change lists the versions a filler keeps) and list pods (which version each reads).
     Cluster-wide (a ClusterRole, node-cached targets only): list nodes (which hold a version, which can host pods)."""
-    name = "hyperwarm-cache-refresh"
-    labels = {"app.kubernetes.io/managed-by": "hyperwarm"}
+    name, labels = _NAME, _LABELS
     subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
     objects: list[dict[str, Any]] = []
     plurals = {"InferenceEndpointConfig": "inferenceendpointconfigs", "JumpStartModel": "jumpstartmodels"}
     for namespace in sorted({t.namespace for t in targets}):
         mine = [t for t in targets if t.namespace == namespace]
-        rules = [{"apiGroups": [_OPERATOR_GROUP], "resources": [plural], "verbs": ["get", "patch"],
+        rules = [{"apiGroups": [OPERATOR_GROUP], "resources": [plural], "verbs": ["get", "patch"],
                   "resourceNames": sorted({t.name for t in mine if t.resource == kind})}
                  for kind, plural in plurals.items() if any(t.resource == kind for t in mine)]
         fillers = sorted({layout.filler_name(t.node_cache.model) for t in mine if t.node_cache})

@@ -407,3 +407,5 @@ def add_parser(subparsers: Any) -> None:
                                                 "is stopped first (default: its next step applies the abort)")
     ab.add_argument("--region", default=None, help="the environment's region (default: boto3's)")
     ab.set_defaults(func=_run_abort)
+    from hyperwarm.refresh import reset
+    reset.add_parser(commands)

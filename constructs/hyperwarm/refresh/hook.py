@@ -34,6 +34,7 @@ from aws_cdk import (
     aws_dynamodb as dynamodb,
     aws_events as events,
     aws_iam as iam,
+    aws_kms as kms,
     aws_lambda as lambda_,
     aws_s3 as s3,
     aws_sqs as sqs,
@@ -51,8 +52,10 @@ from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
+from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
 from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, history_problems, rollout_workflow
 from hyperwarm.refresh.timeouts import RolloutTimeout
+from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.serving.buckets import model_bucket
 
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
@@ -154,6 +157,13 @@ class RefreshedPrefix:
     prefix: str
     hyperpod: Sequence[HyperPodRefreshTarget] = ()
     endpoints: Sequence[EndpointRefreshTarget] = ()
+    versions: VersionPattern | None = None
+    """A regular expression every new version folder name must match whole (``v\\d+``); others are dead-lettered
+    (``version-not-allowed``). Default: any version the refresh can order."""
+    max_step: MaxStep | None = None
+    """How far a numeric version may move past the one that serves, in the first part that differs (``v7`` to ``v9``
+    is 2); farther is dead-lettered (``version-jump``). Default: no bound beyond the one always kept, at most one
+    digit more in that part (so an upload of ``v999999999`` cannot put every later version behind it)."""
 
 
 @dataclass(frozen=True)
@@ -196,6 +206,10 @@ class CacheRefreshHookProps:
     sent. Default: 20."""
     lock: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
     """How long one refresh holds its target (and the function timeout). Default: 15 minutes."""
+    signing: PublisherSigning | None = None
+    """Only versions a named publisher signed move the targets (``model.sig``, ``hyperwarm publish``). Default: none,
+    any complete version in the bucket moves them, so whoever can write the bucket can move production: give one
+    for production."""
     reconcile_every: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(5))
     """How often the reconciliation settles rollouts and waiting versions whose end was never announced
     (an event lost to an undeliverable target or a disabled rule, a lock whose holder died), whole
@@ -218,6 +232,10 @@ class CacheRefreshHook(Construct):
         self.bucket: s3.IBucket = props.bucket or model_bucket(self, "Models", props.bucket_name)
         self.bucket.enable_event_bridge_notification()
         _acknowledge_notifications_handler(cdk.Stack.of(self))
+        self.publisher_key: kms.IKey | None = None if props.signing is None else (
+            props.signing.key or publisher_key(self, "PublisherKey"))
+        """The key whose signature a version needs (``props.signing``), or None: unsigned versions move."""
+        self._prefixes = [m.prefix for m in props.models]
         self.state_table = self._state_table(props)
         self.dead_letter_queue = self._dead_letter_queue(props)
         self.cluster: IHyperPodCluster | None = next((t.cluster for m in props.models for t in m.hyperpod), None)
@@ -233,10 +251,17 @@ class CacheRefreshHook(Construct):
         self.state_handler = functions.state_handler
         self.reconciler = functions.reconciler
         self.node.default_child = self.function.node.default_child
+        if props.signing is not None and self.publisher_key is not None:
+            for role in (self.role, functions.rollout_role):
+                if role is not None:
+                    grant_verify(self.publisher_key, role)
+            for publisher in props.signing.publishers:
+                self.grant_publish(publisher)
         access = RefreshAccess(
             self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
             state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
-            hyperpod=[t.to_contract() for m in props.models for t in m.hyperpod], endpoints=endpoints,
+            hyperpod={m.prefix: [t.to_contract() for t in m.hyperpod] for m in props.models if m.hyperpod},
+            endpoints=endpoints,
             rollout_role=functions.rollout_role)
         self.access_entry = access.access_entry
         self.rbac = access.rbac
@@ -274,6 +299,18 @@ class CacheRefreshHook(Construct):
         """The alarms by name, without actions (five, and three more with a warm rollout workflow):
         ``hyperwarm.observability.alarms.notify_alarms(stack, topic)`` gives them the topic on-call reads (the app's
         stacks do so for every alarm)."""
+
+    def grant_publish(self, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` publish versions: write the refreshed prefixes and, with signing, sign with the publisher
+        key (``hyperwarm publish``). Without signing, writing is all it takes to move the targets."""
+        for prefix in self._prefixes:
+            self.bucket.grant_put(grantee, f"{prefix}/*")
+        if self.publisher_key is not None:
+            grant_sign(self.publisher_key, grantee)
+
+    def _admission(self, model: RefreshedPrefix) -> contract.Admission:
+        return contract.Admission(publisher_key=self.publisher_key.key_arn if self.publisher_key else None,
+                                  versions=model.versions, max_step=model.max_step)
 
     # -- metrics users alarm on ------------------------------------------------------------------
 
@@ -418,6 +455,8 @@ class CacheRefreshHook(Construct):
             contract.LETTERS_PER_HOUR: str(props.max_dead_letters_per_hour),
             contract.SERVICE_VARIABLE: contract.SERVICE,
             contract.METRICS_NAMESPACE_VARIABLE: contract.METRICS_NAMESPACE,
+            contract.ADMISSION: cdk.Stack.of(self).to_json_string(contract.admissions_json({
+                m.prefix: self._admission(m) for m in props.models})),
         }
 
     def _grant_serving_read(self, props: CacheRefreshHookProps) -> None:
@@ -511,6 +550,7 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
 def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     problem = contract.prefix_problem(model.prefix)
     problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
+    problems += [f"{where}.{p}" for p in field_problems(model)]
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):

@@ -177,4 +177,12 @@ def _invoke(scope: Construct, id: str, step: lambda_.IFunction, comment: str) ->
     service errors retried (aws-cdk-lib's retrier: 2 s doubling, 6 attempts). Any other failure is the workflow's
     (:func:`rollout_workflow`): each step is idempotent, so a later step only looks again."""
     return tasks.LambdaInvoke(scope, id, lambda_function=step, output_path="$.Payload", comment=comment,
-                              retry_on_service_exceptions=True, task_timeout=sfn.Timeout.duration(STEP_TIMEOUT))
+                              payload=STEP_INPUT, retry_on_service_exceptions=True,
+                              task_timeout=sfn.Timeout.duration(STEP_TIMEOUT))
+
+
+STEP_INPUT = sfn.TaskInput.from_object({
+    **{f"{name}.$": f"$.{name}" for name in contract.RolloutStep._fields if name != "execution"},
+    "execution.$": "$$.Execution.Name"})
+"""The step's input: the state's fields, and the execution's own name from the context object (not from the input,
+which whoever starts an execution writes): the step acts only for the execution its rollout record names."""

@@ -1,0 +1,68 @@
+"""``hyperwarm refresh reset``: record, on purpose, which version a target serves.
+
+For a record an upload moved ahead of what really serves (a bad or hostile version an operator since pointed the
+deployment back from by hand): the refresh would skip every later version as older. The reset writes the version
+the target serves into its record, conditionally like every state write, and keeps who asked, when, from what and
+why in the record (``resets``). It refuses while a refresh or rollout is in flight (abort that first). Nothing in
+the cluster or on the endpoint changes: the next version moves the target as usual, through the gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from hyperwarm.functions.cache_refresh.versions import UnorderableVersion, parse
+
+
+def reset(table: str, target: str, version: str, reason: str, *, region: str | None = None,
+          clients: Any = None) -> dict[str, Any]:
+    """Record ``version`` as what ``target`` serves; returns the record. ValueError for a version the refresh
+    cannot order, an empty reason, or a target with something in flight."""
+    from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
+
+    try:
+        parse(version)
+    except UnorderableVersion as exc:
+        raise ValueError(f"--version {version!r}: {exc}") from None
+    if not reason.strip():
+        raise ValueError("--reason: say why (it is kept in the record with who asked)")
+
+    def make(service: str) -> Any:
+        if clients is not None:
+            return clients(service)
+        import boto3
+        return boto3.resource(service, region_name=region) if service == "dynamodb" else \
+            boto3.client(service, region_name=region)
+
+    who = make("sts").get_caller_identity()["Arn"]
+    return StateTable(DynamoStore(make("dynamodb"), table)).reset(target, version=version, by=who, reason=reason)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        record = reset(args.table, args.target, args.version, args.reason, region=args.region)
+    except ValueError as exc:
+        print(f"hyperwarm refresh reset: {exc}", file=sys.stderr)
+        return 1
+    except (NoRegionError, NoCredentialsError, ClientError, BotoCoreError) as exc:
+        print(f"hyperwarm refresh reset: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(record["resets"][-1]))
+    return 0
+
+
+def add_parser(commands: Any) -> None:
+    rs = commands.add_parser("reset", help="record which version a target serves, on purpose (a record a bad upload "
+                                           "moved ahead); who and why are kept")
+    rs.add_argument("--target", required=True,
+                    help="the target id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/<model>")
+    rs.add_argument("--version", required=True, help="the version the target serves now, e.g. v7")
+    rs.add_argument("--reason", required=True, help="why, kept in the record")
+    rs.add_argument("--table", required=True, help="the refresh state table, hyperwarm-<env>-cache-refresh-state")
+    rs.add_argument("--region", default=None, help="the environment's region (default: boto3's)")
+    rs.set_defaults(func=_run)
