@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import aws_cdk as cdk
 import pytest
@@ -80,11 +81,25 @@ def test_a_suppressed_letter_raises_an_alarm_that_reaches_the_alarm_topic(synthe
             assert variables["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] == "20"
 
 
-@pytest.mark.parametrize("value", [0, 1001])
-def test_the_dead_letter_quota_is_validated(value: int) -> None:
-    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value} -- allowed: 1\.\.1000"):
+@pytest.mark.parametrize("value, allowed", [(0, "1..1000"), (1001, "1..1000"), (2.5, "a whole number, 1..1000"),
+                                            (True, "a whole number, 1..1000")])
+def test_the_dead_letter_quota_is_validated(value: object, allowed: str) -> None:
+    """Out of range, or not a whole number the function would take (it refuses "2.5" at every event)."""
+    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- allowed: {re.escape(allowed)}"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
               max_dead_letters_per_hour=value)
+
+
+def test_the_dead_letter_quota_reaches_every_function_that_sends_letters() -> None:
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+                 max_dead_letters_per_hour=7)
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+    senders = [r["Properties"]["Environment"]["Variables"] for r in template["Resources"].values()
+               if r["Type"] == "AWS::Lambda::Function"
+               and "HYPERWARM_DLQ_URL" in r["Properties"].get("Environment", {}).get("Variables", {})]
+    assert len(senders) >= 2  # the refresh and the state handler, at least
+    assert {v["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] for v in senders} == {"7"}
+    assert hook.alarms["dead_letters_suppressed"].metric.metric_name == "DeadLettersSuppressed"
 
 
 def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesized) -> None:

@@ -94,8 +94,8 @@ def _dead_letter(letter: dict[str, Any]) -> None:
     url = settings().dlq_url
     if not url:
         raise RuntimeError(f"permanent failure and no HYPERWARM_DLQ_URL: {json.dumps(letter)}")
-    prefix = letters.prefix_of(letter)
-    if not _within_quota(prefix):
+    prefix = _served_prefix(letter)
+    if prefix is not None and not _within_quota(prefix):
         metrics.add_metric(name=contract.LETTERS_SUPPRESSED_METRIC, unit=MetricUnit.Count, value=1)
         _metric_by(contract.LETTERS_SUPPRESSED_METRIC, "prefix", prefix)
         logger.warning("dead letter suppressed: the prefix's hourly quota is spent; the failure is recorded, and "
@@ -103,6 +103,14 @@ def _dead_letter(letter: dict[str, Any]) -> None:
                        extra={"prefix": prefix, "quota": settings().letters_per_hour, "letter": letter})
         return
     letters.send(client("sqs"), url, letter)
+
+
+def _served_prefix(letter: dict[str, Any]) -> str | None:
+    """The configured prefix the letter's targets serve, whose quota it counts against. Not the prefix its event
+    names: a refused rollout record's event is whatever its writer put there, and would spend another prefix's
+    quota (or a new one's each time). None for a letter naming no configured target: it is sent uncounted."""
+    named = set(letter.get("targets") or ())
+    return next((p for p, ts in settings().targets.items() if any(t.id in named for t in ts)), None)
 
 
 def _within_quota(prefix: str) -> bool:

@@ -51,11 +51,6 @@ def event_letter_id(event: Any, reason: str) -> str:
                      str(_field(_field(detail, "object"), "sequencer")), reason)
 
 
-def prefix_of(letter: dict[str, Any]) -> str:
-    """The model prefix a letter's event names (``<prefix>/<version>/manifest.json``)."""
-    return str(manifest_key(letter.get("event"))).rsplit("/", 2)[0]
-
-
 def envelope(event: dict[str, Any], reason: str, message: str, targets: list[str], *, request_id: str,
              failed_at: float | None = None) -> dict[str, Any]:
     """A letter whose event is the S3 manifest event of the version that failed."""

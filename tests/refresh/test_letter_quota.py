@@ -4,17 +4,20 @@ a count that cannot be written never costs a letter."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from refresh_world import PREFIX, TABLE
+from refresh_world import BUCKET, PREFIX, TABLE, s3_event, start_world, targets
 
-from hyperwarm.functions.cache_refresh import config, contract, handler, quota
+from hyperwarm.functions.cache_refresh import config, contract, handler, letters, quota
 from hyperwarm.functions.cache_refresh.contract import ConfigError
 from hyperwarm.functions.cache_refresh.state import DynamoStore, StateTable
 
@@ -124,8 +127,78 @@ def test_a_flood_of_bad_uploads_writes_the_quota_of_letters_and_records_every_fa
         assert state.get(target)["failed"]["version"] == "v5"  # the failure is recorded: a retry skips it
 
 
+OTHER = "models/mistral"
+_SEQUENCER = itertools.count(0x6F0000000000000001)
+
+
+@pytest.fixture
+def two_prefixes(kube_server, monkeypatch):
+    """The world with a second refreshed prefix (an endpoint target) and a quota of two letters an hour."""
+    with mock_aws():
+        world = start_world(kube_server, monkeypatch,
+                            {**targets(), OTHER: [{"kind": "endpoint", "endpoint": "mistral-prod"}]})
+        monkeypatch.setenv(contract.LETTERS_PER_HOUR, "2")
+        handler._settings = None
+        yield world
+
+
+def crafted(world: Any, prefix: str, version: str) -> dict[str, Any]:
+    """An attacker's upload: a manifest under a refreshed prefix whose version folder no rule can order (nothing
+    else uploaded), so every target fails it for good (``unorderable-version``) and it is dead-lettered."""
+    key = f"{prefix}/{version}/manifest.json"
+    put = world.s3.put_object(Bucket=BUCKET, Key=key, Body=b'{"format": "hyperwarm.manifest/v1", "files": []}')
+    return s3_event(key, format(next(_SEQUENCER), "X"), put.get("VersionId"))
+
+
+def letter_keys(world: Any) -> list[str]:
+    return sorted(letter["event"]["detail"]["object"]["key"] for letter in world.dead_letters())
+
+
+def test_a_flooded_prefix_spends_its_own_quota_alone_and_gets_a_new_one_the_next_hour(two_prefixes, context,
+                                                                                       monkeypatch, caplog):
+    world = two_prefixes
+    for n in range(6):
+        assert handler.lambda_handler(crafted(world, PREFIX, f"junk-{n}"), context)["status"] == "failed"
+    assert letter_keys(world) == [f"{PREFIX}/junk-0/manifest.json", f"{PREFIX}/junk-1/manifest.json"]
+    assert len(logged(caplog, "dead letter suppressed")) == 4
+    handler.lambda_handler(crafted(world, OTHER, "junk-0"), context)  # another prefix: its own quota, untouched
+    assert f"{OTHER}/junk-0/manifest.json" in letter_keys(world)
+    later = time.time() + quota.HOUR
+    monkeypatch.setattr(handler, "time", SimpleNamespace(time=lambda: later))  # the next clock hour
+    handler.lambda_handler(crafted(world, PREFIX, "junk-6"), context)
+    assert f"{PREFIX}/junk-6/manifest.json" in letter_keys(world)
+    assert len(world.dead_letters()) == 4
+    assert len(logged(caplog, "dead letter suppressed")) == 4  # nothing more suppressed
+
+
+@pytest.fixture
+def outside_an_invocation():
+    """Calls of the handler's parts outside ``lambda_handler``: the metrics they add are not flushed by one, so
+    they are dropped after the test (the next test's invocation would print them)."""
+    yield
+    handler.metrics.clear_metrics()
+
+
+def test_a_letter_counts_against_its_targets_prefix_not_the_one_its_event_names(two_prefixes,
+                                                                                 outside_an_invocation):
+    """A refused rollout record's letter carries the event its writer put in the record: naming another prefix (or
+    a new one each time) neither spends that prefix's quota nor escapes its own target's."""
+    world = two_prefixes
+    (target,) = [t.id for t in handler.settings().targets_for(PREFIX) if t.id.startswith("endpoint:")]
+    for n in range(4):
+        event = s3_event(f"{OTHER}/forged-{n}/manifest.json", format(next(_SEQUENCER), "X"))
+        handler._dead_letter(letters.envelope(event, "refused-record", f"{target}: forged", [target],
+                                              request_id="r"))
+    assert len(world.dead_letters()) == 2
+    hour = int(time.time() // quota.HOUR)
+    state = world.ddb.Table(TABLE)
+    assert state.get_item(Key={"pk": f"letters#{PREFIX}#{hour}"})["Item"]["letters"] == 2
+    assert "Item" not in state.get_item(Key={"pk": f"letters#{OTHER}#{hour}"})
+
+
 def test_a_count_that_cannot_be_written_still_sends_the_letter(two_an_hour, context, capsys, caplog):
-    """The state table refuses the count's UpdateItem (throttled): the letter goes to the queue all the same."""
+    """The state table refuses the count's UpdateItem (throttled): the letter goes to the queue all the same, and
+    the failure is recorded; no count is left behind."""
     world = two_an_hour
 
     def throttled(**kwargs: Any) -> None:
@@ -140,15 +213,21 @@ def test_a_count_that_cannot_be_written_still_sends_the_letter(two_an_hour, cont
     assert len(world.dead_letters()) == 3
     assert not [m for m in emf(out) if m[0] == "DeadLettersSuppressed"]
     assert len(logged(caplog, "dead-letter quota not counted; the letter is sent")) == 3
+    assert StateTable(DynamoStore(world.ddb, TABLE)).get("endpoint:llama-prod")["failed"]["version"] == "v4"
+    assert [i["pk"] for i in world.ddb.Table(TABLE).scan()["Items"] if i["pk"].startswith("letters#")] == []
 
 
-def test_a_count_a_newer_release_wrote_still_sends_the_letter(two_an_hour, context):
+def test_a_count_a_newer_release_wrote_is_left_as_it_is_and_the_letter_sent(two_an_hour, context, caplog):
     world = two_an_hour
-    hour = int(__import__("time").time() // quota.HOUR)
-    world.ddb.Table(TABLE).put_item(Item={"pk": f"letters#{PREFIX}#{hour}", "letters": 99,
-                                          "format": "hyperwarm.refresh.letter-quota/v2"})
+    hour = int(time.time() // quota.HOUR)
+    newer = {"pk": f"letters#{PREFIX}#{hour}", "letters": 99, "format": "hyperwarm.refresh.letter-quota/v2",
+             "expiration": (hour + 49) * quota.HOUR}
+    world.ddb.Table(TABLE).put_item(Item=newer)
     handler.lambda_handler(world.upload("v2", listed={"extra.bin": 3}), context)
     assert len(world.dead_letters()) == 1
+    assert world.ddb.Table(TABLE).get_item(Key={"pk": newer["pk"]})["Item"] == newer
+    (line,) = logged(caplog, "dead-letter quota not counted; the letter is sent")
+    assert "letter-quota/v2" in line.error
 
 
 @pytest.mark.parametrize("value", ["0", "1001", "-3", "ten", "2.5", ""])

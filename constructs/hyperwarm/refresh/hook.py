@@ -535,7 +535,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
                                    ("function_retry_attempts", props.function_retry_attempts, 0, 2),
                                    ("max_dead_letters_per_hour", props.max_dead_letters_per_hour,
                                     *contract.LETTERS_PER_HOUR_RANGE)):
-        if not low <= value <= high:
+        if isinstance(value, bool) or not isinstance(value, int):  # the function would refuse "2.5" at each event
+            problems.append(f"{name} = {value!r} -- allowed: a whole number, {low}..{high}")
+        elif not low <= value <= high:
             problems.append(f"{name} = {value} -- allowed: {low}..{high}")
     age = props.max_event_age.to_seconds()
     if not 60 <= age <= 6 * 3600:
