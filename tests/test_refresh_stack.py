@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import aws_cdk as cdk
 import pytest
@@ -61,8 +62,44 @@ def test_rule_targets_retry_then_dead_letter_to_an_encrypted_queue(synthesized) 
 
 def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> None:
     alarms = resources(synthesized, "AWS::CloudWatch::Alarm")
-    assert {a.get("MetricName") for a in alarms} >= {"ApproximateNumberOfMessagesVisible", "RefreshFailed"}
+    assert {a.get("MetricName") for a in alarms} >= {"ApproximateNumberOfMessagesVisible", "RefreshFailed",
+                                                     "DeadLettersSuppressed"}
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
+
+
+def test_a_suppressed_letter_raises_an_alarm_that_reaches_the_alarm_topic(synthesized) -> None:
+    """The hourly quota per prefix: every function has it (the default, 20), and a letter over it is alarmed on
+    the metric the function counts it in (service dimension only), through the environment's alarm topic."""
+    (alarm,) = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm")
+                if a.get("MetricName") == "DeadLettersSuppressed"]
+    assert (alarm["Namespace"], alarm["Dimensions"], alarm["Statistic"], alarm["Threshold"]) == (
+        "Hyperwarm", [{"Name": "service", "Value": "hyperwarm-cache-refresh"}], "Sum", 1)
+    assert alarm["AlarmActions"] and "max_dead_letters_per_hour" in alarm["AlarmDescription"]
+    for function in resources(synthesized, "AWS::Lambda::Function"):
+        variables = function.get("Environment", {}).get("Variables", {})
+        if "HYPERWARM_DLQ_URL" in variables:
+            assert variables["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] == "20"
+
+
+@pytest.mark.parametrize("value, allowed", [(0, "1..1000"), (1001, "1..1000"), (2.5, "a whole number, 1..1000"),
+                                            (True, "a whole number, 1..1000")])
+def test_the_dead_letter_quota_is_validated(value: object, allowed: str) -> None:
+    """Out of range, or not a whole number the function would take (it refuses "2.5" at every event)."""
+    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- allowed: {re.escape(allowed)}"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+              max_dead_letters_per_hour=value)
+
+
+def test_the_dead_letter_quota_reaches_every_function_that_sends_letters() -> None:
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+                 max_dead_letters_per_hour=7)
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+    senders = [r["Properties"]["Environment"]["Variables"] for r in template["Resources"].values()
+               if r["Type"] == "AWS::Lambda::Function"
+               and "HYPERWARM_DLQ_URL" in r["Properties"].get("Environment", {}).get("Variables", {})]
+    assert len(senders) >= 2  # the refresh and the state handler, at least
+    assert {v["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] for v in senders} == {"7"}
+    assert hook.alarms["dead_letters_suppressed"].metric.metric_name == "DeadLettersSuppressed"
 
 
 def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesized) -> None:
@@ -186,15 +223,20 @@ def test_no_wildcard_actions_and_resources_scoped_to_bucket_prefixes_endpoints_a
 
 
 def test_state_table_access_is_what_the_function_calls(synthesized) -> None:
-    """The functions read whole items and write them with conditional puts (lambdas/cache_refresh/state.py):
-    the refresh role and the rollout step's."""
+    """The functions read whole items and write them with conditional puts (lambdas/cache_refresh/state.py), and
+    count dead letters with conditional updates of the quota's items alone (quota.py): the refresh role and the
+    rollout step's."""
     (table_id,) = synthesized.resources(PROD, "AWS::DynamoDB::Table")
     found = [s for s in statements(synthesized) if str(s["Action"]).startswith("['dynamodb:")
              or str(s["Action"]).startswith("dynamodb:")]
-    assert len(found) == 2
+    assert len(found) == 4
     for statement in found:
-        assert statement["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]
         assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert sorted(str(s["Action"]) for s in found) == ["['dynamodb:GetItem', 'dynamodb:PutItem']"] * 2 + [
+        "dynamodb:UpdateItem"] * 2
+    for statement in found:  # the dead-letter quota's counts, and no target's item
+        if statement["Action"] == "dynamodb:UpdateItem":
+            assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["letters#*"]}}
 
 
 def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthesized) -> None:

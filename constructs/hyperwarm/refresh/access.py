@@ -27,7 +27,7 @@ from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.model import grant_model_data_read
-from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.functions.node_cache import layout
 from hyperwarm.refresh.admission import OPERATOR_GROUP, admission_objects
 
@@ -89,10 +89,14 @@ def _grant_versions_read(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence
 
 
 def _grant_state_and_letters(role: iam.IRole, state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue) -> None:
-    """The state table's whole-item reads and conditional puts, and letters to the dead-letter queue."""
+    """The state table's whole-item reads and conditional puts, the dead-letter quota's counts (conditional
+    updates of its items alone), and letters to the dead-letter queue."""
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
         resources=[state_table.table_arn]))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["dynamodb:UpdateItem"], resources=[state_table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{naming.LETTER_QUOTA_PK}*"]}}))
     dead_letter_queue.grant_send_messages(role)  # with kms:Encrypt and GenerateDataKey on a customer key
 
 
