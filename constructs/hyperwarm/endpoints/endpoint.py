@@ -24,6 +24,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
+from hyperwarm._internal.principals import sagemaker_principal
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
 from hyperwarm.endpoints.capture import capture_bucket, capture_config
 from hyperwarm.endpoints.configuration import EndpointConfiguration, EndpointConfigurationProps
@@ -81,7 +82,7 @@ class InferenceEndpoint(EndpointBase):
         """The production variants by name."""
         self.variant_names = tuple(self.variants)
         self.execution_role: iam.Role = iam.Role(
-            self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            self, "ExecutionRole", assumed_by=sagemaker_principal(self),
             description=f"SageMaker execution role of endpoint {self._label}: model data, image pull, logs",
         )
         self._grant_logs()

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3, aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
@@ -133,7 +133,17 @@ def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInfe
             actions=["iam:PassRole"], resources=[endpoint.execution_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
         if endpoint.encryption_key is not None:
-            endpoint.encryption_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+            grant_volume_key(role, endpoint.encryption_key)
+
+
+def grant_volume_key(role: iam.IRole, key: kms.IKey) -> None:
+    """What CreateEndpointConfig with a ``KmsKeyId`` needs of the caller: DescribeKey, and CreateGrant only for
+    the grant SageMaker itself creates on the instances' volumes (``kms:GrantIsForAWSResource``): no grant to an
+    arbitrary grantee (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-grant-is-for-aws-resource)."""
+    key.grant(role, "kms:DescribeKey")
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="GrantsForSageMakerVolumesOnly", actions=["kms:CreateGrant"], resources=[key.key_arn],
+        conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
 
 
 def grant_serving_read(bucket: s3.IBucket, prefix: str, endpoints: Sequence[IInferenceEndpoint],
