@@ -125,10 +125,10 @@ def _dead_letter_failures(function: lambda_.Function, queue: sqs.IQueue, retry_a
 def _acknowledge_function_checkov(function: lambda_.Function, *, reserved: bool) -> None:
     """checkov findings on a refresh function and its log group."""
     if not reserved:
-        acknowledge_checkov(function, "no reserved_concurrency given: reserving is carved out of the account's pool and fails where "
-                            "fewer than 100 would stay unreserved (new accounts have 10), so the hook reserves only "
-                            "when told (the app does in production); the state table's lock already keeps refreshes "
-                            "of one target from running at once", "CKV_AWS_115")
+        acknowledge_checkov(function, "no reserved_concurrency given: reserving is carved out of the account's "
+                            "pool and fails where fewer than 100 would stay unreserved (new accounts have 10), so "
+                            "the hook reserves only when told (the app does in production); the state table's lock "
+                            "already keeps refreshes of one target from running at once", "CKV_AWS_115")
     acknowledge_checkov(function, "the environment holds resource names, the queue URL and refresh targets, no "
                         "secrets; Lambda encrypts it at rest with an AWS-managed key", "CKV_AWS_173")
     acknowledge_checkov(function.log_group, "function logs hold model prefixes, versions and target names, no "
