@@ -6,6 +6,7 @@ import json
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from stand_ins import imported_cluster
 
 from hyperwarm import (
@@ -443,3 +444,23 @@ def test_cdk_json_reserved_concurrency_has_the_props_range(project_context) -> N
     assert parse_environment("prod", _prod(project_context, refresh)).refresh.reserved_concurrency == 5
     with pytest.raises(ConfigError, match="reserved_concurrency"):
         parse_environment("prod", _prod(project_context, {**refresh, "reserved_concurrency": 0}))
+
+
+def test_an_imported_endpoint_s_reads_are_its_stems_and_the_deployed_resources_it_names() -> None:
+    """The refresh describes what serves: its own models and configs (the stems) or those the endpoint was deployed
+    with, which an import names (``deployed_resource_arns``); nothing else of the account."""
+    deployed = ["arn:aws:sagemaker:us-west-2:111122223333:endpoint-config/chat-config-1",
+                "arn:aws:sagemaker:us-west-2:111122223333:model/chat-model-1"]
+
+    def reads(**attributes) -> list:
+        hook = _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
+            InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="Team-Chat", **attributes,
+                                                       execution_role=iam.Role.from_role_name(c, "Exec", "exec")))])])
+        template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+        (statement,) = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                        for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "ReadLiveVersions"]
+        return statement["Resource"]
+
+    stems = reads()
+    assert len(stems) == 2 and all(json.dumps(r).endswith('/team-chat-*"]]}') for r in stems)
+    assert reads(deployed_resource_arns=deployed) == [*stems, *deployed]

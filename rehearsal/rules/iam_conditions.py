@@ -9,10 +9,11 @@ templates.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator
 from typing import Any
 
-from rehearsal.core import Assembly, Finding, ref_target, rule
+from rehearsal.core import Assembly, Finding, ref_target, rule, text_of
 
 _POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
 _ROLE = "AWS::IAM::Role"
@@ -142,3 +143,49 @@ def service_trust_source(assembly: Assembly) -> Iterator[Finding]:
                     yield Finding("iam.service-trust-source", stack, logical_id,
                                   f"trusts {service} without {' and '.join(missing)}: any resource of the service, "
                                   f"in any account, may have it assume the role ({SOURCE_CONDITION_PRINCIPALS[service]})")
+
+
+_REFRESH_HANDLERS = "hyperwarm.functions.cache_refresh."
+_SAGEMAKER_VERBS = ("sagemaker:Describe", "sagemaker:Create", "sagemaker:Update", "sagemaker:Delete",
+                    "sagemaker:AddTags")
+_WHOLE_KIND = re.compile(r":sagemaker:[^:]*:[^:]*:(\*|[a-z-]+/\*|[a-z-]+/\$\{TOKEN\}\*?)$")
+"""A SageMaker ARN naming every resource, or every resource of a kind (``model/*``), or one whose name is unknown."""
+
+
+def _refresh_roles(assembly: Assembly) -> set[tuple[str, str]]:
+    """(stack, role) of every function running the cache refresh's code."""
+    return {(stack, str(ref_target(f.get("Properties", {}).get("Role"))))
+            for stack, _, f in assembly.resources("AWS::Lambda::Function")
+            if str(f.get("Properties", {}).get("Handler", "")).startswith(_REFRESH_HANDLERS)}
+
+
+@rule("iam.refresh-sagemaker-scoped",
+      source="https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemakerai.html#amazonsagemakerai-resources-for-iam-policies")
+def refresh_sagemaker_scoped(assembly: Assembly) -> Iterator[Finding]:
+    """The refresh functions' roles describe, create, update, delete and tag SageMaker resources only by name: the
+    endpoints they refresh, the models and configs under each endpoint's stem (what ``naming`` generates) and the
+    ones the endpoint was deployed with (by ARN); never ``*``, every resource of a kind (``model/*``), or a name
+    the template cannot show.
+
+    SageMaker's models and endpoint configs are resources of their own (the service authorization reference's
+    ``model`` and ``endpoint-config`` types): a Describe on ``model/*`` reads every model of the account, its
+    container environment and data location included, and a Create or Delete there reaches other teams'.
+    """
+    roles = _refresh_roles(assembly)
+    for stack, logical_id, resource in assembly.resources("AWS::IAM::Policy"):
+        props = resource.get("Properties", {})
+        if not any((stack, str(ref_target(r))) in roles for r in _listed(props.get("Roles", []))):
+            continue
+        for statement in _listed(props.get("PolicyDocument", {}).get("Statement", [])):
+            actions = [a for a in _listed(statement.get("Action", [])) if isinstance(a, str)]
+            scoped = [a for a in actions if a == "*" or (a.lower().startswith("sagemaker:") and (
+                "*" in a or a.startswith(_SAGEMAKER_VERBS)))]
+            if statement.get("Effect") != "Allow" or not scoped:
+                continue
+            wide = [text for text in map(text_of, _listed(statement.get("Resource", [])))
+                    if text == "*" or _WHOLE_KIND.search(text)]
+            if wide:
+                yield Finding("iam.refresh-sagemaker-scoped", stack, logical_id,
+                              f"lets a refresh role {', '.join(sorted(scoped))} on {', '.join(wide)}: name the "
+                              "endpoints, the stems the refresh creates under and the deployed resources "
+                              "(refresh.access._grant_endpoints)")

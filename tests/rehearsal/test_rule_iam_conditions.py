@@ -132,3 +132,79 @@ def test_the_operator_and_endpoint_roles_of_every_environment_are_held_and_fail_
     assert {s for s, _ in expected} >= {"hyperwarm-prod-cluster", "hyperwarm-prod-endpoints"}
     found = {(f.stack, f.resource) for f in service_trust_source(Assembly.from_templates(stripped))}
     assert found == expected
+
+
+ACCOUNT = {"Ref": "AWS::AccountId"}
+
+
+def sagemaker_arn(resource: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", ["arn:aws:sagemaker:us-east-1:", ACCOUNT, f":{resource}"]]}
+
+
+def refresh_stack(*statements: dict[str, Any], handler: str = "hyperwarm.functions.cache_refresh.handler.x"
+                  ) -> dict[str, Any]:
+    return {"Resources": {
+        "Role": {"Type": "AWS::IAM::Role", "Properties": {}},
+        "Function": {"Type": "AWS::Lambda::Function", "Properties": {"Handler": handler,
+                                                                     "Role": {"Fn::GetAtt": ["Role", "Arn"]}}},
+        "Policy": {"Type": "AWS::IAM::Policy", "Properties": {"Roles": [{"Ref": "Role"}],
+                                                              "PolicyDocument": {"Statement": list(statements)}}}}}
+
+
+def scoped(template: dict[str, Any]) -> list[str]:
+    from rehearsal.rules.iam_conditions import refresh_sagemaker_scoped
+
+    return [f.message for f in refresh_sagemaker_scoped(Assembly.from_templates({"s": template}))]
+
+
+DESCRIBE = ["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"]
+
+
+def test_refresh_reads_by_stem_endpoint_and_deployed_arn_pass() -> None:
+    deployed = {"Fn::GetStackOutput": {"StackName": "e", "OutputName": "ConfigArn"}}
+    assert scoped(refresh_stack({"Effect": "Allow", "Action": DESCRIBE, "Resource": [
+        sagemaker_arn("model/hyperwarm-prod-chat-*"), sagemaker_arn("endpoint-config/hyperwarm-prod-chat-*"),
+        deployed]})) == []
+
+
+@pytest.mark.parametrize("actions, resource, shown", [
+    (DESCRIBE, [sagemaker_arn("model/*"), sagemaker_arn("endpoint-config/*")], "model/*"),
+    (DESCRIBE, "*", "on *"),
+    (["sagemaker:*"], sagemaker_arn("model/hyperwarm-prod-chat-*"), None),  # named: passes
+    (["sagemaker:CreateModel"], sagemaker_arn("*"), ":*"),
+    (["sagemaker:UpdateEndpoint"], sagemaker_arn("endpoint/*"), "endpoint/*"),
+    (["sagemaker:CreateModel"], {"Fn::Join": ["", ["arn:aws:sagemaker:us-east-1:", ACCOUNT, ":model/",
+                                                    {"Ref": "Stem"}, "*"]]}, "${TOKEN}*"),  # a stem unknown
+])
+def test_a_refresh_role_reaching_every_model_or_config_is_found(actions: list[str], resource: Any,
+                                                               shown: str | None) -> None:
+    found = scoped(refresh_stack({"Effect": "Allow", "Action": actions, "Resource": resource}))
+    if shown is None:
+        assert found == []
+    else:
+        (message,) = found
+        assert "lets a refresh role" in message and shown in message
+
+
+def test_roles_of_other_functions_are_not_the_refresh_s() -> None:
+    statement = {"Effect": "Allow", "Action": DESCRIBE, "Resource": "*"}
+    assert scoped(refresh_stack(statement, handler="index.handler")) == []
+    assert len(scoped(refresh_stack(statement))) == 1
+
+
+def test_the_refresh_of_every_synthesis_reads_only_named_sagemaker_resources_and_fails_on_every_model(
+        synthesized) -> None:
+    """The real synth passes; the same template with the reads widened back to model/* (as they were) is found."""
+    from rehearsal.rules.iam_conditions import refresh_sagemaker_scoped
+
+    assembly = Assembly.from_outdir(synthesized.outdir)
+    assert refresh_sagemaker_scoped(assembly) == []
+    template = copy.deepcopy(assembly.templates["hyperwarm-prod-refresh"])
+    (reads,) = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "ReadLiveVersions"]
+    deployed = [r for r in reads["Resource"] if "Fn::GetStackOutput" in r]
+    assert len(deployed) == 3  # the chat endpoint's config and its two variants' models, by ARN
+    assert all("hyperwarm-prod-chat-*" in json.dumps(r) for r in reads["Resource"] if r not in deployed)
+    reads["Resource"] = [sagemaker_arn("model/*"), sagemaker_arn("endpoint-config/*")]
+    (finding,) = refresh_sagemaker_scoped(Assembly.from_templates({"hyperwarm-prod-refresh": template}))
+    assert "model/*" in finding.message

@@ -120,13 +120,15 @@ def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInfe
         actions=["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig",
                  "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
         resources=[arn(kind, n) for kind, n in created]))
+    # What serves: the refresh's own (the stems) or what the endpoint was deployed with (by ARN), never another's.
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
-        resources=[arn("model", "*"), arn("endpoint-config", "*")]))
-    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name; "
-                "the live ones CloudFormation created have generated names too, and are only described",
+        resources=[*(arn(kind, n) for kind, n in created),
+                   *dict.fromkeys(a for e in endpoints for a in e.deployed_resource_arns)]))
+    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name (its stem), "
+                "created, described and retired by the refresh alone",
                 *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
-                  for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
+                  for kind, n in created))
     for endpoint in endpoints:
         assert endpoint.execution_role is not None  # the hook's validation requires it
         role.add_to_principal_policy(iam.PolicyStatement(
