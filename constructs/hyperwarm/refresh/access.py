@@ -144,7 +144,7 @@ def grant_volume_key(role: iam.IRole, key: kms.IKey) -> None:
     arbitrary grantee (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-grant-is-for-aws-resource)."""
     key.grant(role, "kms:DescribeKey")
     role.add_to_principal_policy(iam.PolicyStatement(
-        sid="GrantsForSageMakerVolumesOnly", actions=["kms:CreateGrant"], resources=[key.key_arn],
+        actions=["kms:CreateGrant"], resources=[key.key_arn],
         conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
 
 
