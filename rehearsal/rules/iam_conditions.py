@@ -86,12 +86,13 @@ def kms_create_grant(assembly: Assembly) -> Iterator[Finding]:
 
 
 SOURCE_CONDITION_PRINCIPALS = {
-    "pods.eks.amazonaws.com": "https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html",
+    "pods.eks.amazonaws.com": "https://docs.aws.amazon.com/eks/latest/userguide/cross-service-confused-deputy-prevention.html",
     "sagemaker.amazonaws.com": "https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html",
 }
-"""Service principals whose documentation gives ``aws:SourceAccount``/``aws:SourceArn`` in a role's trust: EKS Pod
-Identity (the cluster's ARN) and SageMaker inference (``arn:<partition>:sagemaker:<region>:<account>:*``, never one
-model or endpoint: SageMaker's page says the ARN must keep that form)."""
+"""Service principals whose documentation gives ``aws:SourceAccount``/``aws:SourceArn`` in a role's trust: EKS (its
+confused-deputy page; for Pod Identity hyperwarm names the cluster's ARN, the EKS page's example is the cluster role)
+and SageMaker inference (``arn:<partition>:sagemaker:<region>:<account>:*``, never one model or endpoint: SageMaker's
+page says the ARN must keep that form)."""
 
 
 def _service_principals(statement: dict[str, Any]) -> set[str]:
