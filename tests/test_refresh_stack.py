@@ -7,6 +7,7 @@ import re
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from stand_ins import imported_cluster
 
 from hyperwarm import (
@@ -448,3 +449,60 @@ def test_a_queue_with_a_generated_name_takes_letters_from_the_hooks_roles_and_ru
     assert (deny["Effect"], deny["Action"], deny["Principal"], set(deny["Condition"])) == (
         "Deny", "sqs:SendMessage", {"AWS": "*"}, {"ArnNotEquals"})
     assert refresh_dead_letter_senders(Assembly.from_templates({"T": template})) == []
+
+
+# -- cost bounded: reserved concurrency ---------------------------------------------------------
+
+def test_prod_reserves_concurrency_for_every_refresh_function_and_staging_does_not(synthesized) -> None:
+    """cdk.json's prod ``refresh.reserved_concurrency`` caps each of the four functions; staging reserves none and
+    says why to checkov."""
+    prod = resources(synthesized, "AWS::Lambda::Function")
+    refresh = [f for f in prod if f.get("Handler", "").startswith("hyperwarm.functions.cache_refresh.")]
+    assert len(refresh) == 4
+    assert all(f["ReservedConcurrentExecutions"] == 5 for f in refresh)
+    staging = synthesized.resources("hyperwarm-staging-refresh", "AWS::Lambda::Function")
+    vpc = [r for r in staging.values()
+           if r["Properties"].get("Handler", "").startswith("hyperwarm.functions.cache_refresh.")]
+    assert vpc and all("ReservedConcurrentExecutions" not in r["Properties"] for r in vpc)
+    assert all("CKV_AWS_115" in json.dumps(r["Metadata"]) for r in vpc)
+
+
+@pytest.mark.parametrize("value", [0, 901, -1])
+def test_hook_rejects_a_reserved_concurrency_lambda_cannot_deploy(value: int) -> None:
+    with pytest.raises(ValueError, match=rf"reserved_concurrency = {value} -- allowed: .*1.*900"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+              reserved_concurrency=value)
+
+
+def test_hook_takes_an_unresolved_reserved_concurrency() -> None:
+    token = cdk.Token.as_number(cdk.Fn.ref("Concurrency"))
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+                 reserved_concurrency=token)
+    assert cdk.Token.is_unresolved(hook.function.node.default_child.reserved_concurrent_executions)
+
+
+def test_cdk_json_reserved_concurrency_has_the_props_range(project_context) -> None:
+    refresh = project_context["environments"]["prod"]["refresh"]
+    assert parse_environment("prod", _prod(project_context, refresh)).refresh.reserved_concurrency == 5
+    with pytest.raises(ConfigError, match="reserved_concurrency"):
+        parse_environment("prod", _prod(project_context, {**refresh, "reserved_concurrency": 0}))
+
+
+def test_an_imported_endpoint_s_reads_are_its_stems_and_the_deployed_resources_it_names() -> None:
+    """The refresh describes what serves: its own models and configs (the stems) or those the endpoint was deployed
+    with, which an import names (``deployed_resource_arns``); nothing else of the account."""
+    deployed = ["arn:aws:sagemaker:us-west-2:111122223333:endpoint-config/chat-config-1",
+                "arn:aws:sagemaker:us-west-2:111122223333:model/chat-model-1"]
+
+    def reads(**attributes) -> list:
+        hook = _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
+            InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="Team-Chat", **attributes,
+                                                       execution_role=iam.Role.from_role_name(c, "Exec", "exec")))])])
+        template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+        (statement,) = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                        for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "ReadLiveVersions"]
+        return statement["Resource"]
+
+    stems = reads()
+    assert len(stems) == 2 and all(json.dumps(r).endswith('/team-chat-*"]]}') for r in stems)
+    assert reads(deployed_resource_arns=deployed) == [*stems, *deployed]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3, aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
@@ -124,20 +124,32 @@ def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInfe
         actions=["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig",
                  "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
         resources=[arn(kind, n) for kind, n in created]))
+    # What serves: the refresh's own (the stems) or what the endpoint was deployed with (by ARN), never another's.
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
-        resources=[arn("model", "*"), arn("endpoint-config", "*")]))
-    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name; "
-                "the live ones CloudFormation created have generated names too, and are only described",
+        resources=[*(arn(kind, n) for kind, n in created),
+                   *dict.fromkeys(a for e in endpoints for a in e.deployed_resource_arns)]))
+    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name (its stem), "
+                "created, described and retired by the refresh alone",
                 *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
-                  for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
+                  for kind, n in created))
     for endpoint in endpoints:
         assert endpoint.execution_role is not None  # the hook's validation requires it
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["iam:PassRole"], resources=[endpoint.execution_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
         if endpoint.encryption_key is not None:
-            endpoint.encryption_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+            grant_volume_key(role, endpoint.encryption_key)
+
+
+def grant_volume_key(role: iam.IRole, key: kms.IKey) -> None:
+    """What CreateEndpointConfig with a ``KmsKeyId`` needs of the caller: DescribeKey, and CreateGrant only for
+    the grant SageMaker itself creates on the instances' volumes (``kms:GrantIsForAWSResource``): no grant to an
+    arbitrary grantee (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-grant-is-for-aws-resource)."""
+    key.grant(role, "kms:DescribeKey")
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["kms:CreateGrant"], resources=[key.key_arn],
+        conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
 
 
 def grant_serving_read(bucket: s3.IBucket, prefix: str, endpoints: Sequence[IInferenceEndpoint],

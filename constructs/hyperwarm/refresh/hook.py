@@ -42,7 +42,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from hyperwarm._internal.constraints import field_problems, seconds, size_in_gb
+from hyperwarm._internal.constraints import constraints_of, field_problems, seconds, size_in_gb
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
@@ -50,6 +50,7 @@ from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
+from hyperwarm.refresh.concurrency import ReservedConcurrency
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
 from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
@@ -214,6 +215,11 @@ class CacheRefreshHookProps:
     """How often the reconciliation settles rollouts and waiting versions whose end was never announced
     (an event lost to an undeliverable target or a disabled rule, a lock whose holder died), whole
     minutes, 1..60. The longest a lost event delays a refresh. Default: 5 minutes."""
+    reserved_concurrency: ReservedConcurrency | None = None
+    """Concurrent executions each of the hook's functions reserves and may not exceed, 1..900: bounds what a flood
+    of uploads (or of forged events) can run and cost, and keeps the account's other functions from starving the
+    refresh. Every function reserves it, so the account needs this times four (three without a warm rollout) plus
+    100 unreserved. Default: none reserved (the account's unreserved pool, unbounded but for the account limit)."""
 
 
 class CacheRefreshHook(Construct):
@@ -244,7 +250,7 @@ class CacheRefreshHook(Construct):
         functions = RefreshFunctions(
             self, cluster=self.cluster, environment=self._environment(props), dead_letter_queue=self.dead_letter_queue,
             function_name=props.function_name, lock=props.lock, retry_attempts=props.function_retry_attempts,
-            max_event_age=props.max_event_age, rollout=bool(warm))
+            max_event_age=props.max_event_age, rollout=bool(warm), reserved_concurrency=props.reserved_concurrency)
         self.security_group = functions.security_group
         self.role = functions.role
         self.function = functions.function
@@ -553,6 +559,7 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     if not 60 <= age <= 6 * 3600:
         problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
     problems += history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
+    problems += constraints_of(CacheRefreshHookProps)["reserved_concurrency"].problems(props.reserved_concurrency)
     every = props.reconcile_every.to_seconds()
     if not (60 <= every <= 3600 and every % 60 == 0):
         problems.append(f"reconcile_every = {every:g} seconds -- allowed: whole minutes, 1..60")
