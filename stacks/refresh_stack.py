@@ -74,7 +74,7 @@ class RefreshStack(cdk.Stack):
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
             models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
             state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name),
-            signing=self._signing(config)))
+            signing=self._signing(config), reserved_concurrency=refresh.reserved_concurrency))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,
                       description="replay dead letters: hyperwarm refresh replay --function-name <this>")
         self.rollout_workflow = self.hook.rollout_workflow

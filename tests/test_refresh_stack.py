@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from stand_ins import imported_cluster
 
 from hyperwarm import (
@@ -61,8 +63,44 @@ def test_rule_targets_retry_then_dead_letter_to_an_encrypted_queue(synthesized) 
 
 def test_alarms_watch_dead_letters_errors_and_failed_refreshes(synthesized) -> None:
     alarms = resources(synthesized, "AWS::CloudWatch::Alarm")
-    assert {a.get("MetricName") for a in alarms} >= {"ApproximateNumberOfMessagesVisible", "RefreshFailed"}
+    assert {a.get("MetricName") for a in alarms} >= {"ApproximateNumberOfMessagesVisible", "RefreshFailed",
+                                                     "DeadLettersSuppressed"}
     assert any("Metrics" in a for a in alarms)  # errors of both functions, as one expression
+
+
+def test_a_suppressed_letter_raises_an_alarm_that_reaches_the_alarm_topic(synthesized) -> None:
+    """The hourly quota per prefix: every function has it (the default, 20), and a letter over it is alarmed on
+    the metric the function counts it in (service dimension only), through the environment's alarm topic."""
+    (alarm,) = [a for a in resources(synthesized, "AWS::CloudWatch::Alarm")
+                if a.get("MetricName") == "DeadLettersSuppressed"]
+    assert (alarm["Namespace"], alarm["Dimensions"], alarm["Statistic"], alarm["Threshold"]) == (
+        "Hyperwarm", [{"Name": "service", "Value": "hyperwarm-cache-refresh"}], "Sum", 1)
+    assert alarm["AlarmActions"] and "max_dead_letters_per_hour" in alarm["AlarmDescription"]
+    for function in resources(synthesized, "AWS::Lambda::Function"):
+        variables = function.get("Environment", {}).get("Variables", {})
+        if "HYPERWARM_DLQ_URL" in variables:
+            assert variables["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] == "20"
+
+
+@pytest.mark.parametrize("value, allowed", [(0, "1..1000"), (1001, "1..1000"), (2.5, "a whole number, 1..1000"),
+                                            (True, "a whole number, 1..1000")])
+def test_the_dead_letter_quota_is_validated(value: object, allowed: str) -> None:
+    """Out of range, or not a whole number the function would take (it refuses "2.5" at every event)."""
+    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- allowed: {re.escape(allowed)}"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+              max_dead_letters_per_hour=value)
+
+
+def test_the_dead_letter_quota_reaches_every_function_that_sends_letters() -> None:
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+                 max_dead_letters_per_hour=7)
+    template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+    senders = [r["Properties"]["Environment"]["Variables"] for r in template["Resources"].values()
+               if r["Type"] == "AWS::Lambda::Function"
+               and "HYPERWARM_DLQ_URL" in r["Properties"].get("Environment", {}).get("Variables", {})]
+    assert len(senders) >= 2  # the refresh and the state handler, at least
+    assert {v["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] for v in senders} == {"7"}
+    assert hook.alarms["dead_letters_suppressed"].metric.metric_name == "DeadLettersSuppressed"
 
 
 def test_alarms_over_several_functions_count_a_silent_function_as_zero(synthesized) -> None:
@@ -186,15 +224,20 @@ def test_no_wildcard_actions_and_resources_scoped_to_bucket_prefixes_endpoints_a
 
 
 def test_state_table_access_is_what_the_function_calls(synthesized) -> None:
-    """The functions read whole items and write them with conditional puts (lambdas/cache_refresh/state.py):
-    the refresh role and the rollout step's."""
+    """The functions read whole items and write them with conditional puts (lambdas/cache_refresh/state.py), and
+    count dead letters with conditional updates of the quota's items alone (quota.py): the refresh role and the
+    rollout step's."""
     (table_id,) = synthesized.resources(PROD, "AWS::DynamoDB::Table")
     found = [s for s in statements(synthesized) if str(s["Action"]).startswith("['dynamodb:")
              or str(s["Action"]).startswith("dynamodb:")]
-    assert len(found) == 2
+    assert len(found) == 4
     for statement in found:
-        assert statement["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem"]
         assert statement["Resource"] == {"Fn::GetAtt": [table_id, "Arn"]}
+    assert sorted(str(s["Action"]) for s in found) == ["['dynamodb:GetItem', 'dynamodb:PutItem']"] * 2 + [
+        "dynamodb:UpdateItem"] * 2
+    for statement in found:  # the dead-letter quota's counts, and no target's item
+        if statement["Action"] == "dynamodb:UpdateItem":
+            assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["letters#*"]}}
 
 
 def test_kubernetes_access_is_what_the_refresh_and_its_warm_rollout_call(synthesized) -> None:
@@ -406,3 +449,60 @@ def test_a_queue_with_a_generated_name_takes_letters_from_the_hooks_roles_and_ru
     assert (deny["Effect"], deny["Action"], deny["Principal"], set(deny["Condition"])) == (
         "Deny", "sqs:SendMessage", {"AWS": "*"}, {"ArnNotEquals"})
     assert refresh_dead_letter_senders(Assembly.from_templates({"T": template})) == []
+
+
+# -- cost bounded: reserved concurrency ---------------------------------------------------------
+
+def test_prod_reserves_concurrency_for_every_refresh_function_and_staging_does_not(synthesized) -> None:
+    """cdk.json's prod ``refresh.reserved_concurrency`` caps each of the four functions; staging reserves none and
+    says why to checkov."""
+    prod = resources(synthesized, "AWS::Lambda::Function")
+    refresh = [f for f in prod if f.get("Handler", "").startswith("hyperwarm.functions.cache_refresh.")]
+    assert len(refresh) == 4
+    assert all(f["ReservedConcurrentExecutions"] == 5 for f in refresh)
+    staging = synthesized.resources("hyperwarm-staging-refresh", "AWS::Lambda::Function")
+    vpc = [r for r in staging.values()
+           if r["Properties"].get("Handler", "").startswith("hyperwarm.functions.cache_refresh.")]
+    assert vpc and all("ReservedConcurrentExecutions" not in r["Properties"] for r in vpc)
+    assert all("CKV_AWS_115" in json.dumps(r["Metadata"]) for r in vpc)
+
+
+@pytest.mark.parametrize("value", [0, 901, -1])
+def test_hook_rejects_a_reserved_concurrency_lambda_cannot_deploy(value: int) -> None:
+    with pytest.raises(ValueError, match=rf"reserved_concurrency = {value} -- allowed: .*1.*900"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+              reserved_concurrency=value)
+
+
+def test_hook_takes_an_unresolved_reserved_concurrency() -> None:
+    token = cdk.Token.as_number(cdk.Fn.ref("Concurrency"))
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+                 reserved_concurrency=token)
+    assert cdk.Token.is_unresolved(hook.function.node.default_child.reserved_concurrent_executions)
+
+
+def test_cdk_json_reserved_concurrency_has_the_props_range(project_context) -> None:
+    refresh = project_context["environments"]["prod"]["refresh"]
+    assert parse_environment("prod", _prod(project_context, refresh)).refresh.reserved_concurrency == 5
+    with pytest.raises(ConfigError, match="reserved_concurrency"):
+        parse_environment("prod", _prod(project_context, {**refresh, "reserved_concurrency": 0}))
+
+
+def test_an_imported_endpoint_s_reads_are_its_stems_and_the_deployed_resources_it_names() -> None:
+    """The refresh describes what serves: its own models and configs (the stems) or those the endpoint was deployed
+    with, which an import names (``deployed_resource_arns``); nothing else of the account."""
+    deployed = ["arn:aws:sagemaker:us-west-2:111122223333:endpoint-config/chat-config-1",
+                "arn:aws:sagemaker:us-west-2:111122223333:model/chat-model-1"]
+
+    def reads(**attributes) -> list:
+        hook = _hook(lambda c: [RefreshedPrefix(prefix="m", endpoints=[EndpointRefreshTarget(
+            InferenceEndpoint.from_endpoint_attributes(c, "Imported", endpoint_name="Team-Chat", **attributes,
+                                                       execution_role=iam.Role.from_role_name(c, "Exec", "exec")))])])
+        template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
+        (statement,) = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                        for s in r["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "ReadLiveVersions"]
+        return statement["Resource"]
+
+    stems = reads()
+    assert len(stems) == 2 and all(json.dumps(r).endswith('/team-chat-*"]]}') for r in stems)
+    assert reads(deployed_resource_arns=deployed) == [*stems, *deployed]

@@ -206,6 +206,9 @@ def test_the_step_role_reaches_the_state_table_the_queue_the_cluster_the_version
     queue_id, _ = _only(template, "AWS::SQS::Queue")
     by_action = {a: s["Resource"] for s in _statements(template, role_id) for a in _actions(s)}
     assert by_action.pop("dynamodb:GetItem") == by_action.pop("dynamodb:PutItem") == {"Fn::GetAtt": [table_id, "Arn"]}
+    (count,) = [s for s in _statements(template, role_id) if "dynamodb:UpdateItem" in _actions(s)]
+    assert (by_action.pop("dynamodb:UpdateItem"), count["Condition"]) == (  # the dead-letter quota's counts alone
+        {"Fn::GetAtt": [table_id, "Arn"]}, {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["letters#*"]}})
     assert by_action.pop("sqs:SendMessage") == {"Fn::GetAtt": [queue_id, "Arn"]}
     assert by_action.pop("states:StartExecution") == _by_name(template)
     assert json.dumps(by_action.pop("eks:DescribeCluster")).endswith(f':eks:{REGION}:{ACCOUNT}:cluster/hyperpod-eks"]]}}')

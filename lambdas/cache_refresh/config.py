@@ -26,6 +26,8 @@ class Settings:
     dlq_url: str | None = None
     dry_run: bool = False
     lock_seconds: int = contract.DEFAULT_LOCK_SECONDS
+    letters_per_hour: int = contract.DEFAULT_LETTERS_PER_HOUR
+    """Most dead letters sent per model prefix and clock hour (:mod:`.quota`)."""
     admissions: Mapping[str, Admission] = field(default_factory=dict)
 
     def admission(self, prefix: str) -> Admission:
@@ -68,4 +70,13 @@ def load(env: Mapping[str, str] | None = None) -> Settings:
     return Settings(targets=targets, state_table=_require(env, contract.STATE_TABLE), allowed_buckets=buckets,
                     dlq_url=env.get(contract.DLQ_URL) or None, dry_run=dry_run == "true",
                     lock_seconds=int(env.get(contract.LOCK_SECONDS, str(contract.DEFAULT_LOCK_SECONDS))),
+                    letters_per_hour=_letters_per_hour(env),
                     admissions=contract.parse_admissions(env.get(contract.ADMISSION, "")))
+
+
+def _letters_per_hour(env: Mapping[str, str]) -> int:
+    text = env.get(contract.LETTERS_PER_HOUR, str(contract.DEFAULT_LETTERS_PER_HOUR)).strip()
+    low, high = contract.LETTERS_PER_HOUR_RANGE
+    if not (text.isdigit() and low <= int(text) <= high):
+        raise ConfigError(f"{contract.LETTERS_PER_HOUR} = {text!r} -- allowed: a whole number, {low}..{high}")
+    return int(text)

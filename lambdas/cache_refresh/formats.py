@@ -23,6 +23,8 @@ LETTER = "hyperwarm.refresh.hook-dlq/v1"
 """The function's and the deploy guard's dead letters (``letters.py`` writes them, replay reads them)."""
 STATE = "hyperwarm.refresh.state/v1"
 """A target's state item (``state.py`` writes it; the function and the deploy guard read it)."""
+QUOTA = "hyperwarm.refresh.letter-quota/v1"
+"""A dead-letter quota item in the state table (``quota.py`` writes and counts it)."""
 GUARD = "hyperwarm.refresh.guard/v1"
 """The properties of a ``Custom::RefreshGuard`` (``hyperwarm.refresh.guard`` writes them, the guard reads them)."""
 UNVERSIONED = "(no format field)"
@@ -41,6 +43,10 @@ WRITTEN: Mapping[str, Mapping[str, str]] = {
                      "current_bucket, are optional for every reader)",
         STATE: "since 2026-12-03: `format` on every item (and `pinned`, the deliberate pin of a deploy); a warm "
                "rollout's `pending` in the node cache's shape (`serving` a source, `previous` a version)",
+    },
+    "quota": {
+        QUOTA: "since 2026-12-03: the dead letters of a model prefix in a clock hour (pk letters#<prefix>#<hour>, "
+               "letters, expiration)",
     },
     "guard": {
         UNVERSIONED: "guard properties written before the Format property (Table, Targets[Id, Version, Field, Value], "

@@ -26,6 +26,7 @@ import functools
 import json
 import logging
 import os
+import time
 from typing import Any
 
 import boto3
@@ -33,7 +34,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import ClientError
 
-from . import config, contract, flow, gate, letters
+from . import config, contract, flow, gate, letters, quota
 from .errors import Skip, TransientError
 from .events import event_source, parse_manifest_created
 from .state import DynamoStore, StateTable
@@ -70,25 +71,58 @@ def _metric(name: str, reason: str | None = None, target: str | None = None, val
     """The metric with the service dimension only (what the alarms watch) and, with a reason, by Reason;
     a warm rollout's (``contract.ROLLOUT_METRICS``) by service and target, what the dashboard draws per model."""
     if name in contract.ROLLOUT_METRICS and target:
-        with single_metric(name=name, unit=MetricUnit[unit], value=value, namespace=NAMESPACE,
-                           default_dimensions={"service": SERVICE}) as metric:
-            metric.add_dimension(name="target", value=target)
+        _metric_by(name, "target", target, value, unit)
         return
     metrics.add_metric(name=name, unit=MetricUnit[unit], value=value)
     if reason:
-        with single_metric(name=name, unit=MetricUnit[unit], value=value, namespace=NAMESPACE,
-                           default_dimensions={"service": SERVICE}) as metric:
-            metric.add_dimension(name="Reason", value=reason)
+        _metric_by(name, "Reason", reason, value, unit)
     if unit == "Count":
         (logger.warning if name == "RefreshFailed" else logger.info)(name, extra={"reason": reason, "target": target})
 
 
+def _metric_by(name: str, dimension: str, key: str, value: float = 1.0, unit: str = "Count") -> None:
+    """The metric with the dimensions ``service`` and ``dimension``."""
+    with single_metric(name=name, unit=MetricUnit[unit], value=value, namespace=NAMESPACE,
+                       default_dimensions={"service": SERVICE}) as metric:
+        metric.add_dimension(name=dimension, value=key)
+
+
 def _dead_letter(letter: dict[str, Any]) -> None:
-    """Send a permanent failure with its event to the DLQ; without one, raise (the on-failure destination)."""
+    """Send a permanent failure with its event to the DLQ; without one, raise (the on-failure destination).
+    Beyond its prefix's hourly quota (:mod:`.quota`) the letter is logged in full instead and counted in
+    ``DeadLettersSuppressed``; the failure itself is recorded by the caller as always."""
     url = settings().dlq_url
     if not url:
         raise RuntimeError(f"permanent failure and no HYPERWARM_DLQ_URL: {json.dumps(letter)}")
+    prefix = _served_prefix(letter)
+    if prefix is not None and not _within_quota(prefix):
+        metrics.add_metric(name=contract.LETTERS_SUPPRESSED_METRIC, unit=MetricUnit.Count, value=1)
+        _metric_by(contract.LETTERS_SUPPRESSED_METRIC, "prefix", prefix)
+        logger.warning("dead letter suppressed: the prefix's hourly quota is spent; the failure is recorded, and "
+                       "a new upload of the version's manifest.json, once fixed, refreshes it again",
+                       extra={"prefix": prefix, "quota": settings().letters_per_hour, "letter": letter})
+        return
     letters.send(client("sqs"), url, letter)
+
+
+def _served_prefix(letter: dict[str, Any]) -> str | None:
+    """The configured prefix the letter's targets serve, whose quota it counts against. Not the prefix its event
+    names: a refused rollout record's event is whatever its writer put there, and would spend another prefix's
+    quota (or a new one's each time). None for a letter naming no configured target: it is sent uncounted."""
+    named = set(letter.get("targets") or ())
+    return next((p for p, ts in settings().targets.items() if any(t.id in named for t in ts)), None)
+
+
+def _within_quota(prefix: str) -> bool:
+    """The letter is within its prefix's hourly quota, or the count could not be written (then it is sent all the
+    same: a letter too many is better than one lost)."""
+    s = settings()
+    try:
+        return quota.take(client("dynamodb").Table(s.state_table), prefix, time.time(), s.letters_per_hour)
+    except Exception as exc:  # noqa: BLE001 - fail open, towards keeping the letter
+        logger.warning("dead-letter quota not counted; the letter is sent", extra={"prefix": prefix,
+                                                                                   "error": repr(exc)})
+        return True
 
 
 def _verify(created: Any) -> str:

@@ -96,6 +96,16 @@ def dead_letter_sender_path(queue_name: str) -> str:
     return f"/hyperwarm/dead-letter-senders/{queue_name}/"
 
 
+LETTER_QUOTA_PK = "letters#"
+"""Start of the partition key of every dead-letter quota item (``<this><prefix>#<hour>``)."""
+
+
+def letter_quota_pk(prefix: str, hour: int) -> str:
+    """The partition key of the count of dead letters of model prefix ``prefix`` in clock hour ``hour`` (hours
+    since the epoch) in the state table; target items' keys start ``target#``."""
+    return f"{LETTER_QUOTA_PK}{prefix}#{hour}"
+
+
 def state_pk(target_id: str) -> str:
     """The partition key ``pk`` of one target's item in the state table."""
     return f"target#{target_id}"

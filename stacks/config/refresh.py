@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from hyperwarm.caches.props import ModelSource
 from hyperwarm.functions.cache_refresh import versions
+from hyperwarm.refresh.concurrency import ReservedConcurrency
 from hyperwarm.refresh.timeouts import RolloutTimeout
 from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 
@@ -79,6 +80,9 @@ class RefreshConfig(StrictModel):
     dry_run: bool = Field(default=False, description="decide and log, change nothing")
     models: tuple[RefreshedModel, ...] = ()
     signing: SigningConfig = Field(default_factory=SigningConfig)
+    reserved_concurrency: ReservedConcurrency | None = Field(
+        default=None, description="concurrent executions each refresh function reserves and may not exceed "
+                                  "(CacheRefreshHookProps.reserved_concurrency); default none reserved")
 
     @model_validator(mode="after")
     def _rules(self) -> RefreshConfig:

@@ -1,12 +1,16 @@
 """``routing simulate`` / ``routing tune`` through the argparse front end."""
 import argparse
 import json
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
 
-from hyperwarm.planner.routing_cli import add_parser, main
+from hyperwarm.planner.routing_cli import SIMULATE_SEEDS, add_parser, main
 from hyperwarm.planner.scenarios import get_scenario
+from hyperwarm.planner.sim import StrategyResult, mean_over_seeds, simulate_many
+from hyperwarm.planner.strategies import make_strategy
 from hyperwarm.planner.traces import write_trace
 from hyperwarm.planner.tune import tune
 from hyperwarm.planner.workloads import shared_prefix
@@ -182,7 +186,8 @@ def test_trace_command_writes_a_scenario_that_replays_identically(capsys, tmp_pa
     assert rc == 0
     said = capsys.readouterr().out
     assert "wrote 3,000 requests" in said and "--instances 7 --kv-capacity-tokens 2560000" in said
-    args = ["--strategies", "RANDOM", "--json", "--no-chart", "--no-progress"]
+    assert "--seed 0 --seeds 1, against the scenario's run with --seeds 1" in said
+    args = ["--strategies", "RANDOM", "--seeds", "1", "--json", "--no-chart", "--no-progress"]
     main(["routing", "simulate", "--scenario", "aws-long-context", "--requests", "3000"] + args)
     from_scenario = json.loads(capsys.readouterr().out)["strategies"]["RANDOM"]
     main(["routing", "simulate", "--trace", str(out), "--instances", "7", "--kv-capacity-tokens", "2560000"] + args)
@@ -247,3 +252,79 @@ def test_the_table_gives_each_strategys_throughput_change_against_the_first(caps
     assert main(open_loop) == 0
     out = capsys.readouterr().out
     assert f"{offered:,.2f}" in out and f"{offered:,.2f} (" not in out
+
+
+def _readme_hit_range() -> tuple[float, float]:
+    """The planner README's stated range for what ``simulate`` reports as aws-long-context's PREFIX_AWARE hit."""
+    readme = (Path(__file__).resolve().parents[2] / "constructs/hyperwarm/planner/README.md").read_text()
+    m = re.search(r"within \*\*(\d+\.\d)\.\.(\d+\.\d) %\*\* for\s+every `--seed`", readme)
+    assert m, "the planner README no longer states the range of the reported long-context hit rate"
+    return float(m[1]), float(m[2])
+
+
+@cache
+def _long_context_prefix_aware(seed: int) -> StrategyResult:
+    """One seed of the README example's PREFIX_AWARE run (its core runs alone: strategies share no state)."""
+    sc = get_scenario("aws-long-context")
+    strategy = make_strategy("PREFIX_AWARE", prefix_length=sc.prefix_length,
+                             concurrency_threshold=sc.concurrency_threshold)
+    (r,) = simulate_many(sc.workload(seed, None), [strategy], sc.instances, sc.model, seed=seed)
+    return r
+
+
+def _reported_hit(start: int) -> float:
+    """The hit rate ``simulate --seed start`` prints for PREFIX_AWARE: the mean over its seeds, to 0.1 %."""
+    runs = [[_long_context_prefix_aware(s)] for s in range(start, start + SIMULATE_SEEDS)]
+    return round(mean_over_seeds(runs)[0].kv_hit_rate * 100, 1)
+
+
+@pytest.mark.parametrize("starts", [
+    range(0, 5),
+    pytest.param(range(5, 20), marks=pytest.mark.slow),
+])
+def test_the_readme_examples_reported_hit_rate_is_inside_the_readmes_range_for_every_seed(starts):
+    # One seed alone moved 2.5 points from another and fell outside the range the README then stated.
+    lo, hi = _readme_hit_range()
+    reported = {s: _reported_hit(s) for s in starts}
+    assert all(lo <= v <= hi for v in reported.values()), (f"README states {lo}..{hi} %", reported)
+    assert hi - lo <= 2.0  # the mean's noise is within 2 points, not one seed's
+
+
+def test_the_readme_example_prints_the_mean_with_the_seeds_spread(capsys):
+    rc = main(["routing", "simulate", "--scenario", "aws-long-context", "--strategies", "RANDOM,PREFIX_AWARE",
+               "--no-chart", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    m = re.search(r"PREFIX_AWARE\(4096,12\)\s*│\s*(\d+\.\d)% \((\d+\.\d)\.\.(\d+\.\d)\)", out)
+    assert m, out
+    mean, low, high = (float(x) for x in m.groups())
+    per_seed = [_long_context_prefix_aware(s).kv_hit_rate * 100 for s in range(SIMULATE_SEEDS)]
+    assert (mean, low, high) == (_reported_hit(0), round(min(per_seed), 1), round(max(per_seed), 1))
+    assert high - low > 2.0  # seeds 0..4 alone differ by 2.5 points: the spread the mean hides is shown
+    lo, hi = _readme_hit_range()
+    assert lo <= mean <= hi
+    assert "mean of seeds 0..4" in out and "the lowest..highest seed" in out
+
+
+def test_seeds_flag_gives_each_seeds_hit_rate_and_one_seed_reports_it_alone(capsys):
+    args = ["routing", "simulate", "--scenario", "aws-long-context", "--requests", "1500",
+            "--strategies", "RANDOM,PREFIX_AWARE", "--seed", "3", "--no-chart", "--no-progress"]
+    assert main(args + ["--seeds", "3", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["seeds"] == [3, 4, 5]
+    pa = d["strategies"]["PREFIX_AWARE"]
+    assert len(pa["kv_hit_rate_seeds"]) == 3 and len(set(pa["kv_hit_rate_seeds"])) > 1
+    assert pa["kv_hit_rate"] == pytest.approx(sum(pa["kv_hit_rate_seeds"]) / 3, abs=1e-4)
+    one = []
+    for s in (3, 4, 5):  # each seed's figure is that seed's own run
+        assert main(args[:8] + ["--seed", str(s), "--seeds", "1", "--json", "--no-chart", "--no-progress"]) == 0
+        alone = json.loads(capsys.readouterr().out)
+        assert "kv_hit_rate_seeds" not in alone["strategies"]["PREFIX_AWARE"]
+        one.append(alone["strategies"]["PREFIX_AWARE"]["kv_hit_rate"])
+    assert one == pa["kv_hit_rate_seeds"]
+    assert main(args + ["--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"{one[0]:.1%} " in out and "..".join(f"{x * 100:.1f}" for x in (min(one), max(one))) not in out
+    assert "mean of" not in out
+    assert main(args + ["--seeds", "0"]) == 2
+    assert "seeds=0 is outside the allowed range >= 1" in capsys.readouterr().err

@@ -48,6 +48,13 @@ class CachedModels(Construct):
     """Weights and image caches, pre-warm, pre-pull and serving of models on a HyperPod cluster.
 
     ``chart`` is the cdk8s chart of the objects and ``objects`` its JSON; ``manifest`` applies them.
+
+    The models' namespace enforces Pod Security admission at the highest level its pods meet
+    (:mod:`hyperwarm.caches.pod_security`): ``privileged`` where a model reads weights cached on the node (a
+    hostPath, which the Baseline level forbids: the default ``weights_cache="operator"`` and ``"node"`` with its
+    fillers), else ``baseline`` (the operator writes its pods' security contexts, so Restricted is never known of
+    them); it warns and audits at ``restricted`` either way
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
     """
 
     def __init__(self, scope: Construct, id: str, props: CachedModelsProps) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from constructs import Construct
 
 from hyperwarm._internal.extras import missing_extra
+from hyperwarm.caches import pod_security
 from hyperwarm.caches.hub import token_secret
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
@@ -87,6 +88,8 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
         objects.append(inference_endpoint_config(model, namespace=ns, region=props.region,
                                                  labels={**labels, MODEL_LABEL: model.name},
                                                  cluster_name=props.cluster_name))
+    # Pod Security admission at the highest level the namespace's pods meet (hyperwarm.caches.pod_security).
+    objects[0]["metadata"]["labels"] = {**labels, **pod_security.labels(pod_security.enforce_level(objects[1:]))}
     return objects
 
 

@@ -30,6 +30,7 @@ from hyperwarm._internal.nag import (
     object_arn_finding,
     stack_singletons,
 )
+from hyperwarm._internal.principals import sagemaker_principal
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON, addon_build_problem, operator_pin_unverified
 from hyperwarm.serving.buckets import grant_bucket_key
@@ -282,7 +283,7 @@ class InferenceOperator(Construct):
     def _roles(self, provider: eks.OidcProviderNative) -> InferenceOperatorRoles:
         execution = irsa_role(
             self, "ExecutionRole", provider, f"{OPERATOR_NAMESPACE}:{OPERATOR_SERVICE_ACCOUNT}",
-            "HyperPod inference operator", extra_principals=[iam.ServicePrincipal("sagemaker.amazonaws.com")],
+            "HyperPod inference operator", extra_principals=[sagemaker_principal(self)],
             role_name=_stack_unique_name(OPERATOR_ROLE_PREFIX))
         execution.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess"))

@@ -39,6 +39,11 @@ class IInferenceEndpoint(sagemaker.IEndpoint, Protocol):
         """The key of the endpoint's storage volumes and captured data; None if none or unknown."""
 
     @property
+    def deployed_resource_arns(self) -> Sequence[str]:
+        """ARNs of the EndpointConfig and Models the endpoint was deployed with: what a refresh reads before it
+        serves a config of its own (whose names it knows). Empty if unknown."""
+
+    @property
     def detailed_observability(self) -> bool | None:
         """Whether SageMaker publishes the containers' own metrics (TTFT among them); None if unknown."""
 
@@ -168,7 +173,7 @@ class ImportedInferenceEndpoint(EndpointBase):
                  variant_names: Sequence[str] | None = None, execution_role: iam.IRole | None = None,
                  encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
                  metric_publish_frequency: cdk.Duration | None = None,
-                 serving_engines: Mapping[str, str] | None = None) -> None:
+                 serving_engines: Mapping[str, str] | None = None, deployed_resource_arns: Sequence[str] = ()) -> None:
         if not cdk.Token.is_unresolved(endpoint_name):
             problem = contract.endpoint_name_problem(endpoint_name)
             if problem:
@@ -185,6 +190,7 @@ class ImportedInferenceEndpoint(EndpointBase):
         self._engines = dict(serving_engines or {})
         self.execution_role: iam.IRole | None = execution_role
         self.encryption_key: kms.IKey | None = encryption_key
+        self.deployed_resource_arns: tuple[str, ...] = tuple(deployed_resource_arns)
 
     def serving_engine(self, variant_name: str) -> str | None:
         """The engine given for the variant in ``serving_engines``; None if not given."""

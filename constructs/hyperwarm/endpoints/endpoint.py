@@ -24,6 +24,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
+from hyperwarm._internal.principals import sagemaker_principal
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
 from hyperwarm.endpoints.capture import capture_bucket, capture_config
 from hyperwarm.endpoints.configuration import EndpointConfiguration, EndpointConfigurationProps
@@ -60,16 +61,20 @@ class InferenceEndpoint(EndpointBase):
                                  variant_names: Sequence[str] | None = None, execution_role: iam.IRole | None = None,
                                  encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
                                  metric_publish_frequency: cdk.Duration | None = None,
-                                 serving_engines: Mapping[str, str] | None = None) -> IInferenceEndpoint:
+                                 serving_engines: Mapping[str, str] | None = None,
+                                 deployed_resource_arns: Sequence[str] = ()) -> IInferenceEndpoint:
         """An endpoint defined elsewhere, by name. ``variant_names`` (default: unknown, any name accepted)
         lets the ``metric_*`` helpers check theirs; ``execution_role`` and ``encryption_key`` (default:
         unknown) are what a refresh of the endpoint must be allowed to pass and use;
         ``detailed_observability``, ``metric_publish_frequency`` and ``serving_engines`` (variant name ->
-        ``vllm``/``sglang``/...; default: unknown) are what its TTFT alarm and chart read."""
+        ``vllm``/``sglang``/...; default: unknown) are what its TTFT alarm and chart read;
+        ``deployed_resource_arns`` (default: none) the ARNs of the EndpointConfig and Models it serves now, which a
+        refresh may read before it serves one of its own: without them its first refresh is denied."""
         return ImportedInferenceEndpoint(
             scope, id, endpoint_name=endpoint_name, variant_names=variant_names, execution_role=execution_role,
             encryption_key=encryption_key, detailed_observability=detailed_observability,
-            metric_publish_frequency=metric_publish_frequency, serving_engines=serving_engines)
+            metric_publish_frequency=metric_publish_frequency, serving_engines=serving_engines,
+            deployed_resource_arns=deployed_resource_arns)
 
     def __init__(self, scope: Construct, id: str, props: InferenceEndpointProps) -> None:
         super().__init__(scope, id, physical_name=props.endpoint_name)
@@ -81,7 +86,7 @@ class InferenceEndpoint(EndpointBase):
         """The production variants by name."""
         self.variant_names = tuple(self.variants)
         self.execution_role: iam.Role = iam.Role(
-            self, "ExecutionRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            self, "ExecutionRole", assumed_by=sagemaker_principal(self),
             description=f"SageMaker execution role of endpoint {self._label}: model data, image pull, logs",
         )
         self._grant_logs()
@@ -132,6 +137,11 @@ class InferenceEndpoint(EndpointBase):
     def serving_engine(self, variant_name: str) -> str | None:
         """The serving convention of the variant's container (``vllm``, ``sglang``, ``lmi`` ...); None if unknown."""
         return getattr(variant_server_settings(self.variants[variant_name]).convention, "name", None)
+
+    @property
+    def deployed_resource_arns(self) -> Sequence[str]:
+        """The EndpointConfig's and the Models' ARNs (their ``Ref``: names CloudFormation generates)."""
+        return [self.endpoint_config.endpoint_config_arn, *(m.model_arn for m in self.models.values())]
 
     # -- validation ------------------------------------------------------------------------
 

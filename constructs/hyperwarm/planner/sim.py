@@ -48,7 +48,7 @@ import heapq
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .strategies import PrefixAware, Strategy
 from .workloads import Request, Workload
@@ -167,6 +167,8 @@ class StrategyResult:
     remap: dict[str, float] | None = None
     label: str = ""
     routing: dict[str, object] = field(default_factory=dict)
+    #: each seed's KV hit rate when this is a mean over seeds (:func:`mean_over_seeds`); empty for one run
+    seed_kv_hit_rates: list[float] = field(default_factory=list)
 
     @property
     def max_share_deviation(self) -> float:
@@ -199,6 +201,39 @@ class StrategyResult:
         d.pop("strategy")
         d.pop("label")
         return d
+
+
+def mean_over_seeds(runs: Sequence[Sequence[StrategyResult]]) -> list[StrategyResult]:
+    """One result per strategy from the same strategies run on several seeds (``runs[seed][strategy]``).
+
+    Why: one seed's hit rate is noisy (aws-long-context's PREFIX_AWARE moved 2.5 points from seed to
+    seed), so a report of one seed states a figure the next seed contradicts.  Every figure is the mean
+    over the seeds; each seed's KV hit rate is kept so the report shows the spread.  Instance shares are
+    sorted before averaging: instance 0 of one seed's ring is not instance 0 of another's."""
+    if not runs:
+        raise ValueError("runs: at least one seed is needed")
+    out = []
+    for per_seed in zip(*runs, strict=True):
+        k = len(per_seed)
+        first = per_seed[0]
+
+        def mean(xs: Sequence[float], k: int = k) -> float:
+            return sum(xs) / k
+
+        shares = [sorted(r.instance_share) for r in per_seed]
+        out.append(replace(
+            first,
+            kv_hit_rate=mean([r.kv_hit_rate for r in per_seed]),
+            ttft_ms={q: mean([r.ttft_ms[q] for r in per_seed]) for q in first.ttft_ms},
+            ttft_mean_ms=mean([r.ttft_mean_ms for r in per_seed]),
+            throughput_rps=mean([r.throughput_rps for r in per_seed]),
+            instance_share=[mean(col) for col in zip(*shares, strict=True)],
+            spill_rate=mean([r.spill_rate for r in per_seed]),
+            remap=({key: mean([r.remap[key] for r in per_seed if r.remap]) for key in first.remap}
+                   if first.remap is not None else None),
+            seed_kv_hit_rates=[r.kv_hit_rate for r in per_seed] if k > 1 else [],
+        ))
+    return out
 
 
 def _kv_wait(heap: list[Running], i: int, excess: float, start: float) -> float:

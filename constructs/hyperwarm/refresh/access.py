@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3, aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sqs as sqs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
@@ -27,7 +27,7 @@ from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.model import grant_model_data_read
-from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.functions.node_cache import layout
 from hyperwarm.refresh.admission import OPERATOR_GROUP, admission_objects
 
@@ -89,10 +89,14 @@ def _grant_versions_read(role: iam.IRole, bucket: s3.IBucket, prefixes: Sequence
 
 
 def _grant_state_and_letters(role: iam.IRole, state_table: dynamodb.ITable, dead_letter_queue: sqs.IQueue) -> None:
-    """The state table's whole-item reads and conditional puts, and letters to the dead-letter queue."""
+    """The state table's whole-item reads and conditional puts, the dead-letter quota's counts (conditional
+    updates of its items alone), and letters to the dead-letter queue."""
     role.add_to_principal_policy(iam.PolicyStatement(
         actions=["dynamodb:GetItem", "dynamodb:PutItem"],  # whole-item reads and conditional puts
         resources=[state_table.table_arn]))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["dynamodb:UpdateItem"], resources=[state_table.table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{naming.LETTER_QUOTA_PK}*"]}}))
     dead_letter_queue.grant_send_messages(role)  # with kms:Encrypt and GenerateDataKey on a customer key
 
 
@@ -120,20 +124,32 @@ def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInfe
         actions=["sagemaker:CreateModel", "sagemaker:DeleteModel", "sagemaker:CreateEndpointConfig",
                  "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
         resources=[arn(kind, n) for kind, n in created]))
+    # What serves: the refresh's own (the stems) or what the endpoint was deployed with (by ARN), never another's.
     role.add_to_principal_policy(iam.PolicyStatement(
         sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
-        resources=[arn("model", "*"), arn("endpoint-config", "*")]))
-    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name; "
-                "the live ones CloudFormation created have generated names too, and are only described",
+        resources=[*(arn(kind, n) for kind, n in created),
+                   *dict.fromkeys(a for e in endpoints for a in e.deployed_resource_arns)]))
+    acknowledge(role, "refreshed models and configs get generated names under each endpoint's name (its stem), "
+                "created, described and retired by the refresh alone",
                 *(f"IAM5[Resource::{arn_prefix(stack)}:sagemaker:{stack.region}:<AWS::AccountId>:{kind}/{n}]"
-                  for kind, n in [("model", "*"), ("endpoint-config", "*"), *created]))
+                  for kind, n in created))
     for endpoint in endpoints:
         assert endpoint.execution_role is not None  # the hook's validation requires it
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["iam:PassRole"], resources=[endpoint.execution_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
         if endpoint.encryption_key is not None:
-            endpoint.encryption_key.grant(role, "kms:CreateGrant", "kms:DescribeKey")
+            grant_volume_key(role, endpoint.encryption_key)
+
+
+def grant_volume_key(role: iam.IRole, key: kms.IKey) -> None:
+    """What CreateEndpointConfig with a ``KmsKeyId`` needs of the caller: DescribeKey, and CreateGrant only for
+    the grant SageMaker itself creates on the instances' volumes (``kms:GrantIsForAWSResource``): no grant to an
+    arbitrary grantee (https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-grant-is-for-aws-resource)."""
+    key.grant(role, "kms:DescribeKey")
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["kms:CreateGrant"], resources=[key.key_arn],
+        conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}}))
 
 
 def grant_serving_read(bucket: s3.IBucket, prefix: str, endpoints: Sequence[IInferenceEndpoint],

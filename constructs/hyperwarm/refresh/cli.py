@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from hyperwarm._internal.aws_cli import run_aws
 from hyperwarm.functions.cache_refresh import formats, letters
 from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY, endpoint_target_id
 
@@ -363,16 +364,10 @@ _RECONCILE = {"version": "0", "id": "hyperwarm-refresh-abort", "detail-type": "S
 
 
 def _run_abort(args: argparse.Namespace) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
-
-    try:
-        record = abort(args.table, args.target, args.function_name, args.state_machine_arn, region=args.region)
-    except ValueError as exc:
-        print(f"hyperwarm refresh abort: {exc}", file=sys.stderr)
-        return 1
-    except (NoRegionError, NoCredentialsError, ClientError, BotoCoreError, RuntimeError) as exc:
-        print(f"hyperwarm refresh abort: {exc}", file=sys.stderr)
-        return 2
+    record, code = run_aws("hyperwarm refresh abort", lambda: abort(
+        args.table, args.target, args.function_name, args.state_machine_arn, region=args.region), failed=(RuntimeError,))
+    if record is None:
+        return code
     last = record.get("last_rollout") or {}
     if record.get("pending"):
         print(f"abort recorded; the rollout of {record['pending']['version']} is at {record['pending']['phase']} and "

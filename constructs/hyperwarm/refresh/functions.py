@@ -43,7 +43,8 @@ class RefreshFunctions:
 
     def __init__(self, scope: Construct, *, cluster: IHyperPodCluster | None, environment: Mapping[str, str],
                  dead_letter_queue: sqs.IQueue, function_name: str | None, lock: cdk.Duration,
-                 retry_attempts: int, max_event_age: cdk.Duration, rollout: bool = False) -> None:
+                 retry_attempts: int, max_event_age: cdk.Duration, rollout: bool = False,
+                 reserved_concurrency: int | None = None) -> None:
         self.security_group: ec2.SecurityGroup | None = None
         network: dict[str, Any] = {}
         if cluster is not None:
@@ -58,9 +59,10 @@ class RefreshFunctions:
                 architecture=lambda_.Architecture.ARM_64, handler=handler, code=code, role=role,
                 memory_size=memory, timeout=timeout, environment=dict(environment),
                 log_group=logs.LogGroup(scope, logs_id, retention=logs.RetentionDays.THREE_MONTHS),
-                tracing=lambda_.Tracing.ACTIVE, description=description, **network)
+                tracing=lambda_.Tracing.ACTIVE, description=description,
+                reserved_concurrent_executions=reserved_concurrency, **network)
             acknowledge(created, _RUNTIME_REASON, "L1")
-            _acknowledge_function_checkov(created)
+            _acknowledge_function_checkov(created, reserved=reserved_concurrency is not None)
             return created
 
         self.function = function("Function", "Logs", contract.REFRESH_HANDLER, 512, lock,
@@ -120,11 +122,13 @@ def _dead_letter_failures(function: lambda_.Function, queue: sqs.IQueue, retry_a
                         "only recognises the older DeadLetterConfig", "CKV_AWS_116")
 
 
-def _acknowledge_function_checkov(function: lambda_.Function) -> None:
+def _acknowledge_function_checkov(function: lambda_.Function, *, reserved: bool) -> None:
     """checkov findings on a refresh function and its log group."""
-    acknowledge_checkov(function, "reserved concurrency is carved out of the account's pool (a deploy fails when "
-                        "fewer than 10 unreserved remain, as in new accounts); the state table's lock already "
-                        "keeps refreshes of one target from running at once", "CKV_AWS_115")
+    if not reserved:
+        acknowledge_checkov(function, "no reserved_concurrency given: reserving is carved out of the account's "
+                            "pool and fails where fewer than 100 would stay unreserved (new accounts have 10), so "
+                            "the hook reserves only when told (the app does in production); the state table's lock "
+                            "already keeps refreshes of one target from running at once", "CKV_AWS_115")
     acknowledge_checkov(function, "the environment holds resource names, the queue URL and refresh targets, no "
                         "secrets; Lambda encrypts it at rest with an AWS-managed key", "CKV_AWS_173")
     acknowledge_checkov(function.log_group, "function logs hold model prefixes, versions and target names, no "

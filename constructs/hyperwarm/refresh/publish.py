@@ -24,13 +24,13 @@ import base64
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hyperwarm._internal.aws_cli import run_aws
 from hyperwarm.functions.cache_refresh import formats, signature
 from hyperwarm.functions.cache_refresh.events import valid_version
 
@@ -170,18 +170,10 @@ def _rich_progress(what: str, total: int) -> Iterator[Callable[[int], None]]:
 
 def _run(args: argparse.Namespace) -> int:
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-    try:
-        publish(Path(args.directory), args.target, args.key, s3=boto3.client("s3", region_name=args.region),
-                kms=boto3.client("kms", region_name=args.region), progress=_rich_progress)
-    except PublishError as exc:
-        print(f"hyperwarm publish: {exc}", file=sys.stderr)
-        return 1
-    except (NoRegionError, NoCredentialsError, ClientError, BotoCoreError) as exc:
-        print(f"hyperwarm publish: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_aws("hyperwarm publish", lambda: publish(
+        Path(args.directory), args.target, args.key, s3=boto3.client("s3", region_name=args.region),
+        kms=boto3.client("kms", region_name=args.region), progress=_rich_progress), refused=(PublishError,))[1]
 
 
 def add_parser(subparsers: Any) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
+from hyperwarm._internal.aws_cli import run_aws
 from hyperwarm.functions.cache_refresh.versions import UnorderableVersion, parse
 
 
@@ -42,18 +42,11 @@ def reset(table: str, target: str, version: str, reason: str, *, region: str | N
 
 
 def _run(args: argparse.Namespace) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
-
-    try:
-        record = reset(args.table, args.target, args.version, args.reason, region=args.region)
-    except ValueError as exc:
-        print(f"hyperwarm refresh reset: {exc}", file=sys.stderr)
-        return 1
-    except (NoRegionError, NoCredentialsError, ClientError, BotoCoreError) as exc:
-        print(f"hyperwarm refresh reset: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(record["resets"][-1]))
-    return 0
+    record, code = run_aws("hyperwarm refresh reset",
+                           lambda: reset(args.table, args.target, args.version, args.reason, region=args.region))
+    if record is not None:
+        print(json.dumps(record["resets"][-1]))
+    return code
 
 
 def add_parser(commands: Any) -> None:
