@@ -76,6 +76,10 @@ class ModelPlan:
     """``(min_replicas, max_replicas)`` of an autoscaled model."""
     events: tuple[EventForecast, ...] = ()
     """The ``--scenario`` events, in the order of :data:`hyperwarm.caches.events.EVENTS`."""
+    source: str = ""
+    """Where the weights come from (``ModelSource.uri`` and its kin)."""
+    rate_gbps: float = 0.0
+    """The per-node download rate from the source (:meth:`ColdStart.rate_gbps`)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,8 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      cold_start.breakdown(model, warm=False), cold_start.breakdown(model, warm=True), rollout,
                      cache_events.scale_out(prewarmed + 1, prewarmed, model.replicas, cold, warm, fill),
                      (scaling.min_replicas, scaling.max_replicas) if scaling else None,
-                     tuple(forecasts[event]() for event in scenarios.events))
+                     tuple(forecasts[event]() for event in scenarios.events), model.source.uri,
+                     cold_start.rate_gbps(model))
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int | None = None,
@@ -199,6 +204,9 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
             line = fleet_line(m)
             if line:
                 console.print(line)
+            if m.source.startswith("jumpstart://"):
+                console.print(f"{m.model}: weights from {m.source}: the JumpStart bucket's S3 objects at S3's "
+                              f"{m.rate_gbps:g} Gbit/s per node")
 
 
 def fleet_line(m: ModelPlan) -> str | None:

@@ -82,7 +82,9 @@ class ColdStart:
     """CUDA-graph capture. Default: 60 seconds."""
 
     def rate_gbps(self, model: CachedModelProps) -> float:
-        """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
+        """The per-node download rate from the model's source (Gbit/s). A JumpStart model's artifacts are S3 objects
+        in the region's JumpStart bucket (``jumpstart-cache-prod-<region>``), so it takes S3's figure,
+        :attr:`bandwidth_gbps` (AWS's 145 GB in more than 20 minutes above); AWS publishes none of its own."""
         return self.bandwidth_gbps
 
     def download_s(self, model: CachedModelProps) -> float:
