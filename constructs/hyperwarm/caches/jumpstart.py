@@ -10,9 +10,10 @@ with ``describe-hub-content``; the operator reads the hub content at deploy (``s
 AWS-managed ``AmazonSageMakerHyperPodInferenceAccess`` its execution role holds).
 
 - What maps: replicas, the operator's weights and image caches (``modelCacheConfig``), routing, autoscaling,
-  metrics, KV cache, load balancer, TLS, and the deploy timeout (sized like a probed model's startup budget).
+  metrics, KV cache, load balancer, TLS, ``serving.environment`` (``environmentVariables``) and the deploy timeout
+  (sized like a probed model's startup budget).
 - What a ``JumpStartModel`` cannot take is refused when the props are built (:func:`jumpstart_problems`): a worker
-  image, resources, probes, request limits, serving settings, a port, a DaemonSet pre-pull.
+  image, resources, probes, request limits, serving arguments or framework, a port, a DaemonSet pre-pull.
 - Placement: the CRD has ``server.instanceType`` and no node affinity, so its pods may land on any node of that
   type; the model's instance group must be the only group of its type (:func:`shared_type_problems`), or the
   capacity guard would count the wrong group's NVMe.
@@ -81,8 +82,11 @@ def jumpstart_problems(model: CachedModelProps) -> list[str]:
     for name in ("probes", "request_limits"):
         if getattr(model, name) is not None:
             problems.append(f"{name} = given -- {brings}; the JumpStartModel CRD has no worker to set them on")
-    if model.serving != Serving():
-        problems.append(f"serving = {model.serving} -- {brings}, configured by the hub content; leave serving unset")
+    told = [name for name in ("args", "framework", "model_env", "parallel_env")
+            if getattr(model.serving, name) != getattr(Serving(), name)]
+    if told:
+        problems.append(f"serving = {', '.join(told)} given -- {brings}, configured by its hub content; a "
+                        "JumpStartModel takes serving.environment alone (its environmentVariables)")
     if model.port != DEFAULT_PORT:
         problems.append(f"port = {model.port} -- {brings}, listening where its hub content says; leave port unset")
     if model.prepull != "operator":
@@ -133,6 +137,8 @@ def jumpstart_model(model: CachedModelProps, *, namespace: str, labels: dict[str
         # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.
         "maxDeployTimeInSeconds": max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model)),
     }
+    if model.serving.environment:
+        spec["environmentVariables"] = [{"name": k, "value": v} for k, v in model.serving.environment.items()]
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
     option_spec, worker = options(model, cluster_name=cluster_name)
@@ -150,11 +156,16 @@ def grant_jumpstart_read(grantee: iam.IGrantable, scope: Construct) -> iam.Grant
     from constructs import Construct
 
     from hyperwarm._internal.nag import acknowledge, finding_text
+    from hyperwarm.serving.buckets import declare_existing_buckets
 
     stack = cdk.Stack.of(scope)
     bucket = f"arn:{stack.partition}:s3:::{jumpstart_bucket(stack.region)}"
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject", "s3:ListBucket"],
                                        resource_arns=[bucket, f"{bucket}/*"])
+    # AWS's bucket exists before any deploy: said so in the templates that name it (the deploy rehearsal reads it).
+    stacks = {stack, *((cdk.Stack.of(grantee.grant_principal),) if isinstance(grantee.grant_principal, Construct) else ())}
+    for named in stacks if not cdk.Token.is_unresolved(stack.region) else ():
+        declare_existing_buckets(named, [jumpstart_bucket(stack.region)])
     if isinstance(grantee.grant_principal, Construct):
         acknowledge(grantee.grant_principal, "reads the JumpStart bucket, where a hub content's artifacts sit "
                     "under prefixes only the hub content names (read by the operator at deploy)",
