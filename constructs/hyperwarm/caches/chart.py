@@ -17,7 +17,8 @@ from typing import Any
 from constructs import Construct
 
 from hyperwarm._internal.extras import missing_extra
-from hyperwarm.caches.jumpstart import is_jumpstart, jumpstart_model
+from hyperwarm.caches.jumpstart import is_jumpstart
+from hyperwarm.caches.jumpstart_objects import jumpstart_model
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
 from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps

@@ -39,10 +39,11 @@ if TYPE_CHECKING:
     from aws_cdk import aws_iam as iam
     from constructs import Construct
 
-    from hyperwarm.caches.placement import CacheGroup
-    from hyperwarm.caches.props import CachedModelProps
+# The props (hyperwarm.caches.props) import these rules, so a model and a group are read here by their attributes
+# (a CachedModelProps, a placement.CacheGroup), not by their types.
+CachedModelProps = Any
+CacheGroup = Any
 
-KIND = "JumpStartModel"
 BUCKET = "jumpstart-cache-prod-{region}"
 """The JumpStart bucket of a region, where hub content's artifacts live (S3)."""
 GATED_SERVICE_ACCOUNT = "hyperpod-inference-service-account*"
@@ -66,7 +67,6 @@ def image_key(source: JumpStartModelSource) -> str:
 
 def jumpstart_problems(model: CachedModelProps) -> list[str]:
     """What a ``JumpStartModel`` cannot take, each naming the field (none for another source)."""
-    from hyperwarm.caches.props import WorkerResources
     from hyperwarm.serving.settings import Serving
 
     if not is_jumpstart(model):
@@ -76,7 +76,7 @@ def jumpstart_problems(model: CachedModelProps) -> list[str]:
     if model.image is not None:
         problems.append(f"image = {model.image!r} -- {brings} (its image too); leave image unset "
                         "(image_size still counts it on the NVMe)")
-    if model.resources != WorkerResources():
+    if model.resources != type(model.resources)():  # WorkerResources' defaults
         problems.append(f"resources = {model.resources} -- {brings}, sized for server.instanceType; "
                         "leave resources unset")
     for name in ("probes", "request_limits"):
@@ -110,42 +110,6 @@ def shared_type_problems(models: Sequence[CachedModelProps], groups: Sequence[Ca
                 f"{own.instance_type}, so its pods may land there; allowed: a group whose instance type no other "
                 "group has")
     return problems
-
-
-def jumpstart_model(model: CachedModelProps, *, namespace: str, labels: dict[str, str], instance_type: str,
-                    cluster_name: str, gated_role_arn: str | None = None) -> dict[str, Any]:
-    """The ``JumpStartModel`` of ``model`` on ``instance_type`` (its group's); the refresh moves it by patching
-    ``spec.model.modelVersion`` (``targets/hyperpod.py``), where the version is and nowhere else."""
-    from hyperwarm.caches.objects import API_VERSION, OPERATOR_DEPLOY_TIMEOUT_S, metadata, options, startup_budget_s
-    from hyperwarm.cluster.instance_group import NVME_PATH
-
-    source = model.source
-    if not isinstance(source, JumpStartModelSource):
-        raise TypeError(f"model {model.name!r}: a {source.kind} source is an InferenceEndpointConfig")
-    spec_model: dict[str, Any] = {"modelHubName": source.hub_name, "modelId": source.model_id,
-                                  "modelVersion": source.model_version, "acceptEula": source.accept_eula}
-    if source.gated and gated_role_arn is not None:
-        spec_model["gatedModelDownloadRole"] = gated_role_arn
-    spec: dict[str, Any] = {
-        "model": spec_model,
-        "server": {"instanceType": instance_type},
-        "replicas": model.replicas,
-        "modelCacheConfig": {
-            "weightsCache": {"enabled": model.weights_cache == "operator", "hostPath": NVME_PATH},
-            "imageCache": {"enabled": model.operator_image_cache},
-        },
-        # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.
-        "maxDeployTimeInSeconds": max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model)),
-    }
-    if model.serving.environment:
-        spec["environmentVariables"] = [{"name": k, "value": v} for k, v in model.serving.environment.items()]
-    if model.routing:
-        spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
-    option_spec, worker = options(model, cluster_name=cluster_name)
-    assert not worker, worker  # probes and request limits are refused by jumpstart_problems
-    spec.update(option_spec)
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata(model.name, namespace, labels),
-            "spec": spec}
 
 
 def grant_jumpstart_read(grantee: iam.IGrantable, scope: Construct) -> iam.Grant:
