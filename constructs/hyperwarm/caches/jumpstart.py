@@ -45,7 +45,10 @@ CachedModelProps = Any
 CacheGroup = Any
 
 BUCKET = "jumpstart-cache-prod-{region}"
-"""The JumpStart bucket of a region, where hub content's artifacts live (S3)."""
+"""The JumpStart bucket of a region, where hub content's artifacts live (S3): the ``content_bucket`` of every region
+in sagemaker-core 2.27.0's ``sagemaker/core/jumpstart/region_config.json``. Gated models' artifacts are in
+``jumpstart-private-cache-prod-<region>``, reached through presigned URLs (:func:`gated_download_role`), not a grant.
+That file is all the SDK carries offline: its catalogue, ``models_manifest.json``, is read from the bucket."""
 GATED_SERVICE_ACCOUNT = "hyperpod-inference-service-account*"
 """The service accounts AWS's gated-model role trusts (the setup guide's trust policy)."""
 DEFAULT_PORT = 8080
