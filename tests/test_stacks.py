@@ -92,8 +92,9 @@ def test_a_whole_environment_in_a_newer_supported_region_synthesizes(project_con
     # configuration accepts must build every stack, with the region's images.
     dev = copy.deepcopy({**project_context["environments"]["dev"], "region": "ca-central-1"})
     dev.pop("vpc", None)  # its zones are us-west-2's
-    for model in dev["caches"]["models"]:  # an image is pulled from its own region's registry
-        model["image"] = model["image"].replace("us-west-2", "ca-central-1")
+    for model in dev["caches"]["models"]:  # an image is pulled from its own region's registry (JumpStart's: none given)
+        if "image" in model:
+            model["image"] = model["image"].replace("us-west-2", "ca-central-1")
     app = build_app(context={**project_context, "environments": {"dev": dev}}, nag=False)
     assert names(app) == ["hyperwarm-dev-alarms", "hyperwarm-dev-caches", "hyperwarm-dev-cluster",
                           "hyperwarm-dev-endpoints", "hyperwarm-dev-observability"]

@@ -22,6 +22,7 @@ import aws_cdk as cdk
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperwarm.caches.autoscaling import ExporterTrigger
+from hyperwarm.caches.jumpstart import is_jumpstart, jumpstart_gpus
 from hyperwarm.caches.props import ModelSource
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
@@ -336,9 +337,13 @@ class EnvironmentConfig(StrictModel):
         for model in self.caches.models:
             for group in model.instance_groups:
                 prepull.setdefault(group, set()).update(model.daemonset_images)
+            # A JumpStart model's pod is sized by its hub content for the instance type (unknown at synth): counted
+            # as holding every GPU of a node, its CPU and memory not counted.
+            requests = (pod(gpus=jumpstart_gpus(model, self.instance_groups)) if is_jumpstart(model)
+                        else pod(model.resources.cpu, model.resources.memory, model.resources.gpus))
             workloads.append(Workload(
                 f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
-                pod(model.resources.cpu, model.resources.memory, model.resources.gpus),
+                requests,
                 replicas=model.max_replicas, groups=frozenset(model.instance_groups)))
         for group, images in prepull.items():
             if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each

@@ -69,8 +69,8 @@ def regional_problems(env: str, config: EnvironmentConfig) -> list[str]:
         problems += _type_problem(f"{at}.instance_groups[{i}].instance_type", group.instance_type, region,
                                   "aws_sagemaker_cluster", "HyperPod clusters")
     for i, model in enumerate(config.caches.models):
-        images = [("image", model.image), *((f"extra_images[{j}].image", extra.image)
-                                            for j, extra in enumerate(model.extra_images))]
+        images = [*((("image", model.image),) if model.image else ()),
+                  *((f"extra_images[{j}].image", extra.image) for j, extra in enumerate(model.extra_images))]
         for field, uri in images:
             problem = image_region_problem(uri, region)
             if problem:
@@ -90,6 +90,6 @@ def regional_problems(env: str, config: EnvironmentConfig) -> list[str]:
 def pull_registry_accounts(config: EnvironmentConfig) -> tuple[str, ...]:
     """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured ones
     (``image_registry_accounts``) and those of the cached models' images."""
-    images = [i for m in config.caches.models for i in (m.image, *(e.image for e in m.extra_images))]
+    images = [i for m in config.caches.models for i in (m.image, *(e.image for e in m.extra_images)) if i]
     found = {m.group(1) for m in map(_ECR_ACCOUNT.match, images) if m}
     return tuple(sorted(found | set(config.image_registry_accounts)))

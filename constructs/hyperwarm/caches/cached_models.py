@@ -23,10 +23,11 @@ from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.fsx import admit_nodes, vpc_problems
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
+from hyperwarm.caches.jumpstart import gated_download_role, grant_jumpstart_read, group_types, shared_type_problems
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
-from hyperwarm.caches.sources import ModelSource
+from hyperwarm.caches.sources import JumpStartModelSource, ModelSource
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.cluster.rules import operator_pin_problem
@@ -68,15 +69,30 @@ class CachedModels(Construct):
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         problems += hub_egress_problems(props.models, cluster)
         problems += vpc_problems(props.models, cluster.vpc.vpc_id)
+        problems = problems or shared_type_problems(props.models, list(cluster.instance_groups.values()))
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
+
+        gated = [m.source for m in props.models if isinstance(m.source, JumpStartModelSource) and m.source.gated]
+        self.jumpstart_gated_role: iam.Role | None = None
+        """The role gated JumpStart models download with, or None without one."""
+        if gated:
+            issuer_url = getattr(cluster.eks_cluster, "cluster_open_id_connect_issuer_url", None)
+            if issuer_url is None:
+                raise ValueError(f"{self.node.path}: gated JumpStart models ({', '.join(s.model_id for s in gated)}) "
+                                 "download with a role their pods assume through the EKS cluster's OIDC provider, "
+                                 "and this imported cluster does not give its issuer URL; use a cluster created "
+                                 "by hyperwarm")
+            self.jumpstart_gated_role = gated_download_role(self, "JumpStartGatedModelRole", issuer_url=issuer_url,
+                                                            namespace=props.namespace, sources=gated)
 
         self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(
             props.models, region=cdk.Stack.of(self).region, cluster_name=cluster.eks_cluster.cluster_name,
             namespace=props.namespace, labels=props.labels,
             group_taints={g.name: tuple(g.taints) for g in groups}, filler_image=props.filler_image,
-            nvme_headroom_percent=props.nvme_headroom_percent))
+            nvme_headroom_percent=props.nvme_headroom_percent, instance_types=group_types(cluster.instance_groups),
+            jumpstart_gated_role_arn=self.jumpstart_gated_role.role_arn if self.jumpstart_gated_role else None))
         self.objects: list[dict[str, Any]] = self.chart.to_json()
         # The operator must know every field the objects use: an older one drops them without a word.
         problem = operator_pin_problem(operator.addon_version, self.objects)
@@ -119,6 +135,9 @@ class CachedModels(Construct):
         """The operator's model readers may read each model's version prefix, nothing else of the bucket; a
         node-cached model's filler reads its whole prefix (a refresh lists later versions for it to fill)."""
         buckets = dict(props.buckets)
+        if any(isinstance(m.source, JumpStartModelSource) for m in props.models):
+            for reader in readers:
+                grant_jumpstart_read(reader, self)
         for model in props.models:
             source = model.source
             if not isinstance(source, ModelSource):

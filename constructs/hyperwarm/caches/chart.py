@@ -19,6 +19,8 @@ from constructs import Construct
 from hyperwarm._internal.extras import missing_extra
 from hyperwarm.caches import pod_security
 from hyperwarm.caches.hub import token_secret
+from hyperwarm.caches.jumpstart import is_jumpstart
+from hyperwarm.caches.jumpstart_objects import jumpstart_model
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
 from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps
@@ -52,6 +54,12 @@ class CachesChartProps:
     """The node-cache fillers' image (Python 3 with boto3). Default: AWS's Lambda base image for Python 3.13."""
     nvme_headroom_percent: int = 10
     """Share of each node's NVMe a filler leaves free. Default: 10."""
+    instance_types: Mapping[str, str] = field(default_factory=dict)
+    """Instance group -> its instance type, which a JumpStart model's ``server.instanceType`` names (required for
+    each JumpStart model's group). Default: none."""
+    jumpstart_gated_role_arn: str | None = None
+    """The role gated JumpStart models download with (``spec.model.gatedModelDownloadRole``;
+    :class:`~hyperwarm.caches.CachedModels` creates it). Default: none (the add-on's own, if configured)."""
 
 
 def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
@@ -85,8 +93,17 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
             objects.append(prepull_daemonset(group, sorted(images), namespace=ns, labels=labels,
                                              group_taints=props.group_taints.get(group, ())))
     for model in props.models:
-        objects.append(inference_endpoint_config(model, namespace=ns, region=props.region,
-                                                 labels={**labels, MODEL_LABEL: model.name},
+        model_labels = {**labels, MODEL_LABEL: model.name}
+        if is_jumpstart(model):
+            if model.instance_group not in props.instance_types:
+                raise ValueError(f"model {model.name!r}: instance_types has no type for its instance group "
+                                 f"{model.instance_group!r} (a JumpStartModel names its instance type)")
+            objects.append(jumpstart_model(model, namespace=ns, labels=model_labels,
+                                           instance_type=props.instance_types[model.instance_group],
+                                           cluster_name=props.cluster_name,
+                                           gated_role_arn=props.jumpstart_gated_role_arn))
+            continue
+        objects.append(inference_endpoint_config(model, namespace=ns, region=props.region, labels=model_labels,
                                                  cluster_name=props.cluster_name))
     # Pod Security admission at the highest level the namespace's pods meet (hyperwarm.caches.pod_security).
     objects[0]["metadata"]["labels"] = {**labels, **pod_security.labels(pod_security.enforce_level(objects[1:]))}

@@ -99,7 +99,9 @@ class ColdStart:
     """Effective Hugging Face Hub download rate per node, Gbit/s (an assumption). Default: 0.5."""
 
     def rate_gbps(self, model: CachedModelProps) -> float:
-        """The per-node download rate from the model's source (Gbit/s); JumpStart's artifacts are S3 objects."""
+        """The per-node download rate from the model's source (Gbit/s). A JumpStart model's artifacts are S3 objects
+        in the region's JumpStart bucket (``jumpstart-cache-prod-<region>``), so it takes S3's figure,
+        :attr:`bandwidth_gbps` (AWS's 145 GB in more than 20 minutes above); AWS publishes none of its own."""
         if isinstance(model.source, HuggingFaceModelSource):
             return self.hub_bandwidth_gbps
         if isinstance(model.source, FsxModelSource):

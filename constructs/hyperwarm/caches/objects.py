@@ -197,7 +197,8 @@ def model_server_settings(model: CachedModelProps) -> ServerSettings:
     """The worker's environment and arguments: the model at its volume mount, tensor parallelism = its GPUs."""
     gpus = model.resources.gpus
     placement = Placement("hyperpod", gpus, f"resources.gpus is {gpus}", model_dir=MODEL_DIR, port=model.port)
-    return server_settings(model.serving, placement, image=model.image, image_uri=model.image)
+    image = str(model.image)  # every source but JumpStart has one (CachedModelProps); a JumpStartModel has no worker
+    return server_settings(model.serving, placement, image=image, image_uri=image)
 
 
 def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region: str, labels: dict[str, str],

@@ -11,8 +11,10 @@ from typing import Any, Protocol
 
 from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.caches.capacity import CacheFootprint, capacity_problems
+from hyperwarm.caches.jumpstart import image_key, is_jumpstart, shared_type_problems
 from hyperwarm.caches.objects import model_server_settings
 from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.sources import JumpStartModelSource
 from hyperwarm.cluster.catalog import instance_spec
 
 
@@ -35,8 +37,9 @@ class CacheGroup(Protocol):
 def footprint(model: CachedModelProps, *, refreshed: bool = False) -> CacheFootprint:
     """What ``model`` puts on each node of its group at the peak (for the capacity guard): two versions when
     ``refreshed`` (a refresh prefix targets it), else one (:mod:`hyperwarm.caches.capacity`)."""
-    # The serving image is on every node that runs the model, cached or not.
-    images = {model.image: in_gigabytes(model.image_size), **{e.image: in_gigabytes(e.size) for e in model.extra_images}}
+    # The serving image is on every node that runs the model, cached or not (a JumpStart model's is its hub content's).
+    image = image_key(model.source) if isinstance(model.source, JumpStartModelSource) else str(model.image)
+    images = {image: in_gigabytes(model.image_size), **{e.image: in_gigabytes(e.size) for e in model.extra_images}}
     return CacheFootprint(model.name, in_gigabytes(model.size), model.weights_cache != "off", images,
                           versions=2 if refreshed else 1)
 
@@ -77,12 +80,15 @@ def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[Cach
             if problem:
                 problems.append(problem)
                 continue
+            if is_jumpstart(model):  # its hub content sizes its pod and configures its server
+                continue
             instance_type = by_name[name].instance_type
             spec = instance_spec(instance_type)
             if model.resources.gpus > spec.gpus:
                 problems.append(f"{at}.resources.gpus: {model.resources.gpus} -- {instance_type} (instance group "
                                 f"{name}) has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
         problems += [p.at(at) for p in model_server_settings(model).problems]
+    problems += shared_type_problems(models, groups, path)
     if problems:
         return problems
     placed = {name: [footprint(m, refreshed=m.name in refreshed) for m in models if name in m.instance_groups]

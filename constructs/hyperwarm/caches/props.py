@@ -32,12 +32,14 @@ from hyperwarm._internal.constraints import (
 )
 from hyperwarm._internal.tokens import resolved
 from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
+from hyperwarm.caches.jumpstart import jumpstart_problems
 from hyperwarm.caches.sources import (  # noqa: F401 (ModelSource and the name rules: hyperwarm.caches.props' own)
     BUCKET as BUCKET,  # noqa: PLC0414
     KEY_PREFIX as KEY_PREFIX,  # noqa: PLC0414
     REGION as REGION,  # noqa: PLC0414
     VERSION as VERSION,  # noqa: PLC0414
     AnyModelSource,
+    JumpStartModelSource,
     ModelSource as ModelSource,  # noqa: PLC0414
 )
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
@@ -269,14 +271,16 @@ class CachedModelProps:
     (:mod:`hyperwarm.caches.sources`)."""
     size: Annotated[cdk.Size, node_gb(0, 100_000)]
     """Weights size (counted twice on the NVMe when refreshed: old and new version side by side)."""
-    image: Annotated[str, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)]
-    """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes."""
     instance_group: str
     """An instance group of the cluster with local NVMe (``cluster.cache_group``)."""
     fallback_groups: tuple[str, ...] = ()
     """Further instance groups in order of preference, for the pods ``instance_group`` has no room for (the
     operator's ordered ``instanceTypes``, by group). Each is checked as the first is (it holds caches, its instance
     type has the GPUs, its NVMe holds the caches) and its nodes are filled and pre-pulled too. Default: none."""
+    image: Annotated[str | None, IMAGE, Rule(pinned_image_problem), Rule(hyperpod_cuda_problem)] = field(
+        default=None, kw_only=True)
+    """Serving container image, pinned by tag or digest, whose CUDA runs on HyperPod's nodes. Required, except for a
+    JumpStart source, whose hub content names its own (then it must be unset)."""
     image_size: Annotated[cdk.Size, node_gb(0, 500)] = field(default_factory=lambda: gigabytes(20))
     """Uncompressed image size on the node. Default: 20 GB (vLLM/LMI DLCs)."""
     weights_cache: WeightsCache = "operator"
@@ -344,6 +348,10 @@ class CachedModelProps:
         if self.weights_cache == "node" and not isinstance(self.source, ModelSource):
             rules.append(f"weights_cache = 'node' -- the node cache fills from S3; a {self.source.kind} source "
                          "is cached by the operator: allowed: operator, off")
+        if self.image is None and not isinstance(self.source, JumpStartModelSource):
+            rules.append(f"image = None -- a {self.source.kind} source is served by the image you give: give the "
+                         "serving image, pinned by tag or digest")
+        rules += jumpstart_problems(self)
         if self.extra_images and self.prepull == "operator":
             rules.append(f"extra_images = {len(self.extra_images)} image(s) -- pre-pulled by the DaemonSet; "
                          "set prepull to daemonset or both")
@@ -377,7 +385,7 @@ class CachedModelProps:
     @property
     def daemonset_images(self) -> tuple[str, ...]:
         """Images the pre-pull DaemonSet keeps on the group's nodes for this model."""
-        if not self.image_cache or self.prepull == "operator":
+        if not self.image_cache or self.prepull == "operator" or self.image is None:
             return ()
         return (self.image, *(e.image for e in self.extra_images))
 

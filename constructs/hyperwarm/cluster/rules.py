@@ -92,6 +92,11 @@ OPERATOR_FIELDS: dict[str, Version] = {
     # notes, v3.1.2, 2026-05-06).
     "InferenceEndpointConfig.spec.kubernetes": (3, 1, 2),
     "InferenceEndpointConfig.spec.worker.requestLimits": (3, 1),
+    # A JumpStart model's JumpStartModel: its caches and ALB idle timeout came with chart 2.3.0 too (absent from chart
+    # 2.2.2's CRD, aws/sagemaker-hyperpod-cli a00b22d), its custom certificate with chart 2.1.0 (d5e7256).
+    "JumpStartModel.spec.modelCacheConfig": (3, 3),
+    "JumpStartModel.spec.loadBalancer.idleTimeoutSeconds": (3, 3),
+    "JumpStartModel.spec.tlsConfig.customCertificateConfig": (3, 1),
 }
 """Kinds and fields (``Kind.spec.path``) newer than the oldest add-on operator, with the first operator whose
 CRDs have them (the CRD history of aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart/charts/
