@@ -225,7 +225,7 @@ def render(env_name: str, groups: list[GroupPlan], cold_start: ColdStart, consol
                 console.print(line)
 
 
-_SOURCE_WORDS = {"s3": "S3", "fsx": "FSx for Lustre", "jumpstart": "the JumpStart bucket's S3 objects, at S3's rate",
+_SOURCE_WORDS = {"s3": "S3", "fsx": "FSx for Lustre", "jumpstart": "JumpStart (its bucket's S3 objects, at S3's rate)",
                  "huggingface": "the Hugging Face Hub (an assumption: no published per-node figure)"}
 
 

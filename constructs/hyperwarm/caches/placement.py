@@ -87,7 +87,8 @@ def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[Cach
             if model.resources.gpus > spec.gpus:
                 problems.append(f"{at}.resources.gpus: {model.resources.gpus} -- {instance_type} (instance group "
                                 f"{name}) has {spec.gpus} GPU(s); allowed: 0..{spec.gpus}")
-        problems += [p.at(at) for p in model_server_settings(model).problems]
+        if not is_jumpstart(model):
+            problems += [p.at(at) for p in model_server_settings(model).problems]
     problems += shared_type_problems(models, groups, path)
     if problems:
         return problems
