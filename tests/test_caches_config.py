@@ -87,7 +87,7 @@ def test_tainted_group_is_rejected_because_the_operator_has_no_tolerations() -> 
 
 def test_more_gpus_than_the_instance_has_is_rejected() -> None:
     message = problems(environment(model(resources={"gpus": 2})))
-    assert "caches.models[0].resources.gpus: 2 -- ml.g5.xlarge has 1 GPU(s); allowed: 0..1" in message
+    assert "caches.models[0].resources.gpus: 2 -- ml.g5.xlarge (instance group inference) has 1 GPU(s); allowed: 0..1" in message
 
 
 def test_moving_image_tag_is_rejected() -> None:
@@ -114,7 +114,7 @@ def test_duplicate_model_names_are_rejected() -> None:
 def test_oversize_cache_fails_with_its_numbers() -> None:
     message = problems(environment(model(name="big", size_gb=220), model(name="small", size_gb=5)))
     # (220 + 5) x 1 version + 20 GB image = 245 GB; 250 GB NVMe less 10 % = 225 GB.
-    assert "instance group 'inference': need 245 GB, have 225 GB (NVMe 250 GB less 10 % headroom)" in message
+    assert "instance group 'inference' (ml.g5.xlarge): need 245 GB, have 225 GB (NVMe 250 GB less 10 % headroom)" in message
     assert "models big (220 GB x 1 version), small (5 GB x 1 version); images 20 GB -- does not fit;" in message
 
 

@@ -68,7 +68,7 @@ def test_a_fallback_type_with_too_few_gpus_fails_naming_the_type() -> None:
 
 def test_the_fallback_groups_nvme_must_hold_the_caches_too() -> None:
     """300 GB fits ml.g5.12xlarge's 3,800 GB, not ml.g5.xlarge's 250 GB."""
-    with pytest.raises(PropsError, match=r"instance group 'small': need .* on ml\.g5\.xlarge -- does not fit"):
+    with pytest.raises(PropsError, match=r"instance group 'small' \(ml\.g5\.xlarge\): need .* -- does not fit"):
         build(llama(instance_group="big", fallback_groups=("small",), size=gigabytes(300)), groups=GROUPS)
 
 

@@ -176,7 +176,7 @@ def test_a_refreshed_model_needs_room_for_two_versions_or_synth_fails_naming_mod
     big = {"instance_groups": [SYSTEM, GPU], "caches": {"models": [model(size_gb=ONE_BUT_NOT_TWO_GB)]}}
     message = error_of(refreshed(big, "qwen"))
     need = 2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB
-    assert (f"caches: instance group 'inference': need {need} GB, have {USABLE_GB:.0f} GB (NVMe {NVME_GB:.0f} GB "
+    assert (f"caches: instance group 'inference' (ml.g5.xlarge): need {need} GB, have {USABLE_GB:.0f} GB (NVMe {NVME_GB:.0f} GB "
             f"less {HEADROOM} % headroom); weights {2 * ONE_BUT_NOT_TWO_GB} GB from models qwen "
             f"({ONE_BUT_NOT_TWO_GB} GB x 2 versions, refreshed); images {IMAGE_GB} GB -- does not fit (a refreshed "
             "model, qwen, holds its new version beside the serving one until the switch)") in message
@@ -205,7 +205,8 @@ def test_the_library_construct_reserves_two_versions_of_the_models_it_is_told_ar
 
     big = llama(size=gigabytes(ONE_BUT_NOT_TWO_GB))
     build(big)
-    with pytest.raises(PropsError, match=rf"instance group 'inference': need {2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB} GB.*"
+    with pytest.raises(PropsError, match=rf"instance group 'inference' \(ml\.g5\.xlarge\): "
+                                         rf"need {2 * ONE_BUT_NOT_TWO_GB + IMAGE_GB} GB.*"
                                          rf"llama \({ONE_BUT_NOT_TWO_GB} GB x 2 versions, refreshed\)"):
         build(big, refreshed=["llama"])
     with pytest.raises(PropsError, match=r"refreshed = qwen -- not a model of models; allowed: llama"):

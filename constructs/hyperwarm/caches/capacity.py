@@ -89,9 +89,13 @@ def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequenc
     ``instance_types`` gives it)."""
     usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent) for g in nvme_gb]
     kinds = instance_types or {}
-    return [f"caches: {u.describe()}{f' on {kinds[u.group]}' if u.group in kinds else ''} -- does not fit"
-            f"{_why_two(u)}; use a larger instance type, fewer or smaller models, or a lower nvme_headroom_percent"
-            for u in usages if not u.fits]
+
+    def named(u: GroupUsage) -> str:
+        group = f"instance group {u.group!r}"
+        return u.describe().replace(f"{group}:", f"{group} ({kinds[u.group]}):", 1) if u.group in kinds else u.describe()
+
+    return [f"caches: {named(u)} -- does not fit{_why_two(u)}; use a larger instance type, fewer or smaller models, "
+            "or a lower nvme_headroom_percent" for u in usages if not u.fits]
 
 
 def _why_two(usage: GroupUsage) -> str:
