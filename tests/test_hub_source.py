@@ -361,6 +361,42 @@ def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeyp
     assert deleted[0] == "SUCCESS"
 
 
+def test_a_rollback_update_before_its_secret_is_back_succeeds_but_a_create_fails(kube, monkeypatch, capsys):
+    """CloudFormation rolls back a failed deploy that removed a gated model with an Update carrying the old token
+    list, possibly before the old Secret is applied again: answering FAILED would leave UPDATE_ROLLBACK_FAILED."""
+    kube.objects.clear()
+    kube.add(empty_secret("llama-hub-token"))  # "removed-hub-token" is not back yet
+    answers: list[tuple[str, str]] = []
+    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
+             "PhysicalResourceId": "hub-token-sync-HubTokens", "ResponseURL": "https://example.invalid/"}
+    tokens = {"llama-hub-token": "hub/plain", "removed-hub-token": "hub/deleted-with-the-model"}
+    with aws(kube, monkeypatch, tokens) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_kept")
+        handler.lambda_handler(event, None)
+        handler.lambda_handler({**event, "RequestType": "Create"}, None)
+        with pytest.raises(handler.SyncError, match="GET Secret removed-hub-token: HTTP 404"):
+            handler.lambda_handler({}, None)  # the scheduled run still counts it as an error
+    (status, reason), (created, create_reason) = answers
+    assert status == "SUCCESS" and "copied 1 Hub token(s)" in reason and "skipped removed-hub-token" in reason
+    assert stored_token(kube, "llama-hub-token") == "hf_kept"  # the Secrets there are still filled
+    assert created == "FAILED" and "GET Secret removed-hub-token: HTTP 404" in create_reason
+    assert '"missing": ["removed-hub-token"]' in capsys.readouterr().out
+
+
+def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kube, monkeypatch):
+    kube.objects.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    answers: list[tuple[str, str]] = []
+    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
+             "ResponseURL": "https://example.invalid/"}
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):
+        handler.lambda_handler(event, None)
+    ((status, reason),) = answers
+    assert status == "FAILED" and "Secret llama-hub-token from hub/missing: ResourceNotFoundException" in reason
+
+
 @pytest.mark.parametrize("text", ["", "  ", '{"token": ""}', '{"other": "x"}'])
 def test_an_empty_or_keyless_secret_is_refused(text: str) -> None:
     with pytest.raises(handler.SyncError, match="hub/x"):
