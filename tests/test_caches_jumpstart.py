@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from typing import Any
 
@@ -251,6 +252,34 @@ def test_a_gated_model_downloads_with_a_role_scoped_to_its_hub_content() -> None
     assert "StringLike" in trust and "sagemaker.amazonaws.com" in trust
     assert hub_content_arns(JumpStartModelSource(MODEL_ID, VERSION), "aws", "us-west-2")[1].endswith(
         f"/Model/{MODEL_ID}/*")
+
+
+GATED_MODEL_ACCESS = {
+    "Sid": "CreatePresignedUrlAccess", "Effect": "Allow", "Action": ["sagemaker:CreateHubContentPresignedUrls"],
+    "Resource": ["arn:aws:sagemaker:*:*:hub/SageMakerPublicHub",
+                 "arn:aws:sagemaker:*:*:hub-content/SageMakerPublicHub/*/*"],
+    "Condition": {"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}}}
+"""AWS's AmazonSageMakerHyperPodGatedModelAccess, v3 (default since 2026-02-12), as the AWS Managed Policy Reference
+Guide prints it (https://docs.aws.amazon.com/aws-managed-policy/latest/reference/
+AmazonSageMakerHyperPodGatedModelAccess.html)."""
+
+
+def test_the_gated_role_is_aws_gated_model_access_narrowed_to_the_model_and_nothing_else() -> None:
+    """Same statement as AWS's (action, effect, the aws:ResourceAccount condition exactly as AWS writes it), on a
+    subset of its resources: what AWS grants every gated download, for one model."""
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    gated_download_role(stack, "Gated", issuer_url="https://oidc.eks.us-west-2.amazonaws.com/id/ABC",
+                        namespace="models", sources=[JumpStartModelSource(MODEL_ID, VERSION, True, True)])
+    (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
+    (statement,) = stack.resolve(policy["Properties"]["PolicyDocument"]["Statement"])
+    assert {k: statement[k] for k in ("Sid", "Effect", "Condition")} == {
+        k: GATED_MODEL_ACCESS[k] for k in ("Sid", "Effect", "Condition")}
+    assert [statement["Action"]] == GATED_MODEL_ACCESS["Action"]
+    resources = ["".join(part if isinstance(part, str) else "aws" for part in r["Fn::Join"][1])
+                 for r in statement["Resource"]]
+    assert resources and all(any(fnmatch.fnmatchcase(r, aws) for aws in GATED_MODEL_ACCESS["Resource"])
+                             for r in resources), resources
+    assert "SageMakerPublicHub/Model/" + MODEL_ID in resources[0]  # narrowed to the one model
 
 
 def test_a_gated_model_on_a_cluster_without_its_oidc_issuer_fails_synth() -> None:

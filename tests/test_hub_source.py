@@ -219,6 +219,8 @@ def test_the_sync_function_may_only_get_and_patch_the_named_secrets_after_the_mo
     copy = template.find_resources("Custom::HubTokenSync")
     ((copy_id, resource),) = copy.items()
     assert rbac_id in resource["DependsOn"]
+    # the documented window: the endpoints naming the Secrets are applied with them, before the first copy
+    assert copy_id not in template.to_json()["Resources"][manifest_id].get("DependsOn", [])
     assert resource["Properties"]["Tokens"] == {"llama-hub-token": "hyperwarm/hub-token",
                                                 "other-hub-token": "hyperwarm/hub-token"}
     env = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp(

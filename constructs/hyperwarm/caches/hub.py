@@ -32,6 +32,17 @@ so the Kubernetes Secret holds a rotated token within one interval; kubelet reso
 the init container, so every pod started after that (a scale-out, a replaced node, a retried download) uses it.
 Running pods hold their weights already and need no token. Rotate by adding the new Hub token first and revoking
 the old one after an interval has passed.
+
+The first copy comes after the Secret exists, so a new gated model waits for it: its Secret and the
+``InferenceEndpointConfig`` naming it are in the models' one ``KubernetesManifest`` with the namespace, and the
+deploy-time copy runs after that manifest (and the function's RBAC). Until the copy ends (it answers within the
+function's one-minute timeout; a token it cannot copy fails the deploy), the Secret has no ``token`` key: a pod the
+operator starts meanwhile cannot create its download init container (kubelet reports CreateContainerConfigError,
+since the ``secretKeyRef`` names a missing key) and kubelet retries it, so the download starts once the key is
+there. Only a model whose Secret is new waits; a deployed model's Secret stays filled across deploys. The Secrets
+are not applied in a manifest of their own ahead of the models: the namespace they need is in the models' manifest,
+and moving it (or the endpoints) to another manifest would let ``kubectl apply --prune`` or the cleanup of a rolled
+back deploy delete it, with every model in it.
 """
 
 from __future__ import annotations
@@ -138,7 +149,8 @@ class HubTokenSyncProps:
     """How often the tokens are copied again (rotation reaches the cluster within one interval; 1..60 minutes).
     Default: 5 minutes."""
     after: Sequence[Construct] = ()
-    """What renders the Secrets (the models' manifest): the RBAC and the first copy come after it. Default: none."""
+    """What renders the Secrets (the models' manifest): the RBAC and the first copy come after it, so until that copy
+    a pod needing a new Secret waits (see the module). Default: none."""
     fingerprint: str = ""
     """Changes whenever the rendered Secrets do, so the deploy-time copy runs again. Default: none."""
 

@@ -52,6 +52,15 @@ That file is all the SDK carries offline: its catalogue, ``models_manifest.json`
 GATED_SERVICE_ACCOUNT = "hyperpod-inference-service-account*"
 """The service accounts AWS's gated-model role trusts (the setup guide's trust policy)."""
 DEFAULT_PORT = 8080
+GATED_CONDITION = {"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}}
+"""The condition of AWS's ``AmazonSageMakerHyperPodGatedModelAccess`` (v3, the default version since 2026-02-12,
+https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonSageMakerHyperPodGatedModelAccess.html),
+kept as AWS wrote it. Public hub content ARNs may name the account ``aws`` (the API's ARN pattern: a 12-digit
+account or ``aws``), and IAM warns that ``aws:ResourceAccount`` in an identity policy can block resources in
+accounts a service owns
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/resource_examples_iam_policies_resource_account.html); but the
+policy AWS publishes for exactly this grant, on ``SageMakerPublicHub`` content only, keeps the condition, and
+hyperwarm grants no more than it. Should AWS change its policy, follow it here."""
 
 
 def is_jumpstart(model: CachedModelProps) -> bool:
@@ -169,10 +178,10 @@ def gated_download_role(scope: Construct, id: str, *, issuer_url: str, namespace
     resources = sorted({arn for s in sources for arn in hub_content_arns(s, stack.partition, stack.region)})
     role.add_to_policy(iam.PolicyStatement(
         sid="CreatePresignedUrlAccess", actions=["sagemaker:CreateHubContentPresignedUrls"], resources=resources,
-        conditions={"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}}))
+        conditions=GATED_CONDITION))
     acknowledge(role, "presigned URLs of the gated models' hub content, every version (a refresh moves the "
-                "version); the public hub's account is AWS's, checked by the aws:ResourceAccount condition as "
-                "AmazonSageMakerHyperPodGatedModelAccess does",
+                "version), in any account of the ARN (public hub content is AWS's), limited by the same "
+                "aws:ResourceAccount condition as AmazonSageMakerHyperPodGatedModelAccess v3",
                 *(f"IAM5[Resource::{finding_text(scope, arn)}]" for arn in resources if "*" in arn))
     return role
 
