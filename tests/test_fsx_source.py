@@ -155,17 +155,27 @@ def test_the_model_server_loads_the_mounted_directory() -> None:
 
 # The network path -----------------------------------------------------------------------------------------------
 
-def test_the_file_systems_group_admits_the_nodes_on_lustres_ports_once_per_file_system() -> None:
+NODES = "sg-0123456789abcdef0"  # the cluster's node group (test_cached_models)
+LUSTRE = [(988, 988), (1018, 1023)]
+
+
+def _by_direction(rules: Any) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """(group, source) -> the TCP port ranges one admits from the other."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for rule in rules:
+        props = rule["Properties"]
+        assert props["IpProtocol"] == "tcp" and rule["Metadata"][FILE_SYSTEM_METADATA] == FS
+        found.setdefault((props["GroupId"], props["SourceSecurityGroupId"]), []).append(
+            (props["FromPort"], props["ToPort"]))
+    return {key: sorted(ranges) for key, ranges in found.items()}
+
+
+def test_lustres_ports_open_both_ways_between_nodes_and_file_servers_once_per_file_system() -> None:
+    """The file system's group admits the nodes, and the nodes' group admits the file servers: Lustre's clients
+    take connections from the servers too (AWS's "Lustre client VPC security group rules")."""
     caches = build(llama(source=fsx()), llama(name="qwen", source=fsx(version="v2")))
-    template = Template.from_stack(cdk.Stack.of(caches))
-    rules = template.find_resources("AWS::EC2::SecurityGroupIngress")
-    assert sorted((r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in rules.values()) == \
-        [(988, 988), (1018, 1023)]
-    for rule in rules.values():
-        assert rule["Properties"]["GroupId"] == SG
-        assert rule["Properties"]["IpProtocol"] == "tcp"
-        assert rule["Properties"]["SourceSecurityGroupId"] == "sg-0123456789abcdef0"  # the cluster's node group
-        assert rule["Metadata"][FILE_SYSTEM_METADATA] == FS
+    rules = Template.from_stack(cdk.Stack.of(caches)).find_resources("AWS::EC2::SecurityGroupIngress")
+    assert _by_direction(rules.values()) == {(SG, NODES): LUSTRE, (NODES, SG): LUSTRE}
 
 
 def test_s3_models_open_nothing() -> None:
@@ -236,9 +246,12 @@ def test_plan_cache_prints_the_fsx_rate(monkeypatch, tmp_path, project_context, 
 
 def test_staging_serves_a_model_from_fsx_and_the_synthesized_stack_opens_its_file_system(synthesized) -> None:
     caches = synthesized.template("hyperwarm-staging-caches")
-    rules = [r for r in caches["Resources"].values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
-    assert sorted((r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in rules) == [(988, 988), (1018, 1023)]
-    assert all(r["Metadata"][FILE_SYSTEM_METADATA] == FS and r["Properties"]["GroupId"] == "sg-0123456789abcdef0"
-               for r in rules)
-    # The source is the node security group the cluster stack creates (exported to the caches stack).
-    assert all("ClusterSecurityGroup" in json.dumps(r["Properties"]["SourceSecurityGroupId"]) for r in rules)
+    rules = [r for r in caches["Resources"].values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+             and FILE_SYSTEM_METADATA in r.get("Metadata", {})]
+    # The node security group the cluster stack creates is exported to the caches stack.
+    nodes = {json.dumps(r["Properties"][key]) for r in rules for key in ("GroupId", "SourceSecurityGroupId")
+             if "ClusterSecurityGroup" in json.dumps(r["Properties"][key])}
+    (node_group,) = nodes
+    by_direction = _by_direction([{**r, "Properties": {k: json.dumps(v) if isinstance(v, dict) else v
+                                                       for k, v in r["Properties"].items()}} for r in rules])
+    assert by_direction == {("sg-0123456789abcdef0", node_group): LUSTRE, (node_group, "sg-0123456789abcdef0"): LUSTRE}
