@@ -22,12 +22,13 @@ read rate of its cold start.
 - The VPC: :func:`vpc_problems` compares a source's ``vpc_id`` with the cluster's VPC where both are known at synth
   (an existing VPC named by id or found by ``Vpc.from_lookup``); FSx has no CDK context lookup, so the file
   system's own VPC is known only when given.
-- The read rate: :func:`per_node_gbps`.
+- The read rate: :func:`per_node_gbps`, the file system's throughput shared by every node reading it at once
+  (:func:`file_system_readers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hyperwarm.caches.sources import FsxModelSource
@@ -104,6 +105,24 @@ def throughput_mb_s(source: FsxModelSource) -> float:
     lower: PERSISTENT_2 125/250/500/1000 MB/s against network 320/640/1300/2600, SCRATCH_2 200 against 200
     (:data:`PERFORMANCE_DOCS`). Burst credits (disk up to 500 MB/s per TiB at 125 and 250) are not counted."""
     return source.storage_capacity_gib / 1024 * source.per_unit_storage_throughput
+
+
+def readers(model: CachedModelProps, group_nodes: Mapping[str, int]) -> int:
+    """Nodes that read ``model`` at once: its ``max_replicas`` pods, or, with its weights cached, every node of its
+    listed groups (``group_nodes``: group -> node count), whichever is more: the operator fills the weights cache
+    of every node of the groups, not only of the nodes its pods land on."""
+    nodes = sum(group_nodes.get(g, 0) for g in model.instance_groups) if model.weights_cached else 0
+    return max(model.max_replicas, nodes)
+
+
+def file_system_readers(models: Sequence[CachedModelProps], group_nodes: Mapping[str, int]) -> dict[str, int]:
+    """File system id -> nodes reading it at once: :func:`readers` summed over the models it serves (their
+    caches fill together at a deploy)."""
+    total: dict[str, int] = {}
+    for model in models:
+        if isinstance(model.source, FsxModelSource):
+            total[model.source.file_system_id] = total.get(model.source.file_system_id, 0) + readers(model, group_nodes)
+    return total
 
 
 def per_node_gbps(source: FsxModelSource, readers: int) -> float:
