@@ -31,7 +31,8 @@ def chart_props(env_name: str, config: EnvironmentConfig,
         labels=environment_labels(env_name),
         group_taints={g.name: tuple(g.to_spec().taints) for g in config.instance_groups},
         filler_image=config.caches.filler_image, nvme_headroom_percent=config.caches.nvme_headroom_percent,
-        instance_types={g.name: g.instance_type for g in config.instance_groups})
+        instance_types={g.name: g.instance_type for g in config.instance_groups},
+        group_nodes={g.name: g.instance_count for g in config.instance_groups})
 
 
 def build_chart(env_name: str, config: EnvironmentConfig,

@@ -24,6 +24,7 @@ node replaced, a spot interruption of K pods; each with the dashboard's names (`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -47,7 +48,7 @@ from hyperwarm.caches.cold_start import (
     StartBreakdown,
 )
 from hyperwarm.caches.events import EVENTS, EventForecast, RefreshForecast
-from hyperwarm.caches.fsx import PERFORMANCE_DOCS, rate_basis
+from hyperwarm.caches.fsx import PERFORMANCE_DOCS, file_system_readers, rate_basis, readers
 from hyperwarm.caches.placement import footprint
 from hyperwarm.caches.props import CachedModelProps
 from hyperwarm.caches.sources import FsxModelSource
@@ -116,8 +117,16 @@ def default_scale_out(model: CachedModelProps) -> int:
     return model.max_replicas - model.replicas if model.autoscaling else DEFAULT_SCALE_OUT
 
 
+def with_fsx_readers(cold_start: ColdStart, config: EnvironmentConfig) -> ColdStart:
+    """``cold_start`` with the environment's FSx readers: every model on a file system, every node of a cached
+    model's groups (:func:`hyperwarm.caches.fsx.file_system_readers`), as the startup probes are sized."""
+    nodes = {g.name: g.instance_count for g in config.instance_groups}
+    return dataclasses.replace(cold_start, fsx_readers=file_system_readers(config.caches.models, nodes))
+
+
 def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int | None,
                prewarmed: int | None, scenarios: Scenarios = Scenarios()) -> ModelPlan:
+    cold_start = with_fsx_readers(cold_start, config)
     cold, warm, fill = cold_start.cold_s(model), cold_start.warm_s(model), cold_start.fill_s(model)
     group = config.instance_group(model.instance_group)
     if prewarmed is None:
@@ -146,14 +155,19 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      cache_events.scale_out(prewarmed + 1, prewarmed, model.replicas, cold, warm, fill),
                      (scaling.min_replicas, scaling.max_replicas) if scaling else None,
                      tuple(forecasts[event]() for event in scenarios.events),
-                     source=model.source.kind, rate_gbps=cold_start.rate_gbps(model), rate_basis=_rate_basis(model))
+                     source=model.source.kind, rate_gbps=cold_start.rate_gbps(model),
+                     rate_basis=_rate_basis(model, cold_start, {g.name: g.instance_count for g in config.instance_groups}))
 
 
-def _rate_basis(model: CachedModelProps) -> str:
-    if isinstance(model.source, FsxModelSource):
-        return (f"{rate_basis(model.source, model.max_replicas)} (its max_replicas load at once; disk baseline "
-                f"per TiB: {PERFORMANCE_DOCS})")
-    return ""
+def _rate_basis(model: CachedModelProps, cold_start: ColdStart, group_nodes: dict[str, int]) -> str:
+    if not isinstance(model.source, FsxModelSource):
+        return ""
+    own, total = readers(model, group_nodes), cold_start.fsx_reader_count(model)
+    why = (f"the operator fills the weights cache of every node of {', '.join(model.instance_groups)} at once"
+           if own > model.max_replicas else "its max_replicas load at once")
+    if total > own:
+        why += f", beside {total - own} node read(s) of the other models on this file system"
+    return f"{rate_basis(model.source, total)} ({why}; disk baseline per TiB: {PERFORMANCE_DOCS})"
 
 
 def plan(config: EnvironmentConfig, cold_start: ColdStart = ColdStart(), scale_out: int | None = None,

@@ -122,3 +122,44 @@ def test_a_jumpstart_model_names_one_instance_type_so_it_takes_no_fallback_group
     with pytest.raises(PropsError, match=r"fallback_groups = \['small'\] -- a JumpStartModel names one instance type"):
         CachedModelProps(name="js", source=JumpStartModelSource("deepseek-llm-r1-distill-qwen-1-5b", "2.0.4"),
                          size=gigabytes(4), instance_group="big", fallback_groups=("small",))
+
+
+# Capacity: a fallback group adds nodes ------------------------------------------------------------------------------
+
+def _staging_with_spare(project_context, replicas: int, spare_count: int = 1) -> dict[str, Any]:
+    """staging plus a group ``spare`` (ml.g6e.xlarge: 1 GPU, 4 vCPUs, 32 GiB), its Hub model at ``replicas`` with
+    ``spare`` as fallback, sized to fit a spare node."""
+    env = json.loads(json.dumps(project_context["environments"]["staging"]))
+    env["instance_groups"].append({"name": "spare", "instance_type": "ml.g6e.xlarge", "instance_count": spare_count,
+                                   "holds_caches": True, "threads_per_core": 2})
+    (hub,) = [m for m in env["caches"]["models"] if m["name"] == "qwen2-5-7b-hub"]
+    hub.update(replicas=replicas, fallback_groups=["spare"], resources={"gpus": 1, "cpu": "2", "memory": "16Gi"})
+    return env
+
+
+def test_a_fallback_group_adds_its_nodes_to_the_preferred_groups(project_context) -> None:
+    """Two replicas and a 1-GPU spare node: the replicas go to the preferred group's nodes first, not all of them
+    to every listed group (which failed with "instance group 'spare' ...: gpus per node: need 2 GPU(s), have 1")."""
+    parse_environment("staging", _staging_with_spare(project_context, replicas=2))
+    # staging's two ml.g6e.12xlarge have 8 GPUs, 3 left beside its other models: the fourth pod on the spare node.
+    parse_environment("staging", _staging_with_spare(project_context, replicas=4))
+
+
+def test_a_pod_too_large_for_a_fallback_groups_node_fails_naming_the_group(project_context) -> None:
+    env = _staging_with_spare(project_context, replicas=1)
+    (hub,) = [m for m in env["caches"]["models"] if m["name"] == "qwen2-5-7b-hub"]
+    hub["resources"]["memory"] = "64Gi"
+    with pytest.raises(ConfigError, match=r"instance group 'spare' \(ml\.g6e\.xlarge x 1, ThreadsPerCore 2\): memory "
+                                          r"per node: need 64\.6 GiB, have 31\.5 GiB"):
+        parse_environment("staging", env)
+
+
+def test_replicas_the_listed_groups_cannot_hold_together_fail_naming_the_groups(project_context) -> None:
+    """The Hub model's 5 replicas: 3 GPUs left on staging's two ml.g6e.12xlarge beside its other models (llama-3-1-8b
+    2 x 1, qwen2-5-32b 1 x 2, mistral-7b-fsx 1), 1 on the spare node: room for 4."""
+    with pytest.raises(ConfigError) as info:
+        parse_environment("staging", _staging_with_spare(project_context, replicas=5))
+    message = " ".join(str(info.value).split())
+    assert ("model qwen2-5-7b-hub: 5 pods on instance group 'inference-g6e' (ml.g6e.12xlarge x 2, ThreadsPerCore 2), "
+            "instance group 'spare' (ml.g6e.xlarge x 1, ThreadsPerCore 2) together: room for 4 ") in message
+    assert "add nodes to these groups, another fallback group, or fewer replicas" in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 import aws_cdk as cdk
@@ -16,8 +17,9 @@ from test_caches_config import environment, model, problems
 from test_caches_manifests import crd_errors
 
 from hyperwarm import cli
-from hyperwarm.caches import ColdStart, FsxModelSource, ModelSource, PropsError, gigabytes
-from hyperwarm.caches.fsx import FILE_SYSTEM_METADATA, per_node_gbps, throughput_mb_s
+from hyperwarm.caches import ColdStart, FsxModelSource, ModelSource, Probes, PropsError, gigabytes
+from hyperwarm.caches.fsx import FILE_SYSTEM_METADATA, file_system_readers, per_node_gbps, readers, throughput_mb_s
+from hyperwarm.caches.objects import startup_budget_s
 from hyperwarm.serving.settings import MODEL_DIR
 from stacks.__main__ import COMMANDS
 from stacks.config.environment import parse_environment, parse_environments
@@ -155,17 +157,27 @@ def test_the_model_server_loads_the_mounted_directory() -> None:
 
 # The network path -----------------------------------------------------------------------------------------------
 
-def test_the_file_systems_group_admits_the_nodes_on_lustres_ports_once_per_file_system() -> None:
+NODES = "sg-0123456789abcdef0"  # the cluster's node group (test_cached_models)
+LUSTRE = [(988, 988), (1018, 1023)]
+
+
+def _by_direction(rules: Any) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """(group, source) -> the TCP port ranges one admits from the other."""
+    found: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for rule in rules:
+        props = rule["Properties"]
+        assert props["IpProtocol"] == "tcp" and rule["Metadata"][FILE_SYSTEM_METADATA] == FS
+        found.setdefault((props["GroupId"], props["SourceSecurityGroupId"]), []).append(
+            (props["FromPort"], props["ToPort"]))
+    return {key: sorted(ranges) for key, ranges in found.items()}
+
+
+def test_lustres_ports_open_both_ways_between_nodes_and_file_servers_once_per_file_system() -> None:
+    """The file system's group admits the nodes, and the nodes' group admits the file servers: Lustre's clients
+    take connections from the servers too (AWS's "Lustre client VPC security group rules")."""
     caches = build(llama(source=fsx()), llama(name="qwen", source=fsx(version="v2")))
-    template = Template.from_stack(cdk.Stack.of(caches))
-    rules = template.find_resources("AWS::EC2::SecurityGroupIngress")
-    assert sorted((r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in rules.values()) == \
-        [(988, 988), (1018, 1023)]
-    for rule in rules.values():
-        assert rule["Properties"]["GroupId"] == SG
-        assert rule["Properties"]["IpProtocol"] == "tcp"
-        assert rule["Properties"]["SourceSecurityGroupId"] == "sg-0123456789abcdef0"  # the cluster's node group
-        assert rule["Metadata"][FILE_SYSTEM_METADATA] == FS
+    rules = Template.from_stack(cdk.Stack.of(caches)).find_resources("AWS::EC2::SecurityGroupIngress")
+    assert _by_direction(rules.values()) == {(SG, NODES): LUSTRE, (NODES, SG): LUSTRE}
 
 
 def test_s3_models_open_nothing() -> None:
@@ -211,16 +223,59 @@ def test_cold_start_downloads_an_fsx_model_at_its_file_systems_rate_and_s3_at_th
     assert cold_start.cold_s(faster) < cold_start.cold_s(on_fsx)
 
 
+def test_the_readers_are_every_node_the_operator_fills_and_every_model_on_the_file_system() -> None:
+    """With the weights cached (the operator's cache, the default) every node of the listed groups reads the model
+    at a deploy, not only its replicas; models on one file system read it together."""
+    nodes = {"inference": 4, "spare": 2}
+    one = llama(source=fsx(), replicas=1, instance_group="inference")
+    assert readers(one, nodes) == 4
+    assert readers(dataclasses.replace(one, fallback_groups=("spare",)), nodes) == 6
+    assert readers(dataclasses.replace(one, replicas=9), nodes) == 9  # more pods than nodes: the pods
+    assert readers(dataclasses.replace(one, weights_cache="off"), nodes) == 1  # no cache: only the pods read
+    other = llama(name="qwen", source=fsx(version="v2"), replicas=1, instance_group="inference")
+    elsewhere = llama(name="mistral", source=fsx(file_system_id="fs-0aaaaaaaaaaaaaaaa"), instance_group="inference")
+    on_s3 = llama(name="s3", instance_group="inference")
+    assert file_system_readers([one, other, elsewhere, on_s3], nodes) == {FS: 8, "fs-0aaaaaaaaaaaaaaaa": 4}
+    cold_start = ColdStart(fsx_readers=file_system_readers([one, other], nodes))
+    assert cold_start.rate_gbps(one) == pytest.approx(per_node_gbps(one.source, 8))
+
+
+def test_the_startup_probe_allows_for_every_node_of_the_group_reading_the_file_system() -> None:
+    """test_cached_models' group has 2 nodes: a 1-replica FSx model's budget is that of 2 readers."""
+    model = llama(source=fsx(), size=gigabytes(100), replicas=1, probes=Probes())
+    threshold = endpoint_of(build(model))["spec"]["worker"]["probes"]["startupProbe"]["failureThreshold"]
+    assert threshold == math.ceil(startup_budget_s(model, ColdStart(fsx_readers={FS: 2})) / 10)
+    assert threshold > math.ceil(startup_budget_s(model) / 10)  # the model's own max_replicas: 1 reader
+    both = endpoint_of(build(model, dataclasses.replace(model, name="qwen")))
+    assert both["spec"]["worker"]["probes"]["startupProbe"]["failureThreshold"] == \
+        math.ceil(startup_budget_s(model, ColdStart(fsx_readers={FS: 4})) / 10)
+
+
 def test_the_planner_shows_the_fsx_rate_and_how_it_came_about(project_context) -> None:
+    """staging's FSx model: 1 replica on the 2 nodes of inference-g6e, both filled by the operator."""
     staging = parse_environments(project_context["environments"])["staging"]
     on_fsx = next(m for m in staging.caches.models if isinstance(m.source, FsxModelSource))
     plan = plan_model(on_fsx, staging, ColdStart(), None, None, Scenarios(events=()))
-    assert plan.rate_gbps == pytest.approx(per_node_gbps(on_fsx.source, on_fsx.max_replicas))
+    assert plan.rate_gbps == pytest.approx(per_node_gbps(on_fsx.source, 2))
     assert plan.rate_basis.startswith(f"FSx {on_fsx.source.file_system_id}: 2.34 TiB x 250 MB/s/TiB = 586 MB/s "
-                                      "shared by 1 node(s) = 4.7 Gbit/s per node")
+                                      "shared by 2 node(s) = 2.3 Gbit/s per node (the operator fills the weights "
+                                      "cache of every node of inference-g6e at once;")
     assert "https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html" in plan.rate_basis
     on_s3 = next(m for m in staging.caches.models if isinstance(m.source, ModelSource))
     assert plan_model(on_s3, staging, ColdStart(), None, None, Scenarios(events=())).rate_basis == ""
+
+
+def test_the_planner_adds_up_the_models_on_one_file_system(project_context) -> None:
+    env = json.loads(json.dumps(project_context["environments"]["staging"]))
+    (fsx_model,) = [m for m in env["caches"]["models"] if "file_system_id" in m["source"]]
+    env["caches"]["models"] = [m for m in env["caches"]["models"] if m is not fsx_model] + [
+        fsx_model, {**fsx_model, "name": "mistral-7b-fsx-2", "source": {**fsx_model["source"], "version": "v2"}}]
+    staging = parse_environment("staging", env)
+    on_fsx = next(m for m in staging.caches.models if m.name == "mistral-7b-fsx")
+    plan = plan_model(on_fsx, staging, ColdStart(), None, None, Scenarios(events=()))
+    assert plan.rate_gbps == pytest.approx(per_node_gbps(on_fsx.source, 4))
+    assert "shared by 4 node(s)" in plan.rate_basis
+    assert "beside 2 node read(s) of the other models on this file system" in plan.rate_basis
 
 
 def test_plan_cache_prints_the_fsx_rate(monkeypatch, tmp_path, project_context, capsys) -> None:
@@ -228,17 +283,20 @@ def test_plan_cache_prints_the_fsx_rate(monkeypatch, tmp_path, project_context, 
     monkeypatch.chdir(tmp_path)
     assert cli.main(["plan", "cache", "--env", "staging"], commands=COMMANDS, prog="python -m stacks") == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert f"mistral-7b-fsx: weights from FSx {FS}: 2.34 TiB x 250 MB/s/TiB = 586 MB/s shared by 1 node(s) = " \
-           "4.7 Gbit/s per node" in out
+    assert f"mistral-7b-fsx: weights from FSx {FS}: 2.34 TiB x 250 MB/s/TiB = 586 MB/s shared by 2 node(s) = " \
+           "2.3 Gbit/s per node" in out
 
 
 # The example ------------------------------------------------------------------------------------------------------
 
 def test_staging_serves_a_model_from_fsx_and_the_synthesized_stack_opens_its_file_system(synthesized) -> None:
     caches = synthesized.template("hyperwarm-staging-caches")
-    rules = [r for r in caches["Resources"].values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
-    assert sorted((r["Properties"]["FromPort"], r["Properties"]["ToPort"]) for r in rules) == [(988, 988), (1018, 1023)]
-    assert all(r["Metadata"][FILE_SYSTEM_METADATA] == FS and r["Properties"]["GroupId"] == "sg-0123456789abcdef0"
-               for r in rules)
-    # The source is the node security group the cluster stack creates (exported to the caches stack).
-    assert all("ClusterSecurityGroup" in json.dumps(r["Properties"]["SourceSecurityGroupId"]) for r in rules)
+    rules = [r for r in caches["Resources"].values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+             and FILE_SYSTEM_METADATA in r.get("Metadata", {})]
+    # The node security group the cluster stack creates is exported to the caches stack.
+    nodes = {json.dumps(r["Properties"][key]) for r in rules for key in ("GroupId", "SourceSecurityGroupId")
+             if "ClusterSecurityGroup" in json.dumps(r["Properties"][key])}
+    (node_group,) = nodes
+    by_direction = _by_direction([{**r, "Properties": {k: json.dumps(v) if isinstance(v, dict) else v
+                                                       for k, v in r["Properties"].items()}} for r in rules])
+    assert by_direction == {("sg-0123456789abcdef0", node_group): LUSTRE, (node_group, "sg-0123456789abcdef0"): LUSTRE}

@@ -120,6 +120,51 @@ def test_daemonsets_only_count_on_the_types_they_select() -> None:
         "or smaller cpu requests"]
 
 
+BIG, SMALL = NodeGroup("big", "ml.g5.12xlarge", 1), NodeGroup("small", "ml.g5.xlarge", 2)  # 4 GPUs; 2 x 1 GPU
+
+
+def spread(replicas: int, **requests: object) -> Workload:
+    """A model on ``big`` with ``small`` as its fallback group."""
+    return Workload("model m", pod(**{"cpu": "1", "memory": "4Gi", "gpus": 1, **requests}),  # type: ignore[arg-type]
+                    replicas=replicas, groups=frozenset({"big", "small"}), preference=("big", "small"))
+
+
+def test_a_workload_over_several_groups_spreads_its_replicas_over_their_nodes() -> None:
+    """6 replicas of a 1-GPU pod: 4 on the big node, 1 on each small node; not 6 on every group."""
+    assert node_problems([BIG, SMALL], [spread(6)]) == []
+    (problem,) = node_problems([BIG, SMALL], [spread(7)])
+    assert problem == ("model m: 7 pods on instance group 'big' (ml.g5.12xlarge x 1, ThreadsPerCore 1), instance "
+                       "group 'small' (ml.g5.xlarge x 2, ThreadsPerCore 1) together: room for 6 beside their other "
+                       "pods (a pod: 1 vCPU, 4 GiB, 1 GPU(s)) -- add nodes to these groups, another fallback group, "
+                       "or fewer replicas")
+
+
+def test_the_spread_pods_fill_what_the_groups_own_pods_leave() -> None:
+    own = Workload("model own", pod("1", "4Gi", 1), replicas=3, groups=frozenset({"big"}))
+    assert node_problems([BIG, SMALL], [own, spread(3)]) == []
+    (problem,) = node_problems([BIG, SMALL], [own, spread(4)])
+    assert problem.startswith("model m: 4 pods on ") and "room for 3 " in problem
+
+
+def test_one_pod_of_a_workload_over_several_groups_must_fit_a_node_of_each() -> None:
+    """2 GPUs fit the big node, not a small one: however few the replicas, the small group is named."""
+    (problem, *_) = node_problems([BIG, SMALL], [spread(1, gpus=2)])
+    assert problem.startswith("instance group 'small' (ml.g5.xlarge x 2, ThreadsPerCore 1): gpus per node: need 2 "
+                              "GPU(s), have 1 GPU(s) (model m (1 pod) 2 GPU(s))")
+
+
+def test_the_groups_order_of_preference_is_read_from_the_objects() -> None:
+    from test_cached_models import build, llama
+
+    from hyperwarm.cluster.instance_group import InstanceGroupSpec
+
+    groups = [InstanceGroupSpec("system", "ml.c5.4xlarge"), InstanceGroupSpec("small", "ml.g5.xlarge", holds_caches=True),
+              InstanceGroupSpec("big", "ml.g5.12xlarge", holds_caches=True)]
+    objects = build(llama(instance_group="big", fallback_groups=("small",), replicas=5), groups=groups).objects
+    (served,) = [w for w in workloads_from_objects(objects) if w.name == "model llama"]
+    assert (served.groups, served.preference, served.replicas) == (frozenset({"big", "small"}), ("big", "small"), 5)
+
+
 @pytest.mark.parametrize("quantity, millis", [("500m", 500), ("2", 2000), ("0.5", 500), (1, 1000)])
 def test_cpu_quantities(quantity, millis) -> None:
     assert parse_cpu_m(quantity) == millis

@@ -3,6 +3,7 @@ Lustre's ports."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -41,14 +42,23 @@ def _covers(rule_: Mapping[str, Any], low: int, high: int) -> bool:
                                 and high <= int(rule_.get("ToPort", -1)))
 
 
-def _open_from(assembly: Assembly, file_system: str, nodes: set[tuple[str, str]]) -> list[tuple[int, int]]:
-    """The Lustre port ranges the file system's security group admits from one of ``nodes`` (stack, logical id of
-    a node security group), by the ingress rules marked as opening ``file_system``."""
+def _open(assembly: Assembly, file_system: str, nodes: set[tuple[str, str]]
+          ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The Lustre port ranges open (to the file system from ``nodes``, to ``nodes`` from the file system) by the
+    ingress rules marked as opening ``file_system``; ``nodes`` are (stack, logical id) of node security groups. The
+    file system's groups are those its marked rules admit the nodes to."""
     rules = [(stack, r.get("Properties", {})) for stack, _, r in assembly.resources("AWS::EC2::SecurityGroupIngress")
              if r.get("Metadata", {}).get(FILE_SYSTEM_METADATA) == file_system]
-    return [(low, high) for low, high in LUSTRE_PORTS
-            if any(_covers(props, low, high) and assembly.referenced(stack, props.get("SourceSecurityGroupId")) in nodes
-                   for stack, props in rules)]
+    to_servers = [props for stack, props in rules if assembly.referenced(stack, props.get("SourceSecurityGroupId")) in nodes]
+    servers = {json.dumps(props.get("GroupId"), sort_keys=True) for props in to_servers}
+    to_nodes = [props for stack, props in rules if assembly.referenced(stack, props.get("GroupId")) in nodes
+                and json.dumps(props.get("SourceSecurityGroupId"), sort_keys=True) in servers]
+    return ([(low, high) for low, high in LUSTRE_PORTS if any(_covers(p, low, high) for p in to_servers)],
+            [(low, high) for low, high in LUSTRE_PORTS if any(_covers(p, low, high) for p in to_nodes)])
+
+
+def _ports(ranges: list[tuple[int, int]]) -> str:
+    return " and ".join(f"{low}" if low == high else f"{low}-{high}" for low, high in ranges)
 
 
 def _egress_blocked(resources: Mapping[str, Any], group: str) -> list[tuple[int, int]]:
@@ -65,31 +75,38 @@ def _egress_blocked(resources: Mapping[str, Any], group: str) -> list[tuple[int,
             if not any(_covers(r, low, high) and r.get("CidrIp") == "0.0.0.0/0" for r in rules)]
 
 
-@rule(PORTS_RULE, source="https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html")
+@rule(PORTS_RULE, source="https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html"
+                   "#lustre-client-inbound-outbound-rules")
 def nodes_reach_file_systems(assembly: Assembly) -> Iterator[Finding]:
     """For each model read from FSx for Lustre, the file system's security group admits the cluster's node
-    security groups on TCP 988 and 1018-1023 (ingress rules marked with the file system's id, as
-    :func:`hyperwarm.caches.fsx.admit_nodes` makes them), and each node group of the template lets those ports
-    out. Without them the CSI driver's mount hangs and the pods never start."""
+    security groups on TCP 988 and 1018-1023, the node groups admit the file system's group on the same ports
+    (Lustre's connections go both ways: AWS's "Lustre client VPC security group rules"), each by ingress rules
+    marked with the file system's id as :func:`hyperwarm.caches.fsx.admit_nodes` makes them, and each node group of
+    the template lets those ports out. Without them the CSI driver's mount hangs and the pods never start."""
     for stack, model, file_system in _fsx_models(assembly):
         resources = assembly.templates[stack].get("Resources", {})
         for logical_id, cluster in _clusters(assembly, stack):
             groups = [g for g in (ref_target(s) for s in cluster.get("VpcConfig", {}).get("SecurityGroupIds", []))
                       if g is not None]
-            opened = _open_from(assembly, file_system, {(stack, g) for g in groups})
-            missing = [f"{low}" if low == high else f"{low}-{high}" for low, high in LUSTRE_PORTS
-                       if (low, high) not in opened]
+            to_servers, to_nodes = _open(assembly, file_system, {(stack, g) for g in groups})
+            missing = [r for r in LUSTRE_PORTS if r not in to_servers]
             if missing:
                 yield Finding(PORTS_RULE, stack, logical_id,
                               f"model {model} reads FSx {file_system}, whose security group admits no TCP "
-                              f"{' and '.join(missing)} from the cluster's node security groups: give the source's "
+                              f"{_ports(missing)} from the cluster's node security groups: give the source's "
                               "security_group_id (hyperwarm opens Lustre's ports on it)")
+            back = [r for r in LUSTRE_PORTS if r not in to_nodes]
+            if back and not missing:
+                yield Finding(PORTS_RULE, stack, logical_id,
+                              f"model {model} reads FSx {file_system}, but the cluster's node security groups admit "
+                              f"no TCP {_ports(back)} from the file system's security group: Lustre's file servers "
+                              "connect to their clients too (hyperwarm.caches.fsx.admit_nodes opens both ways)")
             for group in groups:
                 if resources.get(group, {}).get("Type") != "AWS::EC2::SecurityGroup":
                     continue  # an existing group: its rules are not in the assembly
                 blocked = _egress_blocked(resources, group)
                 if blocked:
-                    ports = " and ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in blocked)
+                    ports = _ports(blocked)
                     yield Finding(PORTS_RULE, stack, group,
                                   f"the nodes of cluster {logical_id} may not send TCP {ports} out, so they cannot "
                                   f"reach FSx {file_system} for model {model}: allow the Lustre ports out")

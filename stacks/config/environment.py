@@ -344,7 +344,8 @@ class EnvironmentConfig(StrictModel):
             workloads.append(Workload(
                 f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
                 requests,
-                replicas=model.max_replicas, groups=frozenset(model.instance_groups)))
+                replicas=model.max_replicas, groups=frozenset(model.instance_groups),
+                preference=model.instance_groups))
         for group, images in prepull.items():
             if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
                 workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),

@@ -92,6 +92,7 @@ class CachedModels(Construct):
             namespace=props.namespace, labels=props.labels,
             group_taints={g.name: tuple(g.taints) for g in groups}, filler_image=props.filler_image,
             nvme_headroom_percent=props.nvme_headroom_percent, instance_types=group_types(cluster.instance_groups),
+            group_nodes={name: g.instance_count for name, g in cluster.instance_groups.items()},
             jumpstart_gated_role_arn=self.jumpstart_gated_role.role_arn if self.jumpstart_gated_role else None))
         self.objects: list[dict[str, Any]] = self.chart.to_json()
         # The operator must know every field the objects use: an older one drops them without a word.

@@ -18,6 +18,8 @@ from constructs import Construct
 
 from hyperwarm._internal.extras import missing_extra
 from hyperwarm.caches import pod_security
+from hyperwarm.caches.cold_start import ColdStart
+from hyperwarm.caches.fsx import file_system_readers
 from hyperwarm.caches.hub import token_secret
 from hyperwarm.caches.jumpstart import is_jumpstart
 from hyperwarm.caches.jumpstart_objects import jumpstart_model
@@ -57,6 +59,10 @@ class CachesChartProps:
     instance_types: Mapping[str, str] = field(default_factory=dict)
     """Instance group -> its instance type, which a JumpStart model's ``server.instanceType`` names (required for
     each JumpStart model's group). Default: none."""
+    group_nodes: Mapping[str, int] = field(default_factory=dict)
+    """Instance group -> its node count: every node of a cached model's groups reads an FSx model at once (the
+    operator fills their caches), which sizes the startup probe (:func:`hyperwarm.caches.fsx.file_system_readers`).
+    Default: none (a model's ``max_replicas``)."""
     jumpstart_gated_role_arn: str | None = None
     """The role gated JumpStart models download with (``spec.model.gatedModelDownloadRole``;
     :class:`~hyperwarm.caches.CachedModels` creates it). Default: none (the add-on's own, if configured)."""
@@ -92,6 +98,7 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
         if images:
             objects.append(prepull_daemonset(group, sorted(images), namespace=ns, labels=labels,
                                              group_taints=props.group_taints.get(group, ())))
+    cold_start = ColdStart(fsx_readers=file_system_readers(props.models, props.group_nodes))
     for model in props.models:
         model_labels = {**labels, MODEL_LABEL: model.name}
         if is_jumpstart(model):
@@ -104,7 +111,7 @@ def cache_objects(props: CachesChartProps) -> list[dict[str, Any]]:
                                            gated_role_arn=props.jumpstart_gated_role_arn))
             continue
         objects.append(inference_endpoint_config(model, namespace=ns, region=props.region, labels=model_labels,
-                                                 cluster_name=props.cluster_name))
+                                                 cluster_name=props.cluster_name, cold_start=cold_start))
     # Pod Security admission at the highest level the namespace's pods meet (hyperwarm.caches.pod_security).
     objects[0]["metadata"]["labels"] = {**labels, **pod_security.labels(pod_security.enforce_level(objects[1:]))}
     return objects

@@ -32,13 +32,17 @@ The weights' download rate depends on the source (:meth:`ColdStart.rate_gbps`):
   low rate lengthens the startup probe's budget, the safe side (a probe sized for a fast download kills a pod
   whose download is merely slow). ``python -m stacks plan cache --hub-bandwidth-gbps`` replaces it.
 
+- FSx for Lustre: the file system's disk throughput shared by the nodes reading it at once
+  (:attr:`ColdStart.fsx_readers`, :mod:`hyperwarm.caches.fsx`).
+
 The startup probe of a cached model is sized from :meth:`ColdStart.cold_s`; the planner (``python -m stacks plan
 cache``) reports all of it, each part on its own (:meth:`ColdStart.breakdown`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hyperwarm._internal.constraints import in_gigabytes
@@ -97,6 +101,17 @@ class ColdStart:
     """CUDA-graph capture. Default: 60 seconds."""
     hub_bandwidth_gbps: float = HUB_BANDWIDTH_GBPS
     """Effective Hugging Face Hub download rate per node, Gbit/s (an assumption). Default: 0.5."""
+    fsx_readers: Mapping[str, int] = field(default_factory=dict, hash=False)
+    """FSx file system id -> nodes reading it at once, which share its throughput
+    (:func:`hyperwarm.caches.fsx.file_system_readers`: every model on it, every node of a cached model's groups).
+    A file system not listed: the model's own ``max_replicas``. :class:`~hyperwarm.caches.CachedModels` and the
+    planner fill it from the cluster's groups. Default: none."""
+
+    def fsx_reader_count(self, model: CachedModelProps) -> int:
+        """Nodes sharing the file system ``model`` is read from (:attr:`fsx_readers`); its max_replicas elsewhere."""
+        if not isinstance(model.source, FsxModelSource):
+            return model.max_replicas
+        return self.fsx_readers.get(model.source.file_system_id, model.max_replicas)
 
     def rate_gbps(self, model: CachedModelProps) -> float:
         """The per-node download rate from the model's source (Gbit/s). A JumpStart model's artifacts are S3 objects
@@ -105,10 +120,10 @@ class ColdStart:
         if isinstance(model.source, HuggingFaceModelSource):
             return self.hub_bandwidth_gbps
         if isinstance(model.source, FsxModelSource):
-            # The file system's disk rate shared by every pod of the model loading at once (hyperwarm.caches.fsx).
+            # The file system's disk rate shared by every node reading it at once (hyperwarm.caches.fsx).
             from hyperwarm.caches.fsx import per_node_gbps
 
-            return per_node_gbps(model.source, model.max_replicas)
+            return per_node_gbps(model.source, self.fsx_reader_count(model))
         return self.bandwidth_gbps
 
     def download_s(self, model: CachedModelProps) -> float:

@@ -11,20 +11,24 @@ read rate of its cold start.
   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-deploy-ftm.html), calls no AWS
   API. The pods read through the mount: no S3 grant, no role.
 - The network: an FSx for Lustre file system is reached through its network interfaces in its VPC (or a peered
-  one), and its security groups must admit the clients on TCP 988 and 1018-1023
-  (https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html). The HyperPod nodes'
-  security groups are fixed when the cluster is created, so the rule goes on the file system's side:
-  :func:`admit_nodes` adds ingress from the cluster's node security group to ``security_group_id``; the nodes'
-  group already lets all traffic out (:class:`~hyperwarm.cluster.network.HyperPodNetwork`).
+  one), and Lustre's connections go both ways on TCP 988 and 1018-1023: the file system's security group must admit
+  the clients, and the clients' security groups must admit the file servers ("Lustre client VPC security group
+  rules",
+  https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html#lustre-client-inbound-outbound-rules).
+  :func:`admit_nodes` adds both: ingress on ``security_group_id`` from the cluster's node security group, and
+  ingress on the node security group from ``security_group_id``. (Which groups a HyperPod node has is fixed when
+  the cluster is created; the rules of those groups are not.) The nodes' group already lets all traffic out
+  (:class:`~hyperwarm.cluster.network.HyperPodNetwork`).
 - The VPC: :func:`vpc_problems` compares a source's ``vpc_id`` with the cluster's VPC where both are known at synth
   (an existing VPC named by id or found by ``Vpc.from_lookup``); FSx has no CDK context lookup, so the file
   system's own VPC is known only when given.
-- The read rate: :func:`per_node_gbps`.
+- The read rate: :func:`per_node_gbps`, the file system's throughput shared by every node reading it at once
+  (:func:`file_system_readers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from hyperwarm.caches.sources import FsxModelSource
@@ -53,10 +57,12 @@ def file_system_sources(models: Sequence[CachedModelProps]) -> list[tuple[int, F
 
 def admit_nodes(scope: Construct, cluster: IHyperPodCluster,
                 models: Sequence[CachedModelProps]) -> list[ec2.CfnSecurityGroupIngress]:
-    """Ingress on each file system's security group from the cluster's node security group, on Lustre's ports;
-    one set per file system and group however many models read it."""
+    """Lustre's ports both ways: ingress on each file system's security group from the cluster's node security
+    group, and on the node security group from the file system's; one set per file system and group however many
+    models read it."""
     from aws_cdk import aws_ec2 as ec2
 
+    nodes = cluster.security_group.security_group_id
     rules = []
     opened: set[tuple[str, str]] = set()
     for _, source in file_system_sources(models):
@@ -64,15 +70,18 @@ def admit_nodes(scope: Construct, cluster: IHyperPodCluster,
         if key in opened:
             continue
         opened.add(key)
+        fs, group = source.file_system_id, source.security_group_id
         for low, high in LUSTRE_PORTS:
             ports = str(low) if low == high else f"{low}-{high}"
-            rule = ec2.CfnSecurityGroupIngress(
-                scope, f"Lustre{low}-{source.file_system_id}-{source.security_group_id}",
-                group_id=source.security_group_id, ip_protocol="tcp", from_port=low, to_port=high,
-                source_security_group_id=cluster.security_group.security_group_id,
-                description=f"Lustre TCP {ports} from the HyperPod nodes to FSx {source.file_system_id}")
-            rule.add_metadata(FILE_SYSTEM_METADATA, source.file_system_id)
-            rules.append(rule)
+            for logical_id, to, from_, description in (
+                    (f"Lustre{low}-{fs}-{group}", group, nodes, f"Lustre TCP {ports} from the HyperPod nodes to FSx {fs}"),
+                    (f"LustreToNodes{low}-{fs}-{group}", nodes, group,
+                     f"Lustre TCP {ports} from the file servers of FSx {fs} to the HyperPod nodes")):
+                rule = ec2.CfnSecurityGroupIngress(
+                    scope, logical_id, group_id=to, ip_protocol="tcp", from_port=low, to_port=high,
+                    source_security_group_id=from_, description=description)
+                rule.add_metadata(FILE_SYSTEM_METADATA, fs)
+                rules.append(rule)
     return rules
 
 
@@ -96,6 +105,24 @@ def throughput_mb_s(source: FsxModelSource) -> float:
     lower: PERSISTENT_2 125/250/500/1000 MB/s against network 320/640/1300/2600, SCRATCH_2 200 against 200
     (:data:`PERFORMANCE_DOCS`). Burst credits (disk up to 500 MB/s per TiB at 125 and 250) are not counted."""
     return source.storage_capacity_gib / 1024 * source.per_unit_storage_throughput
+
+
+def readers(model: CachedModelProps, group_nodes: Mapping[str, int]) -> int:
+    """Nodes that read ``model`` at once: its ``max_replicas`` pods, or, with its weights cached, every node of its
+    listed groups (``group_nodes``: group -> node count), whichever is more: the operator fills the weights cache
+    of every node of the groups, not only of the nodes its pods land on."""
+    nodes = sum(group_nodes.get(g, 0) for g in model.instance_groups) if model.weights_cached else 0
+    return max(model.max_replicas, nodes)
+
+
+def file_system_readers(models: Sequence[CachedModelProps], group_nodes: Mapping[str, int]) -> dict[str, int]:
+    """File system id -> nodes reading it at once: :func:`readers` summed over the models it serves (their
+    caches fill together at a deploy)."""
+    total: dict[str, int] = {}
+    for model in models:
+        if isinstance(model.source, FsxModelSource):
+            total[model.source.file_system_id] = total.get(model.source.file_system_id, 0) + readers(model, group_nodes)
+    return total
 
 
 def per_node_gbps(source: FsxModelSource, readers: int) -> float:

@@ -113,7 +113,7 @@ def startup_budget_s(model: CachedModelProps, cold_start: ColdStart = _AWS_FIGUR
     return math.ceil(cold_start.cold_s(model) * STARTUP_MARGIN)
 
 
-def probes(model: CachedModelProps, p: Probes) -> dict[str, Any]:
+def probes(model: CachedModelProps, p: Probes, cold_start: ColdStart = _AWS_FIGURES) -> dict[str, Any]:
     """``worker.probes``: a startup probe sized for a cold node, then liveness (and readiness)."""
     period_s = p.period.to_seconds()
 
@@ -121,7 +121,7 @@ def probes(model: CachedModelProps, p: Probes) -> dict[str, Any]:
         return {"httpGet": {"path": p.path, "port": model.port}, "periodSeconds": period_s,
                 "timeoutSeconds": p.timeout.to_seconds(), "failureThreshold": failures}
 
-    result = {"startupProbe": http(math.ceil(startup_budget_s(model) / period_s)),
+    result = {"startupProbe": http(math.ceil(startup_budget_s(model, cold_start) / period_s)),
               "livenessProbe": http(p.liveness_failures)}
     if p.readiness:
         result["readinessProbe"] = http(p.readiness_failures)
@@ -157,16 +157,18 @@ def _serving_options(model: CachedModelProps) -> dict[str, Any]:
     return spec
 
 
-def options(model: CachedModelProps, *, cluster_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(spec fields, worker fields) of the model's scaling and serving options; none without options."""
+def options(model: CachedModelProps, *, cluster_name: str,
+            cold_start: ColdStart = _AWS_FIGURES) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(spec fields, worker fields) of the model's scaling and serving options; none without options. The startup
+    budget is ``cold_start``'s (the FSx readers of the cluster)."""
     spec: dict[str, Any] = {}
     worker: dict[str, Any] = {}
     if model.autoscaling:
         spec["autoScalingSpec"] = model.autoscaling.for_model(cluster_name=cluster_name, model=model.name).to_crd()
     if model.probes:
-        worker["probes"] = probes(model, model.probes)
+        worker["probes"] = probes(model, model.probes, cold_start)
         # The operator gives up a deployment after maxDeployTimeInSeconds: never before a cold start.
-        spec["maxDeployTimeInSeconds"] = max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model))
+        spec["maxDeployTimeInSeconds"] = max(OPERATOR_DEPLOY_TIMEOUT_S, startup_budget_s(model, cold_start))
     spec.update(_serving_options(model))
     if model.request_limits:
         r = model.request_limits
@@ -202,14 +204,15 @@ def model_server_settings(model: CachedModelProps) -> ServerSettings:
 
 
 def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region: str, labels: dict[str, str],
-                              cluster_name: str, cache_uids: Sequence[str] = ()) -> dict[str, Any]:
+                              cluster_name: str, cache_uids: Sequence[str] = (),
+                              cold_start: ColdStart = _AWS_FIGURES) -> dict[str, Any]:
     """The serving deployment on the instance group's nodes, reading its weights where ``weights_cache`` says.
 
     Placement is by required affinity on the instance group (``nodeAffinity`` excludes ``instanceType``). A
     node-cached model also requires the node's ready label of its version and reads the version's directory (a
     hostPath volume); otherwise the operator reads S3, through its weights cache when it is on. The worker is told
     where the model is and how many GPUs to shard it over (:mod:`hyperwarm.serving.settings`). ``cluster_name``
-    (the EKS cluster's) goes into an exporter trigger.
+    (the EKS cluster's) goes into an exporter trigger; ``cold_start`` sizes the startup probe.
     """
     settings = model_server_settings(model)
     if settings.problems:
@@ -240,7 +243,7 @@ def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region
     })
     if model.routing:
         spec["intelligentRoutingSpec"] = {"enabled": True, "routingStrategy": model.routing}
-    option_spec, option_worker = options(model, cluster_name=cluster_name)
+    option_spec, option_worker = options(model, cluster_name=cluster_name, cold_start=cold_start)
     spec.update(option_spec)
     worker.update(option_worker)
     annotations = {SERVING_ANNOTATION: json.dumps(serving_metadata(settings), sort_keys=True)}

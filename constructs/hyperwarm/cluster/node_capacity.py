@@ -2,7 +2,9 @@
 
 Every node of an instance group carries the DaemonSets that select it; the pods of the model
 deployments placed on the group are packed onto its nodes (first fit, largest first), and a pod
-that fits no node is reported with the numbers of the node it would land on. The cluster-wide
+that fits no node is reported with the numbers of the node it would land on. A deployment that may run on
+several groups (a cached model's fallback groups) puts each pod on one node: one pod must fit a node of each
+group, and the replicas the groups' nodes together, filled in order of preference. The cluster-wide
 system pods (the Deployments of the EKS add-ons and the HyperPod inference operator) need room
 left on the nodes after that. A node offers
 what kubelet allocates: the pods per node (hyperwarm's estimate in the catalog, which AWS does not
@@ -99,6 +101,9 @@ class Workload:
     """Instance groups it may run on; None: no group restriction."""
     instance_types: frozenset[str] | None = None
     """Instance types it may run on; None: no type restriction."""
+    preference: tuple[str, ...] = ()
+    """Groups in the scheduler's order of preference (preferred node affinity), for pods that may run on several:
+    they fill these first, then the other groups they select, in the order :func:`node_problems` is given them."""
 
     @property
     def placed(self) -> bool:
@@ -169,32 +174,98 @@ def addon_workloads(names: Iterable[str]) -> list[Workload]:
 
 
 def node_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload]) -> list[str]:
-    """One message per instance group resource its nodes cannot hold, and per resource system pods lack."""
+    """One message per instance group resource its nodes cannot hold, per workload spread over several groups whose
+    nodes together cannot hold its replicas, and per resource system pods lack.
+
+    A workload's pods that may run on one group only are packed onto that group's nodes. Those of a workload that
+    may run on several (a cached model with fallback groups) each go to one node: one pod must fit a node of every
+    such group, and all of them must fit the groups' nodes together, filled in order of preference after the
+    single-group pods."""
     problems: list[str] = []
-    free: dict[str, Requests] = {}
+    packed: dict[str, list[_Node]] = {}
+    spread = [w for w in workloads if _is_placed_pods(w) and len(_groups_of(w, groups)) > 1]
     for group in groups:
-        placed = [w for w in workloads if not w.daemonset and w.placed and w.replicas
+        placed = [w for w in workloads if _is_placed_pods(w) and w not in spread
                   and w.selects(group.name, group.instance_type)]
         if group.instance_count == 0:
             if placed:
                 problems.append(f"{group.describe()}: has no nodes for {', '.join(w.name for w in placed)} "
                                 "-- set instance_count to 1 or more")
             continue
-        nodes = _pack(group, workloads, placed)
+        nodes = packed[group.name] = _pack(group, workloads, placed)
         have = group.allocatable()
         reported: set[str] = set()
-        for node in nodes:
-            need = node.load()
-            for resource in _RESOURCES:
-                if resource.of(need) > resource.of(have) and resource.name not in reported:
-                    reported.add(resource.name)
-                    note = group.pods_note() if resource.name == "pods" else ""
-                    problems.append(f"{group.describe()}: {resource.name} per node: need {resource.show(need)}, "
-                                    f"have {resource.show(have)} ({node.describe(resource)}) -- {resource.advice}{note}")
-        left = sum((max_zero(_minus(have, node.load())) for node in nodes), Requests())
-        free[group.name] = Requests(left.pods, left.cpu_m, left.memory_mi, 0)
+        # One pod of each spread workload on an empty node of the group: it must fit (else it never lands here).
+        alone = [_alone(nodes[0], w) for w in spread if w.selects(group.name, group.instance_type)]
+        for node in [*nodes, *alone]:
+            problems += _over(group, node, have, reported)
+    problems += _spread_problems(groups, workloads, spread, packed)
+    free: dict[str, Requests] = {}
+    for group in groups:
+        if group.name in packed:
+            left = sum((max_zero(_minus(group.allocatable(), node.load())) for node in packed[group.name]), Requests())
+            free[group.name] = Requests(left.pods, left.cpu_m, left.memory_mi, 0)
     problems.extend(_system_problems(groups, workloads, free))
     return problems
+
+
+def _is_placed_pods(w: Workload) -> bool:
+    return not w.daemonset and w.placed and w.replicas > 0
+
+
+def _groups_of(w: Workload, groups: Sequence[NodeGroup]) -> list[NodeGroup]:
+    """The groups ``w`` may run on, in its order of preference."""
+    rank = {name: i for i, name in enumerate(w.preference)}
+    selected = [g for g in groups if w.selects(g.name, g.instance_type)]
+    return sorted(selected, key=lambda g: rank.get(g.name, len(rank)))
+
+
+def _alone(node: _Node, w: Workload) -> _Node:
+    """A node of the group with its DaemonSets and one pod of ``w``."""
+    alone = _Node(node.daemonsets, node.daemonset_count)
+    alone.add(w)
+    return alone
+
+
+def _over(group: NodeGroup, node: _Node, have: Requests, reported: set[str]) -> list[str]:
+    """A message per resource ``node`` needs beyond ``have`` (each resource once per group)."""
+    problems = []
+    need = node.load()
+    for resource in _RESOURCES:
+        if resource.of(need) > resource.of(have) and resource.name not in reported:
+            reported.add(resource.name)
+            note = group.pods_note() if resource.name == "pods" else ""
+            problems.append(f"{group.describe()}: {resource.name} per node: need {resource.show(need)}, "
+                            f"have {resource.show(have)} ({node.describe(resource)}) -- {resource.advice}{note}")
+    return problems
+
+
+def _spread_problems(groups: Sequence[NodeGroup], workloads: Sequence[Workload], spread: Sequence[Workload],
+                     packed: Mapping[str, list[_Node]]) -> list[str]:
+    """The pods of ``spread`` onto the nodes of ``packed`` (first fit, by preference, largest pods first); one
+    message per workload whose pods do not all fit."""
+    unplaced: dict[str, int] = {}
+    for workload in sorted((w for w in spread for _ in range(w.replicas)),
+                           key=lambda w: (w.requests.gpus, w.requests.cpu_m, w.requests.memory_mi), reverse=True):
+        target = next((node for g in _groups_of(workload, groups) for node in packed.get(g.name, [])
+                       if _within(node.load() + workload.requests, g.allocatable())), None)
+        if target is None:
+            unplaced[workload.name] = unplaced.get(workload.name, 0) + 1
+        else:
+            target.add(workload)
+    problems = []
+    for w in spread:
+        if w.name in unplaced:
+            listed = ", ".join(g.describe() for g in _groups_of(w, groups))
+            problems.append(f"{w.name}: {w.replicas} pods on {listed} together: room for "
+                            f"{w.replicas - unplaced[w.name]} beside their other pods (a pod: "
+                            f"{_describe_pod(w.requests)}) -- add nodes to these groups, another fallback group, "
+                            "or fewer replicas")
+    return problems
+
+
+def _describe_pod(r: Requests) -> str:
+    return ", ".join(resource.show(r) for resource in _RESOURCES[1:] if resource.of(r)) or "no requests"
 
 
 @dataclass
@@ -336,10 +407,23 @@ def workloads_from_objects(objects: Iterable[Mapping[str, Any]]) -> list[Workloa
             worker = spec.get("worker", {})
             required = spec.get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
             groups, types = _placement({}, required)
+            preferred = spec.get("nodeAffinity", {}).get("preferredDuringSchedulingIgnoredDuringExecution", [])
             if "instanceType" in spec:
                 types = frozenset({spec["instanceType"]})
             # An autoscaled deployment may grow to its maximum: the nodes must hold that many.
             replicas = max(int(spec.get("replicas", 1)), int(spec.get("autoScalingSpec", {}).get("maxReplicaCount", 0)))
             workloads.append(Workload(f"model {name}", _container_requests([worker]),
-                                      replicas=replicas, groups=groups, instance_types=types))
+                                      replicas=replicas, groups=groups, instance_types=types,
+                                      preference=_preferred_groups(preferred)))
     return workloads
+
+
+def _preferred_groups(preferred: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The instance groups of single-group preferred affinity terms, heaviest first."""
+    weighted = []
+    for term in preferred:
+        expressions = term.get("preference", {}).get("matchExpressions", [])
+        if len(expressions) == 1 and expressions[0].get("key") == INSTANCE_GROUP_LABEL \
+                and expressions[0].get("operator") == "In" and len(expressions[0].get("values", [])) == 1:
+            weighted.append((-int(term.get("weight", 0)), expressions[0]["values"][0]))
+    return tuple(group for _, group in sorted(weighted, key=lambda w: w[0]))
