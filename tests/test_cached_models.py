@@ -88,7 +88,7 @@ def test_durations_and_sizes_render_in_the_operators_units() -> None:
 def test_overfull_nvme_fails_naming_the_group() -> None:
     # ml.g5.xlarge: 250 GB NVMe, 225 GB usable at 10 % headroom; 220 GB of weights + a 20 GB image is 240 GB.
     with pytest.raises(PropsError, match=r"Models/Caches: CachedModelsProps: invalid props:\n  caches: instance group "
-                                         r"'inference': need 240 GB, have 225 GB .* does not fit"):
+                                         r"'inference' \(ml\.g5\.xlarge\): need 240 GB, have 225 GB .* does not fit"):
         build(llama(size=gigabytes(220)))
     build(llama(size=gigabytes(220)), nvme_headroom_percent=0)
 
