@@ -61,6 +61,24 @@ def _copy(world: Any, source: str, version: str) -> None:
                              CopySource={"Bucket": BUCKET, "Key": obj["Key"]})
 
 
+def _deployed_function() -> str:
+    """The refresh function as deployed, with the environment the in-process handler reads (what a reset checks)."""
+    import io
+    import os
+    import zipfile
+
+    role = boto3.client("iam", region_name="us-west-2").create_role(
+        RoleName="refresh", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    return None\n")
+    variables = {k: v for k, v in os.environ.items() if k.startswith("HYPERWARM_")}
+    boto3.client("lambda", region_name="us-west-2").create_function(
+        FunctionName="hyperwarm-cache-refresh", Runtime="python3.13", Role=role, Handler="handler.lambda_handler",
+        Code={"ZipFile": code.getvalue()}, Environment={"Variables": variables})
+    return "hyperwarm-cache-refresh"
+
+
 def _refused(world: Any, answer: dict[str, Any], reason: str) -> None:
     assert answer["status"] == "failed" and answer["reason"] == reason, answer
     assert world.served_hyperpod() == f"{PREFIX}/v1" and world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
@@ -225,7 +243,11 @@ def test_an_operator_resets_a_poisoned_record_and_who_did_it_is_kept(world: Any,
                     int(item["rev"]))
     assert handler.lambda_handler(_publish(world, tmp_path, "v3", None), context)["targets"][target]["reason"] == \
         "older-version"
-    record = resetting.reset(TABLE, target, "v2", "v99 was never served; pointed back by hand", region="us-west-2")
+    function = _deployed_function()
+    with pytest.raises(ValueError, match=r"--version 'v98': the refresh's gate refuses it \(manifest-missing"):
+        resetting.reset(TABLE, target, "v98", "a version never published", function, region="us-west-2")
+    record = resetting.reset(TABLE, target, "v2", "v99 was never served; pointed back by hand", function,
+                             region="us-west-2")
     assert record["current_version"] == "v2" and record["resets"][-1]["from"] == "v99"
     assert record["resets"][-1]["by"].startswith("arn:aws:sts::123456789012:") and record["resets"][-1]["reason"]
     assert handler.lambda_handler(_publish(world, tmp_path, "v4", None), context)["status"] == "refreshed"
@@ -236,7 +258,7 @@ def test_a_reset_is_refused_while_a_rollout_is_in_flight(world: Any, context: An
     handler.lambda_handler(_publish(world, tmp_path, "v2", None), context)  # the endpoint's update runs
     endpoint = handler.settings().targets[PREFIX][1].id
     with pytest.raises(ValueError, match="in flight; let it end"):
-        resetting.reset(TABLE, endpoint, "v1", "why", region="us-west-2")
+        resetting.reset(TABLE, endpoint, "v1", "why", _deployed_function(), region="us-west-2")
 
 
 # -- one gate for every action -----------------------------------------------------------------------------------
