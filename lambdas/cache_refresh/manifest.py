@@ -19,7 +19,8 @@ equal to the listed one, or S3's full-object CRC64NVME equal to the listed one. 
 CRC is linear, so whoever may write the bucket can make other bytes of the same size and CRC64NVME. So a signed
 manifest (its prefix has a publisher key) must list every file's ``version_id``, which the signature then covers;
 its files are the publisher's own objects. A file for which S3 holds no comparable checksum (unsigned), or that a
-signed manifest does not bind, is *unverifiable*, and fails the version, unless every target of the prefix loads
+signed manifest does not bind (and whose full-object SHA-256, which cannot be forged, S3 does not hold), is
+*unverifiable*, and fails the version, unless every target of the prefix loads
 its files through hyperwarm's node cache, whose filler checks each file's SHA-256 before it labels a node ready
 (``fill_verified``). Size alone is never enough.
 """

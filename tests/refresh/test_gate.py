@@ -206,6 +206,14 @@ def test_a_signed_manifest_without_version_ids_is_unverifiable_unless_the_fill_c
     signed.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json", Body=body)
     _refused(signed, handler.lambda_handler(_event(signed, "v2"), context), "manifest-unverifiable")
     assert "no version_id" in signed.dead_letters()[0]["message"]
+    for f in read.files:  # the same bytes again, S3 keeping their SHA-256 (which no one can forge): proof enough
+        key = f"{PREFIX}/v2/{f.path}"
+        body_of = signed.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        signed.s3.put_object(Bucket=BUCKET, Key=key, Body=body_of, ChecksumAlgorithm="SHA256")
+    kept = Settings(targets=handler.settings().targets, state_table=TABLE, allowed_buckets=frozenset({BUCKET}),
+                    admissions={PREFIX: Admission(publisher_key=signed.key)})
+    assert gate.content(signed.s3, kms, kept, parse_manifest_created(_event(signed, "v2"))) == \
+        hashlib.sha256(body).hexdigest()
     node_cached = contract.HyperPodTarget("c", "ns", "llama", node_cache=contract.NodeCache("llama"))
     settings = Settings(targets={PREFIX: (node_cached,)}, state_table=TABLE, allowed_buckets=frozenset({BUCKET}),
                         admissions={PREFIX: Admission(publisher_key=signed.key)})
