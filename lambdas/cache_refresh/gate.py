@@ -12,7 +12,8 @@ Cheapest first:
    behind it;
 3. **content** (:func:`content`, the Ports' ``verify``): the exact manifest object the event names (at most
    :data:`~.manifest.MAX_FILES` files), signed by the prefix's publisher key when it has one
-   (:mod:`.signature`), and every file's size and contents verified in S3 (:mod:`.manifest`). Its answer, the
+   (:mod:`.signature`), and every file's size and contents verified in S3 (:mod:`.manifest`; a signed manifest
+   binds each file to the S3 object the publisher uploaded, by its VersionId). Its answer, the
    manifest's SHA-256, is what the node cache's filler pins: it fills from that manifest or not at all.
 
 A refusal of an event for a bucket or prefix the function does not serve is a skip (not ours); every other refusal
@@ -119,7 +120,7 @@ def content(s3: Any, kms: Any, settings: Settings, created: ManifestCreated) -> 
         signature.check_statement(signed, signature.subject(created.prefix, created.version),
                                   signature.resources(read.files, read.sha256))
     manifest.verify(s3, created.bucket, created.location, read.files,
-                    fill_verified=settings.fill_verified(created.prefix))
+                    fill_verified=settings.fill_verified(created.prefix), signed=key is not None)
     return read.sha256
 
 
