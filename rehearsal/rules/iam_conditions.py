@@ -210,9 +210,10 @@ def service_trust_source(assembly: Assembly) -> Iterator[Finding]:
     """Every role trust of a service principal that documents ``aws:SourceAccount`` and ``aws:SourceArn``
     (:data:`SOURCE_CONDITION_PRINCIPALS`: EKS Pod Identity, SageMaker) tests both, ``aws:SourceAccount`` against the
     stack's own account alone (``{"Ref": "AWS::AccountId"}`` or its environment's literal account), so the service
-    assumes the role only for this account's resource, never for another customer's request (the IAM guide's cross-service confused
-    deputy prevention). HyperPod instance groups' execution roles are left out (see :func:`_hyperpod_node_roles`);
-    web-identity (IRSA) trusts are held to their ``:sub`` and ``:aud`` by ``roles.*`` tests, not here.
+    assumes the role only for this account's resource, never for another customer's request (the IAM guide's
+    cross-service confused deputy prevention). HyperPod instance groups' execution roles are left out (see
+    :func:`_hyperpod_node_roles`); web-identity (IRSA) trusts are held to their ``:sub`` and ``:aud`` by
+    ``roles.*`` tests, not here.
     """
     exempt = _hyperpod_node_roles(assembly)
     for stack, logical_id, role in assembly.resources(_ROLE):
