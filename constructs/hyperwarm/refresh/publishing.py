@@ -65,6 +65,11 @@ class PublisherKey(kms.Key):
     exception (``Null``: every signed request carries ``aws:PrincipalArn``): nobody signs. Only ``kms:Sign`` is
     denied: the root statement still administers the key, so a key administrator (``kms:PutKeyPolicy``) can
     rewrite the policy (a change CloudTrail records).
+
+    Sources: https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html (the root statement),
+    https://docs.aws.amazon.com/kms/latest/developerguide/control-access.html (no permission that is ever denied),
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn
+    (a role's ARN, not its session's).
     """
 
     def __init__(self, scope: Construct, id: str) -> None:
