@@ -311,7 +311,11 @@ class CacheRefreshHook(Construct):
         reaches a principal outside the app too) and write the refreshed prefixes where CDK can say so: an identity
         of this app gets an IAM policy, a bucket of this stack a bucket-policy statement. An imported bucket written
         by a principal outside the app keeps the writer's own policy (an info annotation names it). Without signing,
-        writing is all it takes to move the targets."""
+        writing is all it takes to move the targets. A new publisher key denies ``kms:Sign`` to every principal but
+        those granted here (:class:`~hyperwarm.refresh.publishing.PublisherKey`), so ``grantee`` must be one IAM role
+        or user (ValueError otherwise)."""
+        if self.publisher_key is not None:
+            grant_sign(self.publisher_key, grantee)
         grants = {prefix: self.bucket.grant_put(grantee, f"{prefix}/*") for prefix in self._prefixes}
         # An imported bucket takes the resource statement and drops it (Grant.success says True all the same).
         unwritten = [p for p, grant in grants.items()
@@ -321,8 +325,6 @@ class CacheRefreshHook(Construct):
                 f"grant_publish: {_principal_name(grantee)} needs s3:PutObject on "
                 + ", ".join(f"{prefix}/*" for prefix in unwritten)
                 + " of the imported model bucket from its own policy: this app can add neither")
-        if self.publisher_key is not None:
-            grant_sign(self.publisher_key, grantee)
 
     def _admission(self, model: RefreshedPrefix) -> contract.Admission:
         return contract.Admission(publisher_key=self.publisher_key.key_arn if self.publisher_key else None,
