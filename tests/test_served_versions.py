@@ -58,6 +58,13 @@ def deploy_refresh_function(publisher_key: str | None = None) -> None:
             contract.ADMISSION: json.dumps(contract.admissions_json(admission))}})
 
 
+def _versioned_bucket() -> None:
+    """The model bucket, versioned as hyperwarm creates it (a signed version binds each file to its VersionId)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+
+
 def publish_version(version: str, tmp_path: Path, key: str | None = None) -> None:
     """``hyperwarm publish`` of a small version of the 70B prefix (signed with ``key`` when given)."""
     folder = tmp_path / version
@@ -79,7 +86,7 @@ def aws_fixture(tmp_path: Path) -> Iterator[Any]:
         boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+        _versioned_bucket()
         deploy_refresh_function()
         for version in ("v2", "v3"):
             publish_version(version, tmp_path)
@@ -261,7 +268,7 @@ def test_a_signed_prefix_follows_only_versions_its_publisher_signed(project_cont
 
     moto_ext.install()  # KMS digest signing
     with mock_aws():
-        boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+        _versioned_bucket()
         boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
