@@ -139,14 +139,16 @@ def record_problem(settings: Settings, prefix: str, version: Any, bucket: Any, l
 
 
 def recorded_event(settings: Settings, prefix: str, pending: dict[str, Any]) -> ManifestCreated:
-    """The upload a rollout record names, read back from the table and checked again (its event and its fields agree,
-    step 1 passes): what the rollout may stage and switch to. PermanentError ``refused-record`` otherwise."""
+    """The upload a rollout record names, read back from the table and checked again (its event and its fields, the
+    sequencer too, agree; step 1 passes): what the rollout may stage and switch to (or an endpoint's record commit).
+    PermanentError ``refused-record`` otherwise."""
     try:
         created = parse_manifest_created(json.loads(pending["event"]))
     except Exception as exc:  # noqa: BLE001 - a record this function did not write: refused whatever the error
         raise PermanentError("refused-record", f"the rollout record's event is not a manifest event: {exc!r}") from None
-    fields = (created.version, created.bucket, created.location, created.prefix)
-    if fields != (pending.get("version"), pending.get("bucket"), pending.get("location"), prefix):
+    fields = (created.version, created.bucket, created.location, created.prefix, created.sequencer)
+    if fields != (pending.get("version"), pending.get("bucket"), pending.get("location"), prefix,
+                  pending.get("sequencer")):
         raise PermanentError("refused-record", f"the rollout record names {pending.get('version')!r} at "
                                                f"{pending.get('location')!r} but its event {created.key!r}")
     problem = record_problem(settings, prefix, created.version, created.bucket, created.location)

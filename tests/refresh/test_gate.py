@@ -338,6 +338,20 @@ def test_a_far_jump_is_refused_and_the_next_real_version_still_moves(world: Any,
     assert world.served_hyperpod() == f"{PREFIX}/v2"
 
 
+def test_a_far_jump_is_refused_before_its_manifest_signature_or_files_are_read(signed: Any, context: Any,
+                                                                              tmp_path: Path) -> None:
+    """Name, then move, then content: a far jump costs no S3 read and no kms:Verify (a flood of them spends none)."""
+    event = _publish(signed, tmp_path, "v999999999999999999", signed.key)
+    calls: list[str] = []
+    for service in ("s3", "kms"):
+        handler.client(service).meta.events.register(f"before-call.{service}",
+                                                     lambda model, **kwargs: calls.append(model.name))
+    _refused(signed, handler.lambda_handler(event, context), "version-jump")
+    assert calls == []
+    assert handler.lambda_handler(_publish(signed, tmp_path, "v2", signed.key), context)["status"] == "refreshed"
+    assert {"HeadObject", "Verify"} <= set(calls)  # the hooks see what a version that moves is checked with
+
+
 @pytest.mark.parametrize("version, serving, max_step, refused", [
     ("v10", "v9", None, None), ("v99", "v9", None, None), ("v100", "v9", None, "more than one digit"),
     ("1.10.0", "1.9.3", None, None), ("2.0.0", "1.9.3", None, None), ("v9", "v7", 1, "max_step is 1"),
