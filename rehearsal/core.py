@@ -30,10 +30,12 @@ class Finding:
 
 @dataclass
 class Assembly:
-    """Templates by stack name and the deploy order between stacks (from `manifest.json`)."""
+    """Templates by stack name, the deploy order between stacks and each stack's account where the
+    environment names one (from `manifest.json`)."""
 
     templates: dict[str, dict[str, Any]]
     dependencies: dict[str, set[str]] = field(default_factory=dict)
+    accounts: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_outdir(cls, outdir: str | Path) -> Assembly:
@@ -41,20 +43,25 @@ class Assembly:
         manifest = json.loads((outdir / "manifest.json").read_text())
         templates: dict[str, dict[str, Any]] = {}
         dependencies: dict[str, set[str]] = {}
+        accounts: dict[str, str] = {}
         for name, artifact in manifest["artifacts"].items():
             if artifact["type"] != "aws:cloudformation:stack":
                 continue
             templates[name] = json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
             dependencies[name] = set(artifact.get("dependencies", ()))
+            account = re.match(r"^aws://(\d{12})/", artifact.get("environment", ""))
+            if account:
+                accounts[name] = account.group(1)
         stacks = set(templates)
-        return cls(templates, {k: v & stacks for k, v in dependencies.items()})
+        return cls(templates, {k: v & stacks for k, v in dependencies.items()}, accounts)
 
     @classmethod
     def from_templates(cls, templates: Mapping[str, dict[str, Any]],
-                       dependencies: Mapping[str, Iterable[str]] | None = None) -> Assembly:
+                       dependencies: Mapping[str, Iterable[str]] | None = None,
+                       accounts: Mapping[str, str] | None = None) -> Assembly:
         """An assembly built in memory: how the rules' own tests feed them a defective template."""
         deps = {name: set((dependencies or {}).get(name, ())) for name in templates}
-        return cls(dict(templates), deps)
+        return cls(dict(templates), deps, dict(accounts or {}))
 
     def referenced(self, stack: str, value: Any) -> tuple[str, str] | None:
         """(stack, logical id) of the resource a ``Ref``, ``Fn::GetAtt``, ``Fn::ImportValue`` (of an

@@ -26,7 +26,7 @@ from .caches_stack import CachesStack
 from .cluster_stack import ClusterStack
 from .endpoints_stack import EndpointsStack
 from .observability_stack import ObservabilityStack
-from .refresh_guards import add_refresh_guards, state_table_name
+from .refresh_guards import add_refresh_guards, refresh_function_name, state_table_name
 from .refresh_stack import RefreshStack
 
 
@@ -51,7 +51,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     """Every stack of one environment, keyed by part name; refreshed targets at the versions that serve
     (:mod:`stacks.served`)."""
     if served.should_read(served.setting(app.node.try_get_context), config):
-        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"))
+        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"),
+                                          refresh_function_name(env_name))
         config = served.follow(env_name, config, app.node.try_get_context("environments")[env_name], found,
                                cluster_name)
     # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".

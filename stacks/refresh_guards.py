@@ -23,6 +23,11 @@ def state_table_name(env_name: str) -> str:
     return f"hyperwarm-{env_name}-cache-refresh-state"
 
 
+def refresh_function_name(env_name: str) -> str:
+    """The refresh function of one environment (synth reads its configuration to check a served version)."""
+    return f"hyperwarm-{env_name}-cache-refresh"
+
+
 def dead_letter_queue_name(env_name: str) -> str:
     """The refresh function's dead-letter queue of one environment (the guards write to it too)."""
     return f"hyperwarm-{env_name}-cache-refresh-dead-letters"

@@ -25,7 +25,7 @@ from stacks.config import EnvironmentConfig
 from stacks.config.endpoints import EndpointConfig
 from stacks.config.refresh import signing_required
 
-from .refresh_guards import dead_letter_queue_name, state_table_name
+from .refresh_guards import dead_letter_queue_name, refresh_function_name, state_table_name
 
 
 def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGreen:
@@ -72,7 +72,7 @@ class RefreshStack(cdk.Stack):
             models.append(RefreshedPrefix(prefix=entry.prefix, hyperpod=hyperpod, endpoints=served,
                                           versions=entry.versions, max_step=entry.max_step))
         self.hook = CacheRefreshHook(self, "CacheRefresh", CacheRefreshHookProps(
-            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=f"hyperwarm-{env_name}-cache-refresh",
+            models=models, bucket=bucket, dry_run=refresh.dry_run, function_name=refresh_function_name(env_name),
             state_table_name=state_table_name(env_name), dead_letter_queue_name=dead_letter_queue_name(env_name),
             signing=self._signing(config), reserved_concurrency=refresh.reserved_concurrency))
         cdk.CfnOutput(self, "RefreshFunctionName", value=self.hook.function.function_name,

@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from hyperwarm.caches.props import ModelSource
-from hyperwarm.functions.cache_refresh import contract, formats, versions
+from hyperwarm.functions.cache_refresh import contract, formats, recheck, versions
+from hyperwarm.functions.cache_refresh.errors import TransientError
 from stacks.config import ConfigError, EnvironmentConfig, parse_environment
 from stacks.config.endpoints import endpoint_name
 
@@ -143,10 +144,12 @@ def should_read(value: str, config: EnvironmentConfig) -> bool:
     return bool(config.refresh.models) and cli_account is not None and config.account in (None, cli_account)
 
 
-def read(env_name: str, config: EnvironmentConfig, table: str, cluster_stack: str) -> tuple[dict[str, str], str | None]:
+def read(env_name: str, config: EnvironmentConfig, table: str, cluster_stack: str,
+         function: str) -> tuple[dict[str, str], str | None]:
     """(target id -> the version its state item records as serving, the EKS cluster's name), read from AWS in
     the environment's region. A table, item or cluster stack that does not exist: never refreshed, or never
-    deployed. Any other failure is a ConfigError saying how to go on."""
+    deployed. Every version read must pass the deployed refresh ``function``'s gate (:mod:`.recheck`): the table
+    is not the publisher. Any other failure is a ConfigError saying how to go on."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -159,13 +162,39 @@ def read(env_name: str, config: EnvironmentConfig, table: str, cluster_stack: st
             version = _current_version(dynamodb, table, target.target_id)
             if version is not None:
                 served[target.target_id] = version
+        if served:
+            _admitted(env_name, config, served, function)
         return served, cluster
-    except (ClientError, BotoCoreError, formats.UnknownFormat) as exc:
+    except (ClientError, BotoCoreError, formats.UnknownFormat, TransientError) as exc:
         raise ConfigError(
             f"environment {env_name!r}: cannot read what the refresh made serve (table {table}): "
             f"{type(exc).__name__}: {exc}. Set AWS_PROFILE to credentials of the environment's account that may "
             f"dynamodb:GetItem it (cdk --profile does not reach the app), or synthesize cdk.json's versions with "
             f"-c {CONTEXT_KEY}=config (the deploy guard then stops a deploy that would move a target back)") from None
+
+
+def _admitted(env_name: str, config: EnvironmentConfig, served: Mapping[str, str], function: str) -> None:
+    """Each version the table records passes the deployed refresh function's gate, or synth fails naming it."""
+    import boto3
+
+    settings = recheck.deployed_settings(boto3.client("lambda", region_name=config.region), function)
+    if settings is None:
+        raise ConfigError(f"environment {env_name!r}: the refresh state table records versions "
+                          f"({', '.join(sorted(set(served.values())))}) but the refresh function {function} is not "
+                          "deployed, so nothing can check them: deploy the refresh stack first, or synthesize "
+                          f"cdk.json's versions with -c {CONTEXT_KEY}=config")
+    s3, kms = boto3.client("s3", region_name=config.region), boto3.client("kms", region_name=config.region)
+    problems = {}
+    for target_id, version in sorted(served.items()):
+        problem = recheck.served_problem(settings, target_id, version, config.refresh.bucket or "", s3, kms)
+        if problem is not None:
+            problems[target_id] = f"{target_id}: {version} -- {problem}"
+    if problems:
+        raise ConfigError(f"environment {env_name!r}: the refresh state table records versions its gate refuses "
+                          "(someone wrote the table, or the version's files changed since):\n  "
+                          + "\n  ".join(problems.values())
+                          + "\n  check what each target really serves, then `hyperwarm refresh reset` the record; "
+                          f"or synthesize cdk.json's versions with -c {CONTEXT_KEY}=config")
 
 
 def _cluster_name(cloudformation: Any, stack: str) -> str | None:

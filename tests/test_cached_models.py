@@ -72,6 +72,18 @@ def test_one_manifest_applies_the_objects() -> None:
     assert "InferenceEndpointConfig" in json.dumps(manifest["Properties"]["Manifest"])
 
 
+def test_node_cache_fillers_may_read_the_object_versions_a_manifest_binds() -> None:
+    """The filler downloads each file's ``version_id`` (GetObject with VersionId needs s3:GetObjectVersion), of its
+    model's prefix alone."""
+    caches = build(llama(weights_cache="node"))
+    assert caches.filler_role is not None
+    role = cdk.Stack.of(caches).get_logical_id(caches.filler_role.node.default_child)
+    statements = [s for r in Template.from_stack(cdk.Stack.of(caches)).find_resources("AWS::IAM::Policy").values()
+                  if {"Ref": role} in r["Properties"]["Roles"] for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    versions = [s["Resource"] for s in statements if "s3:GetObjectVersion" in json.dumps(s["Action"])]
+    assert versions == [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-models/llama-3.1-8b/*"]]}]
+
+
 def test_an_exporter_trigger_names_this_cluster_and_model() -> None:
     caches = build(llama(autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8))))
     (endpoint,) = [o for o in caches.objects if o["kind"] == "InferenceEndpointConfig"]

@@ -183,9 +183,10 @@ def test_manifests_of_every_version_are_read() -> None:
 
 @mock_aws
 @pytest.mark.parametrize("version", sorted(formats.WRITTEN["quota"]))
-def test_dead_letter_quota_items_of_every_version_are_counted_on(version: str) -> None:
-    """A count written by an earlier release in the same hour still holds: at its limit, no letter more; below it,
-    one more is counted in."""
+def test_dead_letter_quota_items_of_every_version_are_counted_on_or_left_alone(version: str) -> None:
+    """A count of this release's format still holds in its hour: at its limit, no letter more; below it, one more
+    is counted in. A first-version count (one key per hour, which a table writer could write ahead of its hour) is
+    not read: it is left to its TTL and the hour's count starts over."""
     from hyperwarm.functions.cache_refresh import quota
 
     dynamodb = boto3.resource("dynamodb", region_name=REGION)
@@ -194,11 +195,15 @@ def test_dead_letter_quota_items_of_every_version_are_counted_on(version: str) -
                                   BillingMode="PAY_PER_REQUEST")
     for item in samples("quota")[version]:
         table.put_item(Item=item)
-        prefix, hour = item["pk"].removeprefix("letters#").rsplit("#", 1)
-        now = int(hour) * quota.HOUR + 10
-        assert quota.take(table, prefix, now, limit=int(item["letters"])) is False
-        assert quota.take(table, prefix, now, limit=int(item["letters"]) + 1) is True
-        assert table.get_item(Key={"pk": item["pk"]})["Item"]["letters"] == item["letters"] + 1
+        if version == formats.QUOTA:
+            prefix, now = item["pk"].removeprefix("letters#"), int(item["hour"]) * quota.HOUR + 10
+            assert quota.take(table, prefix, now, limit=int(item["letters"])) is False
+            assert quota.take(table, prefix, now, limit=int(item["letters"]) + 1) is True
+            assert table.get_item(Key={"pk": item["pk"]})["Item"]["letters"] == item["letters"] + 1
+        else:
+            prefix, hour = item["pk"].removeprefix("letters#").rsplit("#", 1)
+            assert quota.take(table, prefix, int(hour) * quota.HOUR + 10, limit=1) is True
+            assert table.get_item(Key={"pk": item["pk"]})["Item"] == item
 
 
 @mock_aws
@@ -208,9 +213,8 @@ def test_a_quota_item_of_a_newer_release_is_left_alone_and_counts_nothing() -> N
     table = boto3.resource("dynamodb", region_name=REGION).create_table(
         TableName="state", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    item = {**samples("quota")[formats.QUOTA][0], "format": "hyperwarm.refresh.letter-quota/v2", "letters": 1}
+    item = {**samples("quota")[formats.QUOTA][0], "format": "hyperwarm.refresh.letter-quota/v3", "letters": 1}
     table.put_item(Item=item)
-    prefix, hour = item["pk"].removeprefix("letters#").rsplit("#", 1)
     with pytest.raises(formats.UnknownFormat, match="written by a newer hyperwarm"):
-        quota.take(table, prefix, int(hour) * quota.HOUR, limit=20)
+        quota.take(table, item["pk"].removeprefix("letters#"), int(item["hour"]) * quota.HOUR, limit=20)
     assert table.get_item(Key={"pk": item["pk"]})["Item"] == item

@@ -122,6 +122,22 @@ def test_a_manifest_overwritten_since_the_refresh_admitted_it_is_never_filled(aw
     assert admitted.manifest == ""  # a version a deploy names is not pinned
 
 
+def test_a_file_swapped_after_admission_is_filled_from_the_object_the_manifest_binds(aws: Any, tmp_path: Path) -> None:
+    """A signed manifest names each file's S3 VersionId: a bucket writer who overwrites a file after the refresh
+    admitted the version does not change what the node gets (nor fail its fill): the filler downloads the object
+    the publisher uploaded."""
+    aws.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    ids = {p: aws.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/{p}", Body=b)["VersionId"] for p, b in FILES.items()}
+    manifest = {"format": "hyperwarm.manifest/v1", "files": [
+        {"path": p, "size": len(b), "sha256": hashlib.sha256(b).hexdigest(), "version_id": ids[p]}
+        for p, b in FILES.items()]}
+    aws.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json", Body=json.dumps(manifest).encode())
+    aws.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/config.json", Body=b'{"layers": 3}')  # swapped after admission
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([layout.Version("v2", BUCKET, f"{PREFIX}/v2")])
+    assert ready(node, "v2") and (tmp_path / "cache" / "v2" / "config.json").read_bytes() == FILES["config.json"]
+
+
 def test_a_missing_listed_file_fails_the_version(aws: Any, tmp_path: Path) -> None:
     missing = upload(aws, "v2", {p: b for p, b in FILES.items() if p != "config.json"}, listed=FILES)
     fill, node = filler(aws, tmp_path)

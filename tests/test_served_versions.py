@@ -8,8 +8,11 @@ checks the synthesized properties against the same table, as CloudFormation woul
 from __future__ import annotations
 
 import copy
+import io
 import json
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -17,10 +20,11 @@ import pytest
 from moto import mock_aws
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard
+from hyperwarm.refresh import publish as publishing
 from stacks import served
 from stacks.app import build_app
 from stacks.config import ConfigError, parse_environment
-from stacks.refresh_guards import state_table_name
+from stacks.refresh_guards import refresh_function_name, state_table_name
 
 REGION = "us-east-1"
 CLUSTER = "hyperwarm-prod-eks-4f2a1c"
@@ -29,9 +33,51 @@ LLAMA_70B = contract.hyperpod_target_id(CLUSTER, "hyperwarm-models", "InferenceE
 ROOT = "s3://hyperwarm-models-prod/llama-3.1-70b-instruct"
 
 
+BUCKET = "hyperwarm-models-prod"
+PREFIX = "llama-3.1-70b-instruct"
+FUNCTION = refresh_function_name("prod")
+
+
+def deploy_refresh_function(publisher_key: str | None = None) -> None:
+    """The refresh function as the refresh stack deploys it, to the configuration synth reads: prod's 70B prefix
+    with its endpoint and HyperPod targets, the model bucket, and a publisher key when given."""
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName="refresh", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}))["Role"]
+    targets = {PREFIX: [contract.EndpointTarget("hyperwarm-prod-chat"),
+                        contract.HyperPodTarget(CLUSTER, "hyperwarm-models", "llama-3-1-70b",
+                                                node_cache=contract.NodeCache("llama-3-1-70b", "/opt/dlami/nvme"))]}
+    admission = {PREFIX: contract.Admission(publisher_key=publisher_key)} if publisher_key else {}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    return None\n")
+    boto3.client("lambda", region_name=REGION).create_function(
+        FunctionName=FUNCTION, Runtime="python3.13", Role=role["Arn"], Handler="handler.lambda_handler",
+        Code={"ZipFile": buffer.getvalue()}, Environment={"Variables": {
+            contract.REFRESH_TARGETS: json.dumps(contract.targets_json(targets)),
+            contract.STATE_TABLE: state_table_name("prod"), contract.ALLOWED_BUCKETS: BUCKET,
+            contract.ADMISSION: json.dumps(contract.admissions_json(admission))}})
+
+
+def _versioned_bucket() -> None:
+    """The model bucket, versioned as hyperwarm creates it (a signed version binds each file to its VersionId)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
+
+
+def publish_version(version: str, tmp_path: Path, key: str | None = None) -> None:
+    """``hyperwarm publish`` of a small version of the 70B prefix (signed with ``key`` when given)."""
+    folder = tmp_path / version
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"version": version}))
+    publishing.publish(folder, f"s3://{BUCKET}/{PREFIX}/{version}", key, s3=boto3.client("s3", region_name=REGION),
+                       kms=boto3.client("kms", region_name=REGION), say=lambda text: None)
+
+
 @pytest.fixture(name="aws")
-def aws_fixture() -> Iterator[Any]:
-    """prod as deployed: its cluster stack (with the EKS cluster's name) and the refresh state table, in moto."""
+def aws_fixture(tmp_path: Path) -> Iterator[Any]:
+    """prod as deployed: its cluster stack (with the EKS cluster's name), the refresh state table and function,
+    and versions v2 and v3 of the 70B prefix published to its bucket, in moto."""
     with mock_aws():
         boto3.client("cloudformation", region_name=REGION).create_stack(
             StackName="hyperwarm-prod-cluster", TemplateBody=json.dumps({
@@ -40,14 +86,22 @@ def aws_fixture() -> Iterator[Any]:
         boto3.client("dynamodb", region_name=REGION).create_table(
             TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        _versioned_bucket()
+        deploy_refresh_function()
+        for version in ("v2", "v3"):
+            publish_version(version, tmp_path)
         yield boto3.resource("dynamodb", region_name=REGION).Table(state_table_name("prod"))
 
 
-def refreshed(table: Any, target: str, version: str, prefix: str = "llama-3.1-70b-instruct") -> None:
+def refreshed(table: Any, target: str, version: str, prefix: str = PREFIX) -> None:
     """What the refresh function records once it made ``version`` serve (lambdas/cache_refresh/README.md)."""
     table.put_item(Item={"pk": contract.state_pk(target), "rev": 3, "format": "hyperwarm.refresh.state/v1",
                          "current_version": version, "current_location": f"{prefix}/{version}",
-                         "current_sequencer": "0067485C2B1A0E5F09", "current_bucket": "hyperwarm-models-prod"})
+                         "current_sequencer": "0067485C2B1A0E5F09", "current_bucket": BUCKET})
+
+
+def read(project_context: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    return served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster", FUNCTION)
 
 
 def raw_prod(project_context: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +116,7 @@ def test_synth_follows_the_refresh_to_the_newer_version(aws, project_context) ->
     refreshed(aws, CHAT, "v3")
     refreshed(aws, LLAMA_70B, "v2")
     config = prod(project_context)
-    found, cluster = served.read("prod", config, state_table_name("prod"), "hyperwarm-prod-cluster")
+    found, cluster = read(project_context)
     assert (found, cluster) == ({CHAT: "v3", LLAMA_70B: "v2"}, CLUSTER)
     followed = served.follow("prod", config, raw_prod(project_context), found, cluster)
     assert [v.model_data for v in followed.endpoints[0].variants] == [f"{ROOT}/v3/"] * 2
@@ -84,7 +138,7 @@ def test_versions_that_cannot_be_ordered_fail_synth_naming_the_field(project_con
 
 def test_never_deployed_or_never_refreshed_reads_nothing(project_context) -> None:
     with mock_aws():  # no cluster stack, no state table
-        assert served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster") == ({}, None)
+        assert read(project_context) == ({}, None)
 
 
 def test_a_cluster_stack_from_before_its_name_output_leaves_the_cached_models_at_cdk_json(project_context,
@@ -93,14 +147,14 @@ def test_a_cluster_stack_from_before_its_name_output_leaves_the_cached_models_at
         boto3.client("cloudformation", region_name=REGION).create_stack(
             StackName="hyperwarm-prod-cluster",
             TemplateBody=json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}))
-        assert served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster") == ({}, None)
+        assert read(project_context) == ({}, None)
     assert "hyperwarm-prod-cluster has no EksClusterName output yet" in capsys.readouterr().err
 
 
 def test_a_state_that_cannot_be_read_fails_synth_saying_how_to_go_on(aws, project_context) -> None:
     aws.put_item(Item={"pk": contract.state_pk(CHAT), "format": "hyperwarm.refresh.state/v9", "current_version": "v3"})
     with pytest.raises(ConfigError) as raised:
-        served.read("prod", prod(project_context), state_table_name("prod"), "hyperwarm-prod-cluster")
+        read(project_context)
     assert "environment 'prod': cannot read what the refresh made serve" in str(raised.value)
     assert "-c served_versions=config" in str(raised.value)
 
@@ -196,3 +250,46 @@ def test_a_pinned_prefix_keeps_cdk_jsons_version_on_its_caches_and_endpoints_ali
         (LLAMA_70B, "llama-3.1-70b-instruct/v1"), (CHAT, "llama-3.1-70b-instruct/v1"),
         (CHAT, "llama-3.1-70b-instruct/v1")]
     assert [m.prefix for m in config.refresh.active] == ["llama-3.1-8b-instruct"]
+
+
+# -- the table is not the publisher: what synth follows passes the refresh's gate ---------------------------------
+
+def test_a_version_only_the_table_vouches_for_fails_synth_and_names_it(aws, project_context) -> None:
+    """A table writer records v9, never published: synth would deploy it to every target of the prefix."""
+    refreshed(aws, CHAT, "v9")
+    with pytest.raises(ConfigError) as raised:
+        read(project_context)
+    message = str(raised.value)
+    assert f"{CHAT}: v9 -- manifest-missing" in message and "hyperwarm refresh reset" in message
+
+
+def test_a_signed_prefix_follows_only_versions_its_publisher_signed(project_context, tmp_path) -> None:
+    from refresh import moto_ext
+
+    moto_ext.install()  # KMS digest signing
+    with mock_aws():
+        _versioned_bucket()
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        table = boto3.resource("dynamodb", region_name=REGION).Table(state_table_name("prod"))
+        key = boto3.client("kms", region_name=REGION).create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")[
+            "KeyMetadata"]["Arn"]
+        deploy_refresh_function(publisher_key=key)
+        publish_version("v2", tmp_path, key)
+        publish_version("v3", tmp_path)  # a bucket writer's: unsigned
+        refreshed(table, CHAT, "v2")
+        assert read(project_context) == ({CHAT: "v2"}, None)
+        refreshed(table, CHAT, "v3")
+        with pytest.raises(ConfigError, match=rf"{CHAT}: v3 -- signature-missing"):
+            read(project_context)
+
+
+def test_versions_recorded_without_a_deployed_refresh_function_are_not_followed(project_context) -> None:
+    with mock_aws():
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        refreshed(boto3.resource("dynamodb", region_name=REGION).Table(state_table_name("prod")), CHAT, "v2")
+        with pytest.raises(ConfigError, match=f"the refresh function {FUNCTION} is not deployed"):
+            read(project_context)

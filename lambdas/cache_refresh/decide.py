@@ -128,7 +128,7 @@ def rollout(pending: dict[str, Any], live: Live) -> tuple[str, str]:
         return "failed", "endpoint-failed"
     if live.status != "InService":
         return "in-progress", ""
-    if live.config == pending["config"]:
+    if live.config == pending.get("config"):
         return "succeeded", ""
     if live.config == pending.get("previous_config"):
         return "failed", "rolled-back"

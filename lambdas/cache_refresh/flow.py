@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import contract, decide, gate, letters, rollout
+from . import contract, decide, gate, letters, naming, rollout
 from .config import EndpointTarget, HyperPodTarget, Target
 from .errors import PermanentError, RefreshError, Skip, TransientError
 from .events import (
@@ -30,7 +30,7 @@ from .events import (
 )
 from .ports import Ports as Ports
 from .state import Busy, Freed, held_by_rollout, lock_held
-from .targets.endpoint import rollout_seconds
+from .targets.endpoint import config_name as endpoint_config_name, rollout_seconds
 from .versions import UnorderableVersion, compare
 
 _T = TypeVar("_T")
@@ -107,6 +107,8 @@ def on_manifest(ports: Ports, event: dict[str, Any], created: ManifestCreated, *
                                              Outcome(target.id, "skipped", first.reason, first.message)))
             if item.get("queued"):
                 waiting.append(target)
+        elif (too_far := _too_far(ports, target, created, item)) is not None and not s.dry_run:
+            outcomes.append(too_far)
         else:
             due.append(target)
     if s.dry_run:
@@ -154,6 +156,19 @@ def _first_look(ports: Ports, target: Target, created: ManifestCreated,
         ports.log("first look failed; deciding under the lock", target=target.id, error=repr(exc))
         return decide.Decision("start"), item
     return first, item
+
+
+def _too_far(ports: Ports, target: Target, created: ManifestCreated, item: dict[str, Any]) -> Outcome | None:
+    """The gate's step 2 before its step 3: a version too far past what the target serves fails before its manifest,
+    signature and files are read (no S3 or KMS call for a far jump). Decided again under the lock (:func:`_decide`);
+    a target that cannot be read now is left to that."""
+    try:
+        serving = ports.live(target, created.prefix).version or item.get("current_version")
+        problem = gate.move_problem(ports.settings, created.prefix, created.version, serving, ports.state.clock())
+    except Exception as exc:  # noqa: BLE001 - decided again, under the lock
+        ports.log("move check failed; deciding under the lock", target=target.id, error=repr(exc))
+        return None
+    return None if problem is None else Outcome(target.id, "failed", "version-jump", problem)
 
 
 def _dry_run(ports: Ports, created: ManifestCreated, due: list[Target], outcomes: list[Outcome]) -> dict[str, Any]:
@@ -335,6 +350,10 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
     """
     if (item.get("pending") or {}).get("kind") == "hyperpod" and isinstance(target, HyperPodTarget):
         return rollout.advance(ports, target, item, owner)
+    if isinstance(target, EndpointTarget):
+        refused = _refuse_endpoint_record(ports, target, item, owner)
+        if refused is not None:
+            return refused
     record = "pending"
     if item.get("starting") and not item.get("pending"):
         item, record = _settle_start(ports, target, item, live, owner)
@@ -361,6 +380,57 @@ def _settle(ports: Ports, target: Target, item: dict[str, Any], live: decide.Liv
               deleted=deleted)
     item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=reason, keep_lock=True, record=record)
     return {**item, "settled": ("rollout-failed", reason, deleted)}  # dead-lettered: this event itself is done
+
+
+def _endpoint_record_problem(ports: Ports, target: EndpointTarget, held: Any) -> str | None:
+    """An endpoint rollout record (``pending`` or ``starting``) is read back from the table, which is no authority:
+    before anything commits, rolls back or deletes by it, its upload is the one its fields name and passes the gate's
+    name rules (:func:`.gate.recorded_event`, as a warm rollout's step does), its config is exactly the one a refresh
+    of that upload creates (so a record cannot claim the config that serves for another version), and the models it
+    would delete are the endpoint's own (``<model stem>-*``). None, or why not."""
+    if not isinstance(held, dict):
+        return f"the record is {type(held).__name__}, not a map"
+    try:
+        created = gate.recorded_event(ports.settings, ports.settings.prefix_of(target), held)
+    except PermanentError as exc:
+        return exc.message
+    expected = endpoint_config_name(target, created)
+    if held.get("config") != expected:
+        return f"config {held.get('config')!r} is not {expected}, the one a refresh to {created.version} creates"
+    return _foreign_names(target, None, held.get("created_models"), "created_models")
+
+
+def _foreign_names(target: EndpointTarget, config: Any, models: Any, what: str) -> str | None:
+    """Names a refresh would delete that are not under the endpoint's own stems (:mod:`.naming`, what the role may
+    delete): why, or None."""
+    stem = naming.model_stem(target.endpoint) + "-"
+    if not isinstance(models, list) or not all(isinstance(m, str) and m.startswith(stem) for m in models):
+        return f"{what} {models!r}: a refresh of {target.endpoint} deletes only models named {stem}*"
+    config_stem = naming.endpoint_config_stem(target.endpoint) + "-"
+    if config is not None and not (isinstance(config, str) and config.startswith(config_stem)):
+        return f"owned_config {config!r}: a refresh of {target.endpoint} deletes only configs named {config_stem}*"
+    return None
+
+
+def _refuse_endpoint_record(ports: Ports, target: EndpointTarget, item: dict[str, Any],
+                            owner: str) -> dict[str, Any] | None:
+    """The item with a rollout record the gate refuses ended as ``refused-record`` (one letter; nothing committed,
+    nothing deleted), or None when every record passes. Owned names not the endpoint's refuse the record they would
+    be deleted with, and are forgotten."""
+    owned = _foreign_names(target, item.get("owned_config"), list(item.get("owned_models") or []), "owned_models")
+    for record in ("pending", "starting"):
+        if not item.get(record):
+            continue
+        why = _endpoint_record_problem(ports, target, item[record]) or owned
+        if why is None:
+            continue
+        ports.log("endpoint rollout record refused by the gate; nothing it names is acted on", target=target.id,
+                  record=record, detail=why)
+        rollout.refused_letter(ports, target, item[record], why)
+        item = ports.state.refuse(target.id, owner, record=record, reason=rollout.REFUSED, message=why,
+                                  forget_owned=owned is not None)
+        return {**item, "settled": ("rollout-failed", rollout.REFUSED, [])}
+    return None
 
 
 def _settle_start(ports: Ports, target: Target, item: dict[str, Any], live: decide.Live,

@@ -23,7 +23,7 @@ LETTER = "hyperwarm.refresh.hook-dlq/v1"
 """The function's and the deploy guard's dead letters (``letters.py`` writes them, replay reads them)."""
 STATE = "hyperwarm.refresh.state/v1"
 """A target's state item (``state.py`` writes it; the function and the deploy guard read it)."""
-QUOTA = "hyperwarm.refresh.letter-quota/v1"
+QUOTA = "hyperwarm.refresh.letter-quota/v2"
 """A dead-letter quota item in the state table (``quota.py`` writes and counts it)."""
 GUARD = "hyperwarm.refresh.guard/v1"
 """The properties of a ``Custom::RefreshGuard`` (``hyperwarm.refresh.guard`` writes them, the guard reads them)."""
@@ -45,8 +45,12 @@ WRITTEN: Mapping[str, Mapping[str, str]] = {
                "rollout's `pending` in the node cache's shape (`serving` a source, `previous` a version)",
     },
     "quota": {
-        QUOTA: "since 2026-12-03: the dead letters of a model prefix in a clock hour (pk letters#<prefix>#<hour>, "
-               "letters, expiration)",
+        "hyperwarm.refresh.letter-quota/v1": "2026-12-03, first: one item per model prefix and clock hour (pk "
+                                             "letters#<prefix>#<hour>, letters, expiration). No longer read: its "
+                                             "hour's key could be written ahead of the hour; the count of the hour of "
+                                             "the upgrade starts over (at most one hour's quota more)",
+        QUOTA: "since 2026-12-03: one item per model prefix (pk letters#<prefix>): the clock hour it counts (hour), "
+               "letters, expiration; a count of any other hour, later ones too, is started over",
     },
     "guard": {
         UNVERSIONED: "guard properties written before the Format property (Table, Targets[Id, Version, Field, Value], "

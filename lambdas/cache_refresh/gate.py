@@ -12,7 +12,8 @@ Cheapest first:
    behind it;
 3. **content** (:func:`content`, the Ports' ``verify``): the exact manifest object the event names (at most
    :data:`~.manifest.MAX_FILES` files), signed by the prefix's publisher key when it has one
-   (:mod:`.signature`), and every file's size and contents verified in S3 (:mod:`.manifest`). Its answer, the
+   (:mod:`.signature`), and every file's size and contents verified in S3 (:mod:`.manifest`; a signed manifest
+   binds each file to the S3 object the publisher uploaded, by its VersionId). Its answer, the
    manifest's SHA-256, is what the node cache's filler pins: it fills from that manifest or not at all.
 
 A refusal of an event for a bucket or prefix the function does not serve is a skip (not ours); every other refusal
@@ -119,7 +120,7 @@ def content(s3: Any, kms: Any, settings: Settings, created: ManifestCreated) -> 
         signature.check_statement(signed, signature.subject(created.prefix, created.version),
                                   signature.resources(read.files, read.sha256))
     manifest.verify(s3, created.bucket, created.location, read.files,
-                    fill_verified=settings.fill_verified(created.prefix))
+                    fill_verified=settings.fill_verified(created.prefix), signed=key is not None)
     return read.sha256
 
 
@@ -138,14 +139,16 @@ def record_problem(settings: Settings, prefix: str, version: Any, bucket: Any, l
 
 
 def recorded_event(settings: Settings, prefix: str, pending: dict[str, Any]) -> ManifestCreated:
-    """The upload a rollout record names, read back from the table and checked again (its event and its fields agree,
-    step 1 passes): what the rollout may stage and switch to. PermanentError ``refused-record`` otherwise."""
+    """The upload a rollout record names, read back from the table and checked again (its event and its fields, the
+    sequencer too, agree; step 1 passes): what the rollout may stage and switch to (or an endpoint's record commit).
+    PermanentError ``refused-record`` otherwise."""
     try:
         created = parse_manifest_created(json.loads(pending["event"]))
     except Exception as exc:  # noqa: BLE001 - a record this function did not write: refused whatever the error
         raise PermanentError("refused-record", f"the rollout record's event is not a manifest event: {exc!r}") from None
-    fields = (created.version, created.bucket, created.location, created.prefix)
-    if fields != (pending.get("version"), pending.get("bucket"), pending.get("location"), prefix):
+    fields = (created.version, created.bucket, created.location, created.prefix, created.sequencer)
+    if fields != (pending.get("version"), pending.get("bucket"), pending.get("location"), prefix,
+                  pending.get("sequencer")):
         raise PermanentError("refused-record", f"the rollout record names {pending.get('version')!r} at "
                                                f"{pending.get('location')!r} but its event {created.key!r}")
     problem = record_problem(settings, prefix, created.version, created.bucket, created.location)

@@ -89,12 +89,13 @@ def _metric_by(name: str, dimension: str, key: str, value: float = 1.0, unit: st
 
 def _dead_letter(letter: dict[str, Any]) -> None:
     """Send a permanent failure with its event to the DLQ; without one, raise (the on-failure destination).
-    Beyond its prefix's hourly quota (:mod:`.quota`) the letter is logged in full instead and counted in
-    ``DeadLettersSuppressed``; the failure itself is recorded by the caller as always."""
+    A refusal an uploader causes by uploading (:data:`.quota.COUNTED`) beyond its prefix's hourly quota is logged in
+    full instead and counted in ``DeadLettersSuppressed``; the failure itself is recorded by the caller as always.
+    Every other letter (a rollout's, a refused record's, a key's) is sent whatever the count."""
     url = settings().dlq_url
     if not url:
         raise RuntimeError(f"permanent failure and no HYPERWARM_DLQ_URL: {json.dumps(letter)}")
-    prefix = _served_prefix(letter)
+    prefix = _served_prefix(letter) if quota.counted(letter) else None
     if prefix is not None and not _within_quota(prefix):
         metrics.add_metric(name=contract.LETTERS_SUPPRESSED_METRIC, unit=MetricUnit.Count, value=1)
         _metric_by(contract.LETTERS_SUPPRESSED_METRIC, "prefix", prefix)

@@ -3,18 +3,26 @@
 Format (``<model>/<version>/manifest.json``, written LAST by the uploader)::
 
     {"format": "hyperwarm.manifest/v1",
-     "files": [{"path": "config.json", "size": 1234, "sha256": "<64 hex>", "crc64nvme": "<base64>"}, ...]}
+     "files": [{"path": "config.json", "size": 1234, "sha256": "<64 hex>", "crc64nvme": "<base64>",
+                "version_id": "<S3 VersionId>"}, ...]}
 
 ``path`` is relative to the version folder; at most :data:`MAX_FILES` files. ``crc64nvme`` (optional) is the
 file's CRC64NVME as S3 reports a full-object checksum (base64 of 8 bytes, big-endian): S3 computes it for every new
 object, single-part or multipart (its default checksum since December 2024), so it can be compared where a
-multipart upload's SHA-256 cannot. ``hyperwarm publish`` writes it.
+multipart upload's SHA-256 cannot. ``version_id`` (optional) is the S3 VersionId of the object the publisher
+uploaded. ``hyperwarm publish`` writes both; readers that predate a field ignore it.
 
-Verification HEADs every listed object (``ChecksumMode=ENABLED``): it must exist with exactly the listed size, and
-its contents must be known to equal the manifest's: S3's full-object CRC64NVME equal to the listed one, or S3's
-full-object SHA-256 equal to the listed one. A file for which S3 holds neither is *unverifiable*, and fails the
-version, unless every target of the prefix loads its files through hyperwarm's node cache, whose filler checks each
-file's SHA-256 before it labels a node ready (``fill_verified``). Size alone is never enough.
+Verification HEADs every listed object (``ChecksumMode=ENABLED``): it must exist with exactly the listed size, be
+the very object the manifest names where it lists a ``version_id`` (an overwrite is a new object, whose VersionId S3
+assigns: no writer can choose it), and its contents must be known to equal the manifest's: S3's full-object SHA-256
+equal to the listed one, or S3's full-object CRC64NVME equal to the listed one. A checksum only guards accidents: a
+CRC is linear, so whoever may write the bucket can make other bytes of the same size and CRC64NVME. So a signed
+manifest (its prefix has a publisher key) must list every file's ``version_id``, which the signature then covers;
+its files are the publisher's own objects. A file for which S3 holds no comparable checksum (unsigned), or that a
+signed manifest does not bind (and whose full-object SHA-256, which cannot be forged, S3 does not hold), is
+*unverifiable*, and fails the version, unless every target of the prefix loads
+its files through hyperwarm's node cache, whose filler checks each file's SHA-256 before it labels a node ready
+(``fill_verified``). Size alone is never enough.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ MAX_FILES = 10_000
 405B model has a few hundred)."""
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _CRC64 = re.compile(r"^[A-Za-z0-9+/]{11}=$")
+_VERSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")
 _TRANSIENT_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
                     "ThrottlingException", "RequestLimitExceeded", "503", "500"}
 
@@ -50,6 +59,8 @@ class ManifestFile:
     sha256: str
     crc64nvme: str | None = None
     """S3's full-object CRC64NVME of the file (base64), where the publisher listed it."""
+    version_id: str | None = None
+    """The S3 VersionId of the object the publisher uploaded, where it listed one."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +101,15 @@ def parse(body: bytes) -> tuple[ManifestFile, ...]:
         crc = item.get("crc64nvme")
         if crc is not None and not (isinstance(crc, str) and _CRC64.match(crc)):
             raise PermanentError("corrupt-manifest", f"files[{i}].crc64nvme must be S3's base64 of 8 bytes")
+        version_id = item.get("version_id")
+        if version_id is not None and not (isinstance(version_id, str) and _VERSION_ID.match(version_id)
+                                           and version_id != "null"):
+            raise PermanentError("corrupt-manifest", f"files[{i}].version_id must be the S3 VersionId of a versioned "
+                                                     "bucket's object (not 'null', which every overwrite shares)")
         if path in seen:
             raise PermanentError("corrupt-manifest", f"files[{i}].path {path!r} is listed twice")
         seen.add(path)
-        out.append(ManifestFile(path, size, digest, crc))
+        out.append(ManifestFile(path, size, digest, crc, version_id))
     return tuple(out)
 
 
@@ -143,7 +159,7 @@ def read_signature(s3: Any, bucket: str, location: str, limit: int) -> bytes:
         raise error from None
 
 
-def _check(s3: Any, bucket: str, location: str, item: ManifestFile, fill_verified: bool) -> str | None:
+def _check(s3: Any, bucket: str, location: str, item: ManifestFile, fill_verified: bool, signed: bool) -> str | None:
     key = f"{location}/{item.path}"
     try:
         head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
@@ -152,16 +168,26 @@ def _check(s3: Any, bucket: str, location: str, item: ManifestFile, fill_verifie
         if isinstance(error, TransientError):
             raise error from None
         return f"{item.path}: {error.message}"
+    if item.version_id is not None and head.get("VersionId") != item.version_id:
+        return (f"{item.path}: overwritten since it was published (S3 holds VersionId {head.get('VersionId')!r}, the "
+                f"manifest {item.version_id!r})")
     if head["ContentLength"] != item.size:
         return f"{item.path}: size {head['ContentLength']} != manifest {item.size}"
     whole = head.get("ChecksumType", "FULL_OBJECT") == "FULL_OBJECT"
     crc, sha = head.get("ChecksumCRC64NVME"), head.get("ChecksumSHA256")
-    if whole and crc and item.crc64nvme:
-        return None if crc == item.crc64nvme else f"{item.path}: CRC64NVME differs from the manifest"
-    if whole and sha and "-" not in sha:
+    if whole and sha and "-" not in sha:  # SHA-256 cannot be forged: proof of contents, signed or not
         return None if base64.b64decode(sha).hex() == item.sha256 else f"{item.path}: sha256 differs from the manifest"
-    if fill_verified:
-        return None  # the node cache's filler checks its SHA-256 before any pod may read it
+    crc_listed = bool(whole and crc and item.crc64nvme)
+    if crc_listed and crc != item.crc64nvme:
+        return f"{item.path}: CRC64NVME differs from the manifest"
+    if (signed and item.version_id is not None) or (crc_listed and not signed) or fill_verified:
+        # the publisher's own object (its CRC64NVME an accident check); unsigned, a bucket writer could rewrite the
+        # manifest too, so the CRC only catches accidents; node-cached, the filler checks SHA-256 before any pod reads
+        return None
+    if signed:
+        return (f"{item.path}: {UNVERIFIABLE}: the signed manifest lists no version_id, so nothing binds the file to "
+                "the object the publisher uploaded (a CRC64NVME can be forged); publish with `hyperwarm publish` to "
+                "a versioned bucket")
     held = "CRC64NVME" if crc else "SHA-256" if sha else "no checksum"
     return (f"{item.path}: {UNVERIFIABLE}: S3 holds {held}{' (per part)' if not whole else ''} and the manifest "
             f"{'lists no crc64nvme' if not item.crc64nvme else 'a CRC64NVME S3 does not hold'}")
@@ -170,10 +196,12 @@ def _check(s3: Any, bucket: str, location: str, item: ManifestFile, fill_verifie
 UNVERIFIABLE = "unverifiable"
 
 
-def verify(s3: Any, bucket: str, location: str, files: tuple[ManifestFile, ...], *, fill_verified: bool) -> None:
-    """Every listed object exists under ``location`` with its listed size and contents (see the module)."""
+def verify(s3: Any, bucket: str, location: str, files: tuple[ManifestFile, ...], *, fill_verified: bool,
+           signed: bool = False) -> None:
+    """Every listed object exists under ``location`` with its listed size and contents (see the module); ``signed``:
+    the publisher's signature covers ``files``, whose objects must then be bound by ``version_id``."""
     with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
-        problems = [p for p in pool.map(lambda f: _check(s3, bucket, location, f, fill_verified), files) if p]
+        problems = [p for p in pool.map(lambda f: _check(s3, bucket, location, f, fill_verified, signed), files) if p]
     if problems:
         reason = ("manifest-object-missing" if any(": not found" in p for p in problems) else
                   "manifest-unverifiable" if all(UNVERIFIABLE in p for p in problems) else "manifest-mismatch")

@@ -97,13 +97,14 @@ def dead_letter_sender_path(queue_name: str) -> str:
 
 
 LETTER_QUOTA_PK = "letters#"
-"""Start of the partition key of every dead-letter quota item (``<this><prefix>#<hour>``)."""
+"""Start of the partition key of every dead-letter quota item (``<this><prefix>``; ``<this><prefix>#<hour>`` in the
+format's first version)."""
 
 
-def letter_quota_pk(prefix: str, hour: int) -> str:
-    """The partition key of the count of dead letters of model prefix ``prefix`` in clock hour ``hour`` (hours
-    since the epoch) in the state table; target items' keys start ``target#``."""
-    return f"{LETTER_QUOTA_PK}{prefix}#{hour}"
+def letter_quota_pk(prefix: str) -> str:
+    """The partition key of the count of dead letters of model prefix ``prefix`` (in the clock hour it names) in the
+    state table; target items' keys start ``target#``."""
+    return f"{LETTER_QUOTA_PK}{prefix}"
 
 
 def state_pk(target_id: str) -> str:

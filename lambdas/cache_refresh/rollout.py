@@ -35,6 +35,7 @@ reconciliation (:func:`sweep`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..node_cache.layout import Version
@@ -51,6 +52,7 @@ REFUSED = "refused-record"
 """A rollout record that fails the gate when read back (:func:`_refuse`)."""
 SUPERSEDED = "rollout-superseded"
 """A warm rollout an earlier release began, in a shape this release cannot continue (:func:`.formats.state_item`)."""
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _SEEN_PODS = 200
 """Pods of one rollout remembered as checked for a cold start (a deployment runs far fewer)."""
 
@@ -153,7 +155,13 @@ def _versions(pending: dict[str, Any]) -> tuple[Version | None, Version]:
 
 def _record_problem(ports: Ports, target: HyperPodTarget, pending: dict[str, Any]) -> str | None:
     """The rollout record is read back from the table, which is no authority: the versions it would have the filler
-    fetch and the deployment read pass the gate's name rules at every step (:func:`.gate.record_problem`)."""
+    fetch and the deployment read pass the gate's name rules at every step (:func:`.gate.record_problem`), and it
+    carries the pin of the manifest the gate admitted (without it the filler would fill whatever manifest the
+    bucket holds then). Every warm rollout this release's format records carries it; one begun in stand-alone caches
+    (``legacy``) ends before this check."""
+    pin = pending.get("manifest_sha256")
+    if not isinstance(pin, str) or not _SHA256.fullmatch(pin):
+        return f"the rollout record pins no admitted manifest (manifest_sha256 {pin!r})"
     prefix = ports.settings.prefix_of(target)
     problem = gate.record_problem(ports.settings, prefix, pending.get("version"), pending.get("bucket"),
                                   pending.get("location"))
@@ -179,8 +187,7 @@ def _readmit(ports: Ports, target: HyperPodTarget, pending: dict[str, Any]) -> s
         admitted = ports.verify(created)
     except PermanentError as exc:
         return f"{exc.reason}: {exc.message}"
-    pinned = pending.get("manifest_sha256")
-    if pinned and admitted != pinned:
+    if admitted != pending.get("manifest_sha256"):
         return f"the manifest of {pending['version']} changed since it was admitted and staged"
     return None
 
@@ -191,16 +198,22 @@ def _refuse(ports: Ports, target: HyperPodTarget, owner: str, why: str) -> dict[
     nothing reads. One letter (reason ``refused-record``), the log names the target."""
     ports.log("rollout record refused by the gate; nothing it names is acted on", target=target.id, detail=why)
     item = ports.state.update_rollout(target.id, owner, reason=REFUSED, message=why)
-    pending = item["pending"]
+    refused_letter(ports, target, item["pending"], why)
+    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=REFUSED, keep_lock=True)
+    return {**item, "settled": ("rollout-failed", REFUSED, [])}
+
+
+def refused_letter(ports: Ports, target: Target, record: Any, why: str) -> None:
+    """The one letter (reason ``refused-record``) of a rollout record the gate refused, warm or endpoint: with the
+    event the record names if it is one (its writer may have put anything there; the letter counts against the
+    target's own prefix, never one its event names)."""
     try:
-        event = json.loads(pending["event"])
+        event = json.loads(record["event"])
     except (KeyError, TypeError, ValueError):
         event = {}
     ports.metric("RefreshFailed", reason=REFUSED, target=target.id)
     ports.dead_letter(letters.envelope(event if isinstance(event, dict) else {}, REFUSED, f"{target.id}: {why}",
                                        [target.id], request_id=ports.request_id, failed_at=ports.state.clock()))
-    item = ports.state.finish_rollout(target.id, owner, succeeded=False, reason=REFUSED, keep_lock=True)
-    return {**item, "settled": ("rollout-failed", REFUSED, [])}
 
 
 def _staging(ports: Ports, target: HyperPodTarget, item: dict[str, Any], owner: str, abandon: bool) -> dict[str, Any]:

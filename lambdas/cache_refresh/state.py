@@ -272,6 +272,18 @@ class StateTable:
             return {**rest, **(served if serves_new else {}), **failed}
         return self._owned(target_id, owner, finish)
 
+    def refuse(self, target_id: str, owner: str, *, record: str, reason: str, message: str,
+               forget_owned: bool = False) -> dict[str, Any]:
+        """Drop an endpoint rollout record (``record``: pending or starting) the gate refused when read back, under
+        ``owner``'s lock (kept): nothing it names is committed or deleted; it stays as ``last_failed`` with why.
+        ``forget_owned``: ``owned_config``/``owned_models`` not the endpoint's own go too (nothing deletes by them)."""
+        def refuse(item: dict[str, Any]) -> dict[str, Any]:
+            held = item.get(record)
+            drop = {record, *(("owned_config", "owned_models") if forget_owned else ())}
+            return {**{k: v for k, v in item.items() if k not in drop},
+                    "last_failed": {**(held if isinstance(held, dict) else {}), "reason": reason, "message": message}}
+        return self._owned(target_id, owner, refuse)
+
     def pin(self, target_id: str, *, version: str, location: str, bucket: str) -> dict[str, Any]:
         """A deploy pins the target at ``version``: recorded as what serves before the deploy moves it there, so
         nothing takes the move for a move back; the record it replaces is kept (``pinned.previous``) for a

@@ -10,7 +10,8 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
    stack rollback may apply an older list while pods read the newer version).
 2. Each listed version that is not complete is filled: the free space is checked first (the files still to
    download plus the headroom must fit), every file of its manifest is downloaded into ``.partial-<version>``
-   and checked for its size and SHA-256, the directory is renamed to ``<version>`` and marked complete, and only
+   (the S3 object version the manifest's ``version_id`` names, where it lists one) and checked for its size and
+   SHA-256, the directory is renamed to ``<version>`` and marked complete, and only
    then is the node labelled :func:`~.layout.ready_label`. A version that cannot be a copy (a checksum or size
    mismatch, a missing object, no room) is not retried by this pod: the node gets the annotation of the same
    name, ``failed: <why>``, which the warm rollout reads and dead-letters.
@@ -216,7 +217,9 @@ class Filler:
         path.parent.mkdir(parents=True, exist_ok=True)
         key = f"{version.location}/{item.path}"
         try:
-            self.s3.download_file(version.bucket, key, str(path))
+            # The very object the manifest binds (version_id): a file overwritten after admission is not filled.
+            pinned = {"ExtraArgs": {"VersionId": item.version_id}} if item.version_id else {}
+            self.s3.download_file(version.bucket, key, str(path), **pinned)
         except self.s3.exceptions.ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in ("404", "NoSuchKey", "403", "AccessDenied"):

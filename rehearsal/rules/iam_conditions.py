@@ -2,8 +2,8 @@
 
 Both are accepted by IAM and CloudFormation without the condition, and both then reach further than the job
 needs: a role that may create any KMS grant may hand its key to any principal, and a role any service
-resource may assume is a confused deputy's reach. These rules read every identity policy and every trust in the
-templates.
+resource may assume is a confused deputy's reach. These rules read every identity policy, every key policy and
+every trust in the templates.
 """
 
 from __future__ import annotations
@@ -49,6 +49,24 @@ def identity_statements(assembly: Assembly) -> Iterator[tuple[str, str, dict[str
                         yield stack, logical_id, statement
 
 
+def role_statements(assembly: Assembly) -> Iterator[tuple[str, str, set[str], dict[str, Any]]]:
+    """(stack, logical id, roles it applies to, statement) of every policy a role of the template holds: policies and
+    managed policies attached by their ``Roles`` or the role's ``ManagedPolicyArns``, and roles' inline ones."""
+    managed_by: dict[tuple[str, str], set[str]] = {}
+    for stack, role, resource in assembly.resources(_ROLE):
+        for arn in _listed(resource.get("Properties", {}).get("ManagedPolicyArns", [])):
+            if ref_target(arn):
+                managed_by.setdefault((stack, str(ref_target(arn))), set()).add(role)
+    for stack, logical_id, statement in identity_statements(assembly):
+        resource = assembly.templates[stack]["Resources"][logical_id]
+        kind, props = resource.get("Type"), resource.get("Properties", {})
+        attached = {logical_id} if kind == _ROLE else {
+            str(ref_target(r)) for r in _listed(props.get("Roles", [])) if ref_target(r)}
+        if kind == "AWS::IAM::ManagedPolicy":
+            attached |= managed_by.get((stack, logical_id), set())
+        yield stack, logical_id, attached, statement
+
+
 def _condition_value(condition: Any, operator: str, key: str) -> list[Any]:
     """The values a condition block tests ``key`` against with ``operator`` (names compared case-insensitively)."""
     if not isinstance(condition, dict):
@@ -61,11 +79,68 @@ def _condition_value(condition: Any, operator: str, key: str) -> list[Any]:
     return []
 
 
+OWN_ACCOUNT = "<account>"
+
+
+def account_text(value: Any, account: str | None = None) -> str:
+    """A template value as one string (:func:`text_of`), the stack's own account (``{"Ref": "AWS::AccountId"}``,
+    ``${AWS::AccountId}`` in an ``Fn::Sub``, or ``account``, the literal one of its environment) read as
+    :data:`OWN_ACCOUNT`."""
+    def mark(v: Any) -> Any:
+        if v == {"Ref": "AWS::AccountId"}:
+            return OWN_ACCOUNT
+        if isinstance(v, dict) and isinstance(v.get("Fn::Sub"), str):
+            return {"Fn::Sub": v["Fn::Sub"].replace("${AWS::AccountId}", OWN_ACCOUNT)}
+        join = v.get("Fn::Join") if isinstance(v, dict) else None
+        if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list):
+            return {"Fn::Join": [join[0], [mark(part) for part in join[1]]]}
+        return v
+
+    text = text_of(mark(value))
+    return text.replace(account, OWN_ACCOUNT) if account else text
+
+
+def aws_principals(statement: dict[str, Any]) -> list[Any]:
+    """The ``AWS`` principals a resource-policy statement names (``"*"`` for ``"Principal": "*"``)."""
+    principal = statement.get("Principal")
+    if principal == "*":
+        return ["*"]
+    return _listed(principal.get("AWS", [])) if isinstance(principal, dict) else []
+
+
+def is_account_root(value: Any, account: str | None = None, own: bool = True) -> bool:
+    """The principal is an account (``arn:...:root`` or a bare account id): whoever that account's IAM policies
+    allow. ``own``: only this stack's account counts."""
+    text = account_text(value, account)
+    own_id = re.escape(OWN_ACCOUNT)
+    number, in_arn = (own_id, own_id) if own else (rf"(\d{{12}}|{own_id})", rf"(\d{{12}}|{own_id}|\$\{{TOKEN\}})")
+    return re.fullmatch(rf"(arn:[^:]+:iam::{in_arn}:root|{number})", text) is not None
+
+
+def key_policy_statements(assembly: Assembly) -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(stack, logical id, key properties, statement) of every ``AWS::KMS::Key``'s policy."""
+    for stack, logical_id, key in assembly.resources("AWS::KMS::Key"):
+        props = key.get("Properties", {})
+        policy = props.get("KeyPolicy", {})
+        for statement in _listed(policy.get("Statement", []) if isinstance(policy, dict) else []):
+            if isinstance(statement, dict):
+                yield stack, logical_id, props, statement
+
+
+def _only_own_account(statement: dict[str, Any], account: str | None) -> bool:
+    """A key policy statement whose only principal is the stack's own account: it lets that account's identity
+    policies decide, and :func:`identity_statements` reads those."""
+    principal, named = statement.get("Principal"), aws_principals(statement)
+    return isinstance(principal, dict) and set(principal) == {"AWS"} and bool(named) and all(
+        is_account_root(p, account) for p in named)
+
+
 @rule("iam.kms-create-grant",
       source="https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-grant-is-for-aws-resource")
 def kms_create_grant(assembly: Assembly) -> Iterator[Finding]:
-    """No identity policy allows ``kms:CreateGrant`` (by name, ``kms:*``, ``*`` or a NotAction that leaves it)
-    without ``"Bool": {"kms:GrantIsForAWSResource": "true"}``.
+    """No identity policy, and no key policy statement naming a principal other than the stack's own account (which
+    hands the decision to those identity policies), allows ``kms:CreateGrant`` (by name, ``kms:*``, ``*`` or a
+    NotAction that leaves it) without ``"Bool": {"kms:GrantIsForAWSResource": "true"}``.
 
     A grant is a delegation: whoever may create grants on a key may let any principal use it, with no key policy
     change. Services that encrypt on a caller's behalf (SageMaker's endpoint volumes, EBS, RDS ...) create the
@@ -73,7 +148,10 @@ def kms_create_grant(assembly: Assembly) -> Iterator[Finding]:
     KMS developer guide, condition keys); a caller with the condition can only let an AWS service use the key for
     the caller's own resource.
     """
-    for stack, logical_id, statement in identity_statements(assembly):
+    key_statements = ((stack, logical_id, statement) for stack, logical_id, _, statement
+                      in key_policy_statements(assembly)
+                      if not _only_own_account(statement, assembly.accounts.get(stack)))
+    for stack, logical_id, statement in (*identity_statements(assembly), *key_statements):
         if not allows_action(statement, "kms:CreateGrant"):
             continue
         values = _condition_value(statement.get("Condition"), "Bool", "kms:GrantIsForAWSResource")
@@ -101,16 +179,22 @@ def _service_principals(statement: dict[str, Any]) -> set[str]:
     return {s for s in _listed(services) if isinstance(s, str)}
 
 
+def _positive_values(condition: Any, key: str) -> list[Any]:
+    """The values the condition tests ``key`` against with a positive operator (Equals or Like; not a negated or
+    IfExists one)."""
+    found: list[Any] = []
+    if isinstance(condition, dict):
+        for op, keys in condition.items():
+            if op.endswith("IfExists") or "Not" in op or not isinstance(keys, dict):
+                continue
+            found += [v for name, values in keys.items() if name.lower() == key.lower() for v in _listed(values)]
+    return found
+
+
 def _has_key(condition: Any, key: str) -> bool:
-    """The condition tests ``key`` with a positive operator (Equals or Like; not a negated or IfExists one)."""
-    if not isinstance(condition, dict):
-        return False
-    for op, keys in condition.items():
-        if op.endswith("IfExists") or "Not" in op or not isinstance(keys, dict):
-            continue
-        if any(name.lower() == key.lower() and values not in ("*", ["*"]) for name, values in keys.items()):
-            return True
-    return False
+    """The condition tests ``key`` with a positive operator, against something narrower than ``*``."""
+    values = _positive_values(condition, key)
+    return bool(values) and "*" not in values
 
 
 def _hyperpod_node_roles(assembly: Assembly) -> set[tuple[str, str]]:
@@ -124,10 +208,12 @@ def _hyperpod_node_roles(assembly: Assembly) -> set[tuple[str, str]]:
 @rule("iam.service-trust-source", source="https://docs.aws.amazon.com/IAM/latest/UserGuide/confused-deputy.html")
 def service_trust_source(assembly: Assembly) -> Iterator[Finding]:
     """Every role trust of a service principal that documents ``aws:SourceAccount`` and ``aws:SourceArn``
-    (:data:`SOURCE_CONDITION_PRINCIPALS`: EKS Pod Identity, SageMaker) tests both, so the service assumes the role
-    only for this account's resource, never for another customer's request (the IAM guide's cross-service confused
-    deputy prevention). HyperPod instance groups' execution roles are left out (see :func:`_hyperpod_node_roles`);
-    web-identity (IRSA) trusts are held to their ``:sub`` and ``:aud`` by ``roles.*`` tests, not here.
+    (:data:`SOURCE_CONDITION_PRINCIPALS`: EKS Pod Identity, SageMaker) tests both, ``aws:SourceAccount`` against the
+    stack's own account alone (``{"Ref": "AWS::AccountId"}`` or its environment's literal account), so the service
+    assumes the role only for this account's resource, never for another customer's request (the IAM guide's
+    cross-service confused deputy prevention). HyperPod instance groups' execution roles are left out (see
+    :func:`_hyperpod_node_roles`); web-identity (IRSA) trusts are held to their ``:sub`` and ``:aud`` by
+    ``roles.*`` tests, not here.
     """
     exempt = _hyperpod_node_roles(assembly)
     for stack, logical_id, role in assembly.resources(_ROLE):
@@ -144,6 +230,15 @@ def service_trust_source(assembly: Assembly) -> Iterator[Finding]:
                     yield Finding("iam.service-trust-source", stack, logical_id,
                                   f"trusts {service} without {' and '.join(missing)}: any resource of the service, "
                                   f"in any account, may have it assume the role ({SOURCE_CONDITION_PRINCIPALS[service]})")
+                    continue
+                foreign = [account_text(v, assembly.accounts.get(stack))
+                           for v in _positive_values(statement.get("Condition"), "aws:SourceAccount")
+                           if account_text(v, assembly.accounts.get(stack)) != OWN_ACCOUNT]
+                if foreign:
+                    yield Finding("iam.service-trust-source", stack, logical_id,
+                                  f"trusts {service} for aws:SourceAccount {', '.join(foreign)}, not the stack's own "
+                                  "account: that account's resources may have it assume the role; test "
+                                  "{\"Ref\": \"AWS::AccountId\"}")
 
 
 _REFRESH_HANDLERS = "hyperwarm.functions.cache_refresh."
@@ -170,22 +265,18 @@ def refresh_sagemaker_scoped(assembly: Assembly) -> Iterator[Finding]:
 
     SageMaker's models and endpoint configs are resources of their own (the service authorization reference's
     ``model`` and ``endpoint-config`` types): a Describe on ``model/*`` reads every model of the account, its
-    container environment and data location included, and a Create or Delete there reaches other teams'.
+    container environment and data location included, and a Create or Delete there reaches other teams'. Every
+    policy a refresh role holds is read: policies, managed policies and its inline ones.
     """
     roles = _refresh_roles(assembly)
-    for stack, logical_id, resource in assembly.resources("AWS::IAM::Policy"):
-        props = resource.get("Properties", {})
-        if not any((stack, str(ref_target(r))) in roles for r in _listed(props.get("Roles", []))):
-            continue
-        for statement in _listed(props.get("PolicyDocument", {}).get("Statement", [])):
+    for stack, logical_id, attached, statement in role_statements(assembly):
+        if any((stack, role) in roles for role in attached):
             actions = [a for a in _listed(statement.get("Action", [])) if isinstance(a, str)]
             scoped = [a for a in actions if a == "*" or (a.lower().startswith("sagemaker:") and (
                 "*" in a or a.startswith(_SAGEMAKER_VERBS)))]
-            if statement.get("Effect") != "Allow" or not scoped:
-                continue
             wide = [text for text in map(text_of, _listed(statement.get("Resource", [])))
                     if text == "*" or _WHOLE_KIND.search(text)]
-            if wide:
+            if statement.get("Effect") == "Allow" and scoped and wide:
                 yield Finding("iam.refresh-sagemaker-scoped", stack, logical_id,
                               f"lets a refresh role {', '.join(sorted(scoped))} on {', '.join(wide)}: name the "
                               "endpoints, the stems the refresh creates under and the deployed resources "

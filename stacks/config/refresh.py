@@ -66,10 +66,13 @@ class SigningConfig(StrictModel):
         default=None, description="only versions signed with the publisher key move anything (model.sig, hyperwarm "
                                   "publish); default: true in production, else false")
     publishers: tuple[Annotated[str, Field(pattern=PRINCIPAL)], ...] = Field(
-        default=(), description="IAM roles or users that may sign with the key (kms:Sign); writing the refreshed "
-                                "prefixes of an existing bucket stays their own policy")
+        default=(), description="IAM roles or users that may sign with the key (kms:Sign), the only principals a new "
+                                "key's policy does not deny it to; writing the refreshed prefixes of an existing "
+                                "bucket stays their own policy")
     key_arn: str | None = Field(
-        default=None, pattern=KMS_KEY, description="an existing ECC_NIST_P256 SIGN_VERIFY key; default: a new one")
+        default=None, pattern=KMS_KEY, description="an existing ECC_NIST_P256 SIGN_VERIFY key, whose policy stays its "
+                                                   "owner's (it must deny kms:Sign to all but the publishers); "
+                                                   "default: a new one")
 
 
 class RefreshConfig(StrictModel):

@@ -147,6 +147,8 @@ class Cluster:
     violations: list[str] = field(default_factory=list)
     sources: set[tuple[str, str]] = field(default_factory=set)
     """Every (bucket, location) a filler was ever told to fill from."""
+    unpinned: set[str] = field(default_factory=set)
+    """Every version the refresh told a filler to keep without a manifest pin (fill whatever manifest S3 holds)."""
     cold_starts: list[SimPod] = field(default_factory=list)
     peak_gb: float = 0.0
     pods: list[SimPod] = field(default_factory=list)
@@ -262,6 +264,8 @@ class Cluster:
                 raise Forbidden(f"patch {kind} {name}")
         if kind == FILLER:
             self.sources |= {(v.bucket, v.location) for v in layout.filler_versions(updated)}
+            if by_refresh:
+                self.unpinned |= {v.version for v in layout.filler_versions(updated) if not v.manifest}
         if kind == FILLER and by_refresh:  # the refresh must never drop a copy a pod reads; a deploy's apply may
             dropped = set(self.kept()) - {v.version for v in layout.filler_versions(updated)}
             readers = [p.uid for p in self.pods if p.version in dropped]

@@ -4,6 +4,7 @@ function run in-process, versions uploaded by ``hyperwarm publish`` itself."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,24 @@ def _copy(world: Any, source: str, version: str) -> None:
                              CopySource={"Bucket": BUCKET, "Key": obj["Key"]})
 
 
+def _deployed_function() -> str:
+    """The refresh function as deployed, with the environment the in-process handler reads (what a reset checks)."""
+    import io
+    import os
+    import zipfile
+
+    role = boto3.client("iam", region_name="us-west-2").create_role(
+        RoleName="refresh", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    return None\n")
+    variables = {k: v for k, v in os.environ.items() if k.startswith("HYPERWARM_")}
+    boto3.client("lambda", region_name="us-west-2").create_function(
+        FunctionName="hyperwarm-cache-refresh", Runtime="python3.13", Role=role, Handler="handler.lambda_handler",
+        Code={"ZipFile": code.getvalue()}, Environment={"Variables": variables})
+    return "hyperwarm-cache-refresh"
+
+
 def _refused(world: Any, answer: dict[str, Any], reason: str) -> None:
     assert answer["status"] == "failed" and answer["reason"] == reason, answer
     assert world.served_hyperpod() == f"{PREFIX}/v1" and world.served_endpoint() == f"s3://{BUCKET}/{PREFIX}/v1/"
@@ -115,6 +134,126 @@ def test_a_shard_swapped_after_signing_is_refused_even_with_a_matching_manifest(
              if f.path.startswith("weights/") else f for f in files]
     signed.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json", Body=publishing.manifest_bytes(files))
     _refused(signed, handler.lambda_handler(_event(signed, "v2"), context), "signature-mismatch")
+
+
+def _same_crc64nvme(genuine: bytes, fill: bytes = b"E") -> bytes:
+    """Other bytes of ``genuine``'s size and CRC64NVME: CRC is linear, so flipping some of the last 128 bits (found
+    by elimination over GF(2)) moves the CRC to any value. What a bucket writer who cannot sign computes in a
+    millisecond."""
+    from awscrt.checksums import crc64nvme
+
+    evil = bytearray(fill * len(genuine))
+    base, n, basis = crc64nvme(bytes(evil)), len(evil), []
+    for i in range(128):
+        flipped = bytearray(evil)
+        flipped[n - 16 + i // 8] ^= 1 << (i % 8)
+        v, m = crc64nvme(bytes(flipped)) ^ base, 1 << i
+        for bv, bm in basis:
+            if v ^ bv < v:
+                v, m = v ^ bv, m ^ bm
+        if v:
+            basis = sorted([*basis, (v, m)], reverse=True)
+    v, m = base ^ crc64nvme(genuine), 0
+    for bv, bm in basis:
+        if v ^ bv < v:
+            v, m = v ^ bv, m ^ bm
+    assert v == 0
+    for i in range(128):
+        if m >> i & 1:
+            evil[n - 16 + i // 8] ^= 1 << (i % 8)
+    assert bytes(evil) != genuine and crc64nvme(bytes(evil)) == crc64nvme(genuine)
+    return bytes(evil)
+
+
+SHARD = f"{PREFIX}/v2/weights/model.safetensors"
+
+
+def _swap_shard(world: Any) -> bytes:
+    """A bucket writer overwrites v2's shard with bytes of its size and CRC64NVME; manifest and model.sig untouched."""
+    genuine = world.s3.get_object(Bucket=BUCKET, Key=SHARD)["Body"].read()
+    evil = _same_crc64nvme(genuine)
+    world.s3.put_object(Bucket=BUCKET, Key=SHARD, Body=evil, ChecksumAlgorithm="CRC64NVME")
+    assert world.s3.head_object(Bucket=BUCKET, Key=SHARD, ChecksumMode="ENABLED")["ChecksumCRC64NVME"] == \
+        manifest.read(world.s3, BUCKET, f"{PREFIX}/v2/manifest.json", None).files[1].crc64nvme
+    return evil
+
+
+def test_publish_binds_every_file_to_the_s3_object_it_uploaded(signed: Any, tmp_path: Path) -> None:
+    """Single-part and multipart (over boto3's 8 MiB threshold) uploads alike: the VersionId S3 answered."""
+    _publish(signed, tmp_path, "v2", signed.key, {"config.json": b"{}", "weights/model.safetensors": b"w" * 9 * MB})
+    files = manifest.read(signed.s3, BUCKET, f"{PREFIX}/v2/manifest.json", None).files
+    assert [f.path for f in files] == ["config.json", "weights/model.safetensors"]
+    assert signed.s3.head_object(Bucket=BUCKET, Key=SHARD, PartNumber=1)["PartsCount"] == 2
+    for f in files:
+        head = signed.s3.head_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/{f.path}")
+        assert f.version_id and f.version_id == head["VersionId"], f
+
+
+def test_publish_refuses_to_sign_without_version_ids(signed: Any, tmp_path: Path) -> None:
+    """A bucket whose versioning is suspended (or never enabled) gives every new object the VersionId 'null' (moto:
+    none), which an overwrite shares: nothing to bind, so no manifest is written."""
+    signed.s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Suspended"})
+    with pytest.raises(publishing.PublishError, match="answered no VersionId: .* needs a versioned bucket"):
+        _publish(signed, tmp_path, "v2", signed.key)
+    assert "Contents" not in signed.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"{PREFIX}/v2/manifest.json")
+
+
+def test_a_signed_shard_swapped_for_one_of_its_size_and_crc64nvme_is_refused(signed: Any, context: Any,
+                                                                             tmp_path: Path) -> None:
+    """CRC64NVME guards accidents, not a forger: the signed manifest names the object S3 stored for each file, and an
+    overwrite is another object (S3 assigns its VersionId; no writer chooses it)."""
+    _publish(signed, tmp_path, "v2", signed.key)
+    _swap_shard(signed)
+    _refused(signed, handler.lambda_handler(_event(signed, "v2"), context), "manifest-mismatch")
+    assert "weights/model.safetensors: overwritten since it was published" in signed.dead_letters()[0]["message"]
+
+
+def test_a_signed_manifest_without_version_ids_is_unverifiable_unless_the_fill_checks_it(signed: Any, context: Any,
+                                                                                         tmp_path: Path) -> None:
+    """A publisher who signed a manifest without version_id (another tool, or an unversioned bucket): its files could
+    be swapped for CRC collisions, so it is refused, except where every target loads through the node cache."""
+    _publish(signed, tmp_path, "v2", signed.key)
+    read = manifest.read(signed.s3, BUCKET, f"{PREFIX}/v2/manifest.json", None)
+    unbound = [publishing.Hashed(f.path, f.size, f.sha256, f.crc64nvme or "") for f in read.files]
+    body = publishing.manifest_bytes(unbound)
+    kms = boto3.client("kms", region_name="us-west-2")
+    payload = signature.statement(signature.subject(PREFIX, "v2"), signature.resources(
+        unbound, hashlib.sha256(body).hexdigest()))
+    signed.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/model.sig", Body=signature.bundle(
+        signature.sign(kms, signed.key, payload), publishing.public_key_hint(kms, signed.key)))
+    signed.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json", Body=body)
+    _refused(signed, handler.lambda_handler(_event(signed, "v2"), context), "manifest-unverifiable")
+    assert "no version_id" in signed.dead_letters()[0]["message"]
+    for f in read.files:  # the same bytes again, S3 keeping their SHA-256 (which no one can forge): proof enough
+        key = f"{PREFIX}/v2/{f.path}"
+        body_of = signed.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        signed.s3.put_object(Bucket=BUCKET, Key=key, Body=body_of, ChecksumAlgorithm="SHA256")
+    kept = Settings(targets=handler.settings().targets, state_table=TABLE, allowed_buckets=frozenset({BUCKET}),
+                    admissions={PREFIX: Admission(publisher_key=signed.key)})
+    assert gate.content(signed.s3, kms, kept, parse_manifest_created(_event(signed, "v2"))) == \
+        hashlib.sha256(body).hexdigest()
+    node_cached = contract.HyperPodTarget("c", "ns", "llama", node_cache=contract.NodeCache("llama"))
+    settings = Settings(targets={PREFIX: (node_cached,)}, state_table=TABLE, allowed_buckets=frozenset({BUCKET}),
+                        admissions={PREFIX: Admission(publisher_key=signed.key)})
+    created = parse_manifest_created(_event(signed, "v2"))
+    assert gate.content(signed.s3, kms, settings, created) == hashlib.sha256(body).hexdigest()
+
+
+def test_an_unsigned_version_is_checked_as_before(world: Any, context: Any, tmp_path: Path) -> None:
+    """Without a publisher key a bucket writer could rewrite the manifest too: version_id is optional there and the
+    checksums catch accidents (a truncated or different upload)."""
+    _publish(world, tmp_path, "v2", None, {"config.json": b"{}", "weights/model.safetensors": b"w" * 128})
+    body = json.loads(world.s3.get_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json")["Body"].read())
+    for item in body["files"]:
+        del item["version_id"]
+    world.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v2/manifest.json", Body=json.dumps(body).encode())
+    assert handler.lambda_handler(_event(world, "v2"), context)["status"] == "refreshed"
+    world.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v3/weights/model.safetensors", Body=b"x" * 128,
+                        ChecksumAlgorithm="CRC64NVME")
+    world.s3.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v3/config.json", Body=b"{}", ChecksumAlgorithm="CRC64NVME")
+    event = _manifest_of(world, "v3", {"config.json": b"{}", "weights/model.safetensors": b"w" * 128})
+    assert handler.lambda_handler(event, context)["reason"] == "manifest-mismatch"
+    assert world.served_hyperpod() == f"{PREFIX}/v2"
 
 
 # -- contents verified -------------------------------------------------------------------------------------------
@@ -181,6 +320,14 @@ def test_a_manifest_of_more_files_than_the_cap_is_corrupt() -> None:
         manifest.parse(json.dumps({"format": "hyperwarm.manifest/v1", "files": files}).encode())
 
 
+@pytest.mark.parametrize("version_id", ["null", "", 7, "a b"])
+def test_a_version_id_that_binds_nothing_is_corrupt(version_id: Any) -> None:
+    files = [{"path": "f", "size": 1, "sha256": "0" * 64, "version_id": version_id}]
+    with pytest.raises(PermanentError, match=r"files\[0\].version_id must be the S3 VersionId") as raised:
+        manifest.parse(json.dumps({"format": "hyperwarm.manifest/v1", "files": files}).encode())
+    assert raised.value.reason == "corrupt-manifest"
+
+
 # -- order that cannot be hijacked -------------------------------------------------------------------------------
 
 def test_a_far_jump_is_refused_and_the_next_real_version_still_moves(world: Any, context: Any, tmp_path: Path) -> None:
@@ -189,6 +336,20 @@ def test_a_far_jump_is_refused_and_the_next_real_version_still_moves(world: Any,
              "version-jump")
     assert handler.lambda_handler(_publish(world, tmp_path, "v2", None), context)["status"] == "refreshed"
     assert world.served_hyperpod() == f"{PREFIX}/v2"
+
+
+def test_a_far_jump_is_refused_before_its_manifest_signature_or_files_are_read(signed: Any, context: Any,
+                                                                              tmp_path: Path) -> None:
+    """Name, then move, then content: a far jump costs no S3 read and no kms:Verify (a flood of them spends none)."""
+    event = _publish(signed, tmp_path, "v999999999999999999", signed.key)
+    calls: list[str] = []
+    for service in ("s3", "kms"):
+        handler.client(service).meta.events.register(f"before-call.{service}",
+                                                     lambda model, **kwargs: calls.append(model.name))
+    _refused(signed, handler.lambda_handler(event, context), "version-jump")
+    assert calls == []
+    assert handler.lambda_handler(_publish(signed, tmp_path, "v2", signed.key), context)["status"] == "refreshed"
+    assert {"HeadObject", "Verify"} <= set(calls)  # the hooks see what a version that moves is checked with
 
 
 @pytest.mark.parametrize("version, serving, max_step, refused", [
@@ -225,7 +386,11 @@ def test_an_operator_resets_a_poisoned_record_and_who_did_it_is_kept(world: Any,
                     int(item["rev"]))
     assert handler.lambda_handler(_publish(world, tmp_path, "v3", None), context)["targets"][target]["reason"] == \
         "older-version"
-    record = resetting.reset(TABLE, target, "v2", "v99 was never served; pointed back by hand", region="us-west-2")
+    function = _deployed_function()
+    with pytest.raises(ValueError, match=r"--version 'v98': the refresh's gate refuses it \(manifest-missing"):
+        resetting.reset(TABLE, target, "v98", "a version never published", function, region="us-west-2")
+    record = resetting.reset(TABLE, target, "v2", "v99 was never served; pointed back by hand", function,
+                             region="us-west-2")
     assert record["current_version"] == "v2" and record["resets"][-1]["from"] == "v99"
     assert record["resets"][-1]["by"].startswith("arn:aws:sts::123456789012:") and record["resets"][-1]["reason"]
     assert handler.lambda_handler(_publish(world, tmp_path, "v4", None), context)["status"] == "refreshed"
@@ -236,7 +401,7 @@ def test_a_reset_is_refused_while_a_rollout_is_in_flight(world: Any, context: An
     handler.lambda_handler(_publish(world, tmp_path, "v2", None), context)  # the endpoint's update runs
     endpoint = handler.settings().targets[PREFIX][1].id
     with pytest.raises(ValueError, match="in flight; let it end"):
-        resetting.reset(TABLE, endpoint, "v1", "why", region="us-west-2")
+        resetting.reset(TABLE, endpoint, "v1", "why", _deployed_function(), region="us-west-2")
 
 
 # -- one gate for every action -----------------------------------------------------------------------------------

@@ -35,11 +35,42 @@ def table(name: str = "state") -> Any:
 def test_a_prefix_gets_its_quota_per_hour_and_no_more() -> None:
     state = table()
     assert [quota.take(state, "models/a", NOW, limit=3) for _ in range(5)] == [True] * 3 + [False] * 2
-    assert quota.take(state, "models/b", NOW, limit=3) is True  # another prefix: its own quota
-    assert quota.take(state, "models/a", NOW + quota.HOUR, limit=3) is True  # the next hour: a new one
-    item = state.get_item(Key={"pk": f"letters#models/a#{int(NOW // quota.HOUR)}"})["Item"]
-    assert (item["letters"], item["format"]) == (3, "hyperwarm.refresh.letter-quota/v1")
+    item = state.get_item(Key={"pk": "letters#models/a"})["Item"]
+    assert (item["letters"], item["hour"], item["format"]) == (3, NOW // quota.HOUR, "hyperwarm.refresh.letter-quota/v2")
     assert item["expiration"] > NOW + 48 * quota.HOUR  # gone through the table's TTL, not kept forever
+    assert quota.take(state, "models/b", NOW, limit=3) is True  # another prefix: its own quota
+    assert [quota.take(state, "models/a", NOW + quota.HOUR, limit=3) for _ in range(4)] == [True] * 3 + [False]
+
+
+def _count(state: Any, prefix: str, hour: int, letters: int) -> dict[str, Any]:
+    """The table writer's PutItem of a prefix's count."""
+    item = {"pk": f"letters#{prefix}", "format": "hyperwarm.refresh.letter-quota/v2", "hour": hour, "letters": letters,
+            "expiration": (hour + 49) * quota.HOUR}
+    state.put_item(Item=item)
+    return item
+
+
+@mock_aws
+@pytest.mark.parametrize("ahead", [1, 5, 10_000])
+def test_a_count_written_for_an_hour_ahead_is_never_honoured(ahead: int) -> None:
+    """A table writer fills the quota of hours to come: the count is not this function's (it writes only the hour it
+    is in) and is started over; the hour gets its whole quota."""
+    state = table()
+    hour = int(NOW // quota.HOUR)
+    _count(state, "models/a", hour + ahead, 1_000_000)
+    assert [quota.take(state, "models/a", NOW, limit=3) for _ in range(4)] == [True] * 3 + [False]
+    assert state.get_item(Key={"pk": "letters#models/a"})["Item"]["hour"] == hour
+
+
+@mock_aws
+def test_a_count_far_above_the_limit_in_the_hour_only_means_spent() -> None:
+    """Written for the hour it is: honoured as a spent quota, and no more than that (the next hour starts over)."""
+    state = table()
+    hour = int(NOW // quota.HOUR)
+    item = _count(state, "models/a", hour, 10**30)
+    assert quota.take(state, "models/a", NOW, limit=3) is False
+    assert state.get_item(Key={"pk": "letters#models/a"})["Item"] == item  # nothing written
+    assert quota.take(state, "models/a", NOW + quota.HOUR, limit=3) is True
 
 
 @pytest.fixture
@@ -187,13 +218,47 @@ def test_a_letter_counts_against_its_targets_prefix_not_the_one_its_event_names(
     (target,) = [t.id for t in handler.settings().targets_for(PREFIX) if t.id.startswith("endpoint:")]
     for n in range(4):
         event = s3_event(f"{OTHER}/forged-{n}/manifest.json", format(next(_SEQUENCER), "X"))
-        handler._dead_letter(letters.envelope(event, "refused-record", f"{target}: forged", [target],
+        handler._dead_letter(letters.envelope(event, "signature-missing", f"{target}: forged", [target],
                                               request_id="r"))
     assert len(world.dead_letters()) == 2
-    hour = int(time.time() // quota.HOUR)
     state = world.ddb.Table(TABLE)
-    assert state.get_item(Key={"pk": f"letters#{PREFIX}#{hour}"})["Item"]["letters"] == 2
-    assert "Item" not in state.get_item(Key={"pk": f"letters#{OTHER}#{hour}"})
+    assert state.get_item(Key={"pk": f"letters#{PREFIX}"})["Item"]["letters"] == 2
+    assert "Item" not in state.get_item(Key={"pk": f"letters#{OTHER}"})
+
+
+@pytest.mark.parametrize("reason", ["refused-record", "publisher-key-unusable", "rolled-back", "endpoint-failed",
+                                    "staging-failed", "switch-timeout", "moved-back", "target-rejected"])
+def test_letters_an_upload_does_not_cause_are_sent_with_the_quota_spent(two_prefixes, outside_an_invocation,
+                                                                       reason: str) -> None:
+    """A bucket writer spends the prefix's quota with junk uploads; a rollout's failure, a refused record and a
+    publisher key that cannot be used still reach the queue, uncounted."""
+    world = two_prefixes
+    (target,) = [t.id for t in handler.settings().targets_for(PREFIX) if t.id.startswith("endpoint:")]
+    for n in range(3):
+        handler._dead_letter(letters.envelope(crafted(world, PREFIX, f"junk-{n}"), "unorderable-version", "junk",
+                                              [target], request_id="r"))
+    assert len(world.dead_letters()) == 2  # spent
+    handler._dead_letter(letters.envelope(s3_event(f"{PREFIX}/v2/manifest.json", format(next(_SEQUENCER), "X")),
+                                          reason, f"{target}: real", [target], request_id="r"))
+    assert [letter["reason"] for letter in world.dead_letters()].count(reason) == 1
+    assert world.ddb.Table(TABLE).get_item(Key={"pk": f"letters#{PREFIX}"})["Item"]["letters"] == 2
+
+
+def test_a_refused_record_is_dead_lettered_after_a_flood_of_junk_uploads(two_prefixes, context) -> None:
+    """End to end: the prefix's quota is spent by junk uploads, then a table writer's crafted endpoint record is
+    refused when the reconciliation reads it: its letter is sent."""
+    world = two_prefixes
+    for n in range(3):
+        handler.lambda_handler(crafted(world, PREFIX, f"junk-{n}"), context)
+    state = StateTable(DynamoStore(world.ddb, TABLE))
+    item = state.get("endpoint:llama-prod")
+    event = s3_event(f"{PREFIX}/v9/manifest.json", "5F00000000000000E1")
+    pending = {"version": "v9", "sequencer": "5F00000000000000E1", "location": f"{PREFIX}/v9", "bucket": BUCKET,
+               "config": "llama-prod-cfn", "created_models": [], "started": 1, "event": json.dumps(event)}
+    rev = int(item["rev"])
+    assert state.store.put(state.key("endpoint:llama-prod"), {**item, "pending": pending, "rev": rev + 1}, rev)
+    handler.on_schedule({"source": "aws.events", "detail-type": "Scheduled Event", "id": "s", "detail": {}}, context)
+    assert [letter["reason"] for letter in world.dead_letters()].count("refused-record") == 1
 
 
 def test_a_count_that_cannot_be_written_still_sends_the_letter(two_an_hour, context, capsys, caplog):
@@ -220,14 +285,14 @@ def test_a_count_that_cannot_be_written_still_sends_the_letter(two_an_hour, cont
 def test_a_count_a_newer_release_wrote_is_left_as_it_is_and_the_letter_sent(two_an_hour, context, caplog):
     world = two_an_hour
     hour = int(time.time() // quota.HOUR)
-    newer = {"pk": f"letters#{PREFIX}#{hour}", "letters": 99, "format": "hyperwarm.refresh.letter-quota/v2",
+    newer = {"pk": f"letters#{PREFIX}", "letters": 99, "hour": hour, "format": "hyperwarm.refresh.letter-quota/v3",
              "expiration": (hour + 49) * quota.HOUR}
     world.ddb.Table(TABLE).put_item(Item=newer)
     handler.lambda_handler(world.upload("v2", listed={"extra.bin": 3}), context)
     assert len(world.dead_letters()) == 1
     assert world.ddb.Table(TABLE).get_item(Key={"pk": newer["pk"]})["Item"] == newer
     (line,) = logged(caplog, "dead-letter quota not counted; the letter is sent")
-    assert "letter-quota/v2" in line.error
+    assert "letter-quota/v3" in line.error
 
 
 @pytest.mark.parametrize("value", ["0", "1001", "-3", "ten", "2.5", ""])

@@ -414,8 +414,8 @@ class History:
             settled = self.replay()
             self.flush_state_changes()
             self.check()
-            # only letters that fail however often they are replayed
-            if settled and not self.inflight and set(w.sqs.messages) == letters:
+            # only letters that fail however often they are replayed, and no workflow execution still running
+            if settled and not self.inflight and not w.executions and set(w.sqs.messages) == letters:
                 break
 
     def check_newest_serves(self) -> None:

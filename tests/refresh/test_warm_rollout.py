@@ -674,6 +674,26 @@ def test_a_rollout_record_rewritten_in_the_table_moves_nothing(field: str, value
     world.assert_safe()
 
 
+@pytest.mark.parametrize("pin", [None, "", "not-a-digest"])
+def test_a_rollout_record_without_its_manifest_pin_fills_nothing(pin: str | None) -> None:
+    """A table writer drops the pin from the rollout in flight (so the filler would fill whatever manifest the bucket
+    holds by then): the next step refuses the record, and no filler is ever told to keep the version unpinned."""
+    world = WarmWorld()
+    world.upload("v2", 1)
+    world.step("v2")
+    item = world.record()
+    pending = {k: v for k, v in item["pending"].items() if k != "manifest_sha256"}
+    world.store.write(StateTable.key(TARGET.id), {**item, "pending": {
+        **pending, **({} if pin is None else {"manifest_sha256": pin})}})
+    world.run("v2")
+    world.reconcile(2)
+    assert world.cluster.reads() == "v1" and world.cluster.kept() == ["v1"]
+    assert "v2" not in world.cluster.unpinned
+    assert [letter["reason"] for letter in world.letters] == ["refused-record"]
+    assert "pins no admitted manifest" in world.letters[0]["message"]
+    world.assert_safe()
+
+
 def test_a_manifest_changed_between_staging_and_the_switch_is_not_switched_to() -> None:
     """The bucket writer rewrites the staged version's manifest (or its signature fails now): before the deployment
     moves, the version passes the whole gate again, and its manifest must be the one the filler was pinned to."""

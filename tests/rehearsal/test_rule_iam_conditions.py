@@ -208,3 +208,72 @@ def test_the_refresh_of_every_synthesis_reads_only_named_sagemaker_resources_and
     reads["Resource"] = [sagemaker_arn("model/*"), sagemaker_arn("endpoint-config/*")]
     (finding,) = refresh_sagemaker_scoped(Assembly.from_templates({"hyperwarm-prod-refresh": template}))
     assert "model/*" in finding.message
+
+
+def signing_key(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Resources": {"Key": {"Type": "AWS::KMS::Key", "Properties": {
+        "KeyPolicy": {"Statement": [{"Effect": "Allow", "Principal": {"AWS": {"Fn::Join": ["", [
+            "arn:aws:iam::", ACCOUNT, ":root"]]}}, "Action": "kms:*", "Resource": "*"}, *statements]}}}}}
+
+
+@pytest.mark.parametrize("principal", [
+    {"AWS": "arn:aws:iam::111122223333:role/ci"}, {"AWS": "*"}, "*", {"AWS": "arn:aws:iam::444455556666:root"},
+    {"Service": "logs.amazonaws.com"},
+])
+def test_a_key_policy_letting_a_principal_create_grants_without_the_condition_is_found(principal: Any) -> None:
+    statement = {"Effect": "Allow", "Principal": principal, "Action": ["kms:CreateGrant"], "Resource": "*"}
+    (message,) = grants(signing_key(statement))
+    assert "allows kms:CreateGrant" in message
+    assert grants(signing_key({**statement, "Condition": FOR_AWS})) == []
+
+
+def test_a_key_policy_leaving_grants_to_its_own_account_s_iam_policies_passes() -> None:
+    """CDK's root statement (kms:* to the stack's account) hands the decision to identity policies, read above."""
+    assert grants(signing_key()) == []
+    literal = {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111122223333:root"}, "Action": "kms:*",
+               "Resource": "*"}
+    assembly = Assembly.from_templates({"s": signing_key(literal)}, accounts={"s": "111122223333"})
+    assert kms_create_grant(assembly) == []
+    assert len(grants(signing_key(literal))) == 1  # an account the stack is not known to deploy to
+
+
+@pytest.mark.parametrize("account, stack_account, shown", [
+    (ACCOUNT, None, None),
+    ({"Fn::Sub": "${AWS::AccountId}"}, None, None),
+    ("111122223333", "111122223333", None),  # the literal account of the stack's environment
+    ("444455556666", "111122223333", "444455556666"),  # another account's SageMaker resources
+    ("111122223333", None, "111122223333"),  # a literal the stack is not known to deploy to
+    ([ACCOUNT, "444455556666"], None, "444455556666"),
+])
+def test_a_source_account_other_than_the_stack_s_own_is_found(account: Any, stack_account: str | None,
+                                                              shown: str | None) -> None:
+    condition = {**SOURCE, "StringEquals": {"aws:SourceAccount": account}}
+    assembly = Assembly.from_templates({"s": {"Resources": {"R": trust_role("sagemaker.amazonaws.com", condition)}}},
+                                       accounts={"s": stack_account} if stack_account else None)
+    messages = [f.message for f in service_trust_source(assembly)]
+    if shown is None:
+        assert messages == []
+    else:
+        (message,) = messages
+        assert f"for aws:SourceAccount {shown}, not the stack's own account" in message
+
+
+EVERY_MODEL = {"Effect": "Allow", "Action": DESCRIBE, "Resource": [sagemaker_arn("model/*")]}
+
+
+def test_every_model_in_a_managed_or_inline_policy_of_a_refresh_role_is_found() -> None:
+    managed = refresh_stack()
+    managed["Resources"]["Policy"]["Type"] = "AWS::IAM::ManagedPolicy"
+    managed["Resources"]["Policy"]["Properties"]["PolicyDocument"]["Statement"] = [EVERY_MODEL]
+    attached_by_role = copy.deepcopy(managed)
+    del attached_by_role["Resources"]["Policy"]["Properties"]["Roles"]
+    attached_by_role["Resources"]["Role"]["Properties"]["ManagedPolicyArns"] = [{"Ref": "Policy"}]
+    inline = refresh_stack()
+    del inline["Resources"]["Policy"]
+    inline["Resources"]["Role"]["Properties"]["Policies"] = [
+        {"PolicyName": "p", "PolicyDocument": {"Statement": [EVERY_MODEL]}}]
+    for template in (managed, attached_by_role, inline):
+        (message,) = scoped(template)
+        assert "model/*" in message
+    del attached_by_role["Resources"]["Role"]["Properties"]["ManagedPolicyArns"]
+    assert scoped(attached_by_role) == []  # attached to no refresh role

@@ -150,3 +150,7 @@ class CachedModels(Construct):
                 grant_mounted_model_read(reader, buckets[name], source.location)
             if model.weights_cache == "node" and self.filler_role is not None:
                 grant_mounted_model_read(self.filler_role, buckets[name], source.prefix)
+                # The filler downloads the object version a manifest's version_id names (GetObject with VersionId).
+                versions = buckets[name].arn_for_objects(f"{source.prefix.strip('/')}/*")
+                iam.Grant.add_to_principal(grantee=self.filler_role, actions=["s3:GetObjectVersion"],
+                                           resource_arns=[versions])

@@ -8,13 +8,16 @@ One command does, in this order (the manifest last: its arrival is what starts a
 1. hashes every file of the directory: SHA-256 (what the signature and the node cache's filler check) and CRC64NVME
    (what S3 keeps as a full-object checksum, single-part or multipart, so the refresh can compare every file
    without reading it);
-2. signs the version with the publisher key (``kms:Sign``, ``ECDSA_SHA_256``): an OpenSSF model-signing bundle over
-   every file and the manifest, for ``<prefix>/<version>`` alone (:mod:`hyperwarm.functions.cache_refresh.signature`);
-3. uploads the files with ``ChecksumAlgorithm=CRC64NVME`` (S3 checks each against what was sent) and checks that S3
-   holds each file's CRC64NVME as hashed, then ``model.sig``, then ``manifest.json``.
+2. uploads the files with ``ChecksumAlgorithm=CRC64NVME`` (S3 checks each against what was sent), keeps the
+   VersionId S3 answers for each and checks that S3 holds that very object with the CRC64NVME hashed;
+3. writes the manifest with each file's ``version_id`` (what binds the file to the object uploaded: a CRC is no
+   proof against a forger) and signs the version with the publisher key (``kms:Sign``, ``ECDSA_SHA_256``): an
+   OpenSSF model-signing bundle over every file and the manifest, for ``<prefix>/<version>`` alone
+   (:mod:`hyperwarm.functions.cache_refresh.signature`); uploads ``model.sig``, then ``manifest.json``.
 
 A version folder that already holds a manifest is refused: a version, once published, never changes (publish the
-next one). Without ``--key`` the version is published unsigned, which a prefix with a publisher key refuses.
+next one). Without ``--key`` the version is published unsigned, which a prefix with a publisher key refuses. A
+signed version needs a versioned bucket (hyperwarm's model buckets are): without VersionIds nothing is written.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,8 @@ class Hashed:
     size: int
     sha256: str
     crc64nvme: str
+    version_id: str | None = None
+    """The S3 VersionId of the object uploaded (None: not uploaded yet, or the bucket is not versioned)."""
 
 
 def split_target(uri: str) -> tuple[str, str, str]:
@@ -88,8 +93,8 @@ def hash_file(path: Path, relative: str, progress: Callable[[int], None] = lambd
 
 def manifest_bytes(hashed: list[Hashed]) -> bytes:
     return json.dumps({"format": formats.MANIFEST, "files": [
-        {"path": h.path, "size": h.size, "sha256": h.sha256, "crc64nvme": h.crc64nvme} for h in hashed]},
-        indent=1).encode()
+        {"path": h.path, "size": h.size, "sha256": h.sha256, "crc64nvme": h.crc64nvme,
+         **({"version_id": h.version_id} if h.version_id else {})} for h in hashed]}, indent=1).encode()
 
 
 def public_key_hint(kms: Any, key: str) -> str:
@@ -103,7 +108,7 @@ def public_key_hint(kms: Any, key: str) -> str:
 
 def publish(directory: Path, uri: str, key: str | None, *, s3: Any, kms: Any,
             say: Callable[[str], None] = print, progress: Progress | None = None) -> dict[str, Any]:
-    """Hash, sign, upload and check one version (module docstring); returns what was published. ``progress``
+    """Hash, upload, check and sign one version (module docstring); returns what was published. ``progress``
     (what, total bytes) -> a context whose value advances a bar by bytes done. Default: none."""
     steps = progress or _no_progress
     bucket, prefix, version = split_target(uri)
@@ -118,27 +123,60 @@ def publish(directory: Path, uri: str, key: str | None, *, s3: Any, kms: Any,
     with steps("hashing", total) as advance:
         for path in files:
             hashed.append(hash_file(path, path.relative_to(directory).as_posix(), advance))
+    with steps("uploading", total) as advance, _version_ids(s3) as uploaded:
+        for path, item in zip(files, hashed, strict=True):
+            s3.upload_file(str(path), bucket, f"{location}/{item.path}", ExtraArgs={"ChecksumAlgorithm": "CRC64NVME"},
+                           Callback=advance)
+    hashed = [replace(h, version_id=uploaded.get(f"{location}/{h.path}")) for h in hashed]
+    if key is not None and not all(h.version_id for h in hashed):
+        raise PublishError(f"s3://{bucket} answered no VersionId: a signed version binds each file to the object "
+                           "uploaded, which needs a versioned bucket (enable versioning); no manifest written")
+    wrong = [h.path for h in hashed if _changed(s3.head_object(Bucket=bucket, Key=f"{location}/{h.path}",
+                                                               ChecksumMode="ENABLED"), h)]
+    if wrong:
+        raise PublishError(f"S3 holds another object or CRC64NVME than uploaded for {', '.join(wrong[:5])}: a file "
+                           "changed while it was published; no manifest written, publish again")
     manifest = manifest_bytes(hashed)
     if key is not None:
         payload = signature.statement(signature.subject(prefix, version), signature.resources(
             hashed, hashlib.sha256(manifest).hexdigest()))
         sig = signature.bundle(signature.sign(kms, key, payload), public_key_hint(kms, key))
         say(f"signed {location} with {key}")
-    with steps("uploading", total) as advance:
-        for path, item in zip(files, hashed, strict=True):
-            s3.upload_file(str(path), bucket, f"{location}/{item.path}", ExtraArgs={"ChecksumAlgorithm": "CRC64NVME"},
-                           Callback=advance)
-    wrong = [h.path for h in hashed if s3.head_object(Bucket=bucket, Key=f"{location}/{h.path}", ChecksumMode="ENABLED")
-             .get("ChecksumCRC64NVME") != h.crc64nvme]
-    if wrong:
-        raise PublishError(f"S3 holds another CRC64NVME than hashed for {', '.join(wrong[:5])}: a file changed while "
-                           "it was published; no manifest written, publish again")
-    if key is not None:
         s3.put_object(Bucket=bucket, Key=f"{location}/{signature.NAME}", Body=sig, ChecksumAlgorithm="CRC64NVME")
     s3.put_object(Bucket=bucket, Key=f"{location}/{signature.MANIFEST}", Body=manifest, ChecksumAlgorithm="CRC64NVME")
     say(f"published s3://{bucket}/{location}/ ({len(hashed)} files{', signed' if key else ', unsigned'}): the refresh "
         "starts on its manifest")
     return {"bucket": bucket, "location": location, "files": len(hashed), "bytes": total, "signed": key is not None}
+
+
+def _changed(head: dict[str, Any], item: Hashed) -> bool:
+    return head.get("ChecksumCRC64NVME") != item.crc64nvme or (item.version_id is not None
+                                                              and head.get("VersionId") != item.version_id)
+
+
+@contextmanager
+def _version_ids(s3: Any) -> Iterator[dict[str, str]]:
+    """Key -> the VersionId S3 answered for each object ``s3`` writes meanwhile (``upload_file`` returns none): the
+    PutObject or CompleteMultipartUpload response itself, not a later HEAD that an overwrite could answer."""
+    found: dict[str, str] = {}
+
+    def remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["hyperwarm_key"] = params.get("Key")
+
+    def record(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        version = parsed.get("VersionId")
+        if context.get("hyperwarm_key") and version and version != "null":
+            found[context["hyperwarm_key"]] = version
+
+    hooks = [(f"{when}.s3.{operation}", hook) for operation in ("PutObject", "CompleteMultipartUpload")
+             for when, hook in (("before-parameter-build", remember), ("after-call", record))]
+    for event, hook in hooks:
+        s3.meta.events.register(event, hook)
+    try:
+        yield found
+    finally:
+        for event, hook in hooks:
+            s3.meta.events.unregister(event, hook)
 
 
 def _exists(s3: Any, bucket: str, key: str) -> bool:

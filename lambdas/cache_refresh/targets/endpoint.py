@@ -122,6 +122,16 @@ def rollout_seconds(bg: BlueGreen) -> int:
     return bg.max_execution_seconds + bg.termination_wait_seconds + 900
 
 
+def _salt(target: EndpointTarget, event: ManifestCreated) -> str:
+    return f"{target.endpoint}|{event.sequencer}"
+
+
+def config_name(target: EndpointTarget, event: ManifestCreated) -> str:
+    """The EndpointConfig a refresh of ``target`` to ``event``'s upload creates: the same on every retry of it, and
+    what a rollout record read back from the table must name (:func:`.flow._endpoint_record_problem`)."""
+    return naming.endpoint_config_name(target.endpoint, event.version, _salt(target, event))
+
+
 def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
           reserve: Callable[[dict[str, Any]], object] = lambda rollout: None) -> dict[str, Any]:
     """Clone models and config for ``event`` and start the update; returns the rollout record.
@@ -142,7 +152,7 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
     except ClientError as exc:
         raise _fail(exc, f"DescribeEndpointConfig {live_name}") from None
     spec = _accepted(sm, "CreateEndpointConfig", live)
-    salt = f"{target.endpoint}|{event.sequencer}"
+    salt = _salt(target, event)
     models: list[dict[str, Any]] = []
     variants = []
     for variant in spec.get("ProductionVariants", []):
@@ -157,19 +167,19 @@ def start(sm: Any, target: EndpointTarget, event: ManifestCreated,
         variants.append(variant)
     if not models:
         raise PermanentError("target-rejected", f"{target.endpoint}: no variant reads s3://{event.bucket}/{event.prefix}/")
-    config_name = naming.endpoint_config_name(target.endpoint, event.version, salt)
+    new_config = config_name(target, event)
     rollout = {"version": event.version, "sequencer": event.sequencer, "location": event.location,
-               "config": config_name, "created_models": [m["ModelName"] for m in models],
+               "config": new_config, "created_models": [m["ModelName"] for m in models],
                "previous_config": live_name, "started": int(time.time()), "event_time": event.time,
                "endpoint_modified": _timestamp(endpoint.get("LastModifiedTime"))}
     reserve(rollout)
     for model in models:
         _create(sm.create_model, model, f"CreateModel {model['ModelName']}")
-    spec.update(EndpointConfigName=config_name, ProductionVariants=variants,
+    spec.update(EndpointConfigName=new_config, ProductionVariants=variants,
                 Tags=[TAG, {"Key": "hyperwarm:model-version", "Value": event.version}])
-    _create(sm.create_endpoint_config, spec, f"CreateEndpointConfig {config_name}")
+    _create(sm.create_endpoint_config, spec, f"CreateEndpointConfig {new_config}")
     try:
-        sm.update_endpoint(EndpointName=target.endpoint, EndpointConfigName=config_name,
+        sm.update_endpoint(EndpointName=target.endpoint, EndpointConfigName=new_config,
                            RetainAllVariantProperties=True, DeploymentConfig=deployment_config(target.blue_green))
     except ClientError as exc:
         raise _fail(exc, f"UpdateEndpoint {target.endpoint}") from None
