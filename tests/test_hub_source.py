@@ -352,7 +352,7 @@ def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeyp
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))
     answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
     event = {"RequestType": "Create", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
              "ResponseURL": "https://example.invalid/"}
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):
@@ -369,7 +369,7 @@ def test_a_rollback_update_before_its_secret_is_back_succeeds_but_a_create_fails
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))  # "removed-hub-token" is not back yet
     answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
     event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
              "PhysicalResourceId": "hub-token-sync-HubTokens", "ResponseURL": "https://example.invalid/"}
     tokens = {"llama-hub-token": "hub/plain", "removed-hub-token": "hub/deleted-with-the-model"}
@@ -390,7 +390,7 @@ def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kub
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))
     answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "_respond", lambda event, status, reason: answers.append((status, reason)))
+    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
     event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
              "ResponseURL": "https://example.invalid/"}
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):

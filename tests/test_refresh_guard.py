@@ -8,6 +8,7 @@ for the guard.
 from __future__ import annotations
 
 import json
+import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +64,7 @@ def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         sent.append(json.loads(request.data))
         return Answer()
 
-    monkeypatch.setattr(deploy_guard.urllib.request, "urlopen", urlopen)
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
     return sent
 
 

@@ -39,19 +39,18 @@ import json
 import os
 import random
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..cfn_response import respond
 from . import contract, formats, letters
 from .contract import state_pk
 from .state import DynamoStore, StateTable
 from .versions import compare
 
-_REASON_MAX = 3000  # the whole response is limited to 4 KB
 _ANSWER_MARGIN_S = 30.0
 """Of the function's time, what is kept for answering CloudFormation after the last retried read."""
 _FIRST_DELAY_S, _MAX_DELAY_S = 0.5, 16.0
@@ -257,18 +256,6 @@ def undo_pins(event: dict[str, Any], patience: Patience | None = None) -> str:
     return ""
 
 
-def _respond(event: dict[str, Any], status: str, reason: str) -> None:
-    body = json.dumps({
-        "Status": status, "Reason": reason[:_REASON_MAX],
-        "PhysicalResourceId": event.get("PhysicalResourceId") or f"refresh-guard-{event['LogicalResourceId']}",
-        "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
-    }).encode()
-    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
-                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (CloudFormation's presigned URL)
-        response.read()
-
-
 def _rollback_state(stack_id: str, patience: Patience) -> bool | str:
     """Whether the stack rolls back, or why that could not be read (after the back-off)."""
     try:
@@ -307,4 +294,4 @@ def on_event(event: dict[str, Any], context: Any) -> None:
         status, reason = "FAILED", f"could not check the cache refresh state: {type(exc).__name__}: {exc}"
     print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,
                       "function": os.environ.get("AWS_LAMBDA_FUNCTION_NAME")}))
-    _respond(event, status, reason)
+    respond(event, status, reason, "refresh-guard")

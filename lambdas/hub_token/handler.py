@@ -18,17 +18,16 @@ from __future__ import annotations
 import base64
 import json
 import os
-import urllib.request
 from typing import Any
 
 import boto3
 import urllib3
 
+from ..cfn_response import respond
 from ..eks_auth import cluster_access, eks_token
 
 TOKEN_KEY = "token"
 """The key of the Kubernetes Secret the operator's ``tokenSecretRef`` names."""
-_REASON_MAX = 1000
 
 
 class SyncError(RuntimeError):
@@ -134,18 +133,6 @@ def run(*, missing_ok: bool = False) -> list[dict[str, Any]]:
     return sync(tokens, writer, boto3.client("secretsmanager", region_name=region), missing_ok=missing_ok)
 
 
-def _respond(event: dict[str, Any], status: str, reason: str) -> None:
-    body = json.dumps({
-        "Status": status, "Reason": reason[:_REASON_MAX],
-        "PhysicalResourceId": event.get("PhysicalResourceId") or f"hub-token-sync-{event['LogicalResourceId']}",
-        "StackId": event["StackId"], "RequestId": event["RequestId"], "LogicalResourceId": event["LogicalResourceId"],
-    }).encode()
-    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
-                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (CloudFormation's presigned URL)
-        response.read()
-
-
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:
     """A CloudFormation request, or a scheduled run (raises on any failure, so the function's Errors metric
     counts it).
@@ -169,5 +156,5 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None
                            "yet; the scheduled copy fills it once it exists)")
         except Exception as error:  # noqa: BLE001 (any failure must still answer CloudFormation)
             status, reason = "FAILED", f"could not copy the Hub tokens: {error}"
-    _respond(event, status, reason)
+    respond(event, status, reason, "hub-token-sync")
     return None

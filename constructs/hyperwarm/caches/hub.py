@@ -76,7 +76,7 @@ from hyperwarm.cluster.kube_access import private_api_network
 TOKEN_KEY = "token"
 """The key of the Kubernetes Secret (the operator's ``tokenSecretRef.key``)."""
 RBAC_GROUP = "hyperwarm:hub-token-sync"
-FUNCTION = FunctionPackage.of("hub_token", "the Hub token sync", shared=("eks_auth",))
+FUNCTION = FunctionPackage.of("hub_token", "the Hub token sync", shared=("cfn_response", "eks_auth"))
 """The sync function's code: ``hyperwarm/functions/hub_token/`` and the shared ``eks_auth``; boto3 and urllib3
 come with the Lambda runtime."""
 HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"

@@ -57,12 +57,30 @@ HUB_NAME = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a SageMaker hub name,
 SourceKind = Literal["s3", "fsx", "huggingface", "jumpstart"]
 
 
-def _check(source: Any) -> None:
-    check(source, source._rules())
+class _Checked:
+    """A source checks itself when built: its fields' constraints, then its own rules across fields."""
+
+    def __post_init__(self) -> None:
+        check(self, self._rules())
+
+    def _rules(self) -> list[str]:
+        return []
+
+
+class _VersionFolder:
+    """A source whose versions are folders ``<prefix>/<version>`` (S3, FSx): what the operator's
+    ``modelLocation`` names."""
+
+    prefix: str
+    version: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.prefix}/{self.version}"
 
 
 @dataclass(frozen=True)
-class ModelSource:
+class ModelSource(_Checked, _VersionFolder):
     """Model weights at ``s3://bucket/prefix/version``: a new version is a new location."""
 
     bucket: Annotated[str, BUCKET]
@@ -75,16 +93,6 @@ class ModelSource:
 
     kind: ClassVar[SourceKind] = "s3"
 
-    def __post_init__(self) -> None:
-        _check(self)
-
-    def _rules(self) -> list[str]:
-        return []
-
-    @property
-    def location(self) -> str:
-        """The key prefix of this version (the operator's ``modelLocation``)."""
-        return f"{self.prefix}/{self.version}"
 
     @property
     def uri(self) -> str:
@@ -103,7 +111,7 @@ LustreThroughput = Literal[12, 40, 50, 100, 125, 200, 250, 500, 1000]
 
 
 @dataclass(frozen=True)
-class FsxModelSource:
+class FsxModelSource(_Checked, _VersionFolder):
     """Model weights in an FSx for Lustre file system at ``<prefix>/<version>``: a new version is a new directory.
 
     The cluster needs the FSx CSI driver (the inference operator add-on's prerequisite, installed with it) and a
@@ -136,20 +144,12 @@ class FsxModelSource:
 
     kind: ClassVar[SourceKind] = "fsx"
 
-    def __post_init__(self) -> None:
-        _check(self)
-
     def _rules(self) -> list[str]:
         dns = self.dns_name
         if dns and re.match(FSX_DNS.pattern, dns) and not dns.startswith(f"{self.file_system_id}."):
             return [f"dns_name = {self.dns_name!r} -- names another file system than {self.file_system_id}; "
                     f"allowed: {self.file_system_id}.fsx.<region>.amazonaws.com"]
         return []
-
-    @property
-    def location(self) -> str:
-        """The directory of this version in the file system (the operator's ``modelLocation``)."""
-        return f"{self.prefix}/{self.version}"
 
     @property
     def uri(self) -> str:
@@ -160,7 +160,7 @@ class FsxModelSource:
 
 
 @dataclass(frozen=True)
-class HuggingFaceModelSource:
+class HuggingFaceModelSource(_Checked):
     """A Hugging Face Hub repository at one commit: a new version is a new commit SHA.
 
     The operator downloads it in each pod's init container over the internet (the nodes' NAT egress); a gated or
@@ -182,9 +182,6 @@ class HuggingFaceModelSource:
 
     kind: ClassVar[SourceKind] = "huggingface"
 
-    def __post_init__(self) -> None:
-        _check(self)
-
     def _rules(self) -> list[str]:
         if self.gated and self.token_secret is None:
             return [f"token_secret = None -- repository {self.repo_id} is gated: give the Secrets Manager secret "
@@ -204,7 +201,7 @@ class HuggingFaceModelSource:
 
 
 @dataclass(frozen=True)
-class JumpStartModelSource:
+class JumpStartModelSource(_Checked):
     """A SageMaker JumpStart model at a version, served as a ``JumpStartModel``: a new version is a new
     ``model_version``."""
 
@@ -218,9 +215,6 @@ class JumpStartModelSource:
     """The hub the model comes from. Default: SageMakerPublicHub."""
 
     kind: ClassVar[SourceKind] = "jumpstart"
-
-    def __post_init__(self) -> None:
-        _check(self)
 
     def _rules(self) -> list[str]:
         if self.gated and not self.accept_eula:
