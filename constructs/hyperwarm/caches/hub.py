@@ -66,12 +66,12 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, arn_prefix, managed_policy, pseudo
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, arn_prefix, pseudo
 from hyperwarm.caches.objects import hub_token_secret_name as token_secret_name
 from hyperwarm.caches.props import CachedModelProps
 from hyperwarm.caches.sources import HuggingFaceModelSource
 from hyperwarm.cluster.cluster import IHyperPodCluster
-from hyperwarm.cluster.kube_access import private_api_network
+from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
 
 TOKEN_KEY = "token"
 """The key of the Kubernetes Secret (the operator's ``tokenSecretRef.key``)."""
@@ -164,14 +164,8 @@ class HubTokenSync(Construct):
         _validate(self.node.path, props)
         stack = cdk.Stack.of(self)
         self.security_group, network = private_api_network(self, props.cluster, "Hub token sync")
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="Hub token sync: reads the Hub token secrets, fills their Kubernetes Secrets")
-        self.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
-            "service-role/AWSLambdaVPCAccessExecutionRole"))
-        acknowledge(self.role, "the AWS-managed Lambda VPC execution policy only writes the function's logs and "
-                    "manages its network interfaces", managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["eks:DescribeCluster"], resources=[props.cluster.eks_cluster.cluster_arn]))
+        self.role = cluster_function_role(
+            self, props.cluster, "Hub token sync: reads the Hub token secrets, fills their Kubernetes Secrets")
         sources = sorted({s.token_secret for s in props.tokens.values() if s.token_secret})
         self.secret_arns = [secret_arn(stack, s) for s in sources]
         """The secrets' ARNs as granted (a name ends in ``-??????``: Secrets Manager's random suffix)."""

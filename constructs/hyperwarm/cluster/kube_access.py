@@ -1,14 +1,28 @@
 """How a Lambda function reaches a HyperPod cluster's private Kubernetes API (shared by the refresh
-function and the cache metrics exporter)."""
+function, the cache metrics exporter and the Hub token sync)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
+from hyperwarm._internal.nag import acknowledge, managed_policy
 from hyperwarm.cluster.cluster import IHyperPodCluster
+
+
+def cluster_function_role(scope: Construct, cluster: IHyperPodCluster, description: str) -> iam.Role:
+    """The role of a function in the cluster's VPC that reads the cluster's endpoint (``eks:DescribeCluster`` on
+    it alone); what it may do in Kubernetes is its access entry's."""
+    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description)
+    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
+        "service-role/AWSLambdaVPCAccessExecutionRole"))
+    acknowledge(role, "the AWS-managed Lambda VPC execution policy only writes the function's logs and "
+                "manages its network interfaces", managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
+    role.add_to_principal_policy(iam.PolicyStatement(
+        actions=["eks:DescribeCluster"], resources=[cluster.eks_cluster.cluster_arn]))
+    return role
 
 
 def private_api_network(scope: Construct, cluster: IHyperPodCluster, who: str) -> tuple[ec2.SecurityGroup, dict[str, Any]]:

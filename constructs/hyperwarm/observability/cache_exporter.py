@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_eks_v2 as eks, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
+from aws_cdk import aws_cloudwatch as cloudwatch, aws_eks_v2 as eks, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
-from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
+from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
-from hyperwarm.cluster.kube_access import private_api_network
+from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 
@@ -69,14 +69,8 @@ class CacheMetricsExporter(Construct):
         _validate(self, props)
         self.cluster = props.cluster
         self.security_group, network = private_api_network(self, props.cluster, "cache metrics exporter")
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="cache metrics exporter: reads the cluster, writes Hyperwarm/Caches metrics")
-        self.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(
-            "service-role/AWSLambdaVPCAccessExecutionRole"))
-        acknowledge(self.role, "the AWS-managed Lambda VPC execution policy only writes the function's logs and "
-                    "manages its network interfaces", managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["eks:DescribeCluster"], resources=[props.cluster.eks_cluster.cluster_arn]))
+        self.role = cluster_function_role(
+            self, props.cluster, "cache metrics exporter: reads the cluster, writes Hyperwarm/Caches metrics")
         grant_put_metric_data(self.role, EXPORTER_NAMESPACE)
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,

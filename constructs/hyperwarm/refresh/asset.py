@@ -1,9 +1,8 @@
 """The refresh functions' code: one asset for the refresh function, the state handler, the reconciler and the
 deploy guard.
 
-It holds ``hyperwarm/functions/cache_refresh/``, the shared ``hyperwarm/functions/eks_auth/``, ``cfn_response`` (the deploy
-guard's answer to CloudFormation) and
-``hyperwarm/functions/node_cache/`` (the node cache's layout), and the
+It holds ``hyperwarm/functions/cache_refresh/``, the shared ``hyperwarm/functions/eks_auth/``, ``cfn_response`` (the
+deploy guard's answer to CloudFormation) and ``hyperwarm/functions/node_cache/`` (the node cache's layout), and the
 wheels locked in ``lambdas/cache_refresh/requirements.txt`` (shipped inside hyperwarm);
 handlers are :data:`contract.REFRESH_HANDLER` and its siblings. How it is bundled:
 :mod:`hyperwarm._internal.bundling`.
