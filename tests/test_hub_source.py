@@ -348,13 +348,24 @@ def test_a_secret_the_models_did_not_render_fails_naming_it_and_not_the_token(ku
     assert "hf_secret_value" not in str(error.value) + capsys.readouterr().out
 
 
-def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeypatch):
+def cfn_event(request: str, **extra: str) -> dict[str, str]:
+    """A CloudFormation request to the sync's custom resource."""
+    return {"RequestType": request, "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
+            "ResponseURL": "https://example.invalid/", **extra}
+
+
+@pytest.fixture
+def answers(monkeypatch) -> list[tuple[str, str]]:
+    """What the sync answers CloudFormation: (status, reason) per request."""
+    sent: list[tuple[str, str]] = []
+    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: sent.append((status, reason)))
+    return sent
+
+
+def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeypatch, answers):
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))
-    answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
-    event = {"RequestType": "Create", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
-             "ResponseURL": "https://example.invalid/"}
+    event = cfn_event("Create")
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):
         handler.lambda_handler(event, None)
         handler.lambda_handler({**event, "RequestType": "Delete"}, None)
@@ -363,15 +374,13 @@ def test_a_deploy_fails_when_a_token_cannot_be_read_and_says_which(kube, monkeyp
     assert deleted[0] == "SUCCESS"
 
 
-def test_a_rollback_update_before_its_secret_is_back_succeeds_but_a_create_fails(kube, monkeypatch, capsys):
+def test_a_rollback_update_before_its_secret_is_back_succeeds_but_a_create_fails(kube, monkeypatch, capsys,
+                                                                                 answers):
     """CloudFormation rolls back a failed deploy that removed a gated model with an Update carrying the old token
     list, possibly before the old Secret is applied again: answering FAILED would leave UPDATE_ROLLBACK_FAILED."""
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))  # "removed-hub-token" is not back yet
-    answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
-    event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
-             "PhysicalResourceId": "hub-token-sync-HubTokens", "ResponseURL": "https://example.invalid/"}
+    event = cfn_event("Update", PhysicalResourceId="hub-token-sync-HubTokens")
     tokens = {"llama-hub-token": "hub/plain", "removed-hub-token": "hub/deleted-with-the-model"}
     with aws(kube, monkeypatch, tokens) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_kept")
@@ -386,13 +395,10 @@ def test_a_rollback_update_before_its_secret_is_back_succeeds_but_a_create_fails
     assert '"missing": ["removed-hub-token"]' in capsys.readouterr().out
 
 
-def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kube, monkeypatch):
+def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kube, monkeypatch, answers):
     kube.objects.clear()
     kube.add(empty_secret("llama-hub-token"))
-    answers: list[tuple[str, str]] = []
-    monkeypatch.setattr(handler, "respond", lambda event, status, reason, resource: answers.append((status, reason)))
-    event = {"RequestType": "Update", "StackId": "s", "RequestId": "r", "LogicalResourceId": "HubTokens",
-             "ResponseURL": "https://example.invalid/"}
+    event = cfn_event("Update")
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/missing"}):
         handler.lambda_handler(event, None)
     ((status, reason),) = answers

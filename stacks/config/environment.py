@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from hyperwarm.caches.autoscaling import ExporterTrigger
 from hyperwarm.caches.jumpstart import is_jumpstart, jumpstart_gpus
 from hyperwarm.caches.props import ModelSource
+from hyperwarm.caches.sources import VPC_ID
 from hyperwarm.cluster import hyperpod_dependencies
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
 from hyperwarm.cluster.instance_group import (
@@ -79,8 +80,7 @@ from .strict import (
 )
 
 _NAME = described(GROUP_NAME_PATTERN, GROUP_NAME_WORDS)
-_VPC_ID = described(r"^vpc-[0-9a-f]{8,17}$",
-                    "a VPC id, e.g. vpc-0123456789abcdef0")
+_VPC_ID = described(VPC_ID.pattern, VPC_ID.words)  # the library's (an FSx source names its file system's VPC)
 _SUBNET_ID = described(r"^subnet-[0-9a-f]{8,17}$",
                        "a subnet id, e.g. subnet-0123456789abcdef0")
 _ZONE = described(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$",

@@ -58,6 +58,8 @@ from typing import Any
 from hyperwarm._internal.aws_cli import run_aws
 from hyperwarm.functions.cache_refresh import formats, letters
 from hyperwarm.functions.cache_refresh.contract import REPLAY_KEY, endpoint_target_id
+from hyperwarm.refresh import reset
+from hyperwarm.refresh.reset import add_record_arguments
 
 SCAN_VISIBILITY = 120
 """Seconds a scanned message stays hidden; the scan releases the ones it does not replay at the end."""
@@ -394,13 +396,10 @@ def add_parser(subparsers: Any) -> None:
     rp.set_defaults(func=_run)
     ab = commands.add_parser("abort", help="end a warm version change in flight: the old version keeps serving and "
                                            "the staged copy is dropped")
-    ab.add_argument("--target", required=True,
-                    help="the target id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/<model>")
-    ab.add_argument("--table", required=True, help="the refresh state table, hyperwarm-<env>-cache-refresh-state")
+    add_record_arguments(ab)
     ab.add_argument("--function-name", required=True, help="the refresh function (RefreshFunctionName output)")
     ab.add_argument("--state-machine-arn", help="the rollout workflow (RolloutStateMachineArn output): its execution "
                                                 "is stopped first (default: its next step applies the abort)")
     ab.add_argument("--region", default=None, help="the environment's region (default: boto3's)")
     ab.set_defaults(func=_run_abort)
-    from hyperwarm.refresh import reset
     reset.add_parser(commands)

@@ -68,14 +68,19 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """The target record an operating command changes: ``--target`` and ``--table``."""
+    parser.add_argument("--target", required=True,
+                        help="the target id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/<model>")
+    parser.add_argument("--table", required=True, help="the refresh state table, hyperwarm-<env>-cache-refresh-state")
+
+
 def add_parser(commands: Any) -> None:
     rs = commands.add_parser("reset", help="record which version a target serves, on purpose (a record a bad upload "
                                            "moved ahead); who and why are kept")
-    rs.add_argument("--target", required=True,
-                    help="the target id, e.g. hyperpod:<cluster>/<namespace>/InferenceEndpointConfig/<model>")
+    add_record_arguments(rs)
     rs.add_argument("--version", required=True, help="the version the target serves now, e.g. v7")
     rs.add_argument("--reason", required=True, help="why, kept in the record")
-    rs.add_argument("--table", required=True, help="the refresh state table, hyperwarm-<env>-cache-refresh-state")
     rs.add_argument("--function-name", required=True,
                     help="the refresh function, hyperwarm-<env>-cache-refresh (its gate checks the version)")
     rs.add_argument("--region", default=None, help="the environment's region (default: boto3's)")
