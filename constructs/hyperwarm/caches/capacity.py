@@ -53,6 +53,8 @@ class GroupUsage:
     weights_gb: float
     images_gb: float
     models: tuple[CacheFootprint, ...]
+    instance_type: str = ""
+    """The group's instance type, named beside the group when given. Default: not named."""
 
     @property
     def need_gb(self) -> float:
@@ -68,33 +70,30 @@ class GroupUsage:
 
     def describe(self) -> str:
         models = ", ".join(m.describe() for m in self.models if m.cached) or "none"
-        return (f"instance group {self.group!r}: need {_gb(self.need_gb)} GB, have {_gb(self.have_gb)} GB "
+        kind = f" ({self.instance_type})" if self.instance_type else ""
+        return (f"instance group {self.group!r}{kind}: need {_gb(self.need_gb)} GB, have {_gb(self.have_gb)} GB "
                 f"(NVMe {_gb(self.nvme_gb)} GB less {self.headroom_percent} % headroom); "
                 f"weights {_gb(self.weights_gb)} GB from models {models}; images {_gb(self.images_gb)} GB")
 
 
 def group_usage(group: str, nvme_gb: float, footprints: Sequence[CacheFootprint],
-                headroom_percent: int) -> GroupUsage:
+                headroom_percent: int, instance_type: str = "") -> GroupUsage:
     images: dict[str, float] = {}
     for footprint in footprints:
         for image, size in footprint.images.items():
             images[image] = max(size, images.get(image, 0.0))
     weights = sum(f.peak_gb for f in footprints)
-    return GroupUsage(group, nvme_gb, headroom_percent, weights, sum(images.values()), tuple(footprints))
+    return GroupUsage(group, nvme_gb, headroom_percent, weights, sum(images.values()), tuple(footprints),
+                      instance_type)
 
 
 def capacity_problems(nvme_gb: Mapping[str, float], placed: Mapping[str, Sequence[CacheFootprint]],
                       headroom_percent: int, instance_types: Mapping[str, str] | None = None) -> list[str]:
     """One message per instance group whose caches do not fit its NVMe (naming its instance type when
     ``instance_types`` gives it)."""
-    usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent) for g in nvme_gb]
     kinds = instance_types or {}
-
-    def named(u: GroupUsage) -> str:
-        group = f"instance group {u.group!r}"
-        return u.describe().replace(f"{group}:", f"{group} ({kinds[u.group]}):", 1) if u.group in kinds else u.describe()
-
-    return [f"caches: {named(u)} -- does not fit{_why_two(u)}; use a larger instance type, fewer or smaller models, "
+    usages = [group_usage(g, nvme_gb[g], placed[g], headroom_percent, kinds.get(g, "")) for g in nvme_gb]
+    return [f"caches: {u.describe()} -- does not fit{_why_two(u)}; use a larger instance type, fewer or smaller models, "
             "or a lower nvme_headroom_percent" for u in usages if not u.fits]
 
 
