@@ -86,7 +86,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for part in ("caches", "endpoints"):
             if part in stacks:
                 stacks["refresh"].add_stack_dependency(stacks[part])
-        add_refresh_guards(env_name, config, cluster, caches_stack, endpoints_stack)
+    add_refresh_guards(env_name, config, cluster, caches_stack, endpoints_stack)
     if config.observability.enabled and ("endpoints" in stacks or "caches" in stacks):  # something to observe
         stacks["observability"] = ObservabilityStack(
             app, stack_name(env_name, "observability"), env_name=env_name, config=config,

@@ -5,11 +5,18 @@ refresh made serve); should the refresh have moved the target further since synt
 older than what it serves. The endpoints and caches stacks get a :class:`RefreshGuard` that fails the
 deployment first, naming the field to update, and records the versions of pinned prefixes. They deploy
 before the refresh stack, so the state table is named, not referenced.
+
+A cached model whose version only a deploy moves (a Hugging Face revision, an FSx version folder, a JumpStart model
+version, an S3 version no refresh prefix names) is guarded too, in every environment, refresh section or not: the
+guard records what each deploy set and fails one that would move it back
+(:mod:`hyperwarm.functions.cache_refresh.deployed`), unless ``caches.rollback`` names the model (a deliberate
+rollback).
 """
 
 from __future__ import annotations
 
 from hyperwarm import IHyperPodCluster
+from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
 from stacks.config import EnvironmentConfig
 
@@ -43,17 +50,39 @@ def guarded_targets(env_name: str, config: EnvironmentConfig, cluster_name: str 
     return targets
 
 
+def deployed_targets(env_name: str, config: EnvironmentConfig, cluster_name: str) -> list[GuardedTarget]:
+    """The cached models whose version only a deploy moves (all but those a refresh prefix names), each recorded by
+    the caches stack's guard."""
+    targets = []
+    refreshed = set(config.refresh.cached_models)
+    for i, model in enumerate(config.caches.models):
+        source = model.source
+        if model.name in refreshed:  # the refresh function's record orders it
+            continue
+        field = {"huggingface": "revision", "jumpstart": "model_version"}.get(source.kind, "version")
+        resource = "JumpStartModel" if source.kind == "jumpstart" else "InferenceEndpointConfig"
+        targets.append(GuardedTarget(
+            target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, resource, model.name),
+            version=source.version, field=f"environments.{env_name}.caches.models[{i}].source.{field}",
+            pinned_location=source.uri if model.name in config.caches.rollback else None, recorded=True))
+    return targets
+
+
 def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyperPodCluster | None,
                        caches: CachesStack | None, endpoints: EndpointsStack | None) -> dict[str, RefreshGuard]:
-    """A guard in the caches and endpoints stacks for the refresh targets they deploy."""
+    """A guard in the caches and endpoints stacks for the refresh targets they deploy, and in the caches stack for
+    the versions only a deploy moves."""
     guards: dict[str, RefreshGuard] = {}
-    table = state_table_name(env_name)
-    rollback = {"dead_letter_queue_name": dead_letter_queue_name(env_name), "model_bucket_name": config.refresh.bucket}
-    targets = guarded_targets(env_name, config, cluster.eks_cluster.cluster_name if cluster is not None else None)
-    cached = targets.pop(None, [])
+    refreshing = bool(config.refresh.models)
+    table = state_table_name(env_name) if refreshing else None
+    rollback = {"dead_letter_queue_name": dead_letter_queue_name(env_name) if refreshing else None,
+                "model_bucket_name": config.refresh.bucket}
+    cluster_name = cluster.eks_cluster.cluster_name if cluster is not None else None
+    targets = guarded_targets(env_name, config, cluster_name) if refreshing else {}
+    cached = targets.pop(None, []) + (deployed_targets(env_name, config, cluster_name) if cluster_name else [])
     if caches is not None and cached:
-        guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(state_table_name=table,
-                                                                                  targets=cached, **rollback))
+        guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(
+            state_table_name=table if any(not t.recorded for t in cached) else None, targets=cached, **rollback))
         guards["caches"].protect(caches.manifest)
     if endpoints is not None and targets:
         guards["endpoints"] = RefreshGuard(endpoints, "RefreshGuard", RefreshGuardProps(

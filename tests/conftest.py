@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +243,27 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     _fail_skips_under_ci((yield).get_result())
+
+
+@pytest.fixture
+def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What a custom resource's function PUTs to CloudFormation's presigned URL (the deploy guards' answers)."""
+    sent: list[dict[str, Any]] = []
+
+    class Answer:
+        def __enter__(self) -> Answer:
+            return self
+
+        def __exit__(self, *args: Any) -> None:
+            return None
+
+        def read(self) -> bytes:
+            return b""
+
+    def urlopen(request: Any, timeout: float) -> Answer:
+        assert request.get_method() == "PUT" and request.full_url.startswith("https://cloudformation-")
+        sent.append(json.loads(request.data))
+        return Answer()
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    return sent

@@ -172,7 +172,27 @@ def test_guard_properties_of_every_version_are_read(version: str) -> None:
 
 def test_guard_properties_of_a_newer_release_fail_the_deploy_saying_so() -> None:
     with pytest.raises(formats.UnknownFormat, match="written by a newer hyperwarm"):
-        deploy_guard.check({**samples("guard")[formats.GUARD][0], "Format": "hyperwarm.refresh.guard/v2"})
+        deploy_guard.check({**samples("guard")[formats.GUARD][0], "Format": "hyperwarm.refresh.guard/v3"})
+
+
+@mock_aws
+@pytest.mark.parametrize("version", sorted(formats.WRITTEN["deployed"]))
+def test_the_deploy_guard_reads_deploy_records_of_every_version(version: str) -> None:
+    """A record an earlier release's guard wrote still orders the next deploy: its history holds."""
+    (item,) = samples("deployed")[version]
+    boto3.client("dynamodb").create_table(  # the guard's region: the default one
+        TableName="deployed-versions", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    table = boto3.resource("dynamodb").Table("deployed-versions")
+    table.put_item(Item=item)
+    target = {"Id": item["pk"].removeprefix("target#"), "Field": "f", "Value": "{version}", "Recorded": True}
+    properties = {"Format": formats.GUARD, "DeployedTable": "deployed-versions"}
+    (problem,) = deploy_guard.check({**properties, "Targets": [{**target, "Version": item["history"][0]}]})
+    assert f"serves {item['current_version']}" in problem
+    assert deploy_guard.check({**properties, "Targets": [{**target, "Version": item["current_version"]}]}) == []
+    table.put_item(Item={**item, "format": "hyperwarm.refresh.deployed/v9"})
+    with pytest.raises(formats.UnknownFormat, match="written by a newer hyperwarm"):
+        deploy_guard.check({**properties, "Targets": [{**target, "Version": item["current_version"]}]})
 
 
 def test_manifests_of_every_version_are_read() -> None:

@@ -8,7 +8,6 @@ for the guard.
 from __future__ import annotations
 
 import json
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,30 +41,6 @@ def cfn_event(stack_id: str, request: str = "Update", version: str = "v1", table
             "ResourceProperties": {"ServiceToken": "arn:aws:lambda:us-west-2:123456789012:function:g", "Table": table,
                                    "Targets": [{"Id": TARGET, "Version": version, "Field": FIELD, "Value": VALUE}],
                                    "Fingerprint": "0123"}}
-
-
-@pytest.fixture
-def responses(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """What the guard PUTs to CloudFormation's presigned URL."""
-    sent: list[dict[str, Any]] = []
-
-    class Answer:
-        def __enter__(self) -> Answer:
-            return self
-
-        def __exit__(self, *args: Any) -> None:
-            return None
-
-        def read(self) -> bytes:
-            return b""
-
-    def urlopen(request: Any, timeout: float) -> Answer:
-        assert request.get_method() == "PUT" and request.full_url.startswith("https://cloudformation-")
-        sent.append(json.loads(request.data))
-        return Answer()
-
-    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
-    return sent
 
 
 def guarded_stack() -> str:

@@ -10,10 +10,15 @@ version and the configuration field to update.
 Resource properties (Create and Update; Delete always succeeds), format ``formats.GUARD`` (an earlier
 release's, without ``Format``, is read too: CloudFormation sends those back during a rollback)::
 
-    {"Format": "hyperwarm.refresh.guard/v1", "Table": "<state table name>",
+    {"Format": "hyperwarm.refresh.guard/v2", "Table": "<state table name>", "DeployedTable": "<its own table>",
      "Targets": [{"Id": "<target id>", "Version": "<version this deploy sets>",
                   "Field": "<config field that sets it>", "Value": "<field value, with {version}>",
-                  "Pinned": true, "Location": "<prefix>/<version>"}]}
+                  "Pinned": true, "Location": "<prefix>/<version>", "Recorded": true}]}
+
+A ``Recorded`` target is one only a deploy moves (a Hugging Face revision, an FSx version folder, a JumpStart
+model version: no refresh function records it): the guard keeps its record in ``DeployedTable`` itself and orders
+its versions as :mod:`.deployed` says; ``Table`` is needed only for the others. A rollback puts back the record the
+failed deploy replaced, so a recorded target is never reported moved back.
 
 A table or item that does not exist means the target was never refreshed: the deploy proceeds.
 A pinned target (``Pinned``, a deliberate rollback or pin) may be set to an older version: once every
@@ -46,7 +51,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..cfn_response import respond
-from . import contract, formats, letters
+from . import contract, deployed, formats, letters
 from .contract import state_pk
 from .state import DynamoStore, StateTable
 from .versions import compare
@@ -158,7 +163,7 @@ def moved_back(table: Any, properties: dict[str, Any], request_id: str, patience
     """A ``moved-back`` letter for every target whose rolled-back properties name a version older than
     (or not comparable with) the one it serves."""
     found = []
-    for target in properties.get("Targets", []):
+    for target in _split(properties)[0]:  # a recorded target's record is put back with its version (undo_deployed)
         item = _item(table, target["Id"], patience) or {}
         served = item.get("current_version")
         if not served:
@@ -191,6 +196,8 @@ def _metric(target_id: str) -> None:
 def report_moved_back(event: dict[str, Any], patience: Patience | None = None) -> str:
     """During a rollback: count and dead-letter every target it may move back; never raises."""
     properties = {**event.get("OldResourceProperties", {}), **event.get("ResourceProperties", {})}
+    if not _split(properties)[0]:
+        return ""
     try:
         found = moved_back(boto3.resource("dynamodb").Table(properties["Table"]), properties,
                            event.get("RequestId", ""), patience)
@@ -220,18 +227,75 @@ def rolling_back(stack_id: str, patience: Patience | None = None) -> bool:
     return str(stack["StackStatus"]).endswith("ROLLBACK_IN_PROGRESS")
 
 
+def _split(properties: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(targets a refresh function records, targets this guard records: only a deploy moves them)."""
+    targets = list(properties.get("Targets", []))
+    return [t for t in targets if not t.get("Recorded")], [t for t in targets if t.get("Recorded")]
+
+
 def check(properties: dict[str, Any], patience: Patience | None = None) -> list[str]:
     formats.guard_properties(properties)
-    table = boto3.resource("dynamodb").Table(properties["Table"])
-    return stale_targets(table, list(properties.get("Targets", [])), patience)
+    refreshed, recorded = _split(properties)
+    problems = stale_targets(boto3.resource("dynamodb").Table(properties["Table"]), refreshed, patience) \
+        if refreshed else []
+    if recorded:
+        table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
+        problems += [p for t in recorded if (p := deployed.move_back(t, _record(table, t["Id"], patience)))]
+    return problems
+
+
+def _record(table: Any, target_id: str, patience: Patience | None = None) -> dict[str, Any]:
+    """What the guard recorded for a target only a deploy moves (empty: nothing yet)."""
+    item = _patiently(lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
+                      patience or Patience()).get("Item")
+    return formats.deployed_item(item) if item else {"pk": state_pk(target_id)}
+
+
+def _write_record(table: Any, target_id: str, item: dict[str, Any], patience: Patience | None = None) -> None:
+    """Store ``item`` as the target's record (an empty one deletes it)."""
+    if item:
+        _patiently(lambda: table.put_item(Item=item), patience or Patience())
+    else:
+        _patiently(lambda: table.delete_item(Key={"pk": state_pk(target_id)}), patience or Patience())
+
+
+def record_deployed(properties: dict[str, Any], patience: Patience | None = None) -> None:
+    """A deploy that passed: each target only a deploy moves is recorded at the version it sets."""
+    _, recorded = _split(properties)
+    if not recorded:
+        return
+    table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
+    for target in recorded:
+        item = deployed.recorded(target, _record(table, target["Id"], patience), int(time.time()))
+        if item is not None:
+            _write_record(table, target["Id"], item, patience)
+
+
+def undo_deployed(event: dict[str, Any], patience: Patience | None = None) -> str:
+    """During a rollback: what the failed deploy recorded gives way to the record before it; never raises."""
+    _, failed = _split(event.get("OldResourceProperties", {}))
+    restored = {t["Id"]: t for t in _split(event.get("ResourceProperties", {}))[1]}
+    table_name = event.get("OldResourceProperties", {}).get("DeployedTable")
+    try:
+        for target in failed:
+            table = boto3.resource("dynamodb").Table(table_name)
+            item = deployed.undone(target, restored.get(target["Id"]), _record(table, target["Id"], patience))
+            if item is not None:
+                _write_record(table, target["Id"], item, patience)
+    except Exception as exc:  # noqa: BLE001 - a rollback must go on; the reason says what was not undone
+        return f"; could not restore the deploy records it replaced: {type(exc).__name__}: {exc}"
+    return ""
 
 
 def record_pins(properties: dict[str, Any], patience: Patience | None = None) -> None:
     """A deploy that passed: each pinned target's version is recorded as what serves; a target no longer
     pinned loses its pin (and keeps the version). Targets never refreshed (no item) have nothing to record."""
+    refreshed = _split(properties)[0]
+    if not refreshed:
+        return
     state = StateTable(DynamoStore(boto3.resource("dynamodb"), properties["Table"]))
     table = boto3.resource("dynamodb").Table(properties["Table"])
-    for target in properties.get("Targets", []):
+    for target in refreshed:
         item = _item(table, target["Id"], patience)
         if item is not None and target.get("Pinned"):
             state.pin(target["Id"], version=target["Version"], location=target["Location"],
@@ -244,13 +308,16 @@ def undo_pins(event: dict[str, Any], patience: Patience | None = None) -> str:
     """During a rollback: the pins of the deploy that failed give way to the restored properties (pinned
     again where they pin, else the record from before the pin); never raises."""
     restored = event.get("ResourceProperties", {})
-    pinned_before = {t["Id"] for t in restored.get("Targets", []) if t.get("Pinned")}
+    restored_pins = [t for t in _split(restored)[0] if t.get("Pinned")]
+    failed_pins = [t for t in _split(event.get("OldResourceProperties", {}))[0] if t.get("Pinned")]
+    if not restored_pins and not failed_pins:
+        return ""
     try:
         state = StateTable(DynamoStore(boto3.resource("dynamodb"), restored["Table"]))
-        for target in event.get("OldResourceProperties", {}).get("Targets", []):
-            if target.get("Pinned") and target["Id"] not in pinned_before:
+        for target in failed_pins:
+            if target["Id"] not in {t["Id"] for t in restored_pins}:
                 state.unpin(target["Id"], restore=True)
-        record_pins({**restored, "Targets": [t for t in restored.get("Targets", []) if t.get("Pinned")]}, patience)
+        record_pins({**restored, "Targets": restored_pins}, patience)
     except Exception as exc:  # noqa: BLE001 - a rollback must go on; the reason says what was not undone
         return f"; could not restore the records its pins replaced: {type(exc).__name__}: {exc}"
     return ""
@@ -279,7 +346,8 @@ def on_event(event: dict[str, Any], context: Any) -> None:
         rollback = _rollback_state(event["StackId"], patience) if event["RequestType"] == "Update" else False
         if rollback is True:
             reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
-                      + undo_pins(event, patience) + report_moved_back(event, patience))
+                      + undo_pins(event, patience) + undo_deployed(event, patience)
+                      + report_moved_back(event, patience))
         elif rollback is not False:
             reason = (f"the stack's state could not be read ({rollback}): this update may be a rollback, so it "
                       "is not blocked" + report_moved_back(event, patience))
@@ -290,6 +358,7 @@ def on_event(event: dict[str, Any], context: Any) -> None:
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)
             else:
                 record_pins(event["ResourceProperties"], patience)
+                record_deployed(event["ResourceProperties"], patience)
     except Exception as exc:  # noqa: BLE001 (any failure must still answer CloudFormation)
         status, reason = "FAILED", f"could not check the cache refresh state: {type(exc).__name__}: {exc}"
     print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,

@@ -25,7 +25,9 @@ STATE = "hyperwarm.refresh.state/v1"
 """A target's state item (``state.py`` writes it; the function and the deploy guard read it)."""
 QUOTA = "hyperwarm.refresh.letter-quota/v2"
 """A dead-letter quota item in the state table (``quota.py`` writes and counts it)."""
-GUARD = "hyperwarm.refresh.guard/v1"
+DEPLOYED = "hyperwarm.refresh.deployed/v1"
+"""What a deploy set on a target no refresh moves (``deployed.py``: the deploy guard writes and reads it)."""
+GUARD = "hyperwarm.refresh.guard/v2"
 """The properties of a ``Custom::RefreshGuard`` (``hyperwarm.refresh.guard`` writes them, the guard reads them)."""
 UNVERSIONED = "(no format field)"
 """How :data:`WRITTEN` names what was written before a record carried its format."""
@@ -55,7 +57,14 @@ WRITTEN: Mapping[str, Mapping[str, str]] = {
     "guard": {
         UNVERSIONED: "guard properties written before the Format property (Table, Targets[Id, Version, Field, Value], "
                      "optionally Fingerprint, DeadLetterQueue, Bucket)",
-        GUARD: "since 2026-12-03: Format, and Targets[].Pinned and Targets[].Location for pinned targets",
+        "hyperwarm.refresh.guard/v1": "2026-12-03: Format, and Targets[].Pinned and Targets[].Location for pinned "
+                                      "targets",
+        GUARD: "since 2026-12-03 (later): Targets[].Recorded and DeployedTable for targets only a deploy moves; Table "
+               "only where a target is not Recorded (v1's targets read as not Recorded)",
+    },
+    "deployed": {
+        DEPLOYED: "since 2026-12-03, first: one item per target only a deploy moves (pk as a state item): "
+                  "current_version, current_location, history, previous, at",
     },
 }
 """Every version of every persisted format that a release of hyperwarm has written, and when."""
@@ -110,3 +119,9 @@ def guard_properties(properties: Mapping[str, Any]) -> Mapping[str, Any]:
     back during a rollback); :class:`UnknownFormat` for a newer release's."""
     version_of("guard", properties, "Format")
     return properties
+
+
+def deployed_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A deploy record as this release reads it; :class:`UnknownFormat` for one a newer release wrote."""
+    version_of("deployed", item)
+    return item

@@ -47,12 +47,23 @@ class CachesConfig(StrictModel):
     filler_image: str = library_field(CachedModelsProps, "filler_image",
                                       description="the node-cache fillers' image (Python 3 with boto3; pin a digest)")
     entries: tuple[CachedModel, ...] = Field(default=(), alias="models")  # type: ignore[valid-type]
+    rollback: tuple[str, ...] = Field(
+        default=(), description="names of caches.models whose source version (Hugging Face revision, FSx or S3 "
+                                "version, JumpStart model_version) this deploy may set older than the one an earlier "
+                                "deploy set (a deliberate rollback; the deploy guard records it as what serves); remove "
+                                "a name once deployed. A model a refresh prefix names rolls back with "
+                                "refresh.models[].pinned instead; default none")
 
     @model_validator(mode="after")
     def _unique(self) -> CachesConfig:
         dupes = repeated([m.name for m in self.models])
         if dupes:
             raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
+        names = [m.name for m in self.models]
+        for name in self.rollback:
+            if name not in names:
+                raise ValueError(f"caches.rollback: {name!r} is not a cached model; caches.models: "
+                                 f"{', '.join(names) or 'none'}")
         return self
 
     @property

@@ -129,6 +129,9 @@ def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> lis
         root = f"s3://{refresh.bucket}/{entry.prefix}/"
         for name in entry.caches:
             model = cached.get(name)
+            if name in caches.rollback:
+                problems.append(f"caches.rollback: {name!r} is refreshed from prefix {entry.prefix!r}, whose versions "
+                                "the refresh records: roll it back with that entry's pinned: true instead")
             if model is None:
                 problems.append(f"refresh prefix {entry.prefix!r}: no cached model {name!r}; "
                                 f"caches.models: {', '.join(cached) or 'none'}")

@@ -135,6 +135,9 @@ def test_the_deploy_guards_roles_are_under_the_queues_sender_path(synthesized) -
     assert guards
     for stack, role in guards:
         env = stack.split("-")[1]
+        if f"hyperwarm-{env}-refresh" not in assembly.templates:  # no queue: dev's guard records deploys only
+            assert "Path" not in role["Properties"]
+            continue
         assert role["Properties"]["Path"] == f"/hyperwarm/dead-letter-senders/hyperwarm-{env}-cache-refresh-dead-letters/"
         refresh = json.dumps(assembly.templates[f"hyperwarm-{env}-refresh"])
         assert f":role{role['Properties']['Path']}*" in refresh

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
+from aws_cdk import aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
@@ -54,17 +54,24 @@ class GuardedTarget:
     pinned_location: str | None = None
     """Set to pin: the deploy sets ``version`` even where the target serves a newer one (a deliberate
     rollback), and the guard records it as the target's current version, at this key prefix
-    (``<prefix>/<version>`` in the model bucket). Default: not pinned."""
+    (``<prefix>/<version>`` in the model bucket; a recorded target's source URI). Default: not pinned."""
+    recorded: bool = False
+    """Only a deploy moves this target (a Hugging Face revision, an FSx version folder, a JumpStart model version):
+    the guard records each version it lets through in a table of its own (:attr:`RefreshGuard.deployed_versions`)
+    and holds the next deploy to it. Two versions in the refresh order compare in it; others (commit SHAs) in the
+    order deploys set them: one that served before the current one is older. A rollback of the stack puts the
+    record back. Default: false (a refresh function's state table records the target)."""
 
 
 @dataclass(frozen=True)
 class RefreshGuardProps:
     """Properties of :class:`RefreshGuard`."""
 
-    state_table_name: str
-    """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``)."""
     targets: Sequence[GuardedTarget]
     """The targets whose version a protected resource sets (at least one)."""
+    state_table_name: str | None = None
+    """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``). Default: none,
+    allowed only when every target is :attr:`GuardedTarget.recorded`."""
     dead_letter_queue_name: str | None = None
     """Name of the refresh dead-letter queue (``CacheRefreshHookProps.dead_letter_queue_name``), where a
     rollback's moved-back targets are dead-lettered; the guard's role is then created under that queue's sender
@@ -113,9 +120,13 @@ class RefreshGuard(Construct):
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
         acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
                     managed_policy("service-role/AWSLambdaBasicExecutionRole"))
-        role.add_to_principal_policy(iam.PolicyStatement(  # PutItem: a pin's record (and its undoing on rollback)
-            actions=["dynamodb:GetItem", "dynamodb:PutItem"],
-            resources=[stack.format_arn(service="dynamodb", resource="table", resource_name=props.state_table_name)]))
+        if props.state_table_name is not None:
+            role.add_to_principal_policy(iam.PolicyStatement(  # PutItem: a pin's record (and its undoing on rollback)
+                actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+                resources=[stack.format_arn(service="dynamodb", resource="table",
+                                            resource_name=props.state_table_name)]))
+        self.deployed_versions = self._deployed_versions(role) if any(t.recorded for t in props.targets) else None
+        """The table recording what deploys set on :attr:`GuardedTarget.recorded` targets (None: none are)."""
         # A rollback sends the previous properties: the function lets it through (DescribeStacks on its own stack).
         role.add_to_principal_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
                                                          resources=[stack.stack_id]))
@@ -145,14 +156,29 @@ class RefreshGuard(Construct):
             service_timeout=cdk.Duration.minutes(6),
             properties={
                 "Format": formats.GUARD,
-                "Table": props.state_table_name,
+                **({"Table": props.state_table_name} if props.state_table_name is not None else {}),
+                **({"DeployedTable": self.deployed_versions.table_name} if self.deployed_versions else {}),
                 "Targets": [{"Id": t.target_id, "Version": t.version, "Field": t.field, "Value": t.value,
-                             **({"Pinned": True, "Location": t.pinned_location} if t.pinned_location else {})}
+                             **({"Pinned": True, "Location": t.pinned_location} if t.pinned_location else {}),
+                             **({"Recorded": True} if t.recorded else {})}
                             for t in props.targets],
                 "Fingerprint": _Fingerprint(self._protected),
                 **rollback_letters,
             })
         self.node.default_child = self.resource.node.default_child
+
+    def _deployed_versions(self, role: iam.IRole) -> dynamodb.Table:
+        """Deleted with the stack: the order of what a stack deploys matters only while it serves."""
+        table = dynamodb.Table(
+            self, "DeployedVersions", partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            removal_policy=cdk.RemovalPolicy.DESTROY)
+        table.grant(role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem")
+        acknowledge_checkov(table, "holds target ids and model versions a deploy set, no secrets; encrypted at rest "
+                            "with the AWS-managed DynamoDB key", "CKV_AWS_119")
+        return table
 
     def protect(self, *scopes: IConstruct) -> None:
         """Every CloudFormation resource under ``scopes`` deploys after the guard passed; the guard
@@ -174,7 +200,12 @@ def _validate(path: str, props: RefreshGuardProps) -> None:
     if not props.targets:
         raise ValueError(f"{path}: targets = [] -- a guard needs at least one guarded target")
     name = props.state_table_name
-    if not cdk.Token.is_unresolved(name) and not _TABLE_NAME.match(name):
+    refreshed = [t.target_id for t in props.targets if not t.recorded]
+    if name is None and refreshed:
+        raise ValueError(f"{path}: state_table_name = None -- targets {', '.join(refreshed)} are not recorded by the "
+                         "guard: name the refresh function's state table, or mark them recorded=True (only a deploy "
+                         "moves them)")
+    if name is not None and not cdk.Token.is_unresolved(name) and not _TABLE_NAME.match(name):
         raise ValueError(f"{path}: state_table_name = {name!r} -- allowed: 3..255 letters, digits, '_', '-', '.'")
     queue = props.dead_letter_queue_name
     if queue is not None and not cdk.Token.is_unresolved(queue) and not _QUEUE_NAME.match(queue):
