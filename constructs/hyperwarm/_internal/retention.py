@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import jsii
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 
-def retain_except_on_create(scope: IConstruct) -> None:
-    """Every resource under ``scope`` that aws-cdk-lib or anyone retains (``DeletionPolicy: Retain``, the
-    default of log groups, keys, buckets and tables) is retained except when its first create rolls back."""
-    cdk.Aspects.of(scope).add(_ExceptOnCreate(), priority=cdk.AspectPriority.MUTATING)
+def retain_except_on_create(stack: cdk.Stack) -> None:
+    """Every resource in ``stack`` that aws-cdk-lib or anyone retains (``DeletionPolicy: Retain``, the
+    default of log groups, keys, buckets and tables) is retained except when its first create rolls back.
+
+    Applied at synth, so resources added later are covered. The aspect sits on a construct of its own with no
+    children and walks the stack once when visited: on the stack itself, jsii would call into Python for
+    every construct of it (~500 callbacks for prod; synth time, docs/performance.md)."""
+    cdk.Aspects.of(Construct(stack, "RetainExceptOnCreate")).add(_ExceptOnCreate(stack),
+                                                                priority=cdk.AspectPriority.MUTATING)
 
 
 @jsii.implements(cdk.IAspect)
 class _ExceptOnCreate:
+    def __init__(self, stack: cdk.Stack) -> None:
+        self._stack = stack
+
     def visit(self, node: IConstruct) -> None:
-        if isinstance(node, cdk.CfnResource) and node.cfn_options.deletion_policy == cdk.CfnDeletionPolicy.RETAIN:
-            node.cfn_options.deletion_policy = cdk.CfnDeletionPolicy.RETAIN_EXCEPT_ON_CREATE
+        for resource in self._stack.node.find_all():
+            if isinstance(resource, cdk.CfnResource):
+                options = resource.cfn_options
+                if options.deletion_policy == cdk.CfnDeletionPolicy.RETAIN:
+                    options.deletion_policy = cdk.CfnDeletionPolicy.RETAIN_EXCEPT_ON_CREATE
