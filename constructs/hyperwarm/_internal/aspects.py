@@ -8,6 +8,7 @@ visited once, during synth's aspect phase like any other, and walks the scope it
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import aws_cdk as cdk
 import jsii
@@ -22,7 +23,8 @@ def at_synth(scope: IConstruct, id: str, visit: Callable[[list[IConstruct]], Non
     while scope.node.try_find_child(name) is not None:
         n += 1
         name = f"{id}{n}"
-    cdk.Aspects.of(Construct(scope, name)).add(_Once(scope, visit), priority=priority)
+    carrier = Construct(cast(Construct, scope), name)  # a scope is a Construct in practice
+    cdk.Aspects.of(carrier).add(_Once(scope, visit), priority=priority)
 
 
 @jsii.implements(cdk.IAspect)
