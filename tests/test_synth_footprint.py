@@ -70,3 +70,45 @@ def test_the_token_check_answers_plain_values_as_aws_cdk_lib_does() -> None:
     for value in tokens + plain:
         assert unresolved(value) == bool(value is not None and cdk.Token.is_unresolved(value)), value
     assert all(unresolved(v) for v in tokens)
+
+
+_COUNT_PROD = """
+import collections, json, sys, tempfile
+from pathlib import Path
+from jsii._kernel.providers import process
+from stacks.app import build_app
+counted, send = collections.Counter(), process._NodeProcess.send
+def counting(self, request, response_type):
+    sent = self._serializer.unstructure(request)
+    api = sent.get("api") or next(iter(sent))  # a callback's answer is {"complete": ...}
+    counted[api] += 1
+    counted[f"{api} {sent.get('fqn', '').rsplit('.', 1)[-1]}.{sent.get('method') or sent.get('property') or ''}"] += 1
+    return send(self, request, response_type)
+process._NodeProcess.send = counting
+context = json.loads(Path("cdk.json").read_text())["context"]
+context["env"] = "prod"
+build_app(outdir=tempfile.mkdtemp(), context=context, nag=False).synth()
+print(json.dumps(counted))
+"""
+
+
+@pytest.fixture(scope="module")
+def prod_requests() -> dict[str, int]:
+    """The jsii requests of building and synthesizing prod, by kind: each a round trip to Node (~0.3 ms)."""
+    result = subprocess.run([sys.executable, "-c", _COUNT_PROD], cwd=REPO, check=True, capture_output=True,
+                            text=True)
+    return dict(json.loads(result.stdout.splitlines()[-1]))
+
+
+@pytest.mark.gate
+def test_synthesizing_prod_makes_few_jsii_round_trips(prod_requests: dict[str, int]) -> None:
+    # Counts, not time: deterministic. Each bound was the cut that met it (docs/performance.md, "Synth time").
+    total = sum(n for kind, n in prod_requests.items() if " " not in kind)
+    assert total <= 3700, total  # 4506 before issue 32's cuts
+    # A Python aspect on a stack is called back for every construct (~800 for prod): hyperwarm's walk the
+    # scope once instead (hyperwarm._internal.aspects.at_synth).
+    assert prod_requests.get("complete", 0) <= 100, prod_requests.get("complete")
+    # Metric periods share one Duration (hyperwarm._internal.durations): 178 before.
+    durations = sum(n for kind, n in prod_requests.items() if kind.startswith("sinvoke Duration."))
+    assert durations <= 80, durations
+    assert prod_requests.get("get .partition", 0) <= 10  # arn_prefix reads it once per stack: 65 before

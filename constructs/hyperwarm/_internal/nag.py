@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
@@ -37,7 +38,15 @@ def arn_prefix(scope: IConstruct) -> str:
     """How cdk-nag prints the start of an ARN formatted in ``scope``'s stack: ``arn:aws`` where the
     partition is known at synth (``@aws-cdk/core:enablePartitionLiterals`` and a region), else
     ``arn:<AWS::Partition>``."""
-    return f"arn:{pseudo(cdk.Stack.of(scope).partition, 'AWS::Partition')}"
+    stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
+    prefix = _arn_prefixes.get(stack)
+    if prefix is None:  # read once per stack: two jsii round trips, asked ~60 times for prod (docs/performance.md)
+        prefix = _arn_prefixes[stack] = f"arn:{pseudo(stack.partition, 'AWS::Partition')}"
+    return prefix
+
+
+_arn_prefixes: weakref.WeakKeyDictionary[cdk.Stack, str] = weakref.WeakKeyDictionary()
+"""Each stack's :func:`arn_prefix`: its partition is fixed when it is made."""
 
 
 def finding_text(scope: IConstruct, value: str) -> str:

@@ -11,18 +11,21 @@ stack deletion included, and deletes it only then; existing resources a stack im
 from __future__ import annotations
 
 import aws_cdk as cdk
-import jsii
 from constructs import IConstruct
+
+from hyperwarm._internal.aspects import at_synth
 
 
 def retain_except_on_create(scope: IConstruct) -> None:
     """Every resource under ``scope`` that aws-cdk-lib or anyone retains (``DeletionPolicy: Retain``, the
-    default of log groups, keys, buckets and tables) is retained except when its first create rolls back."""
-    cdk.Aspects.of(scope).add(_ExceptOnCreate(), priority=cdk.AspectPriority.MUTATING)
+    default of log groups, keys, buckets and tables) is retained except when its first create rolls back;
+    applied at synth, so resources added later are covered."""
+    at_synth(scope, "RetainExceptOnCreate", _except_on_create)
 
 
-@jsii.implements(cdk.IAspect)
-class _ExceptOnCreate:
-    def visit(self, node: IConstruct) -> None:
-        if isinstance(node, cdk.CfnResource) and node.cfn_options.deletion_policy == cdk.CfnDeletionPolicy.RETAIN:
-            node.cfn_options.deletion_policy = cdk.CfnDeletionPolicy.RETAIN_EXCEPT_ON_CREATE
+def _except_on_create(constructs: list[IConstruct]) -> None:
+    for resource in constructs:
+        if isinstance(resource, cdk.CfnResource):
+            options = resource.cfn_options
+            if options.deletion_policy == cdk.CfnDeletionPolicy.RETAIN:
+                options.deletion_policy = cdk.CfnDeletionPolicy.RETAIN_EXCEPT_ON_CREATE

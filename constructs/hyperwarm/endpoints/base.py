@@ -13,6 +13,7 @@ from aws_cdk.interfaces.aws_sagemaker import EndpointReference
 from constructs import Construct
 from typing_extensions import Protocol, runtime_checkable
 
+from hyperwarm._internal.durations import FIVE_MINUTES
 from hyperwarm.functions.cache_refresh import contract
 
 _NAMESPACE = "AWS/SageMaker"
@@ -132,7 +133,7 @@ class EndpointBase(cdk.Resource):
         return cloudwatch.Metric(
             namespace=_NAMESPACE, metric_name=metric_name,
             dimensions_map={"EndpointName": self.endpoint_name, **(dimensions_map or {})},
-            account=account, color=color, label=label, period=period or cdk.Duration.minutes(5), region=region,
+            account=account, color=color, label=label, period=period or FIVE_MINUTES, region=region,
             stack_account=stack_account, stack_region=stack_region, statistic=statistic or "Average", unit=unit)
 
     def metric_invocations(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
@@ -163,7 +164,7 @@ class EndpointBase(cdk.Resource):
             raise ValueError(f"{self.node.path}: variant_name = {variant_name!r} -- allowed: {', '.join(known)}")
         return cloudwatch.Metric(namespace=_NAMESPACE, metric_name=metric_name,
                                  dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name},
-                                 **{"statistic": statistic, "period": cdk.Duration.minutes(5), **options})
+                                 **{"statistic": statistic, "period": FIVE_MINUTES, **options})
 
 
 class ImportedInferenceEndpoint(EndpointBase):

@@ -23,6 +23,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
 from hyperwarm._internal.principals import sagemaker_principal
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
@@ -259,7 +260,7 @@ def _rollback_5xx_alarm(endpoint: InferenceEndpoint, variant: str, endpoint_name
     return cloudwatch.Alarm(
         endpoint, f"{variant}5xxAlarm",
         # Invocation5XXErrors is 1 or 0 per request: its Average is the share of requests that failed.
-        metric=endpoint.metric_invocation_5xx_errors(variant, statistic="Average", period=cdk.Duration.minutes(1)),
+        metric=endpoint.metric_invocation_5xx_errors(variant, statistic="Average", period=ONE_MINUTE),
         threshold=ROLLBACK_5XX_SHARE, evaluation_periods=ROLLBACK_5XX_MINUTES[1],
         datapoints_to_alarm=ROLLBACK_5XX_MINUTES[0],
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

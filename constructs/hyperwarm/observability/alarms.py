@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import (
     aws_chatbot as chatbot,
     aws_cloudwatch as cloudwatch,
@@ -29,6 +28,7 @@ from aws_cdk import (
 )
 from constructs import Construct, IConstruct
 
+from hyperwarm._internal.aspects import at_synth
 from hyperwarm._internal.validation import repeated
 
 EXISTING_TOPICS_METADATA = "hyperwarm:existingAlarmTopics"
@@ -154,7 +154,12 @@ def placeholder_problem(subscriber: str) -> str | None:
 def notify_alarms(scope: IConstruct, topic: sns.ITopic) -> None:
     """Every CloudWatch alarm under ``scope`` without an alarm action notifies ``topic`` (at synth, so alarms
     added later are covered too); alarms that already have actions keep them."""
-    cdk.Aspects.of(scope).add(_Notify(topic), priority=cdk.AspectPriority.MUTATING)
+    def notify(constructs: list[IConstruct]) -> None:
+        for alarm in constructs:
+            if isinstance(alarm, cloudwatch.CfnAlarm) and not cdk.Stack.of(alarm).resolve(alarm.alarm_actions):
+                alarm.alarm_actions = [topic.topic_arn]
+
+    at_synth(scope, "NotifyAlarms", notify)
 
 
 def declare_existing_alarm_topic(stack: cdk.Stack, topic_arn: str) -> None:
@@ -168,16 +173,6 @@ def declare_existing_alarm_topic(stack: cdk.Stack, topic_arn: str) -> None:
 def has_alarms(scope: IConstruct) -> bool:
     """True when ``scope`` holds a CloudWatch alarm."""
     return any(isinstance(c, cloudwatch.CfnAlarm) for c in scope.node.find_all())
-
-
-@jsii.implements(cdk.IAspect)
-class _Notify:
-    def __init__(self, topic: sns.ITopic) -> None:
-        self._topic = topic
-
-    def visit(self, node: IConstruct) -> None:
-        if isinstance(node, cloudwatch.CfnAlarm) and not cdk.Stack.of(node).resolve(node.alarm_actions):
-            node.alarm_actions = [self._topic.topic_arn]
 
 
 def _validate(scope: Construct, props: AlarmDestinationProps) -> None:

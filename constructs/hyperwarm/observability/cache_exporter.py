@@ -23,6 +23,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_eks_v2 as eks, aws_lambda 
 from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
@@ -68,6 +69,7 @@ class CacheMetricsExporter(Construct):
         super().__init__(scope, id)
         _validate(self, props)
         self.cluster = props.cluster
+        self._cluster_name = props.cluster.eks_cluster.cluster_name  # read once: every metric names it (jsii)
         self.security_group, network = private_api_network(self, props.cluster, "cache metrics exporter")
         self.role = cluster_function_role(
             self, props.cluster, "cache metrics exporter: reads the cluster, writes Hyperwarm/Caches metrics")
@@ -109,8 +111,8 @@ class CacheMetricsExporter(Construct):
         published = find(EXPORTER_NAMESPACE, metric_name)
         return cloudwatch.Metric(
             namespace=published.namespace, metric_name=published.name,
-            dimensions_map={"ClusterName": self.cluster.eks_cluster.cluster_name, "Model": model},
-            **{"statistic": "Maximum", "period": cdk.Duration.minutes(1), **options})
+            dimensions_map={"ClusterName": self._cluster_name, "Model": model},
+            **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
 
     def metric_cold_pod_share(self, model: str, **options: Any) -> cloudwatch.Metric:
         """Percent of the model's pods on nodes without its weights cache. Default: Maximum over 1 minute."""

@@ -21,6 +21,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as acti
 from constructs import Construct
 
 from hyperwarm._internal.constraints import field_problems
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability import otel_enrichment as otel
@@ -117,7 +118,7 @@ class InferenceObservability(Construct):
 
     def _variant(self, endpoint: IInferenceEndpoint, variant: str, props: InferenceObservabilityProps) -> None:
         where = f"{endpoint.node.id}/{variant}"
-        latency = [endpoint.metric_model_latency(variant, statistic=s, period=cdk.Duration.minutes(1), label=s)
+        latency = [endpoint.metric_model_latency(variant, statistic=s, period=ONE_MINUTE, label=s)
                    for s in _LATENCY_STATS]
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
@@ -125,12 +126,12 @@ class InferenceObservability(Construct):
                 left=latency, width=12),
             cloudwatch.GraphWidget(
                 title=f"{where}: Invocations, 5XX errors, OverheadLatency p99 (AWS/SageMaker)",
-                left=[endpoint.metric_invocations(variant, period=cdk.Duration.minutes(1)),
-                      endpoint.metric_invocation_5xx_errors(variant, period=cdk.Duration.minutes(1))],
-                right=[endpoint.metric_overhead_latency(variant, statistic="p99", period=cdk.Duration.minutes(1))],
+                left=[endpoint.metric_invocations(variant, period=ONE_MINUTE),
+                      endpoint.metric_invocation_5xx_errors(variant, period=ONE_MINUTE)],
+                right=[endpoint.metric_overhead_latency(variant, statistic="p99", period=ONE_MINUTE)],
                 width=12))
         micros = props.model_latency_p99.to_milliseconds() * 1000
-        p99 = endpoint.metric_model_latency(variant, statistic="p99", period=cdk.Duration.minutes(1))
+        p99 = endpoint.metric_model_latency(variant, statistic="p99", period=ONE_MINUTE)
         self._alarm(f"{endpoint.node.id}{variant}LatencyP99", p99, threshold=micros, periods=5,
                     description=f"{where}: p99 ModelLatency at or above {props.model_latency_p99.to_milliseconds() / 1000:g} s "
                                 "for 5 minutes (whole responses; time to first token has its own PromQL alarm)")
@@ -246,7 +247,7 @@ def serving_widgets(exporter: CacheMetricsExporter, model: str) -> list[cloudwat
     source = "Hyperwarm/Caches, cache exporter from the pods' vLLM metrics"
     weights_hit_rate = cloudwatch.MathExpression(
         expression="100 - share", label="weights-cache hit rate % (100 - ColdPodShare)",
-        period=cdk.Duration.minutes(1),  # the exporter's: any other period makes CDK warn that it overrides
+        period=ONE_MINUTE,  # the exporter's: any other period makes CDK warn that it overrides
         using_metrics={"share": exporter.metric_cold_pod_share(model)})
     percent = cloudwatch.YAxisProps(min=0, max=100)
     return [

@@ -24,6 +24,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_lambda as 
 from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
@@ -100,7 +101,7 @@ class EndpointMetricsBridge(Construct):
         return cloudwatch.Metric(
             namespace=published.namespace, metric_name=published.name,
             dimensions_map={"EndpointName": endpoint.endpoint_name, "VariantName": variant},
-            **{"statistic": "Maximum", "period": cdk.Duration.minutes(1), **options})
+            **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
 
     def metric_time_to_first_token(self, endpoint: IInferenceEndpoint, variant: str,
                                    **options: Any) -> cloudwatch.Metric:

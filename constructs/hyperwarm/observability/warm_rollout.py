@@ -17,6 +17,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.observability.cache_exporter import CacheMetricsExporter
 from hyperwarm.observability.metric_catalog import find
@@ -36,7 +37,7 @@ def rollout_metric(name: str, target: str, **options: Any) -> cloudwatch.Metric:
     published = find(contract.METRICS_NAMESPACE, name)
     return cloudwatch.Metric(namespace=published.namespace, metric_name=published.name,
                              dimensions_map={"service": contract.SERVICE, "target": target},
-                             **{"statistic": "Maximum", "period": cdk.Duration.minutes(1), **options})
+                             **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
 
 
 def refresh_failed(reason: str, **options: Any) -> cloudwatch.Metric:
