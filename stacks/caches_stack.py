@@ -14,13 +14,27 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster
-from hyperwarm.caches.cached_models import CachedModels, OperatorBuildError
+from hyperwarm.caches.cached_models import CLUSTER_NAME_PLACEHOLDER, CachedModels, OperatorBuildError
+from hyperwarm.caches.chart import CachesChartProps
 from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ModelSource
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import ConfigError, EnvironmentConfig
 from stacks.plan import ColdStart, plan_model
+
+
+def chart_props(env_name: str, config: EnvironmentConfig,
+                cluster_name: str = CLUSTER_NAME_PLACEHOLDER) -> CachesChartProps:
+    """What the library's chart renders for the environment (:func:`manifests.build_chart`); ``dist/manifests``
+    keep :data:`~hyperwarm.caches.cached_models.CLUSTER_NAME_PLACEHOLDER` for a GitOps user to fill in."""
+    return CachesChartProps(
+        config.caches.models, region=config.region, cluster_name=cluster_name, namespace=config.caches.namespace,
+        labels=environment_labels(env_name),
+        group_taints={g.name: tuple(g.to_spec().taints) for g in config.instance_groups},
+        filler_image=config.caches.filler_image, nvme_headroom_percent=config.caches.nvme_headroom_percent,
+        instance_types={g.name: g.instance_type for g in config.instance_groups},
+        group_nodes={g.name: g.instance_count for g in config.instance_groups})
 
 
 def cold_scale_out_warning(model: CachedModelProps, config: EnvironmentConfig) -> str | None:

@@ -33,7 +33,7 @@ class ClusterStack(cdk.Stack):
             endpoint_public_access=config.endpoint_public_access,
             addon_versions=dict(config.addon_versions),
             admin_principals=[_principal(self, f"Admin{i}", arn) for i, arn in enumerate(config.cluster_admins)],
-            image_registry_accounts=pull_registry_accounts(config),
+            image_registry_accounts=pull_registry_accounts(config.caches.models, config.image_registry_accounts),
             pods_per_node=dict(config.pods_per_node),
         ))
         cdk.CfnOutput(self, served.CLUSTER_NAME_OUTPUT, value=self.cluster.eks_cluster.cluster_name,

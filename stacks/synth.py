@@ -15,6 +15,7 @@ from stacks.config.environment import load_context
 from . import served
 from .app import build_app, selected_environments
 from .baseline import CONTEXT_KEY, synthesize
+from .caches_stack import chart_props
 from .errors import exit_on_config_error
 from .summary import environment_rows
 
@@ -47,7 +48,7 @@ def _synth(args: argparse.Namespace, console: Console) -> int:
     console.print(f"synthesized {len(assembly.stacks)} stacks into {args.outdir}/ "
                   f"in {time.perf_counter() - start:.1f} s")
     for env_name, config in selected_environments(app).items():
-        written = write_manifests(env_name, config, Path("dist/manifests"))
+        written = write_manifests(env_name, chart_props(env_name, config), Path("dist/manifests"))
         if written:
             console.print(f"wrote {len(written)} manifests to dist/manifests/{env_name}/")
         table = Table(title=f"environment {env_name} ({config.region})", title_justify="left")

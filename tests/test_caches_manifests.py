@@ -16,6 +16,7 @@ from hyperwarm import HEALTH_TAINT_KEY, INSTANCE_GROUP_LABEL, NVME_PATH
 from hyperwarm.caches.objects import IMAGE_READY_LABEL_PREFIX, PRIORITY_CLASS, WEIGHTS_READY_LABEL_PREFIX, cache_ready_preferences
 from hyperwarm.functions.node_cache import layout
 from manifests import build_chart, write_manifests
+from stacks.caches_stack import chart_props
 from stacks.config.environment import parse_environment, parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -24,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def objects_of(raw: dict[str, Any], env: str = "dev") -> list[dict[str, Any]]:
-    return build_chart(env, parse_environment(env, raw)).to_json()
+    return build_chart(env, chart_props(env, parse_environment(env, raw))).to_json()
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -34,7 +35,7 @@ def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def project_objects() -> dict[str, list[dict[str, Any]]]:
     environments = parse_environments(json.loads((REPO / "cdk.json").read_text())["context"]["environments"])
-    return {env: build_chart(env, environments[env]).to_json() for env in ENVIRONMENTS}
+    return {env: build_chart(env, chart_props(env, environments[env])).to_json() for env in ENVIRONMENTS}
 
 
 @pytest.fixture(scope="module")
@@ -243,9 +244,9 @@ def test_write_manifests_writes_one_file_per_object_and_removes_stale_ones(tmp_p
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "old.yaml").write_text("stale")
     config = parse_environment("dev", environment(model(prepull="both")))
-    written = write_manifests("dev", config, tmp_path)
+    written = write_manifests("dev", chart_props("dev", config), tmp_path)
     assert sorted(p.name for p in (tmp_path / "dev").glob("*.yaml")) == sorted(p.name for p in written)
-    assert [yaml.safe_load(p.read_text()) for p in written] == build_chart("dev", config).to_json()
+    assert [yaml.safe_load(p.read_text()) for p in written] == build_chart("dev", chart_props("dev", config)).to_json()
 
 
 # -- what the worker is told ---------------------------------------------------------------

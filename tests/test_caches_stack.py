@@ -9,6 +9,7 @@ import pytest
 from manifests import build_chart
 from rehearsal.core import Assembly
 from stacks.app import build_app
+from stacks.caches_stack import chart_props
 from stacks.config.environment import parse_environments
 
 ENVIRONMENTS = ("dev", "staging", "prod")
@@ -30,7 +31,7 @@ def applied_objects(template: dict) -> list[dict]:
 def test_caches_stack_applies_the_environment_chart(synthesized, project_context, env) -> None:
     config = parse_environments(project_context["environments"])[env]
     applied = applied_objects(synthesized.template(f"hyperwarm-{env}-caches"))
-    assert applied == build_chart(env, config, cluster_name="${TOKEN}").to_json()
+    assert applied == build_chart(env, chart_props(env, config, cluster_name="${TOKEN}")).to_json()
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)

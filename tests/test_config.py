@@ -383,7 +383,8 @@ def test_the_nodes_may_pull_from_the_accounts_of_the_cached_images_and_those_nam
     raw["caches"]["models"][0]["image"] = "444455556666.dkr.ecr.us-west-2.amazonaws.com/srv:1"
     config = parse_environment("dev", {**raw, "model_buckets": [{"name": "my-models"}],
                                        "image_registry_accounts": ["777788889999"]})
-    assert pull_registry_accounts(config) == ("444455556666", "777788889999")
+    assert pull_registry_accounts(config.caches.models, config.image_registry_accounts) == ("444455556666",
+                                                                                     "777788889999")
 
 
 def test_a_bucket_key_is_for_existing_buckets_and_is_a_kms_key_arn() -> None:

@@ -293,8 +293,9 @@ def test_prods_large_model_is_not_killed_during_its_cold_start(project_context) 
 
 def endpoint_config_of(config, name: str) -> dict[str, Any]:
     from manifests import build_chart
+    from stacks.caches_stack import chart_props
 
-    return next(o for o in build_chart("prod", config).to_json()
+    return next(o for o in build_chart("prod", chart_props("prod", config)).to_json()
                 if o["kind"] == "InferenceEndpointConfig" and o["metadata"]["name"] == name)
 
 

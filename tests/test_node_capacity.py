@@ -178,9 +178,10 @@ def test_memory_quantities(quantity, mib) -> None:
 def test_workloads_are_read_from_the_objects_the_stacks_apply() -> None:
     from hyperwarm.cluster import hyperpod_dependencies
     from manifests import build_chart
+    from stacks.caches_stack import chart_props
 
     config = parse({"caches": {"models": [model(prepull="daemonset", replicas=1)]}})
-    objects = hyperpod_dependencies.objects("us-west-2") + build_chart("dev", config).to_json()
+    objects = hyperpod_dependencies.objects("us-west-2") + build_chart("dev", chart_props("dev", config)).to_json()
     workloads = {w.name: w for w in workloads_from_objects(objects)}
     assert workloads["health-monitoring-agent"].daemonset
     assert "ml.g5.xlarge" in workloads["health-monitoring-agent"].instance_types

@@ -17,6 +17,7 @@ from test_caches_manifests import REPO, objects_of
 
 from hyperwarm.caches.pod_security import PSS_VERSION, enforce_level, labels, pod_problems
 from manifests import build_chart
+from stacks.caches_stack import chart_props
 from stacks.config.environment import parse_environments
 
 PSA = "pod-security.kubernetes.io/"
@@ -79,7 +80,7 @@ def test_each_control_is_checked(pod: dict[str, Any], level: str, problem: str) 
 def test_every_environment_s_models_namespace_is_labelled() -> None:
     environments = parse_environments(json.loads((REPO / "cdk.json").read_text())["context"]["environments"])
     for env, config in environments.items():
-        objects = build_chart(env, config).to_json()
+        objects = build_chart(env, chart_props(env, config)).to_json()
         found = namespace_labels(objects)
         assert found[f"{PSA}enforce"] == enforce_level(objects[1:]), env
         assert found[f"{PSA}warn"] == found[f"{PSA}audit"] == "restricted", env

@@ -314,7 +314,7 @@ class EnvironmentConfig(StrictModel):
             return self
         groups = [NodeGroup(g.name, g.instance_type, g.instance_count, g.threads_per_core,
                             self.pods_per_node.get(g.instance_type)) for g in self.instance_groups]
-        problems = node_problems(groups, self.node_workloads())
+        problems = node_problems(groups, node_workloads(self))
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
@@ -325,32 +325,6 @@ class EnvironmentConfig(StrictModel):
         if problems:
             raise ValueError("\n  ".join(problems))
         return self
-
-    def node_workloads(self) -> list[Workload]:
-        """Every pod the stacks place on the HyperPod nodes: HyperPod's dependencies, the EKS add-ons
-        and the inference operator, image pre-pull DaemonSets and the cached models' deployments."""
-        # Regions only change image URIs, never what a node holds.
-        region = self.region if self.region in hyperpod_dependencies.HEALTH_AGENT_ACCOUNTS else "us-west-2"
-        workloads = workloads_from_objects(hyperpod_dependencies.objects(region))
-        workloads += addon_workloads(ADDON_WORKLOADS)
-        prepull: dict[str, set[str]] = {}
-        for model in self.caches.models:
-            for group in model.instance_groups:
-                prepull.setdefault(group, set()).update(model.daemonset_images)
-            # A JumpStart model's pod is sized by its hub content for the instance type (unknown at synth): counted
-            # as holding every GPU of a node, its CPU and memory not counted.
-            requests = (pod(gpus=jumpstart_gpus(model, self.instance_groups)) if is_jumpstart(model)
-                        else pod(model.resources.cpu, model.resources.memory, model.resources.gpus))
-            workloads.append(Workload(
-                f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
-                requests,
-                replicas=model.max_replicas, groups=frozenset(model.instance_groups),
-                preference=model.instance_groups))
-        for group, images in prepull.items():
-            if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
-                workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),
-                                          daemonset=True, groups=frozenset({group})))
-        return workloads
 
     @model_validator(mode="after")
     def _exporter_triggers_have_an_exporter(self) -> EnvironmentConfig:
@@ -408,6 +382,33 @@ class EnvironmentConfig(StrictModel):
             if group.name == name:
                 return group
         raise KeyError(name)
+
+
+def node_workloads(config: EnvironmentConfig) -> list[Workload]:
+    """Every pod the stacks place on the HyperPod nodes: HyperPod's dependencies, the EKS add-ons
+    and the inference operator, image pre-pull DaemonSets and the cached models' deployments."""
+    # Regions only change image URIs, never what a node holds.
+    region = config.region if config.region in hyperpod_dependencies.HEALTH_AGENT_ACCOUNTS else "us-west-2"
+    workloads = workloads_from_objects(hyperpod_dependencies.objects(region))
+    workloads += addon_workloads(ADDON_WORKLOADS)
+    prepull: dict[str, set[str]] = {}
+    for model in config.caches.models:
+        for group in model.instance_groups:
+            prepull.setdefault(group, set()).update(model.daemonset_images)
+        # A JumpStart model's pod is sized by its hub content for the instance type (unknown at synth): counted
+        # as holding every GPU of a node, its CPU and memory not counted.
+        requests = (pod(gpus=jumpstart_gpus(model, config.instance_groups)) if is_jumpstart(model)
+                    else pod(model.resources.cpu, model.resources.memory, model.resources.gpus))
+        workloads.append(Workload(
+            f"model {model.name}" + (f" at max_replicas {model.max_replicas}" if model.autoscaling else ""),
+            requests,
+            replicas=model.max_replicas, groups=frozenset(model.instance_groups),
+            preference=model.instance_groups))
+    for group, images in prepull.items():
+        if images:  # one keep-alive container per image (hyperwarm.caches.objects): 1m CPU, 8Mi each
+            workloads.append(Workload(f"prepull-{group}", Requests(1, len(images), 8 * len(images)),
+                                      daemonset=True, groups=frozenset({group})))
+    return workloads
 
 
 @functools.cache
@@ -469,7 +470,9 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
         errors = exc.errors(include_url=False)
         lines = [_format(name, e) for e in errors if not _consequential(e, errors)]
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines)) from None
-    lines = (_endpoint_name_problems(name, config) + regional_problems(name, config)
+    group_types = [g.instance_type for g in config.instance_groups]
+    lines = (_endpoint_name_problems(name, config)
+             + regional_problems(name, config.region, group_types, config.caches.models, config.endpoints)
              + alarm_problems(name, config.production, config.alarms, config.region) + _admin_problems(name, config)
              + signing_problems(name, config.production, config.refresh))
     if lines:

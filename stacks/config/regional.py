@@ -15,11 +15,12 @@ import functools
 import importlib.util
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .environment import EnvironmentConfig
+from hyperwarm.caches.props import CachedModelProps
+
+from .endpoints import EndpointConfig
 
 _ECR_ACCOUNT = re.compile(r"^(\d{12})\.dkr\.ecr\.")
 _ECR_REGION = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/")
@@ -61,21 +62,24 @@ def image_region_problem(uri: str, region: str) -> str | None:
             f"registries; use the {region} URI (the same repository under <account>.dkr.ecr.{region}.amazonaws.com)")
 
 
-def regional_problems(env: str, config: EnvironmentConfig) -> list[str]:
-    """Every instance type the region does not offer and every image it cannot pull, with its field."""
-    region, at = config.region, f"environments.{env}"
+def regional_problems(env: str, region: str, group_types: Sequence[str], models: Sequence[CachedModelProps],
+                      endpoints: Sequence[EndpointConfig]) -> list[str]:
+    """Every instance type (of the instance groups, in order) the region does not offer and every image (of the
+    cached models and endpoints) it cannot pull, with its field. Given the parts, not the environment's model,
+    which imports this module."""
+    at = f"environments.{env}"
     problems: list[str] = []
-    for i, group in enumerate(config.instance_groups):
-        problems += _type_problem(f"{at}.instance_groups[{i}].instance_type", group.instance_type, region,
+    for i, instance_type in enumerate(group_types):
+        problems += _type_problem(f"{at}.instance_groups[{i}].instance_type", instance_type, region,
                                   "aws_sagemaker_cluster", "HyperPod clusters")
-    for i, model in enumerate(config.caches.models):
+    for i, model in enumerate(models):
         images = [*((("image", model.image),) if model.image else ()),
                   *((f"extra_images[{j}].image", extra.image) for j, extra in enumerate(model.extra_images))]
         for field, uri in images:
             problem = image_region_problem(uri, region)
             if problem:
                 problems.append(f"{at}.caches.models[{i}].{field}: {uri!r} -- {problem}")
-    for i, endpoint in enumerate(config.endpoints):
+    for i, endpoint in enumerate(endpoints):
         for j, variant in enumerate(endpoint.variants):
             where = f"{at}.endpoints[{i}].variants[{j}]"
             if variant.instance_type:
@@ -87,9 +91,9 @@ def regional_problems(env: str, config: EnvironmentConfig) -> list[str]:
     return problems
 
 
-def pull_registry_accounts(config: EnvironmentConfig) -> tuple[str, ...]:
+def pull_registry_accounts(models: Sequence[CachedModelProps], configured: Sequence[str]) -> tuple[str, ...]:
     """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured ones
     (``image_registry_accounts``) and those of the cached models' images."""
-    images = [i for m in config.caches.models for i in (m.image, *(e.image for e in m.extra_images)) if i]
+    images = [i for m in models for i in (m.image, *(e.image for e in m.extra_images)) if i]
     found = {m.group(1) for m in map(_ECR_ACCOUNT.match, images) if m}
-    return tuple(sorted(found | set(config.image_registry_accounts)))
+    return tuple(sorted(found | set(configured)))

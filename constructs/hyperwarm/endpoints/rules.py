@@ -10,9 +10,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hyperwarm._internal.catalog import CATALOG
 from hyperwarm._internal.constraints import field_problems
 from hyperwarm._internal.tokens import resolved, unresolved
-from hyperwarm.cluster.catalog import CATALOG
 from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES
 from hyperwarm.endpoints.routing import routing_problems
 from hyperwarm.functions.cache_refresh import contract

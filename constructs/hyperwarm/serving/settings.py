@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hyperwarm.cluster.catalog import CATALOG
+from hyperwarm._internal.catalog import CATALOG
 
 MODEL_DIR = "/opt/ml/model"
 """Where SageMaker puts model data and where hyperwarm mounts a HyperPod worker's model volume."""
