@@ -74,6 +74,8 @@ alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationP
 # The dashboard and alarms of the endpoint and of the cached model (through the cache metrics exporter).
 hyperwarm.InferenceObservability(stack, "Observability", hyperwarm.InferenceObservabilityProps(
     endpoints=[chat], hyperpod=hyperwarm.HyperPodModels(cluster=cluster, models=["llama-3-1-8b"]),
-    topic=alarms.topic))
+    # The account's OTel enrichment (PromQL's prerequisite) is one per account: turned on once, outside this app
+    # (docs/operations.md); "create" would have this stack create it, in one app of the account only.
+    topic=alarms.topic, otel_enrichment="existing"))
 hyperwarm.notify_alarms(stack, alarms.topic)
 app.synth()

@@ -130,7 +130,7 @@ class ProdVariant:
 
         context = project_context()
         prod = context["environments"]["prod"]
-        prod["observability"] = self.observability
+        prod["observability"] = {**prod["observability"], **self.observability}  # otel_enrichment kept
         prod["alarms"] = {"topic_arn": self.topic_arn}
         prod["model_buckets"] = [{**bucket, "kms_key_arn": self.kms_key_arn} for bucket in prod["model_buckets"]]
         self.app = build_app(outdir=str(outdir), context={**context, "env": "prod"}, nag=False)

@@ -16,7 +16,8 @@ from stacks.config import ConfigError, parse_environment, parse_environments
 ENDPOINTS = {"endpoints": [{"name": "chat", "variants": [{
     "name": "main", "image": {"framework": "vllm", "version": "0.27.1"}, "instance_type": "ml.g5.2xlarge",
     "model_data": "s3://team-models/m/v1/", "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}]}],
-    "model_buckets": [{"name": "team-models"}]}
+    "model_buckets": [{"name": "team-models"}], "observability": {"otel_enrichment": "existing"}}
+CREATE = {"observability": {"otel_enrichment": "create"}}
 
 
 
@@ -64,14 +65,16 @@ def test_two_environments_that_may_share_an_account_cannot_both_create_the_otel_
     """One per account and region: CloudFormation would fail the second stack (and the first one's deletion
     would turn PromQL off for both, were it not retained)."""
     with pytest.raises(ConfigError) as info:
-        parse_environments(_environments(dev={}, staging={}))
+        parse_environments(_environments(dev=CREATE, staging=CREATE))
     assert ("environments.staging.observability.otel_enrichment: 'create' -- environment dev creates the OTel "
             "enrichment of the same account (the CLI's (no account set)) and region (us-west-2) already") in str(info.value)
     with pytest.raises(ConfigError, match="same account \\(123456789012\\)"):
-        parse_environments(_environments(dev={"account": "123456789012"}, staging={"account": "123456789012"}))
-    assert parse_environments(_environments(dev={}, staging={"observability": {"otel_enrichment": "existing"}}))
-    assert parse_environments(_environments(dev={"account": "111111111111"}, staging={"account": "222222222222"}))
-    assert parse_environments(_environments(dev={}, staging={"region": "us-east-1"}))
+        parse_environments(_environments(dev={**CREATE, "account": "123456789012"},
+                                          staging={**CREATE, "account": "123456789012"}))
+    assert parse_environments(_environments(dev=CREATE, staging={"observability": {"otel_enrichment": "existing"}}))
+    assert parse_environments(_environments(dev={**CREATE, "account": "111111111111"},
+                                             staging={**CREATE, "account": "222222222222"}))
+    assert parse_environments(_environments(dev=CREATE, staging={**CREATE, "region": "us-east-1"}))
 
 
 @pytest.fixture(name="project_app")

@@ -248,7 +248,8 @@ def test_explicit_cuda_13_image_without_a_fitting_ami_is_rejected_in_config() ->
     assert "environments.prod.endpoints[0].variants[0]" in message
     assert "inference_ami_version = None -- the image" in message and "needs CUDA 13.0" in message
     ok = {**variant, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"}
-    assert parse_environment("qa", {"endpoints": [{"name": "chat", "variants": [ok]}]}).endpoints[0].variants[0]
+    assert parse_environment("qa", {"endpoints": [{"name": "chat", "variants": [ok]}],
+                                    "observability": {"otel_enrichment": "existing"}}).endpoints[0].variants[0]
 
 
 def test_an_environment_with_nothing_to_deploy_is_rejected() -> None:
@@ -306,7 +307,7 @@ def test_config_endpoint_and_refresh_accept_the_same_traffic_shifts(traffic: str
     endpoint = {"name": "chat", "guardrails": {"traffic": traffic, "percent": percent},
                 "variants": [{**VARIANT, "instance_count": 2}]}
     try:
-        parse_environment("prod", {"endpoints": [endpoint]})
+        parse_environment("prod", {"endpoints": [endpoint], "observability": {"otel_enrichment": "existing"}})
         config_ok = True
     except ConfigError as error:
         config_ok = "guardrails" not in str(error)

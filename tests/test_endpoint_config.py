@@ -16,7 +16,8 @@ IMAGE = {"uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"}
 def env_with(**variant: Any) -> dict[str, Any]:
     base = {"name": "v1", "image": IMAGE, "instance_type": "ml.g5.2xlarge", "instance_count": 2,
             "model_data": "s3://models/qwen/v1/", "serving": {"framework": "vllm"}}
-    return {"endpoints": [{"name": "chat", "variants": [{**base, **variant}]}], "model_buckets": [{"name": "models"}]}
+    return {"endpoints": [{"name": "chat", "variants": [{**base, **variant}]}], "model_buckets": [{"name": "models"}],
+            "observability": {"otel_enrichment": "existing"}}
 
 
 def rejected(raw: dict[str, Any]) -> str:

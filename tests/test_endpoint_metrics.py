@@ -146,7 +146,7 @@ def test_an_unresolved_name_is_sized_at_the_longest_endpoint_name():
 def test_observability_splits_endpoints_over_as_many_bridges_as_their_entries_need():
     stack = _stack()
     endpoints = _long_named(stack, 50)
-    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=endpoints))
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(otel_enrichment="existing", endpoints=endpoints))
     bridges = obs.endpoint_metrics_bridges
     assert [b.node.id for b in bridges] == ["EndpointMetrics", "EndpointMetrics2", "EndpointMetrics3"]
     assert obs.endpoint_metrics is bridges[0]
@@ -161,7 +161,7 @@ def test_observability_bridges_only_endpoints_with_detailed_observability():
     stack = _stack()
     on = _endpoint(stack, "On", _variant("v"), endpoint_name="on")
     off = _endpoint(stack, "Off", _variant("v"), endpoint_name="off", detailed_observability=False)
-    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[on, off]))
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(otel_enrichment="existing", endpoints=[on, off]))
     assert [v["endpoint"] for v in _environment(stack, obs.endpoint_metrics)] == ["on"]
     only_off = _stack()
     obs = InferenceObservability(only_off, "Obs", InferenceObservabilityProps(

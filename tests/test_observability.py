@@ -222,6 +222,64 @@ def test_the_observability_stack_creates_the_accounts_otel_enrichment_once_and_r
     assert staging["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
 
 
+_SINGLETONS = ("AWS::ObservabilityAdmin::TelemetryEnrichment", "AWS::CloudWatch::OTelEnrichment")
+
+
+def _team_app(detailed_observability: bool | None = False, **props: Any) -> dict[str, Any]:
+    """One platform team's app: its own cdk.App, an endpoint it observes, the library's defaults otherwise."""
+    import aws_cdk as cdk
+    from aws_cdk import assertions
+
+    from hyperwarm import InferenceEndpoint
+    from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
+
+    stack = cdk.Stack(cdk.App(), "Team", env=cdk.Environment(account="111122223333", region="us-east-1"))
+    chat = InferenceEndpoint.from_endpoint_attributes(stack, "Chat", endpoint_name="chat", variant_names=["a"],
+                                                      detailed_observability=detailed_observability)
+    InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[chat], **props))
+    return assertions.Template.from_stack(stack).to_json()
+
+
+def _singletons(template: dict[str, Any]) -> list[str]:
+    return sorted(r["Type"] for r in template["Resources"].values() if r["Type"] in _SINGLETONS)
+
+
+def test_two_apps_with_the_librarys_defaults_create_no_account_wide_resource():
+    """Two teams' apps deploy into one account: neither creates the account's OTel enrichment unasked (the second
+    would fail with "already exists", and deleting the first would turn PromQL off for both)."""
+    for template in (_team_app(), _team_app()):  # an endpoint without detailed observability: no PromQL alarm
+        assert _singletons(template) == [] and "Metadata" not in template
+    for _ in range(2):  # with a PromQL alarm, the default refuses rather than create it (or make a blind alarm)
+        with pytest.raises(ValueError) as error:
+            _team_app(detailed_observability=None)  # imported: not known to be off, so a PromQL TTFT alarm
+        assert "Team/Obs: otel_enrichment = None -- required: the PromQL TTFT alarms of Team/Chat" in str(error.value)
+        assert "set 'existing'" in str(error.value) and "or 'create'" in str(error.value)
+    for template in (_team_app(True, otel_enrichment="existing"), _team_app(True, otel_enrichment="existing")):
+        assert _singletons(template) == [] and template["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
+
+
+def test_the_opt_in_creates_the_accounts_otel_enrichment_and_retains_it():
+    created = _team_app(detailed_observability=True, otel_enrichment="create")
+    assert _singletons(created) == sorted(_SINGLETONS)
+    assert {r["DeletionPolicy"] for r in created["Resources"].values() if r["Type"] in _SINGLETONS} == {
+        "RetainExceptOnCreate"}
+    with pytest.raises(ValueError, match="otel_enrichment = 'on' -- allowed: create, existing"):
+        _team_app(otel_enrichment="on")
+
+
+def test_cdk_json_names_the_enrichment_where_an_endpoint_is_observed(project_context):
+    from stacks.config import ConfigError, parse_environments
+
+    del project_context["environments"]["prod"]["observability"]["otel_enrichment"]
+    with pytest.raises(ConfigError) as error:
+        parse_environments(project_context["environments"])
+    assert ("environments.prod.observability.otel_enrichment: missing -- endpoints chat have detailed "
+            "observability on") in str(error.value)
+    for endpoint in project_context["environments"]["prod"]["endpoints"]:  # no PromQL alarm: nothing to say
+        endpoint["detailed_observability"] = False
+    assert parse_environments(project_context["environments"])["prod"].observability.otel_enrichment is None
+
+
 def test_the_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use_and_lets_its_alarms_publish(synthesized):
     template = synthesized.template("hyperwarm-prod-alarms")
     (topic_id, topic), = _of_type(template, "AWS::SNS::Topic").items()

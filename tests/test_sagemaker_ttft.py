@@ -25,7 +25,7 @@ def _queries(*variants: ProductionVariant, **endpoint_props: Any) -> tuple[dict[
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1", account="111122223333"))
     endpoint = InferenceEndpoint(stack, "Chat", InferenceEndpointProps(
         variants=list(variants), endpoint_name="chat", **endpoint_props))
-    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[endpoint]))
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(otel_enrichment="existing", endpoints=[endpoint]))
     queries = {key: stack.resolve(alarm.node.default_child.evaluation_criteria)["promQlCriteria"]["query"]
                for key, alarm in obs.variant_ttft_alarms.items()}
     return queries, stack
@@ -50,7 +50,7 @@ def test_an_assumed_engine_is_said_in_the_alarm_description():
 def test_an_imported_endpoint_is_queried_with_vllms_metric():
     stack = cdk.Stack(cdk.App(), "S")
     imported = InferenceEndpoint.from_endpoint_attributes(stack, "Ext", endpoint_name="ext", variant_names=["a"])
-    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[imported],
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(otel_enrichment="existing", endpoints=[imported],
                                                                            ttft_p99=cdk.Duration.millis(800)))
     criteria = stack.resolve(obs.variant_ttft_alarms["Ext/a"].node.default_child.evaluation_criteria)
     assert criteria["promQlCriteria"]["query"] == promql.ttft_above(0.8, endpoint="ext", variant="a")
@@ -64,7 +64,7 @@ def test_an_imported_endpoint_that_says_its_engine_frequency_and_observability_i
         metric_publish_frequency=cdk.Duration.seconds(120), detailed_observability=True)
     dark = InferenceEndpoint.from_endpoint_attributes(stack, "Dark", endpoint_name="dark", variant_names=["b"],
                                                       detailed_observability=False)
-    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(endpoints=[told, dark]))
+    obs = InferenceObservability(stack, "Obs", InferenceObservabilityProps(otel_enrichment="existing", endpoints=[told, dark]))
     criteria = stack.resolve(obs.variant_ttft_alarms["Ext/a"].node.default_child.evaluation_criteria)
     assert criteria["promQlCriteria"]["query"] == promql.ttft_above(5, endpoint="ext", variant="a", engine="sglang",
                                                                     window="8m")

@@ -146,7 +146,8 @@ def _allowed(c: Constraint, value: float) -> bool:
 
 def _config_accepts(endpoint: dict[str, Any]) -> bool:
     try:
-        parse_environment("qa", {"endpoints": [endpoint], "model_buckets": [{"name": "models"}]})
+        parse_environment("qa", {"endpoints": [endpoint], "model_buckets": [{"name": "models"}],
+                                 "observability": {"otel_enrichment": "existing"}})
     except ConfigError:
         return False
     return True
@@ -229,7 +230,7 @@ def test_the_construct_rejects_a_model_download_timeout_below_a_minute() -> None
 def test_a_canary_without_a_wait_bakes_the_librarys_ten_minutes_everywhere() -> None:
     """Formerly cdk.json waited 300 s where the library's canary waited 600 s."""
     config = parse_environment("qa", {"endpoints": [_endpoint_json(guardrails={"traffic": "CANARY", "percent": 10})],
-                                        "model_buckets": [{"name": "models"}]})
+                                        "model_buckets": [{"name": "models"}], "observability": {"otel_enrichment": "existing"}})
     endpoint = config.endpoints[0]
     guardrails = endpoint_props("qa", endpoint).guardrails
     assert guardrails is not None

@@ -79,7 +79,7 @@ def test_official_cuda_13_image_without_its_ami_fails_naming_the_config_path(pro
 def test_an_endpoints_only_environment_has_no_cluster_stack(project_context) -> None:
     # ap-northeast-3 has SageMaker endpoints but no HyperPod health agent: endpoints alone must still deploy there.
     edge = {"region": "ap-northeast-3", "endpoints": project_context["environments"]["dev"]["endpoints"],
-            "model_buckets": [{"name": "edge-models"}]}
+            "model_buckets": [{"name": "edge-models"}], "observability": {"otel_enrichment": "existing"}}
     for variant in edge["endpoints"][0]["variants"]:
         variant["model_data"] = variant["model_data"].replace("hyperwarm-models-dev", "edge-models")
         variant["instance_type"] = "ml.g6e.2xlarge"  # the region offers no ml.g5 for endpoints

@@ -65,7 +65,7 @@ def test_an_environment_without_cached_models_does_not_claim_a_cache_exporter(pr
 
     dev = project_context["environments"]["dev"]  # its endpoints alone: no cluster to build, no cached model
     context = {**project_context, "env": "dev", "environments": {"dev": {
-        "endpoints": dev["endpoints"], "model_buckets": dev["model_buckets"]}}}
+        "endpoints": dev["endpoints"], "model_buckets": dev["model_buckets"], "observability": dev["observability"]}}}
     app = build_app(context=context, nag=False)
     dev = parse_environments(context["environments"])["dev"]
     details = "\n".join(row[2] for row in environment_rows(app.synth(), "dev", dev))

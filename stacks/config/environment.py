@@ -474,7 +474,7 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
     lines = (_endpoint_name_problems(name, config)
              + regional_problems(name, config.region, group_types, config.caches.models, config.endpoints)
              + alarm_problems(name, config.production, config.alarms, config.region) + _admin_problems(name, config)
-             + signing_problems(name, config.production, config.refresh))
+             + signing_problems(name, config.production, config.refresh) + _enrichment_undeclared(name, config))
     if lines:
         raise ConfigError(f"invalid configuration for environment {name!r}:\n  " + "\n  ".join(lines))
     return config
@@ -487,6 +487,17 @@ def creates_otel_enrichment(config: EnvironmentConfig) -> bool:
     a PromQL alarm reads an endpoint (detailed observability on) and ``otel_enrichment`` is ``create``."""
     return (config.observability.enabled and config.observability.otel_enrichment == "create"
             and any(e.detailed_observability for e in config.endpoints))
+
+
+def _enrichment_undeclared(env: str, config: EnvironmentConfig) -> list[str]:
+    """A PromQL alarm without the account's OTel enrichment never fires, and the library creates none unasked."""
+    promql = [e.name for e in config.endpoints if e.detailed_observability]
+    if not config.observability.enabled or not promql or config.observability.otel_enrichment is not None:
+        return []
+    return [f"environments.{env}.observability.otel_enrichment: missing -- endpoints {', '.join(promql)} have "
+            "detailed observability on, and their PromQL TTFT alarms read no series without the account's OTel "
+            "enrichment: set \"create\" (this environment's observability stack creates it and retains it; one "
+            "environment per account and region) or \"existing\" (on already)"]
 
 
 def _enrichment_problems(environments: Mapping[str, EnvironmentConfig]) -> list[str]:

@@ -8,10 +8,11 @@ section says where alarms go).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
+from hyperwarm.observability.otel_enrichment import OtelEnrichment
 from hyperwarm.observability.props import (
     ColdPodSharePercent,
     ColdPodSharePeriod,
@@ -41,9 +42,10 @@ class ObservabilityConfig(StrictModel):
     cold_pod_share_period: ColdPodSharePeriod = Field(
         default_factory=lambda: library_default(_PROPS, "cold_pod_share_period"),
         description="seconds, whole minutes: ...for this long (a scale-out is briefly cold by design)")
-    otel_enrichment: Literal["create", "existing"] = Field(
-        default="create", description="the account's OTel enrichment, which PromQL queries of endpoint metrics "
-        "need: created (and retained) by this environment's observability stack, or existing already")
+    otel_enrichment: OtelEnrichment | None = Field(
+        default=None, description="the account's OTel enrichment, which PromQL queries of endpoint metrics "
+        "need: created (and retained) by this environment's observability stack, or existing already; required "
+        "where an endpoint has detailed observability on (one per account and region: never created unasked)")
 
     @model_validator(mode="before")
     @classmethod

@@ -8,10 +8,14 @@ the endpoint, and the endpoint metrics bridge publishes no TTFT. CloudFormation 
 OTel enrichment's page says to enable it first) and ``AWS::CloudWatch::OTelEnrichment``. Each is one per
 account (and region): created by one stack, and retained when that stack goes, since other environments
 and tools of the account query PromQL too. Where enrichment is on already, a stack declares it instead
-(:func:`declare_existing_otel_enrichment`), and the deploy rehearsal accepts the declaration.
+(:func:`declare_existing_otel_enrichment`), and the deploy rehearsal accepts the declaration. Being one per
+account, they are never created by default: a second app in the account would collide with the first
+(``InferenceObservabilityProps.otel_enrichment`` has no default where a PromQL alarm is made).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_observabilityadmin as observabilityadmin
@@ -19,8 +23,12 @@ from constructs import Construct
 
 METADATA = "hyperwarm:otelEnrichment"
 """Template metadata key: ``existing`` when the stack relies on enrichment turned on outside the app."""
-CREATE, EXISTING = "create", "existing"
-CHOICES = (CREATE, EXISTING)
+OtelEnrichment = Literal["create", "existing"]
+"""How a stack with PromQL alarms has the account's OTel enrichment: ``create`` (the stack creates it and retains
+it) or ``existing`` (on already: the stack declares it)."""
+CREATE: OtelEnrichment = "create"
+EXISTING: OtelEnrichment = "existing"
+CHOICES: tuple[OtelEnrichment, ...] = (CREATE, EXISTING)
 DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-getting-started.html"
 
 
