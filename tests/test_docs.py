@@ -4,6 +4,7 @@ cross-reference (``make docs``, run by CI), and the README's front page gives th
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -63,3 +64,32 @@ def test_a_pdoc_warning_fails_the_build(tmp_path) -> None:
     assert result.returncode == 1
     assert "warning: UserWarning: Error parsing type annotation Missing for sample.typed" in result.stderr
 
+
+
+def test_ci_builds_the_docs_and_runs_the_front_pages_commands() -> None:
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    front = (REPO / "README.md").read_text()
+    commands = front.split("## Two commands", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    setup = [line.split("#")[0].strip() for line in commands.splitlines() if line.startswith("make ")]
+    assert setup == ["make synth", "make test"]
+    assert [line for line in ci if line.startswith("make ")][:3] == [*setup, "make docs"]
+    assert "make docs" in front
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_of_the_front_page_and_the_guides_resolves() -> None:
+    broken = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "constructs/hyperwarm/README.md"]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            headings = {slug(h) for h in re.findall(r"^#+ (.*)$", file.read_text(), re.M)} if file.is_file() else set()
+            if not file.exists() or (anchor and anchor not in headings):
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == []
