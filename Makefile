@@ -2,6 +2,7 @@
 #   make synth   create .venv (and checkov's own in .venv/checkov), install, synthesize every
 #                environment into cdk.out/
 #   make test    the whole test suite with every gate, on 2 workers (pytest exit 5, "no tests", fails)
+#   make docs    the API reference from the docstrings into build/docs/api/; a warning fails it
 #   make test-fast   the inner loop: everything but the gates and the long histories (docs/performance.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -18,7 +19,7 @@ CHECKOV_STAMP := $(VENV)/checkov/.installed-$(CHECKOV_VERSION)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: synth test test-fast test-install bench footprint wheel lambda-wheels lambda-lock cdk deploy protect clean crds
+.PHONY: synth test test-fast test-install docs bench footprint wheel lambda-wheels lambda-lock cdk deploy protect clean crds
 
 $(STAMP): pyproject.toml
 	@echo "==> [1/2] creating $(VENV) with $(PYTHON)"
@@ -75,6 +76,11 @@ test-fast: $(STAMP) $(WHEELS_STAMP)
 # in each, its Lambda assets equal to this venv's, and `mypy --strict` on it. Needs the package registries, no AWS.
 test-install: $(STAMP) $(WHEELS_STAMP)
 	$(call timed,HYPERWARM_TEST_INSTALL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -p no:xdist --durations=0 tests/install,make test-install,300)
+
+# The API reference of the public package from its docstrings (pdoc), into build/docs/api (not committed). Any
+# warning, or a docstring cross-reference that names nothing importable, fails it (docs/api.py; CI runs it).
+docs: $(STAMP)
+	$(PY) docs/api.py build/docs/api hyperwarm
 
 # Byte-compiled modules are kept, as in a user's virtualenv after its first run (pip compiles at install).
 bench: $(STAMP) $(WHEELS_STAMP)

@@ -66,8 +66,8 @@ def synthesize(app: cdk.App) -> cx_api.CloudAssembly:
         raise ConfigError(f"compared with {baseline.source}, this deploy would fail or replace what it must keep:\n  "
                           + "\n  ".join(str(f) for f in findings)
                           + f"\nCompare with what is deployed: -c {CONTEXT_KEY}={DEPLOYED}. A replacement you mean: "
-                            f"-c {CONTEXT_KEY}={NONE} (production: lift the stack policy first, README \"Protecting "
-                            "production\").")
+                            f"-c {CONTEXT_KEY}={NONE} (production: lift the stack policy first, docs/operations.md, "
+                            "\"Protecting production\").")
     return assembly
 
 

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _synth(args: argparse.Namespace, console: Console) -> int:
     context = load_context("cdk.json")
-    context.setdefault(served.CONTEXT_KEY, "config")  # offline and the same on every machine (README, "served")
+    context.setdefault(served.CONTEXT_KEY, "config")  # offline and the same on every machine (docs/operating-guide.md, "served")
     if args.env:
         context["env"] = args.env
     if args.baseline:

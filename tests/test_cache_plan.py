@@ -238,7 +238,7 @@ def test_cli_rejects_an_unknown_scenario(in_project, capsys) -> None:
 
 
 def readme_section(start: str, end: str) -> str:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "library-guide.md").read_text()
     section = readme[readme.index(start):]
     return " ".join(section[:section.index(end)].split())
 
@@ -248,7 +248,7 @@ def minutes(seconds: float) -> str:
 
 
 def test_readme_prod_predictions_are_what_the_planner_says(project_context) -> None:
-    """The README's "Predicted for prod" table must move with cdk.json and the planner's defaults."""
+    """The library guide's "Predicted for prod" table must move with cdk.json and the planner's defaults."""
     section = readme_section("**Predicted for `prod`**", "| steady traffic")
     config, llama = prod_70b(project_context)
     default = plan_model(llama, config, AWS, None, None)

@@ -85,7 +85,7 @@ EXCEPTIONS = {
     # The routing simulator's one hot loop is kept whole for speed (docs/performance.md).
     "constructs/hyperwarm/planner/sim.py:_core": "a call per simulated request",
 }
-NOT_YET_SPLIT = {  # issue 32, item 10: each leaves this set when it is split
+NOT_YET_SPLIT = {  # over the limits until split: each leaves this set when it is
     "constructs/hyperwarm/caches/hub.py:__init__", "constructs/hyperwarm/caches/node_cache.py:filler_daemonset",
     "constructs/hyperwarm/endpoints/endpoint.py:InferenceEndpoint", "constructs/hyperwarm/refresh/hook.py:__init__",
     "constructs/hyperwarm/refresh/hook.py:CacheRefreshHook", "constructs/hyperwarm/refresh/rollout.py:rollout_workflow",

@@ -1,4 +1,4 @@
-"""The README's table of model sources has a row for every source the library takes, named by its cdk.json key."""
+"""The library guide's table of model sources has a row for every source the library takes, named by its cdk.json key."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hyperwarm.caches.sources import AnyModelSource
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "library-guide.md"
 
 
 def test_the_readme_table_has_a_row_per_source_with_its_key() -> None:

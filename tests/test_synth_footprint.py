@@ -104,7 +104,7 @@ def prod_requests() -> dict[str, int]:
 def test_synthesizing_prod_makes_few_jsii_round_trips(prod_requests: dict[str, int]) -> None:
     # Counts, not time: deterministic. Each bound was the cut that met it (docs/performance.md, "Synth time").
     total = sum(n for kind, n in prod_requests.items() if " " not in kind)
-    assert total <= 3700, total  # 4506 before issue 32's cuts
+    assert total <= 3700, total  # 4506 before the cuts
     # A Python aspect on a stack is called back for every construct (~800 for prod): hyperwarm's walk the
     # scope once instead (hyperwarm._internal.aspects.at_synth).
     assert prod_requests.get("complete", 0) <= 100, prod_requests.get("complete")

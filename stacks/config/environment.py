@@ -143,7 +143,7 @@ class ModelBucketConfig(StrictModel):
     """A bucket models are read from: created by hyperwarm, or existing before the environment deploys."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-                      description="the global bucket name (see README: choosing bucket names)")
+                      description="the global bucket name (see docs/operating-guide.md: Model buckets)")
     create: bool = Field(default=False, description="true: the stack hyperwarm-<env>-buckets creates it, before "
                                                     "every reader; false: it exists already")
     kms_key_arn: str | None = Field(

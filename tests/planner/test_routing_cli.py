@@ -224,12 +224,12 @@ def test_context_length_flag_checks_trace_requests(capsys, tmp_path):
 
 
 def test_readme_prod_ttft_predictions_are_what_the_simulator_says(capsys):
-    """The README's "Predicted for prod" TTFT row moves with the simulator (seed 0 is deterministic)."""
+    """The library guide's "Predicted for prod" TTFT row moves with the simulator (seed 0 is deterministic)."""
     rc = main(["routing", "simulate", "--scenario", "aws-long-context", "--instances", "4",
                "--strategies", "RANDOM,PREFIX_AWARE", "--json", "--no-chart", "--no-progress"])
     assert rc == 0
     s = json.loads(capsys.readouterr().out)["strategies"]
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "library-guide.md").read_text()
     rnd, pa = s["RANDOM"], s["PREFIX_AWARE"]
     row = (f"`ttft_p95_ms` {rnd['ttft_p95_ms']:,.0f} vs {pa['ttft_p95_ms']:,.0f}, "
            f"`ttft_p99_ms` {rnd['ttft_p99_ms']:,.0f} vs {pa['ttft_p99_ms']:,.0f}; `kv_hit_rate` {pa['kv_hit_rate']:.0%}")

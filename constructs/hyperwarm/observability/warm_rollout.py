@@ -1,6 +1,6 @@
 """A refreshed HyperPod model's warm version changes on the dashboard, and the alarms that say one went wrong.
 
-The refresh function moves a node-cached HyperPod model in stages (README.md, "Fresh caches"): the new version
+The refresh function moves a node-cached HyperPod model in stages (docs/operating-guide.md, "Fresh caches"): the new version
 staged on every node by the model's filler, the deployment switched once the nodes that can host its pods hold
 it, the old version dropped. Each step publishes :data:`~hyperwarm.functions.cache_refresh.contract.ROLLOUT_METRICS`
 in ``Hyperwarm`` with the dimensions ``service`` and ``target`` (the target id), and a rollout that fails

@@ -204,7 +204,7 @@ class CacheRefreshHookProps:
     replay) a bounded number of letters; every other letter (a rollout's failure, a refused rollout record, a
     publisher key that cannot be used) is always sent. A refusal beyond it is
     recorded as any other (the target's state, ``RefreshFailed``), its letter written to the function's log instead
-    of the queue, and counted in ``DeadLettersSuppressed`` (by prefix; :meth:`metric_dead_letters_suppressed`,
+    of the queue, and counted in ``DeadLettersSuppressed`` (by prefix; :meth:`CacheRefreshHook.metric_dead_letters_suppressed`,
     alarmed). The count is a conditional update in the state table; when it cannot be written the letter is
     sent. Default: 20."""
     lock: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))

@@ -1,0 +1,95 @@
+"""The documentation: the API reference builds from the docstrings and fails on a warning or a broken
+cross-reference (``make docs``, run by CI), and the README's front page gives the commands CI runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """``docs/api.py`` (what ``make docs`` runs) on a one-module package written from ``source``."""
+    (tmp_path / "sample.py").write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    return subprocess.run([sys.executable, str(REPO / "docs" / "api.py"), str(tmp_path / "out"), "sample"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+GOOD = '''"""A sample module."""
+
+
+class Props:
+    """What :class:`Construct` takes."""
+
+    size: int = 1
+    """Its size; see :meth:`Construct.grow`."""
+
+
+class Construct:
+    """Built from :class:`Props` (:attr:`Props.size`); :func:`helper` checks them."""
+
+    def __init__(self) -> None:
+        self.grown: bool = False
+        """Whether :meth:`grow` ran."""
+
+    def grow(self) -> None:
+        """Sets :attr:`grown` (:mod:`sample`, :class:`pathlib.Path`)."""
+
+
+def helper() -> None:
+    """Used by :class:`sample.Construct`."""
+'''
+
+
+def test_the_api_reference_builds_when_every_reference_resolves(tmp_path) -> None:
+    result = build(tmp_path, GOOD)
+    assert result.returncode == 0, result.stderr
+    assert "Sets" in (tmp_path / "out" / "sample.html").read_text()
+
+
+def test_a_broken_cross_reference_fails_the_build_naming_it(tmp_path) -> None:
+    result = build(tmp_path, GOOD.replace(":meth:`Construct.grow`", ":meth:`Construct.shrink`"))
+    assert result.returncode == 1
+    assert "sample.Props.size: :meth:`Construct.shrink` names nothing importable" in result.stderr
+
+
+def test_a_pdoc_warning_fails_the_build(tmp_path) -> None:
+    # pdoc cannot resolve the annotation: it warns and renders the string
+    result = build(tmp_path, GOOD + '\n\ndef typed(x: "Missing") -> None:\n    """Takes a missing type."""\n')
+    assert result.returncode == 1
+    assert "warning: UserWarning: Error parsing type annotation Missing for sample.typed" in result.stderr
+
+
+
+def test_ci_builds_the_docs_and_runs_the_front_pages_commands() -> None:
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    front = (REPO / "README.md").read_text()
+    commands = front.split("## Two commands", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    setup = [line.split("#")[0].strip() for line in commands.splitlines() if line.startswith("make ")]
+    assert setup == ["make synth", "make test"]
+    assert [line for line in ci if line.startswith("make ")][:3] == [*setup, "make docs"]
+    assert "make docs" in front
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_relative_link_of_the_front_page_and_the_guides_resolves() -> None:
+    broken = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "constructs/hyperwarm/README.md"]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            headings = {slug(h) for h in re.findall(r"^#+ (.*)$", file.read_text(), re.M)} if file.is_file() else set()
+            if not file.exists() or (anchor and anchor not in headings):
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert broken == []
