@@ -2,6 +2,7 @@
 
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
+    CachedModelHandle as CachedModelHandle,
     CachedModelProps as CachedModelProps,
     CachedModels as CachedModels,
     CachedModelsProps as CachedModelsProps,

@@ -12,7 +12,8 @@ the fields the objects use.
 from __future__ import annotations
 
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import aws_cdk as cdk
@@ -22,6 +23,7 @@ from constructs import Construct
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.fsx import admit_nodes, vpc_problems
+from hyperwarm.caches.handle import CachedModelHandle
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
 from hyperwarm.caches.jumpstart import gated_download_role, grant_jumpstart_read, group_types, shared_type_problems
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
@@ -111,6 +113,13 @@ class CachedModels(Construct):
         if tokens:
             self.hub_tokens = HubTokenSync(self, "HubTokens", HubTokenSyncProps(
                 cluster, props.namespace, tokens, after=[self.manifest], fingerprint=fingerprint(self.objects)))
+        self.models: Mapping[str, CachedModelHandle] = MappingProxyType({m.name: CachedModelHandle(
+            name=m.name, cluster=cluster, namespace=props.namespace,
+            kind="JumpStartModel" if isinstance(m.source, JumpStartModelSource) else "InferenceEndpointConfig",
+            node_cached=m.weights_cache == "node", size=m.size, refreshed=m.name in props.refreshed)
+            for m in props.models})
+        """A handle on each model, by name, in the order of ``props.models``: what refresh targets, dashboards and
+        alarms take (:meth:`model`)."""
         self.filler_role: iam.Role | None = None
         """The node-cache fillers' role (EKS Pod Identity), or None without a ``weights_cache="node"`` model."""
         if any(m.weights_cache == "node" for m in props.models):
@@ -118,6 +127,12 @@ class CachedModels(Construct):
         self._grant_reads(props, operator.model_readers)
         self.file_system_rules = admit_nodes(self, cluster, props.models)
         """Ingress on each FSx file system's security group from the nodes, on Lustre's ports."""
+
+    def model(self, name: str) -> CachedModelHandle:
+        """The handle of the model ``name``; a KeyError naming the models there are otherwise."""
+        if name not in self.models:
+            raise KeyError(f"{self.node.path}: no cached model {name!r}; models: {', '.join(self.models)}")
+        return self.models[name]
 
     def _filler_role(self, cluster: IHyperPodCluster, namespace: str) -> iam.Role:
         """The role the fillers' service account gets through EKS Pod Identity (the cluster's

@@ -42,9 +42,10 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from hyperwarm._internal.constraints import constraints_of, field_problems, seconds, size_in_gb
+from hyperwarm._internal.constraints import constraints_of, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
+from hyperwarm.caches.handle import CachedModelHandle
 from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
@@ -62,8 +63,6 @@ from hyperwarm.serving.buckets import model_bucket
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
-ModelSize = Annotated[cdk.Size, size_in_gb(Interval(gt=0, le=100_000))]
-"""A model's weights, in GB as ``CachedModelProps.size``: above 0, at most 100,000."""
 _TIMEOUT_FIELDS = ("staging_timeout_seconds", "switch_timeout_seconds")
 """The contract's names of the timeouts, which the props check under their own names."""
 
@@ -73,38 +72,50 @@ __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRe
 
 @dataclass(frozen=True)
 class HyperPodRefreshTarget:
-    """An operator deployment on a HyperPod cluster (a cached model's ``InferenceEndpointConfig``)."""
+    """A cached model's deployment on a HyperPod cluster (its ``InferenceEndpointConfig`` or ``JumpStartModel``).
 
-    cluster: IHyperPodCluster
-    namespace: str
-    name: str
-    resource: str = contract.HyperPodTarget.resource
-    """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
-    InferenceEndpointConfig."""
-    node_cache: bool = False
-    """The model is node-cached (``CachedModelProps.weights_cache="node"``, the deployment named after the model): a
-    new version changes warm. Its filler stages it on every node beside the serving one, the deployment moves once
-    the nodes that can host its pods hold it, then the filler drops the previous one (the hook's rollout workflow).
-    Default: false (the deployment is repointed at once; the operator's own source change may start cold pods)."""
-    model_size: ModelSize | None = None
-    """The model's weights size (a cached model's ``CachedModelProps.size``): sizes the default
-    ``staging_timeout``. Default: unknown."""
+    Everything the refresh needs follows from the model's handle: its cluster, namespace, object, whether its
+    version changes warm (a node-cached model) and its size."""
+
+    model: CachedModelHandle
+    """The model, from :attr:`CachedModels.models <hyperwarm.caches.CachedModels.models>`: a new version of a
+    node-cached one (``weights_cache="node"``) changes warm: its filler stages it on every node beside the serving
+    one, the deployment moves once the nodes that can host its pods hold it, then the filler drops the previous one
+    (the hook's rollout workflow); any other is repointed at once (the operator's own source change may start cold
+    pods)."""
     staging_timeout: RolloutTimeout | None = None
     """Warm rollout: the new version ready on every node within this, 300..86400 s; else the rollout fails
     (dead-lettered) and the old version keeps serving. Default: :func:`~hyperwarm.refresh.rollout.default_staging_timeout`
-    of ``model_size``, twice one node's cache fill at the planner's 1 Gbit/s, at least 5 minutes (145 GB:
-    2,320 s); 1 hour without a ``model_size``."""
+    of the model's size, twice one node's cache fill at the planner's 1 Gbit/s, at least 5 minutes (145 GB:
+    2,320 s)."""
     switch_timeout: RolloutTimeout = field(
         default_factory=lambda: cdk.Duration.seconds(contract.DEFAULT_SWITCH_TIMEOUT_SECONDS))
     """Warm rollout: the deployment's rollout to the staged version finished within this, 300..86400 s; else it
     is pointed back at the old version. Default: 30 minutes."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, CachedModelHandle):
+            raise TypeError(f"HyperPodRefreshTarget.model = {self.model!r} -- allowed: a cached model's handle, "
+                            "CachedModels.model(name) (since 0.2.0 the target takes the model, not cluster, namespace "
+                            "and name: HyperPodRefreshTarget(cluster, ns, name, node_cache=...) becomes "
+                            "HyperPodRefreshTarget(caches.model(name)))")
+
+    @property
+    def cluster(self) -> IHyperPodCluster:
+        return self.model.cluster
+
+    @property
+    def node_cache(self) -> bool:
+        """The version changes warm (the model is node-cached)."""
+        return self.model.node_cached
+
     def to_contract(self) -> contract.HyperPodTarget:
         """The target as the function reads it."""
-        staging = self.staging_timeout or default_staging_timeout(self.model_size)
-        return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
-                                       name=self.name, resource=self.resource,
-                                       node_cache=contract.NodeCache(self.name) if self.node_cache else None,
+        model = self.model
+        staging = self.staging_timeout or default_staging_timeout(model.size)
+        return contract.HyperPodTarget(cluster=model.cluster.eks_cluster.cluster_name, namespace=model.namespace,
+                                       name=model.name, resource=model.kind,
+                                       node_cache=contract.NodeCache(model.name) if model.node_cached else None,
                                        staging_timeout_seconds=_whole_seconds(staging),
                                        switch_timeout_seconds=_whole_seconds(self.switch_timeout))
 
@@ -548,7 +559,12 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
         problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
-    shared = repeated(f"{t.namespace}/{t.name}" for m in props.models for t in m.hyperpod)
+    unreserved = [t.model.name for m in props.models for t in m.hyperpod if not t.model.refreshed]
+    if unreserved:
+        problems.append(f"models[].hyperpod[].model = {', '.join(unreserved)} -- a refresh puts a second version beside "
+                        "the one serving: name the model in its CachedModelsProps.refreshed, so its nodes keep room "
+                        "for both")
+    shared = repeated(f"{t.model.namespace}/{t.model.name}" for m in props.models for t in m.hyperpod)
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
