@@ -30,8 +30,8 @@ from hyperwarm.caches import (
     gigabytes,
 )
 from hyperwarm.caches.typed import bind
-from hyperwarm.refresh import HyperPodRefreshTarget
 from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
+from hyperwarm.refresh import HyperPodRefreshTarget
 
 crd_schemas = test_caches_manifests.crd_schemas  # the fixture
 GROUPS = [InstanceGroupSpec("system", "ml.c5.4xlarge"),

@@ -1,6 +1,7 @@
 """Public names of ``hyperwarm`` (read by type checkers, and by lazy_loader at run time)."""
 
 from ._node import use_bundled_node as use_bundled_node
+from .metric_options import MetricOptions as MetricOptions
 from .caches import (
     CachedModelHandle as CachedModelHandle,
     CachedModelProps as CachedModelProps,

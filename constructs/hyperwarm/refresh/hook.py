@@ -41,6 +41,7 @@ from aws_cdk import (
     aws_stepfunctions as sfn,
 )
 from constructs import Construct
+from typing_extensions import Unpack
 
 from hyperwarm._internal.constraints import constraints_of, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
@@ -50,6 +51,7 @@ from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract, naming
+from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.concurrency import ReservedConcurrency
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
@@ -345,58 +347,58 @@ class CacheRefreshHook(Construct):
 
     # -- metrics users alarm on ------------------------------------------------------------------
 
-    def metric_refresh_failed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_refresh_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Refreshes that failed or were rolled back (the previous version still serves), including
         targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_dead_letters(self, **options: Any) -> cloudwatch.Metric:
+    def metric_dead_letters(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
         return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            **{"period": cdk.Duration.minutes(5), "statistic": "Maximum", **options})
+            **over_defaults(options, period=cdk.Duration.minutes(5), statistic="Maximum"))
 
-    def metric_dead_letters_suppressed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_dead_letters_suppressed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters not sent because their prefix's hourly quota (``max_dead_letters_per_hour``) was spent: the
         failures are recorded, their letters are in the function's log (``dead letter suppressed``); by prefix
         with ``dimensions_map={"service": ..., "prefix": ...}``. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.LETTERS_SUPPRESSED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_errors(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_errors(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Invocations of any of the three functions that raised (for the reconciler: a run that could not
         reconcile every target). Default: Sum over 5 minutes."""
         return self._sum([fn.metric_errors() for fn in (self.function, self.state_handler, self.reconciler)],
                          options)
 
-    def metric_undelivered_failures(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_undelivered_failures(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Failed invocations that could not be sent to the dead-letter queue (lost). Default: Sum over 5 minutes."""
         return self._sum([fn.metric("DestinationDeliveryFailures", statistic="Sum")
                           for fn in (self.function, self.state_handler)], options)
 
-    def metric_reconciled(self, **options: Any) -> cloudwatch.Metric:
+    def metric_reconciled(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """What the reconciliation repaired: rollouts, unrecorded updates and waiting versions whose end
         was never announced (above zero means events are being lost). Default: Sum over 1 hour."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.RECONCILED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.hours(1), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.hours(1)))
 
-    def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_rollout_executions_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
         workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
         timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
         Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
-        return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+        return self._workflow().metric_failed(**over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_rollout_executions_ended_badly(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_rollout_executions_ended_badly(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Warm rollout executions that failed, timed out (the workflow's backstop) or were aborted (stopped by
         ``hyperwarm refresh abort``). Default: Sum over 5 minutes. Raises ``ValueError`` without a warm rollout."""
         workflow = self._workflow()
         return self._sum([workflow.metric_failed(), workflow.metric_timed_out(), workflow.metric_aborted()], options)
 
-    def metric_cold_pods(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_cold_pods(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Pods of a refresh's new version found on a node without its ready label, over every warm target
         (``RefreshColdPods``, published once per rollout). Default: Sum over 5 minutes."""
         metrics: list[cloudwatch.IMetric] = [cloudwatch.Metric(
@@ -404,12 +406,12 @@ class CacheRefreshHook(Construct):
             dimensions_map={"service": contract.SERVICE, "target": t.id}, statistic="Sum") for t in self._warm_targets]
         return self._sum(metrics, options)
 
-    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Any) -> cloudwatch.Metric:
+    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Seconds from a warm rollout's staging start until the new version was ready on every node of
         ``target`` (``TimeToWarm``, published once per rollout). Default: Maximum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="TimeToWarm",
                                  dimensions_map={"service": contract.SERVICE, "target": target.to_contract().id},
-                                 **{"statistic": "Maximum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Maximum", period=cdk.Duration.minutes(5)))
 
     def _workflow(self) -> sfn.StateMachine:
         if self.rollout_workflow is None:
@@ -418,13 +420,15 @@ class CacheRefreshHook(Construct):
         return self.rollout_workflow
 
     @staticmethod
-    def _sum(metrics: list[cloudwatch.IMetric], options: dict[str, Any]) -> cloudwatch.MathExpression:
+    def _sum(metrics: list[cloudwatch.IMetric], options: MetricOptions) -> cloudwatch.MathExpression:
+        """A sum of ``metrics`` (of their default statistic; a math expression takes period, label and color alone)."""
         # One function alone may fail while the others have no data point: missing counts as 0, else
         # the sum is missing too and the alarm never sees the failure.
         names = [chr(ord("a") + i) for i in range(len(metrics))]
         return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
                                          using_metrics=dict(zip(names, metrics, strict=True)),
-                                         **{"period": cdk.Duration.minutes(5), **options})
+                                         period=options.get("period", cdk.Duration.minutes(5)),
+                                         label=options.get("label"), color=options.get("color"))
 
     # -- parts -----------------------------------------------------------------------------------
 
