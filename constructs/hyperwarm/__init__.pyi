@@ -1,7 +1,6 @@
 """Public names of ``hyperwarm`` (read by type checkers, and by lazy_loader at run time)."""
 
 from ._node import use_bundled_node as use_bundled_node
-from .metric_options import MetricOptions as MetricOptions
 from .caches import (
     CachedModelHandle as CachedModelHandle,
     CachedModelProps as CachedModelProps,
@@ -66,6 +65,7 @@ from .endpoints import (
     prefix_aware_id as prefix_aware_id,
     production_variant_api_shape as production_variant_api_shape,
 )
+from .metric_options import MetricOptions as MetricOptions
 from .observability import (
     PUBLISHED_METRICS as PUBLISHED_METRICS,
     AlarmDestination as AlarmDestination,

@@ -8,14 +8,12 @@ the model (a warm version change for a node-cached one, its object kind, its siz
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import aws_cdk as cdk
 
+from hyperwarm.cluster.cluster import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
-
-if TYPE_CHECKING:
-    from hyperwarm.cluster.cluster import IHyperPodCluster
 
 DeploymentKind = Literal["InferenceEndpointConfig", "JumpStartModel"]
 """The operator's object a cached model is served as."""

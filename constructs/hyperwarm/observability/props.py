@@ -8,21 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import aws_cdk as cdk
 from annotated_types import Gt, Interval, MultipleOf
+from aws_cdk import aws_sns as sns
 
 from hyperwarm._internal.constraints import seconds
+from hyperwarm.caches.handle import CachedModelHandle
+from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability import otel_enrichment as otel
-
-if TYPE_CHECKING:
-    from aws_cdk import aws_sns as sns
-
-    from hyperwarm.caches.handle import CachedModelHandle
-    from hyperwarm.cluster.cluster import IHyperPodCluster
-    from hyperwarm.endpoints.base import IInferenceEndpoint
-    from hyperwarm.refresh.hook import HyperPodRefreshTarget
+from hyperwarm.refresh.hook import HyperPodRefreshTarget
 
 LatencyThreshold = Annotated[cdk.Duration, seconds(Interval(gt=0, le=3600), fractional=True)]
 """A p99 ModelLatency threshold: positive; above an hour it could never fire (real-time invocations end far sooner)."""
