@@ -32,7 +32,7 @@ cdk.CfnOutput(stack, "LlmGroupNvmeGb", value=str(cluster.cache_group("llm").nvme
 # A model cached on the llm group's NVMe (weights in hyperwarm's node cache, filled on both nodes before a pod
 # starts; the image pre-pulled), scaling 1..2 pods on the requests waiting in vLLM's queue: every pod of the range
 # starts on a warm node.
-hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(cluster=cluster, models=[hyperwarm.CachedModelProps(
+llama_props = hyperwarm.CachedModelProps(
     name="llama-3-1-8b",
     source=hyperwarm.ModelSource(bucket="my-team-models", prefix="llama-3.1-8b-instruct", version="v1"),
     size=cdk.Size.gibibytes(16),
@@ -40,7 +40,10 @@ hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(cluster=clus
     instance_group="llm", weights_cache="node",
     autoscaling=hyperwarm.HyperPodAutoScaling(
         max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", target_value=8)),
-)]))
+)
+# refreshed: its nodes keep room for a second version, which a refresh (below) stages beside the serving one.
+models = hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(
+    cluster=cluster, models=[llama_props], refreshed=[llama_props.name]))
 
 # A SageMaker endpoint beside the cluster: an alarm on its latency, and a caller allowed to invoke it.
 chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointProps(
@@ -61,10 +64,12 @@ chat.grant_invoke(iam.Role(stack, "ChatCaller", assumed_by=iam.AccountRootPrinci
 api = apigateway.RestApi(stack, "ChatApi", cloud_watch_role=False)
 api.root.add_resource("chat").add_method("POST", apigateway.SagemakerIntegration(chat),
                                          authorization_type=apigateway.AuthorizationType.IAM)
-# A complete new version under the endpoint's prefix (<prefix>/<version>/manifest.json) rolls out blue/green.
+# A complete new version under the model's prefix (<prefix>/<version>/manifest.json) rolls out blue/green on the
+# endpoint, and warm on the cached model (its handle says it is node-cached: staged on every node, then switched).
+llama = hyperwarm.HyperPodRefreshTarget(models.model("llama-3-1-8b"))
 hyperwarm.CacheRefreshHook(stack, "Refresh", hyperwarm.CacheRefreshHookProps(
     bucket=s3.Bucket.from_bucket_name(stack, "ModelBucket", "my-team-models"),
-    models=[hyperwarm.RefreshedPrefix(prefix="llama-3.1-8b-instruct", endpoints=[
+    models=[hyperwarm.RefreshedPrefix(prefix="llama-3.1-8b-instruct", hyperpod=[llama], endpoints=[
         hyperwarm.EndpointRefreshTarget(chat, hyperwarm.BlueGreen(rollback_alarms=chat.rollback_alarms))])],
 ))
 # Every alarm of the stack (ours, the endpoint's 5XX rollback alarms) notifies on-call: the address is given at
@@ -73,7 +78,7 @@ hyperwarm.CacheRefreshHook(stack, "Refresh", hyperwarm.CacheRefreshHookProps(
 alarms = hyperwarm.AlarmDestination(stack, "Alarms", hyperwarm.AlarmDestinationProps(email_parameter="OnCallEmail"))
 # The dashboard and alarms of the endpoint and of the cached model (through the cache metrics exporter).
 hyperwarm.InferenceObservability(stack, "Observability", hyperwarm.InferenceObservabilityProps(
-    endpoints=[chat], hyperpod=hyperwarm.HyperPodModels(cluster=cluster, models=["llama-3-1-8b"]),
+    endpoints=[chat], hyperpod=hyperwarm.HyperPodModels(models=list(models.models.values()), refreshed=[llama]),
     # The account's OTel enrichment (PromQL's prerequisite) is one per account: turned on once, outside this app
     # (docs/operations.md); "create" would have this stack create it, in one app of the account only.
     topic=alarms.topic, otel_enrichment="existing"))

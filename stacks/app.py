@@ -79,7 +79,7 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     endpoints = endpoints_stack.endpoints if endpoints_stack is not None else {}
     if config.refresh.models:
         stacks["refresh"] = RefreshStack(app, stack_name(env_name, "refresh"), env_name=env_name, config=config,
-                                         cluster=cluster,
+                                         caches=caches_stack.caches if caches_stack is not None else None,
                                          endpoints=endpoints, **common,
                                          description=f"hyperwarm {env_name}: cache and endpoint refresh on new "
                                                      "model versions")
@@ -90,7 +90,8 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
     if config.observability.enabled and ("endpoints" in stacks or "caches" in stacks):  # something to observe
         stacks["observability"] = ObservabilityStack(
             app, stack_name(env_name, "observability"), env_name=env_name, config=config,
-            cluster=cluster if "caches" in stacks else None,
+            caches=caches_stack.caches if caches_stack is not None else None,
+            refreshed=stacks["refresh"].hyperpod_targets if "refresh" in stacks else {},  # type: ignore[attr-defined]
             endpoints=endpoints, **common,
             description=f"hyperwarm {env_name}: dashboard, alarms and the cache metrics exporter")
         if "caches" in stacks:  # the models' deployments exist before their metrics are read

@@ -11,11 +11,11 @@ from constructs import Construct
 
 from hyperwarm import (
     BlueGreen,
+    CachedModels,
     CacheRefreshHook,
     CacheRefreshHookProps,
     EndpointRefreshTarget,
     HyperPodRefreshTarget,
-    IHyperPodCluster,
     InferenceEndpoint,
     PublisherSigning,
     RefreshedPrefix,
@@ -40,15 +40,12 @@ def blue_green(endpoint: EndpointConfig, construct: InferenceEndpoint) -> BlueGr
 
 class RefreshStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, *, env_name: str, config: EnvironmentConfig,
-                 cluster: IHyperPodCluster | None,
-                 endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
+                 caches: CachedModels | None, endpoints: dict[str, InferenceEndpoint], **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         refresh = config.refresh
         assert refresh.bucket is not None  # the config rules require it with models
         # By name: the bucket exists before this stack (model_buckets: created by the buckets stack, or existing).
         bucket = model_bucket_by_name(self, "Models", refresh.bucket, config)
-        cached = {m.name: m for m in config.caches.models}
-        warm = refresh.warm(config.caches)
         configured = {e.name: e for e in config.endpoints}
         models = []
         self.hyperpod_targets: dict[str, HyperPodRefreshTarget] = {}
@@ -56,12 +53,9 @@ class RefreshStack(cdk.Stack):
         for entry in refresh.active:  # a pinned prefix is refreshed by no one
             hyperpod: list[HyperPodRefreshTarget] = []
             if entry.caches:
-                assert cluster is not None  # the config rules place every cached model on the environment's cluster
+                assert caches is not None  # the config rules name cached models only where there are some
                 for name in entry.caches:
-                    target = HyperPodRefreshTarget(
-                        cluster=cluster, namespace=config.caches.namespace, name=name,
-                        node_cache=name in warm,
-                        model_size=cached[name].size, staging_timeout=entry.staging_timeout)
+                    target = HyperPodRefreshTarget(caches.model(name), staging_timeout=entry.staging_timeout)
                     # cdk.json's switch_timeout overrides the library's default only when it is set
                     hyperpod.append(dataclasses.replace(target, switch_timeout=entry.switch_timeout)
                                     if entry.switch_timeout else target)

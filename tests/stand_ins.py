@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 
 from hyperwarm import (
+    CachedModelHandle,
     ContainerImage,
     HyperPodEksCluster,
     IHyperPodCluster,
@@ -17,6 +18,8 @@ from hyperwarm import (
     ModelSpec,
     Serving,
 )
+from hyperwarm._internal.constraints import gigabytes
+from hyperwarm.caches import DeploymentKind
 
 ACCOUNT = "123456789012"
 IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
@@ -52,3 +55,11 @@ def imported_cluster(scope: cdk.Stack, groups: Sequence[InstanceGroupSpec], *, o
         scope, id, cluster_arn=arn("sagemaker", "cluster/abc123"), eks_cluster=eks_cluster,
         security_group=ec2.SecurityGroup.from_security_group_id(scope, f"{id}Group", "sg-0123456789abcdef0"),
         instance_groups=groups, inference_operator=inference_operator)
+
+
+def cached_model(cluster: IHyperPodCluster, name: str, namespace: str = "hyperwarm-models", *,
+                 node_cached: bool = False, kind: DeploymentKind = "InferenceEndpointConfig", size_gb: float = 16,
+                 refreshed: bool = True) -> CachedModelHandle:
+    """The handle ``CachedModels.models`` gives a model, without rendering one (for tests of what takes it)."""
+    return CachedModelHandle(name=name, cluster=cluster, namespace=namespace, kind=kind, node_cached=node_cached,
+                             size=gigabytes(size_gb), refreshed=refreshed)

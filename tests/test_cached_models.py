@@ -31,6 +31,7 @@ from hyperwarm.caches import (
 )
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import InstanceGroupSpec, NodeTaint
+from hyperwarm.refresh import HyperPodRefreshTarget
 
 crd_schemas = test_caches_manifests.crd_schemas  # the fixture
 GROUPS = [InstanceGroupSpec("system", "ml.c5.4xlarge"),
@@ -226,3 +227,22 @@ def test_the_crds_ship_with_the_library() -> None:
 
     crds = Path(hyperwarm.caches.__file__).parent / "crds"
     assert len(list(crds.glob("*.yaml"))) == 4
+
+
+def test_each_model_has_a_handle_saying_what_follows_from_it() -> None:
+    """What a refresh target or a dashboard needs of a model is read from the model, never restated by hand."""
+    caches = build(llama(weights_cache="node"), llama(name="qwen", weights_cache="operator"), refreshed=["llama"])
+    assert list(caches.models) == ["llama", "qwen"]
+    node, operator = caches.model("llama"), caches.model("qwen")
+    assert (node.node_cached, node.refreshed, node.kind, node.namespace) == (
+        True, True, "InferenceEndpointConfig", "hyperwarm-models")
+    assert (operator.node_cached, operator.refreshed) == (False, False)
+    assert node.cluster is operator.cluster and node.size.to_bytes() == llama().size.to_bytes()
+    assert HyperPodRefreshTarget(node).to_contract().node_cache is not None  # warm, chosen by the model
+    assert HyperPodRefreshTarget(operator).to_contract().node_cache is None
+
+
+def test_a_misspelt_model_name_fails_naming_the_models_there_are() -> None:
+    caches = build(llama(), llama(name="qwen"))
+    with pytest.raises(KeyError, match=r"Models/Caches: no cached model 'lama'; models: llama, qwen"):
+        caches.model("lama")

@@ -22,13 +22,13 @@ ROOT = REPO / "constructs"
 
 APP_PACKAGES = ("stacks", "manifests", "rehearsal")
 LIBRARY_LAYERS = (
-    {"_internal", "_node", "functions"},  # the instance catalog, constraints, the functions' contracts
+    {"_internal", "_node", "functions", "metric_options"},  # the instance catalog, constraints, the functions' contracts
     {"serving"},  # images, server settings, buckets: what every host of a model uses
     {"cluster"},
     {"endpoints"},
-    {"observability"},
-    {"caches"},  # cached models on a cluster, their autoscaling on the observability's metrics
-    {"refresh"},  # refreshes caches and endpoints
+    {"caches"},  # cached models on a cluster, and their handles
+    {"refresh"},  # refreshes caches and endpoints, each target a handle
+    {"observability"},  # dashboards and alarms of the endpoints, the cached models and their refresh
     {"planner", "cli", "run", ""},  # the commands, and ``hyperwarm`` itself (every public name)
 )
 """``hyperwarm``'s packages, lowest first: a module imports its own package or one of a lower layer."""

@@ -30,13 +30,15 @@ def test_example_app_using_only_the_public_api_synthesizes(tmp_path) -> None:
     assert template["Outputs"]["LlmGroupNvmeGb"]["Value"] == "3800"
     # The cached model reaches the cluster with its autoscaling, its caches and the exporter's trigger.
     manifests = [r["Properties"]["Manifest"] for r in template["Resources"].values()
-                 if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" and "InferenceEndpointConfig" in
+                 if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" and "modelSourceConfig" in
                  json.dumps(r["Properties"]["Manifest"])]
     assert len(manifests) == 1
     applied = json.dumps(manifests[0])
     layout_filler = "hyperwarm-fill-llama-3-1-8b"
     assert all(kind in applied for kind in ("kubernetesVolume", layout_filler, "autoScalingSpec"))
     assert "ModelWeightsCacheConfig" not in applied, "no stand-alone cache that no pod reads"
+    # The refresh target is the model's handle: node-cached, so its new versions change warm (the rollout workflow).
+    assert "AWS::StepFunctions::StateMachine" in kinds
     # API Gateway's SageMaker integration may invoke exactly this endpoint.
     integration = next(r for r in template["Resources"].values() if r["Type"] == "AWS::ApiGateway::Method")
     assert "sagemaker" in json.dumps(integration["Properties"]["Integration"]["Uri"])

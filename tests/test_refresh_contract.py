@@ -16,7 +16,7 @@ import boto3
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-from stand_ins import imported_cluster
+from stand_ins import cached_model, imported_cluster
 
 from hyperwarm import (
     BlueGreen,
@@ -52,8 +52,8 @@ def _hook(stack: cdk.Stack, *, hyperpod=(), endpoints=()) -> CacheRefreshHook:
 def test_what_the_construct_writes_the_function_parses_back() -> None:
     stack = _stack()
     cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
-    _hook(stack, hyperpod=[HyperPodRefreshTarget(cluster, "models", "llama", "JumpStartModel"),
-                           HyperPodRefreshTarget(cluster, "models", "qwen", node_cache=True)],
+    _hook(stack, hyperpod=[HyperPodRefreshTarget(cached_model(cluster, "llama", "models", kind="JumpStartModel")),
+                           HyperPodRefreshTarget(cached_model(cluster, "qwen", "models", node_cached=True))],
           endpoints=[EndpointRefreshTarget(_endpoint(stack, "chat"), BlueGreen(
               traffic="LINEAR", step_percent=25, wait=cdk.Duration.minutes(3),
               rollback_alarms=[cdk.aws_cloudwatch.Alarm.from_alarm_name(stack, "A", "chat-5xx")]))])
@@ -62,10 +62,10 @@ def test_what_the_construct_writes_the_function_parses_back() -> None:
     variables = function["Environment"]["Variables"]  # the table, bucket and queue are references
     settings = config.load({k: v if isinstance(v, str) else "deploy-time" for k, v in variables.items()})
     assert settings.targets == {"models/llama": (
-        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="llama", resource="JumpStartModel"),
+        contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="llama", resource="JumpStartModel",
+                                staging_timeout_seconds=300),  # 16 GB: the least
         contract.HyperPodTarget(cluster="hyperpod-eks", namespace="models", name="qwen",
-                                node_cache=contract.NodeCache("qwen"),
-                                staging_timeout_seconds=contract.DEFAULT_STAGING_TIMEOUT_SECONDS),
+                                node_cache=contract.NodeCache("qwen"), staging_timeout_seconds=300),
         contract.EndpointTarget(endpoint="chat", blue_green=contract.BlueGreen(
             traffic="LINEAR", step_percent=25, wait_seconds=180, rollback_alarms=("chat-5xx",))))}
     assert variables[contract.SERVICE_VARIABLE] == contract.SERVICE
@@ -117,9 +117,9 @@ def test_blue_green_times_updateendpoint_would_reject_fail_synth(wire, construct
 def _hook_with(stack: cdk.Stack, hyperpod: dict, blue_green: dict, endpoint: str) -> CacheRefreshHook:
     if hyperpod:
         cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge")])
-        target = {"cluster": cluster, "namespace": "models", "name": "llama", **hyperpod}
-        target["node_cache"] = "node_cache" in target
-        build = {"hyperpod": [HyperPodRefreshTarget(**target)]}
+        model = cached_model(cluster, "llama", hyperpod.get("namespace", "models"), node_cached="node_cache" in hyperpod,
+                             kind=hyperpod.get("resource", "InferenceEndpointConfig"))  # a hand-made handle may lie
+        build = {"hyperpod": [HyperPodRefreshTarget(model)]}
     else:
         build = {"endpoints": [EndpointRefreshTarget(_endpoint(stack, endpoint), BlueGreen(**blue_green))]}
     return _hook(stack, **build)

@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions, aws_sns as sns
-from stand_ins import imported_cluster
+from stand_ins import cached_model, imported_cluster
 
 from hyperwarm.cluster.instance_group import InstanceGroupSpec
 from hyperwarm.functions.cache_refresh import contract
@@ -29,11 +29,15 @@ TARGET = "hyperpod:hyperpod-eks/hyperwarm-models/InferenceEndpointConfig/llama"
 CATALOGUED = {(m.namespace, m.name): set(m.dimensions) for m in PUBLISHED_METRICS}
 
 
-def build(models: tuple[str, ...] = ("llama", "qwen"), refreshed: tuple[str, ...] = ("llama",)) -> dict[str, Any]:
+def build(models: tuple[str, ...] = ("llama", "qwen"), refreshed: tuple[str, ...] = ("llama",),
+          cold: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Observability of ``models`` (node-cached, but ``cold``), with refresh targets of ``refreshed``."""
     stack = cdk.Stack(cdk.App(), "Obs", env=cdk.Environment(account="123456789012", region="us-west-2"))
     cluster = imported_cluster(stack, GROUPS)
+    handles = {name: cached_model(cluster, name, NS, node_cached=name not in cold) for name in {*models, *refreshed}}
     InferenceObservability(stack, "Observability", InferenceObservabilityProps(
-        hyperpod=HyperPodModels(cluster=cluster, models=models, namespace=NS, refreshed=refreshed),
+        hyperpod=HyperPodModels(models=[handles[m] for m in models],
+                                refreshed=[HyperPodRefreshTarget(handles[m]) for m in refreshed]),
         topic=sns.Topic.from_topic_arn(stack, "Topic", TOPIC)))
     template: dict[str, Any] = assertions.Template.from_stack(stack).to_json()
     return template
@@ -104,9 +108,8 @@ def test_the_target_dimension_is_the_refresh_functions_target_id():
     """The dashboard's target id and the one the refresh stack hands the function are the same string."""
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     cluster = imported_cluster(stack, GROUPS)
-    watched = HyperPodModels(cluster=cluster, models=["llama"], namespace=NS, refreshed=["llama"])
-    refreshed = HyperPodRefreshTarget(cluster=cluster, namespace=NS, name="llama", node_cache=True)
-    assert stack.resolve(watched.refresh_target("llama")) == stack.resolve(refreshed.to_contract().id) == TARGET
+    refreshed = HyperPodRefreshTarget(cached_model(cluster, "llama", NS, node_cached=True))
+    assert stack.resolve(refreshed.model.target_id) == stack.resolve(refreshed.to_contract().id) == TARGET
 
 
 def cloudwatch_math(expression: str, **series: list[float | None]) -> list[float]:
@@ -179,24 +182,41 @@ def test_refreshed_models_must_be_watched_models_each_once():
         build(models=("llama",), refreshed=("mistral", "llama", "llama"))
     text = str(error.value)
     assert "Obs/Observability: " in text
-    assert "hyperpod.refreshed = mistral -- allowed: names in hyperpod.models (llama)" in text
+    assert "hyperpod.refreshed = mistral -- a refresh target of a model not in hyperpod.models (llama)" in text
     assert "hyperpod.refreshed = llama -- each model once" in text
 
 
-def test_the_app_watches_the_models_its_refresh_rolls_out_warm(project_context):
-    """The observability stack's refreshed models are the refresh stack's node-cached targets."""
-    from stacks.config import parse_environments
+def test_a_model_the_refresh_repoints_cold_gets_no_warm_rollout_charts_or_alarms():
+    """What the dashboard charts follows from the model, as the refresh does: the two cannot disagree."""
+    plain = build(refreshed=("llama",), cold=("llama",))
+    assert not titled(plain, r"refresh|RolloutInProgress")
 
-    environments = parse_environments(project_context["environments"])
-    assert {env: list(config.refresh.warm(config.caches)) for env, config in environments.items()} == {
-        "dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b", "llama-3-1-8b"]}
+
+def test_models_of_two_clusters_are_refused_naming_both():
+    stack = cdk.Stack(cdk.App(), "Obs", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    one, two = imported_cluster(stack, GROUPS), imported_cluster(stack, GROUPS, id="Other")
+    with pytest.raises(ValueError, match=r"hyperpod.models = Obs/HyperPod/hyperwarm-models, Obs/Other/hyperwarm-models "
+                                         r"-- one cluster and namespace per HyperPodModels"):
+        InferenceObservability(stack, "Observability", InferenceObservabilityProps(hyperpod=HyperPodModels(
+            models=[cached_model(one, "llama", NS), cached_model(two, "qwen", NS)])))
+
+
+def test_the_app_watches_the_models_its_refresh_rolls_out_warm(synthesized):
+    """The observability stack charts a warm rollout for exactly the refresh stack's node-cached targets."""
+    for env, warm in {"dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b", "llama-3-1-8b"]}.items():
+        observability = synthesized.resources(f"hyperwarm-{env}-observability", "AWS::CloudWatch::Alarm") \
+            if env != "dev" else {}
+        charted = sorted({re.sub(r"ColdDuringRefresh.*", "", k) for k in observability if "ColdDuringRefresh" in k})
+        assert len(charted) == len(warm), (env, charted)
 
 
 def test_the_rollout_widgets_and_alarms_synthesize_without_warnings():
     """A metric whose period differs from its math expression's makes CDK warn that it overrides it."""
     stack = cdk.Stack(cdk.App(), "Obs", env=cdk.Environment(account="123456789012", region="us-west-2"))
     InferenceObservability(stack, "Observability", InferenceObservabilityProps(
-        hyperpod=HyperPodModels(cluster=imported_cluster(stack, GROUPS), models=["llama"], refreshed=["llama"]),
+        hyperpod=HyperPodModels(models=[llama := cached_model(imported_cluster(stack, GROUPS), "llama", NS,
+                                                               node_cached=True)],
+                                refreshed=[HyperPodRefreshTarget(llama)]),
         topic=sns.Topic.from_topic_arn(stack, "Topic", TOPIC)))
     warnings = assertions.Annotations.from_stack(stack).find_warning("*", assertions.Match.any_value())
     assert [w.entry.data for w in warnings if w.id.startswith("/Obs/Observability")] == []

@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam, aws_s3 as s3
-from stand_ins import imported_cluster
+from stand_ins import cached_model, imported_cluster
 
 from hyperwarm import CacheRefreshHook, CacheRefreshHookProps, InstanceGroupSpec, RefreshedPrefix
 from hyperwarm.functions.cache_refresh import contract
@@ -170,7 +170,7 @@ def _library_hook(bucket: str | None, publisher: iam.IGrantable | None = None, n
     cluster = imported_cluster(stack, [InstanceGroupSpec(name="gpu", instance_type="ml.g5.xlarge", holds_caches=True)])
     role = publisher or iam.Role(stack, "Publisher", assumed_by=iam.AccountRootPrincipal())
     return CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(
-        models=[RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cluster, "ns", "m")])],
+        models=[RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(cluster, "m", "ns"))])],
         bucket=s3.Bucket.from_bucket_name(stack, "Models", bucket) if bucket else None,
         signing=PublisherSigning(publishers=[role] if named else [])))
 

@@ -8,7 +8,7 @@ import re
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
-from stand_ins import imported_cluster
+from stand_ins import cached_model, imported_cluster
 
 from hyperwarm import (
     CacheRefreshHook,
@@ -87,12 +87,12 @@ def test_a_suppressed_letter_raises_an_alarm_that_reaches_the_alarm_topic(synthe
 def test_the_dead_letter_quota_is_validated(value: object, allowed: str) -> None:
     """Out of range, or not a whole number the function would take (it refuses "2.5" at every event)."""
     with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- allowed: {re.escape(allowed)}"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
               max_dead_letters_per_hour=value)
 
 
 def test_the_dead_letter_quota_reaches_every_function_that_sends_letters() -> None:
-    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
                  max_dead_letters_per_hour=7)
     template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
     senders = [r["Properties"]["Environment"]["Variables"] for r in template["Resources"].values()
@@ -397,19 +397,27 @@ def test_hook_prefix_without_targets_is_rejected() -> None:
         _hook(lambda c: [RefreshedPrefix(prefix="models/a")])
 
 
-def test_hook_rejects_an_unknown_resource_kind() -> None:
-    with pytest.raises(ValueError, match=r"models\[0\]\.hyperpod\[0\]\.resource = 'Deployment' -- "
-                                         r"allowed: InferenceEndpointConfig, JumpStartModel"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m", "Deployment")])])
+def test_a_hyperpod_target_takes_a_models_handle_and_says_how_to_migrate() -> None:
+    """0.1's HyperPodRefreshTarget(cluster, namespace, name) chose a cold refresh by leaving node_cache out."""
+    with pytest.raises(TypeError, match=r"HyperPodRefreshTarget.model = .* -- allowed: a cached model's handle, "
+                                        r"CachedModels.model\(name\) \(since 0.2.0"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])  # type: ignore
+
+
+def test_a_hyperpod_target_of_a_model_without_room_for_two_versions_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"models\[\]\.hyperpod\[\]\.model = m -- a refresh puts a second version "
+                                         r"beside the one serving: name the model in its CachedModelsProps.refreshed"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[
+            HyperPodRefreshTarget(cached_model(c, "m", "ns", refreshed=False))])])
 
 
 def test_hook_rejects_a_slashed_prefix() -> None:
     with pytest.raises(ValueError, match="no leading or trailing slash"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m/", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+        _hook(lambda c: [RefreshedPrefix(prefix="m/", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])])
 
 
 def test_hook_default_child_is_the_refresh_function() -> None:
-    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])])
     assert hook.node.default_child.cfn_resource_type == "AWS::Lambda::Function"
     assert hook.bucket is not None and hook.endpoint_rule is None
 
@@ -428,12 +436,12 @@ def test_blue_green_traffic_is_validated() -> None:
 ])
 def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
     with pytest.raises(ValueError, match=message):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])], **props)
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])], **props)
 
 
 def test_hook_rejects_duplicate_prefixes() -> None:
     with pytest.raises(ValueError, match=r"models\[\]\.prefix = 'm' -- prefixes must be unique"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])] * 2)
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])] * 2)
 
 
 def test_a_queue_with_a_generated_name_takes_letters_from_the_hooks_roles_and_rules_alone() -> None:
@@ -442,7 +450,7 @@ def test_a_queue_with_a_generated_name_takes_letters_from_the_hooks_roles_and_ru
     from rehearsal import Assembly
     from rehearsal.rules.dead_letters import refresh_dead_letter_senders
 
-    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])])
     template = cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()
     (policy,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::SQS::QueuePolicy"]
     (deny,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "LettersFromTheRefreshAlone"]
@@ -470,13 +478,13 @@ def test_prod_reserves_concurrency_for_every_refresh_function_and_staging_does_n
 @pytest.mark.parametrize("value", [0, 901, -1])
 def test_hook_rejects_a_reserved_concurrency_lambda_cannot_deploy(value: int) -> None:
     with pytest.raises(ValueError, match=rf"reserved_concurrency = {value} -- allowed: .*1.*900"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
               reserved_concurrency=value)
 
 
 def test_hook_takes_an_unresolved_reserved_concurrency() -> None:
     token = cdk.Token.as_number(cdk.Fn.ref("Concurrency"))
-    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])],
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
                  reserved_concurrency=token)
     assert cdk.Token.is_unresolved(hook.function.node.default_child.reserved_concurrent_executions)
 

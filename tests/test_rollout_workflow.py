@@ -18,7 +18,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
-from stand_ins import ACCOUNT, imported_cluster
+from stand_ins import ACCOUNT, cached_model, imported_cluster
 
 from hyperwarm import (
     CacheRefreshHook,
@@ -44,15 +44,15 @@ def _hook(targets: Callable[[Any], list[HyperPodRefreshTarget]]) -> tuple[CacheR
     return hook, stack
 
 
-def _warm(cluster: Any, **options: Any) -> HyperPodRefreshTarget:
-    return HyperPodRefreshTarget(cluster, "models", "big", node_cache=True, **options)
+def _warm(cluster: Any, size_gb: float = 16, **options: Any) -> HyperPodRefreshTarget:
+    return HyperPodRefreshTarget(cached_model(cluster, "big", "models", node_cached=True, size_gb=size_gb), **options)
 
 
 @pytest.fixture(scope="module")
 def warm() -> tuple[CacheRefreshHook, dict[str, Any]]:
     """One hook with a warm target (145 GB, default timeouts) and one without caches, synthesized once."""
-    hook, stack = _hook(lambda c: [_warm(c, model_size=gigabytes(145)),
-                                   HyperPodRefreshTarget(c, "models", "small")])
+    hook, stack = _hook(lambda c: [_warm(c, size_gb=145),
+                                   HyperPodRefreshTarget(cached_model(c, "small", "models"))])
     return hook, assertions.Template.from_stack(stack).to_json()
 
 
@@ -231,7 +231,7 @@ def test_targets_carry_their_timeouts_to_the_functions(warm) -> None:
             "models/big"]
         assert isinstance(big, contract.HyperPodTarget) and isinstance(small, contract.HyperPodTarget)
         assert (big.staging_timeout_seconds, big.switch_timeout_seconds) == (2320, 1800)
-        assert small.staging_timeout_seconds == contract.DEFAULT_STAGING_TIMEOUT_SECONDS  # no size known
+        assert small.staging_timeout_seconds == 300  # 16 GB: the least
 
 
 def test_metrics_name_the_workflow_and_the_target(warm) -> None:
@@ -270,7 +270,7 @@ def test_alarms_watch_executions_that_failed_timed_out_or_were_aborted_and_the_s
 
 
 def test_without_a_node_cached_target_there_is_no_workflow_and_targets_repoint_at_once() -> None:
-    hook, stack = _hook(lambda c: [HyperPodRefreshTarget(c, "models", "small")])
+    hook, stack = _hook(lambda c: [HyperPodRefreshTarget(cached_model(c, "small", "models"))])
     assert hook.rollout_workflow is None and hook.rollout_function is None
     template = assertions.Template.from_stack(stack).to_json()
     assert not _resources(template, "AWS::StepFunctions::StateMachine")
@@ -293,9 +293,8 @@ def test_the_default_staging_timeout_is_twice_the_planners_fill_within_the_contr
      r"models\[0\]\.hyperpod\[0\]\.staging_timeout = 100 seconds -- allowed: 300\.\.86400 seconds"),
     ({"switch_timeout": cdk.Duration.days(2)},
      r"models\[0\]\.hyperpod\[0\]\.switch_timeout = 172800 seconds -- allowed: 300\.\.86400 seconds"),
-    ({"model_size": gigabytes(0)}, r"models\[0\]\.hyperpod\[0\]\.model_size = 0 GB -- allowed: "),
 ])
-def test_timeouts_and_size_outside_their_range_fail_synth_naming_the_field(options, message) -> None:
+def test_timeouts_outside_their_range_fail_synth_naming_the_field(options, message) -> None:
     with pytest.raises(ValueError, match=message) as raised:
         _hook(lambda c: [_warm(c, **options)])
     assert "_timeout_seconds" not in str(raised.value)  # one problem, under the props' own name
@@ -304,7 +303,7 @@ def test_timeouts_and_size_outside_their_range_fail_synth_naming_the_field(optio
 def test_a_deployment_named_by_two_targets_fails_synth() -> None:
     """One deployment reads one prefix: two warm changes of it would drop each other's copies."""
     with pytest.raises(ValueError, match=re.escape("models[].hyperpod[].name = 'models/big' -- named by two")):
-        _hook(lambda c: [_warm(c), HyperPodRefreshTarget(c, "models", "big", node_cache=True)])
+        _hook(lambda c: [_warm(c), _warm(c)])
 
 
 def test_the_longest_timeouts_keep_an_executions_history_far_below_its_limit(monkeypatch) -> None:
@@ -318,7 +317,7 @@ def test_the_longest_timeouts_keep_an_executions_history_far_below_its_limit(mon
 
 
 def test_explicit_timeouts_reach_the_contract() -> None:
-    _, stack = _hook(lambda c: [_warm(c, model_size=gigabytes(145), staging_timeout=cdk.Duration.hours(2),
+    _, stack = _hook(lambda c: [_warm(c, size_gb=145, staging_timeout=cdk.Duration.hours(2),
                                          switch_timeout=cdk.Duration.minutes(10))])
     _, function = _function(assertions.Template.from_stack(stack).to_json(), contract.REFRESH_HANDLER)
     (target,) = contract.parse_targets(function["Environment"]["Variables"][contract.REFRESH_TARGETS])["models/big"]

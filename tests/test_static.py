@@ -35,3 +35,29 @@ def test_mypy_finds_nothing() -> None:
     # type information is read once, which is most of mypy's time.
     result = _run("mypy", "--cache-dir", str(REPO / ".venv" / ".mypy_cache" / "project"))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+MISUSES = '''
+import hyperwarm
+
+
+def misuse(endpoint: hyperwarm.InferenceEndpoint, caches: hyperwarm.CachedModels) -> None:
+    endpoint.metric_model_latency("main", statistc="p90")
+    endpoint.metric_invocations("main", period=300)
+    hyperwarm.HyperPodRefreshTarget("llama")
+    hyperwarm.HyperPodModels(models=["llama"])
+'''
+
+
+def test_metric_options_and_model_handles_are_checked_by_mypy(tmp_path: Path) -> None:
+    """What a team's type checker reports before synth: a misspelt metric option, a wrong option type, and a
+    model's name where its handle belongs (each used to pass to jsii or synthesize)."""
+    usage = tmp_path / "misuse.py"
+    usage.write_text(MISUSES)
+    result = _run("mypy", "--cache-dir", str(REPO / ".venv" / ".mypy_cache" / "project"), "--strict",
+                  "--no-warn-unused-ignores", str(usage))
+    found = [line.split(": error: ")[1] for line in result.stdout.splitlines() if ": error: " in line]
+    assert len(found) == 4, result.stdout
+    assert 'Unexpected keyword argument "statistc"' in found[0]
+    assert '"period"' in found[1] and '"Duration"' in found[1]
+    assert '"CachedModelHandle"' in found[2] and '"CachedModelHandle"' in found[3]

@@ -2,6 +2,7 @@
 
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
+    CachedModelHandle as CachedModelHandle,
     CachedModelProps as CachedModelProps,
     CachedModels as CachedModels,
     CachedModelsProps as CachedModelsProps,
@@ -64,6 +65,7 @@ from .endpoints import (
     prefix_aware_id as prefix_aware_id,
     production_variant_api_shape as production_variant_api_shape,
 )
+from .metric_options import MetricOptions as MetricOptions
 from .observability import (
     PUBLISHED_METRICS as PUBLISHED_METRICS,
     AlarmDestination as AlarmDestination,

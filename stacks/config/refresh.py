@@ -113,12 +113,6 @@ class RefreshConfig(StrictModel):
         """Names of the cached models a refresh prefix targets (each reserves two versions on its NVMe)."""
         return tuple(dict.fromkeys(name for m in self.models for name in m.caches))
 
-    def warm(self, caches: Any) -> tuple[str, ...]:
-        """The refreshed cached models that change version warm: node-cached (``weights_cache: node``), which the
-        refresh stack names in their targets and the observability stack charts."""
-        cached = {m.name: m for m in caches.models}
-        return tuple(name for m in self.active for name in m.caches if cached[name].weights_cache == "node")
-
 
 def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> list[str]:
     """Rules across sections: every named cache and endpoint exists and reads the refreshed prefix."""

@@ -25,6 +25,10 @@ from .cold_start import (
     ColdStart as ColdStart,
     StartBreakdown as StartBreakdown,
 )
+from .handle import (
+    CachedModelHandle as CachedModelHandle,
+    DeploymentKind as DeploymentKind,
+)
 from .hub import (
     HubTokenSync as HubTokenSync,
     HubTokenSyncProps as HubTokenSyncProps,

@@ -19,7 +19,7 @@ from annotated_types import Ge, Gt, Interval, Len
 
 from hyperwarm._internal.constraints import Matches, Measured, check, seconds
 from hyperwarm._internal.tokens import resolved
-from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE
+from hyperwarm.functions.cache_exporter.placement import NAMESPACE as EXPORTER_NAMESPACE
 
 AMP_WORKSPACE = Matches(
     r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$",
@@ -73,13 +73,16 @@ class CloudWatchTrigger:
 
     @classmethod
     def on_exporter(cls, metric: str, *, cluster_name: str, model: str, target_value: float,
-                    **options: Any) -> CloudWatchTrigger:
+                    statistic: str = "Average", activation_target_value: float = 0,
+                    metric_type: MetricType = "Average", period: cdk.Duration | None = None,
+                    min_value: float = 0) -> CloudWatchTrigger:
         """A trigger on a metric the cache metrics exporter publishes for ``model`` of the EKS cluster
         ``cluster_name`` (``Hyperwarm/Caches``, the exporter's dimensions; default period 60 s, its rate)."""
         if metric not in EXPORTER_SCALING_METRICS:
             raise ValueError(f"metric = {metric!r} -- allowed: {', '.join(EXPORTER_SCALING_METRICS)}")
         return cls(EXPORTER_NAMESPACE, metric, target_value, {"ClusterName": cluster_name, "Model": model},
-                   **{"period": cdk.Duration.seconds(60), **options})
+                   statistic=statistic, activation_target_value=activation_target_value, metric_type=metric_type,
+                   period=period or cdk.Duration.seconds(60), min_value=min_value)
 
     def to_crd(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "metricName": self.metric_name,

@@ -12,7 +12,8 @@ the fields the objects use.
 from __future__ import annotations
 
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import aws_cdk as cdk
@@ -22,6 +23,7 @@ from constructs import Construct
 from hyperwarm._internal.constraints import PropsError
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.fsx import admit_nodes, vpc_problems
+from hyperwarm.caches.handle import CachedModelHandle
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
 from hyperwarm.caches.jumpstart import gated_download_role, grant_jumpstart_read, group_types, shared_type_problems
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
@@ -29,7 +31,7 @@ from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
 from hyperwarm.caches.sources import JumpStartModelSource, ModelSource
 from hyperwarm.cluster.addons import grant_mounted_model_read
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.rules import operator_pin_problem
 
 CLUSTER_NAME_PLACEHOLDER = "${HYPERWARM_EKS_CLUSTER_NAME}"
@@ -74,18 +76,8 @@ class CachedModels(Construct):
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
 
-        gated = [m.source for m in props.models if isinstance(m.source, JumpStartModelSource) and m.source.gated]
-        self.jumpstart_gated_role: iam.Role | None = None
+        self.jumpstart_gated_role = self._jumpstart_gated_role(props)
         """The role gated JumpStart models download with, or None without one."""
-        if gated:
-            issuer_url = getattr(cluster.eks_cluster, "cluster_open_id_connect_issuer_url", None)
-            if issuer_url is None:
-                raise ValueError(f"{self.node.path}: gated JumpStart models ({', '.join(s.model_id for s in gated)}) "
-                                 "download with a role their pods assume through the EKS cluster's OIDC provider, "
-                                 "and this imported cluster does not give its issuer URL; use a cluster created "
-                                 "by hyperwarm")
-            self.jumpstart_gated_role = gated_download_role(self, "JumpStartGatedModelRole", issuer_url=issuer_url,
-                                                            namespace=props.namespace, sources=gated)
 
         self.chart = CachesChart(cdk8s.App(), f"{cdk.Names.unique_id(self)}-caches", CachesChartProps(
             props.models, region=cdk.Stack.of(self).region, cluster_name=cluster.eks_cluster.cluster_name,
@@ -111,6 +103,9 @@ class CachedModels(Construct):
         if tokens:
             self.hub_tokens = HubTokenSync(self, "HubTokens", HubTokenSyncProps(
                 cluster, props.namespace, tokens, after=[self.manifest], fingerprint=fingerprint(self.objects)))
+        self.models: Mapping[str, CachedModelHandle] = _handles(props)
+        """A handle on each model, by name, in the order of ``props.models``: what refresh targets, dashboards and
+        alarms take (:meth:`model`)."""
         self.filler_role: iam.Role | None = None
         """The node-cache fillers' role (EKS Pod Identity), or None without a ``weights_cache="node"`` model."""
         if any(m.weights_cache == "node" for m in props.models):
@@ -118,6 +113,25 @@ class CachedModels(Construct):
         self._grant_reads(props, operator.model_readers)
         self.file_system_rules = admit_nodes(self, cluster, props.models)
         """Ingress on each FSx file system's security group from the nodes, on Lustre's ports."""
+
+    def _jumpstart_gated_role(self, props: CachedModelsProps) -> iam.Role | None:
+        gated = [m.source for m in props.models if isinstance(m.source, JumpStartModelSource) and m.source.gated]
+        if not gated:
+            return None
+        issuer_url = getattr(props.cluster.eks_cluster, "cluster_open_id_connect_issuer_url", None)
+        if issuer_url is None:
+            raise ValueError(f"{self.node.path}: gated JumpStart models ({', '.join(s.model_id for s in gated)}) "
+                             "download with a role their pods assume through the EKS cluster's OIDC provider, "
+                             "and this imported cluster does not give its issuer URL; use a cluster created "
+                             "by hyperwarm")
+        return gated_download_role(self, "JumpStartGatedModelRole", issuer_url=issuer_url,
+                                   namespace=props.namespace, sources=gated)
+
+    def model(self, name: str) -> CachedModelHandle:
+        """The handle of the model ``name``; a KeyError naming the models there are otherwise."""
+        if name not in self.models:
+            raise KeyError(f"{self.node.path}: no cached model {name!r}; models: {', '.join(self.models)}")
+        return self.models[name]
 
     def _filler_role(self, cluster: IHyperPodCluster, namespace: str) -> iam.Role:
         """The role the fillers' service account gets through EKS Pod Identity (the cluster's
@@ -154,3 +168,11 @@ class CachedModels(Construct):
                 versions = buckets[name].arn_for_objects(f"{source.prefix.strip('/')}/*")
                 iam.Grant.add_to_principal(grantee=self.filler_role, actions=["s3:GetObjectVersion"],
                                            resource_arns=[versions])
+
+
+def _handles(props: CachedModelsProps) -> Mapping[str, CachedModelHandle]:
+    return MappingProxyType({m.name: CachedModelHandle(
+        name=m.name, cluster=props.cluster, namespace=props.namespace,
+        kind="JumpStartModel" if isinstance(m.source, JumpStartModelSource) else "InferenceEndpointConfig",
+        node_cached=m.weights_cache == "node", size=m.size, refreshed=m.name in props.refreshed)
+        for m in props.models})

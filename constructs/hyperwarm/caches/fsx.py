@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from constructs import Construct
 
     from hyperwarm.caches.props import CachedModelProps
-    from hyperwarm.cluster.cluster import IHyperPodCluster
+    from hyperwarm.cluster.interfaces import IHyperPodCluster
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 """TCP port ranges of Lustre traffic between clients and an FSx for Lustre file system."""

@@ -70,7 +70,7 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, arn_prefix
 from hyperwarm.caches.objects import hub_token_secret_name as token_secret_name
 from hyperwarm.caches.props import CachedModelProps
 from hyperwarm.caches.sources import HuggingFaceModelSource
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
 
 TOKEN_KEY = "token"

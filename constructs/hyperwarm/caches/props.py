@@ -14,10 +14,11 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import aws_cdk as cdk
 from annotated_types import Interval, MaxLen
+from aws_cdk import aws_s3 as s3
 
 # Public as hyperwarm.caches' own: the error the props raise, and the GB unit of their sizes.
 from hyperwarm._internal.constraints import (
@@ -42,13 +43,9 @@ from hyperwarm.caches.sources import (  # noqa: F401 (ModelSource and the name r
     JumpStartModelSource,
     ModelSource as ModelSource,  # noqa: PLC0414
 )
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving.settings import Serving
-
-if TYPE_CHECKING:
-    from aws_cdk import aws_s3 as s3
-
-    from hyperwarm.cluster.cluster import IHyperPodCluster
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
 DEFAULT_FILLER_IMAGE = "public.ecr.aws/lambda/python:3.13"

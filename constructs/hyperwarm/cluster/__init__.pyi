@@ -14,7 +14,6 @@ from .catalog import (
 from .cluster import (
     HyperPodEksCluster as HyperPodEksCluster,
     HyperPodEksClusterProps as HyperPodEksClusterProps,
-    IHyperPodCluster as IHyperPodCluster,
 )
 from .instance_group import (
     HEALTH_TAINT_KEY as HEALTH_TAINT_KEY,
@@ -23,5 +22,6 @@ from .instance_group import (
     InstanceGroupSpec as InstanceGroupSpec,
     NodeTaint as NodeTaint,
 )
+from .interfaces import IHyperPodCluster as IHyperPodCluster
 from .node_capacity import INSTANCE_GROUP_LABEL as INSTANCE_GROUP_LABEL
 from .rules import SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS

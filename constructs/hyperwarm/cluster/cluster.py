@@ -14,16 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_lambda as lambda_
-from constructs import Construct, Node
+from constructs import Construct
 
 from hyperwarm._internal.interfaces import as_cluster
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import IInferenceOperator, InferenceOperator, InferenceOperatorProps
 from hyperwarm.cluster.control_plane import EksControlPlane, EksControlPlaneProps, control_plane_problems
 from hyperwarm.cluster.instance_group import InstanceGroup, InstanceGroupSpec, find_group
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.network import HyperPodNetwork, HyperPodNetworkProps, network_problems
 from hyperwarm.cluster.node_capacity import PODS_PER_NODE_METADATA
 from hyperwarm.cluster.nodes import HyperPodNodes, HyperPodNodesProps, nodes_problems
@@ -80,43 +80,6 @@ class HyperPodEksClusterProps:
     """The kubectl layer that applies the cluster's manifests, within one minor version of ``kubernetes_version``.
     Default: kubectl 1.34 (``hyperwarm[hyperpod]``), which serves Kubernetes 1.33..1.35; for 1.30..1.32 give
     e.g. ``KubectlV31Layer(scope, "Kubectl")`` from ``aws-cdk.lambda-layer-kubectl-v31``."""
-
-
-class IHyperPodCluster(Protocol):
-    """What other stacks use of a HyperPod EKS cluster."""
-
-    @property
-    def node(self) -> Node: ...
-
-    @property
-    def cluster_arn(self) -> str:
-        """The ``AWS::SageMaker::Cluster``'s ARN (HyperPod's APIs take it where they ask for a name)."""
-        ...
-
-    @property
-    def eks_cluster(self) -> eks.ICluster: ...
-
-    @property
-    def vpc(self) -> ec2.IVpc: ...
-
-    @property
-    def security_group(self) -> ec2.ISecurityGroup:
-        """The group of the nodes and the EKS control plane; the EKS API listens on it."""
-        ...
-
-    @property
-    def inference_operator(self) -> IInferenceOperator | None:
-        """None when the cluster has no HyperPod inference operator."""
-        ...
-
-    @property
-    def instance_groups(self) -> Mapping[str, InstanceGroup]: ...
-
-    def instance_group(self, name: str) -> InstanceGroup: ...
-
-    def cache_group(self, name: str) -> InstanceGroup: ...
-
-    def grant_describe(self, grantee: iam.IGrantable) -> iam.Grant: ...
 
 
 class _HyperPodClusterBase(Construct):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from annotated_types import Interval
 
 from hyperwarm._internal.constraints import Measured, Rule, in_gigabytes
+from hyperwarm._internal.lazy import on_first_use
 from hyperwarm.cluster.catalog import InstanceSpec, instance_spec
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL, INSTANCE_TYPE_LABEL
 from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT
@@ -22,6 +23,8 @@ GroupInstanceCount = Annotated[int, Interval(ge=INSTANCE_COUNT.start, le=INSTANC
 """``ClusterInstanceGroup.InstanceCount``: 0..1000."""
 if TYPE_CHECKING:
     import aws_cdk as cdk
+else:  # loaded on first use (typing.get_type_hints): the module itself loads without aws-cdk, and so without Node
+    cdk = on_first_use("aws_cdk")
 
 
 def _whole_gb(size: Any) -> str | None:

@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, managed_policy
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 
 
 def cluster_function_role(scope: Construct, cluster: IHyperPodCluster, description: str) -> iam.Role:

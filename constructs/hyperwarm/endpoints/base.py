@@ -4,17 +4,18 @@ grant and metric methods every endpoint (created or imported) shares."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_kms as kms, aws_sagemaker as sagemaker
 from aws_cdk.interfaces.aws_sagemaker import EndpointReference
 from constructs import Construct
-from typing_extensions import Protocol, runtime_checkable
+from typing_extensions import Protocol, Unpack, runtime_checkable
 
 from hyperwarm._internal.durations import FIVE_MINUTES
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.metric_options import MetricOptions, over_defaults
 
 _NAMESPACE = "AWS/SageMaker"
 
@@ -67,15 +68,15 @@ class IInferenceEndpoint(sagemaker.IEndpoint, Protocol):
         """The endpoint's ``AWS/SageMaker`` metric ``metric_name`` (dimension EndpointName, plus ``dimensions_map``)."""
         ...
 
-    def metric_invocations(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
+    def metric_invocations(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric: ...
 
-    def metric_invocation_4xx_errors(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
+    def metric_invocation_4xx_errors(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric: ...
 
-    def metric_invocation_5xx_errors(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
+    def metric_invocation_5xx_errors(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric: ...
 
-    def metric_model_latency(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
+    def metric_model_latency(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric: ...
 
-    def metric_overhead_latency(self, variant_name: str, **options: Any) -> cloudwatch.Metric: ...
+    def metric_overhead_latency(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric: ...
 
 
 @jsii.implements(sagemaker.IEndpoint, iam.IGrantable)
@@ -136,35 +137,35 @@ class EndpointBase(cdk.Resource):
             account=account, color=color, label=label, period=period or FIVE_MINUTES, region=region,
             stack_account=stack_account, stack_region=stack_region, statistic=statistic or "Average", unit=unit)
 
-    def metric_invocations(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
+    def metric_invocations(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Requests sent to the variant. Default: Sum over 5 minutes."""
         return self._metric(variant_name, "Invocations", "Sum", options)
 
-    def metric_invocation_4xx_errors(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
+    def metric_invocation_4xx_errors(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Requests the model answered with a 4XX status. Default: Sum over 5 minutes."""
         return self._metric(variant_name, "Invocation4XXErrors", "Sum", options)
 
-    def metric_invocation_5xx_errors(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
+    def metric_invocation_5xx_errors(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Requests the model answered with a 5XX status. Default: Sum over 5 minutes."""
         return self._metric(variant_name, "Invocation5XXErrors", "Sum", options)
 
-    def metric_model_latency(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
+    def metric_model_latency(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Microseconds the model took to respond (for streaming: to the last token). Default: Average
         over 5 minutes."""
         return self._metric(variant_name, "ModelLatency", "Average", options)
 
-    def metric_overhead_latency(self, variant_name: str, **options: Any) -> cloudwatch.Metric:
+    def metric_overhead_latency(self, variant_name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Microseconds SageMaker added to the model's latency (routing included). Default: Average over 5 minutes."""
         return self._metric(variant_name, "OverheadLatency", "Average", options)
 
     def _metric(self, variant_name: str, metric_name: str, statistic: str,
-                options: dict[str, Any]) -> cloudwatch.Metric:
+                options: MetricOptions) -> cloudwatch.Metric:
         known = self.variant_names
         if known is not None and variant_name not in known:
             raise ValueError(f"{self.node.path}: variant_name = {variant_name!r} -- allowed: {', '.join(known)}")
         return cloudwatch.Metric(namespace=_NAMESPACE, metric_name=metric_name,
                                  dimensions_map={"EndpointName": self.endpoint_name, "VariantName": variant_name},
-                                 **{"statistic": statistic, "period": FIVE_MINUTES, **options})
+                                 **over_defaults(options, statistic=statistic, period=FIVE_MINUTES))
 
 
 class ImportedInferenceEndpoint(EndpointBase):

@@ -21,13 +21,15 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_eks_v2 as eks, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
+from typing_extensions import Unpack
 
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
+from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.observability.metric_catalog import EXPORTER_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 
@@ -106,61 +108,61 @@ class CacheMetricsExporter(Construct):
         if operator is not None:
             self.rbac.node.add_dependency(operator.addon)  # the operator's CRDs exist first
 
-    def metric(self, metric_name: str, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric(self, metric_name: str, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """A catalogued ``Hyperwarm/Caches`` metric of ``model``. Default: Maximum over 1 minute."""
         published = find(EXPORTER_NAMESPACE, metric_name)
         return cloudwatch.Metric(
             namespace=published.namespace, metric_name=published.name,
             dimensions_map={"ClusterName": self._cluster_name, "Model": model},
-            **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
+            **over_defaults(options, statistic="Maximum", period=ONE_MINUTE))
 
-    def metric_cold_pod_share(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_cold_pod_share(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Percent of the model's pods on nodes without its weights cache. Default: Maximum over 1 minute."""
         return self.metric("ColdPodShare", model, **options)
 
-    def metric_warm_nodes(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_warm_nodes(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Nodes where a weights cache of the model is ready. Default: Maximum over 1 minute."""
         return self.metric("WarmNodes", model, **options)
 
-    def metric_cold_pods(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_cold_pods(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Pods of the model on unprepared nodes. Default: Maximum over 1 minute."""
         return self.metric("ColdPods", model, **options)
 
-    def metric_pods(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_pods(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Scheduled pods of the model. Default: Maximum over 1 minute."""
         return self.metric("Pods", model, **options)
 
-    def metric_cache_fill_seconds(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_cache_fill_seconds(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Seconds each of the model's caches took to become Ready. Default: Maximum over 1 minute."""
         return self.metric("CacheFillSeconds", model, **options)
 
-    def metric_failed_caches(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_failed_caches(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """The model's caches in state Failed. Default: Maximum over 1 minute."""
         return self.metric("FailedCaches", model, **options)
 
-    def metric_time_to_first_token(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_time_to_first_token(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Time to first token of the model's requests (milliseconds), from its vLLM pods' histogram: a
         distribution, so any percentile works. Default: p99 over 1 minute."""
-        return self.metric("TimeToFirstToken", model, **{"statistic": "p99", **options})
+        return self.metric("TimeToFirstToken", model, **over_defaults(options, statistic="p99"))
 
-    def metric_prefix_cache_hit_rate(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_prefix_cache_hit_rate(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Percent of prompt tokens the engine found in its prefix (KV) cache. Default: Maximum over 1 minute."""
         return self.metric("PrefixCacheHitRate", model, **options)
 
-    def metric_cold_request_share(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_cold_request_share(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Percent of the model's requests served by pods on unprepared nodes. Default: Maximum over 1 minute."""
         return self.metric("ColdRequestShare", model, **options)
 
-    def metric_requests(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_requests(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Requests the model's pods finished. Default: Sum over 1 minute."""
-        return self.metric("Requests", model, **{"statistic": "Sum", **options})
+        return self.metric("Requests", model, **over_defaults(options, statistic="Sum"))
 
-    def metric_requests_waiting(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_requests_waiting(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Requests queued in the model's engines (a gauge; a sensible scaling trigger).
         Default: Maximum over 1 minute."""
         return self.metric("RequestsWaiting", model, **options)
 
-    def metric_scrape_failures(self, model: str, **options: Any) -> cloudwatch.Metric:
+    def metric_scrape_failures(self, model: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Running pods of the model whose metrics could not be read. Default: Maximum over 1 minute."""
         return self.metric("ScrapeFailures", model, **options)
 

@@ -29,7 +29,7 @@ from hyperwarm.observability.alarms import alarm_topic
 from hyperwarm.observability.cache_exporter import CacheMetricsExporter, CacheMetricsExporterProps
 from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge, EndpointMetricsBridgeProps, bridge_groups
 from hyperwarm.observability.metric_catalog import NOT_PUBLISHED
-from hyperwarm.observability.props import InferenceObservabilityProps
+from hyperwarm.observability.props import HyperPodModels, InferenceObservabilityProps
 from hyperwarm.observability.sagemaker_ttft import variant_ttft
 from hyperwarm.observability.ttft_source import detailed_observability_off
 from hyperwarm.observability.warm_rollout import (
@@ -70,13 +70,15 @@ class InferenceObservability(Construct):
             for variant in endpoint.variant_names or ():
                 self._variant(endpoint, variant, props)
         if props.hyperpod is not None and self.exporter is not None:
-            for model in props.hyperpod.models:
+            warm = props.hyperpod.warm
+            for handle in props.hyperpod.models:
+                model = handle.name
                 self._model(model, props)
                 self.dashboard.add_widgets(*serving_widgets(self.exporter, model))
                 self._serving_alarms(model, props)
-                if model in props.hyperpod.refreshed:
-                    self._warm_rollout(model, props.hyperpod.refresh_target(model))
-            if props.hyperpod.refreshed:
+                if handle in warm:
+                    self._warm_rollout(model, handle.target_id)
+            if warm:
                 self._rollout_timeouts(props.hyperpod.namespace)
             self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
@@ -275,6 +277,27 @@ def _not_published() -> str:
     return "\n".join(lines)
 
 
+def _hyperpod_problems(hyperpod: HyperPodModels) -> list[str]:
+    models = list(hyperpod.models)
+    if not models:
+        return ["hyperpod.models = [] -- give at least one model (CachedModels.models.values())"]
+    names = [m.name for m in models]
+    problems = []
+    if repeated(names):
+        problems.append(f"hyperpod.models = {', '.join(repeated(names))} -- each model once")
+    places = sorted({f"{m.cluster.node.path}/{m.namespace}" for m in models})
+    if len(places) > 1:
+        problems.append(f"hyperpod.models = {', '.join(places)} -- one cluster and namespace per HyperPodModels")
+    refreshed = [t.model.name for t in hyperpod.refreshed]
+    foreign = [t.model.name for t in hyperpod.refreshed if t.model not in models]
+    if foreign:
+        problems.append(f"hyperpod.refreshed = {', '.join(foreign)} -- a refresh target of a model not in "
+                        f"hyperpod.models ({', '.join(names)})")
+    if repeated(refreshed):
+        problems.append(f"hyperpod.refreshed = {', '.join(repeated(refreshed))} -- each model once")
+    return problems
+
+
 def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
     path = scope.node.path
     problems = []
@@ -283,17 +306,7 @@ def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
             problems.append(f"endpoints = {endpoint.node.path} -- its variant_names must be known (import it with "
                             "variant_names) to chart and alarm per variant")
     if props.hyperpod is not None:
-        if not props.hyperpod.models:
-            problems.append("hyperpod.models = [] -- name at least one model")
-        dupes = repeated(props.hyperpod.models)
-        if dupes:
-            problems.append(f"hyperpod.models = {', '.join(dupes)} -- each model once")
-        unknown = [m for m in props.hyperpod.refreshed if m not in props.hyperpod.models]
-        if unknown:
-            problems.append(f"hyperpod.refreshed = {', '.join(unknown)} -- allowed: names in hyperpod.models "
-                            f"({', '.join(props.hyperpod.models)})")
-        if repeated(props.hyperpod.refreshed):
-            problems.append(f"hyperpod.refreshed = {', '.join(repeated(props.hyperpod.refreshed))} -- each model once")
+        problems += _hyperpod_problems(props.hyperpod)
     problems += field_problems(props)  # thresholds within their Annotated ranges
     problems += _enrichment_problems(props)
     if problems:

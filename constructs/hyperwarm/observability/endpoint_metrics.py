@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct
+from typing_extensions import Unpack
 
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.durations import ONE_MINUTE
@@ -29,6 +29,7 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.endpoint_metrics import promql
+from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.observability.metric_catalog import ENDPOINTS_NAMESPACE, find
 from hyperwarm.observability.scheduled_function import grant_put_metric_data, run_every_minute
 from hyperwarm.observability.ttft_source import detailed_observability_off, query_window, variant_engine
@@ -95,30 +96,33 @@ class EndpointMetricsBridge(Construct):
         _acknowledge(self.function)
         self.rule = run_every_minute(self, self.function, "hyperwarm: SageMaker TTFT metrics every minute")
 
-    def metric(self, metric_name: str, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
+    def metric(self, metric_name: str, endpoint: IInferenceEndpoint, variant: str,
+               **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """A catalogued ``Hyperwarm/Endpoints`` metric of one variant. Default: Maximum over 1 minute."""
         published = find(ENDPOINTS_NAMESPACE, metric_name)
         return cloudwatch.Metric(
             namespace=published.namespace, metric_name=published.name,
             dimensions_map={"EndpointName": endpoint.endpoint_name, "VariantName": variant},
-            **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
+            **over_defaults(options, statistic="Maximum", period=ONE_MINUTE))
 
     def metric_time_to_first_token(self, endpoint: IInferenceEndpoint, variant: str,
-                                   **options: Any) -> cloudwatch.Metric:
+                                   **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Time to first token of the variant's requests (milliseconds): a distribution, so any percentile
         works (``statistic="p95"``). Default: p99 over 1 minute."""
-        return self.metric("TimeToFirstToken", endpoint, variant, **{"statistic": "p99", **options})
+        return self.metric("TimeToFirstToken", endpoint, variant, **over_defaults(options, statistic="p99"))
 
     def metric_prefix_cache_hit_rate(self, endpoint: IInferenceEndpoint, variant: str,
-                                     **options: Any) -> cloudwatch.Metric:
+                                     **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Percent of prompt tokens vLLM found in its prefix cache. Default: Maximum over 1 minute."""
         return self.metric("PrefixCacheHitRate", endpoint, variant, **options)
 
-    def metric_series_returned(self, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
+    def metric_series_returned(self, endpoint: IInferenceEndpoint, variant: str,
+                               **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Series the variant's TTFT query returned (0: the source is blind). Default: Maximum over 1 minute."""
         return self.metric("SeriesReturned", endpoint, variant, **options)
 
-    def metric_query_failures(self, endpoint: IInferenceEndpoint, variant: str, **options: Any) -> cloudwatch.Metric:
+    def metric_query_failures(self, endpoint: IInferenceEndpoint, variant: str,
+                              **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """The variant's queries that failed in a run. Default: Maximum over 1 minute."""
         return self.metric("QueryFailures", endpoint, variant, **options)
 

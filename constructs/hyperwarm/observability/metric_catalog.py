@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hyperwarm.functions.cache_exporter import placement
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.endpoint_metrics.promql import ENDPOINT_LABEL, PREFIX_CACHE_COUNTERS, TTFT_METRICS, VARIANT_LABEL
 
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-EXPORTER_NAMESPACE = "Hyperwarm/Caches"
+EXPORTER_NAMESPACE = placement.NAMESPACE
 """The cache metrics exporter's namespace (``lambdas/cache_exporter``)."""
 
 ENDPOINTS_NAMESPACE = "Hyperwarm/Endpoints"

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import aws_cdk as cdk
 from annotated_types import Gt, Interval, MultipleOf
+from aws_cdk import aws_sns as sns
 
 from hyperwarm._internal.constraints import seconds
-from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.caches.handle import CachedModelHandle
+from hyperwarm.cluster.interfaces import IHyperPodCluster
+from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability import otel_enrichment as otel
-
-if TYPE_CHECKING:
-    from aws_cdk import aws_sns as sns
-
-    from hyperwarm.cluster.cluster import IHyperPodCluster
-    from hyperwarm.endpoints.base import IInferenceEndpoint
+from hyperwarm.refresh.targets import HyperPodRefreshTarget
 
 LatencyThreshold = Annotated[cdk.Duration, seconds(Interval(gt=0, le=3600), fractional=True)]
 """A p99 ModelLatency threshold: positive; above an hour it could never fire (real-time invocations end far sooner)."""
@@ -36,22 +34,26 @@ ColdPodSharePeriod = Annotated[cdk.Duration, seconds(Interval(ge=60, le=86400), 
 class HyperPodModels:
     """The cached models on one HyperPod cluster that the exporter observes."""
 
-    cluster: IHyperPodCluster
-    models: Sequence[str]
-    """Names of the models' ``InferenceEndpointConfig`` objects (at least one)."""
-    namespace: str = "hyperwarm-models"
-    """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""
-    refreshed: Sequence[str] = ()
-    """Models among ``models`` whose new versions the refresh function rolls out warm (node-cached refresh targets,
-    ``HyperPodRefreshTarget.node_cache``): the dashboard charts their staging,
-    time to warm, time to switch and cold pods during a refresh, and alarms fire when a refresh's staging or
-    switch times out or a cold pod appears during one. Default: none."""
+    models: Sequence[CachedModelHandle]
+    """The models' handles (``CachedModels.models.values()``, or some of them): at least one, all on one cluster and
+    in one namespace."""
+    refreshed: Sequence[HyperPodRefreshTarget] = ()
+    """Refresh targets of these models (the ``CacheRefreshHook``'s): those whose new versions change warm
+    (node-cached models) get the dashboard's staging, time to warm, time to switch and cold pods during a refresh,
+    and alarms fire when a refresh's staging or switch times out or a cold pod appears during one. Default: none."""
 
-    def refresh_target(self, model: str) -> str:
-        """The refresh function's target id of ``model``'s ``InferenceEndpointConfig``: the ``target``
-        dimension of its rollout metrics."""
-        return contract.hyperpod_target_id(self.cluster.eks_cluster.cluster_name, self.namespace,
-                                           contract.HyperPodTarget.resource, model)
+    @property
+    def cluster(self) -> IHyperPodCluster:
+        return self.models[0].cluster
+
+    @property
+    def namespace(self) -> str:
+        return self.models[0].namespace
+
+    @property
+    def warm(self) -> list[CachedModelHandle]:
+        """The models whose refresh changes version warm."""
+        return [t.model for t in self.refreshed if t.node_cache]
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,14 @@ its ready label) and the cache exporter's ``ColdPods`` of the model, every minut
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
+from typing_extensions import Unpack
 
 from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.observability.cache_exporter import CacheMetricsExporter
 from hyperwarm.observability.metric_catalog import find
 
@@ -32,20 +33,20 @@ own time, so a period of two polls holds a step, while the exporter's ``ColdPods
 pod stays cold for its whole download, so a period that missed the step sees it in the next one."""
 
 
-def rollout_metric(name: str, target: str, **options: Any) -> cloudwatch.Metric:
+def rollout_metric(name: str, target: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
     """A catalogued warm-rollout metric of the refresh ``target`` (its id). Default: Maximum over 1 minute."""
     published = find(contract.METRICS_NAMESPACE, name)
     return cloudwatch.Metric(namespace=published.namespace, metric_name=published.name,
                              dimensions_map={"service": contract.SERVICE, "target": target},
-                             **{"statistic": "Maximum", "period": ONE_MINUTE, **options})
+                             **over_defaults(options, statistic="Maximum", period=ONE_MINUTE))
 
 
-def refresh_failed(reason: str, **options: Any) -> cloudwatch.Metric:
+def refresh_failed(reason: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
     """Refreshes that failed for ``reason`` (``RefreshFailed`` by ``Reason``). Default: Sum over 5 minutes."""
     published = find(contract.METRICS_NAMESPACE, "RefreshFailed")
     return cloudwatch.Metric(namespace=published.namespace, metric_name=published.name,
                              dimensions_map={"service": contract.SERVICE, "Reason": reason},
-                             **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+                             **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
 
 def cold_during_rollout(exporter: CacheMetricsExporter, model: str, target: str) -> cloudwatch.MathExpression:
@@ -61,10 +62,10 @@ def cold_during_rollout(exporter: CacheMetricsExporter, model: str, target: str)
 def rollout_widgets(exporter: CacheMetricsExporter, model: str, target: str) -> list[cloudwatch.GraphWidget]:
     """Staging progress (nodes ready with the new version of all it must reach), time to warm and to switch,
     and the model's cold pods beside whether a refresh is under way."""
-    def metric(name: str, **options: Any) -> cloudwatch.Metric:
+    def metric(name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         return rollout_metric(name, target, **options)
 
-    once = {"period": cdk.Duration.minutes(5)}  # published once per rollout: one point per rollout
+    once: MetricOptions = {"period": cdk.Duration.minutes(5)}  # published once per rollout: one point per rollout
     return [
         cloudwatch.GraphWidget(
             title=f"{model}: refresh staging, StagingReadyNodes of StagingTargetNodes ({SOURCE})",
@@ -73,7 +74,7 @@ def rollout_widgets(exporter: CacheMetricsExporter, model: str, target: str) -> 
             title=f"{model}: refresh TimeToWarm (staged on the nodes) and TimeToSwitch (rolled out), seconds; "
                   f"RolloutAborted ({SOURCE})",
             left=[metric("TimeToWarm", **once), metric("TimeToSwitch", **once)],
-            right=[metric("RolloutAborted", statistic="Sum", **once)], width=8),
+            right=[metric("RolloutAborted", statistic="Sum", period=cdk.Duration.minutes(5))], width=8),
         cloudwatch.GraphWidget(
             title=f"{model}: ColdPods (Hyperwarm/Caches, cache exporter) and RefreshColdPods (per refresh) beside "
                   f"RolloutInProgress ({SOURCE}): a warm refresh keeps both at 0",

@@ -10,8 +10,10 @@ from .hook import (
     CacheRefreshHook as CacheRefreshHook,
     CacheRefreshHookProps as CacheRefreshHookProps,
     EndpointRefreshTarget as EndpointRefreshTarget,
-    HyperPodRefreshTarget as HyperPodRefreshTarget,
     RefreshedPrefix as RefreshedPrefix,
 )
 from .publishing import PublisherSigning as PublisherSigning
-from .rollout import default_staging_timeout as default_staging_timeout
+from .targets import (
+    HyperPodRefreshTarget as HyperPodRefreshTarget,
+    default_staging_timeout as default_staging_timeout,
+)

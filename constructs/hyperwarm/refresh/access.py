@@ -24,7 +24,7 @@ from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
 from hyperwarm.cluster.addons import grant_mounted_model_read
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.model import grant_model_data_read
 from hyperwarm.functions.cache_refresh import contract, naming

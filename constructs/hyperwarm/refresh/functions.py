@@ -21,7 +21,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, managed_policy
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import private_api_network
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.asset import FUNCTION

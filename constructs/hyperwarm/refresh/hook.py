@@ -22,7 +22,6 @@ function reads (environment, targets, names, metrics) is the function's own
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -41,72 +40,34 @@ from aws_cdk import (
     aws_stepfunctions as sfn,
 )
 from constructs import Construct
+from typing_extensions import Unpack
 
-from hyperwarm._internal.constraints import constraints_of, field_problems, seconds, size_in_gb
+from hyperwarm._internal.constraints import constraints_of, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
-from hyperwarm.cluster.cluster import IHyperPodCluster
+from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract, naming
+from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.concurrency import ReservedConcurrency
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
 from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
-from hyperwarm.refresh.rollout import backstop_timeout, default_staging_timeout, history_problems, rollout_workflow
-from hyperwarm.refresh.timeouts import RolloutTimeout
+from hyperwarm.refresh.rollout import backstop_timeout, history_problems, rollout_workflow
+from hyperwarm.refresh.targets import HyperPodRefreshTarget
 from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.serving.buckets import model_bucket
 
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
-ModelSize = Annotated[cdk.Size, size_in_gb(Interval(gt=0, le=100_000))]
-"""A model's weights, in GB as ``CachedModelProps.size``: above 0, at most 100,000."""
 _TIMEOUT_FIELDS = ("staging_timeout_seconds", "switch_timeout_seconds")
 """The contract's names of the timeouts, which the props check under their own names."""
 
-__all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "HyperPodRefreshTarget",
-           "RefreshedPrefix", "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
-
-
-@dataclass(frozen=True)
-class HyperPodRefreshTarget:
-    """An operator deployment on a HyperPod cluster (a cached model's ``InferenceEndpointConfig``)."""
-
-    cluster: IHyperPodCluster
-    namespace: str
-    name: str
-    resource: str = contract.HyperPodTarget.resource
-    """One of ``contract.HYPERPOD_KINDS``: ``InferenceEndpointConfig`` or ``JumpStartModel``. Default:
-    InferenceEndpointConfig."""
-    node_cache: bool = False
-    """The model is node-cached (``CachedModelProps.weights_cache="node"``, the deployment named after the model): a
-    new version changes warm. Its filler stages it on every node beside the serving one, the deployment moves once
-    the nodes that can host its pods hold it, then the filler drops the previous one (the hook's rollout workflow).
-    Default: false (the deployment is repointed at once; the operator's own source change may start cold pods)."""
-    model_size: ModelSize | None = None
-    """The model's weights size (a cached model's ``CachedModelProps.size``): sizes the default
-    ``staging_timeout``. Default: unknown."""
-    staging_timeout: RolloutTimeout | None = None
-    """Warm rollout: the new version ready on every node within this, 300..86400 s; else the rollout fails
-    (dead-lettered) and the old version keeps serving. Default: :func:`~hyperwarm.refresh.rollout.default_staging_timeout`
-    of ``model_size``, twice one node's cache fill at the planner's 1 Gbit/s, at least 5 minutes (145 GB:
-    2,320 s); 1 hour without a ``model_size``."""
-    switch_timeout: RolloutTimeout = field(
-        default_factory=lambda: cdk.Duration.seconds(contract.DEFAULT_SWITCH_TIMEOUT_SECONDS))
-    """Warm rollout: the deployment's rollout to the staged version finished within this, 300..86400 s; else it
-    is pointed back at the old version. Default: 30 minutes."""
-
-    def to_contract(self) -> contract.HyperPodTarget:
-        """The target as the function reads it."""
-        staging = self.staging_timeout or default_staging_timeout(self.model_size)
-        return contract.HyperPodTarget(cluster=self.cluster.eks_cluster.cluster_name, namespace=self.namespace,
-                                       name=self.name, resource=self.resource,
-                                       node_cache=contract.NodeCache(self.name) if self.node_cache else None,
-                                       staging_timeout_seconds=_whole_seconds(staging),
-                                       switch_timeout_seconds=_whole_seconds(self.switch_timeout))
+__all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRefreshTarget", "RefreshedPrefix",
+           "manifest_event_pattern", "rbac_objects", "refreshed_resource_names"]
 
 
 @dataclass(frozen=True)
@@ -334,58 +295,58 @@ class CacheRefreshHook(Construct):
 
     # -- metrics users alarm on ------------------------------------------------------------------
 
-    def metric_refresh_failed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_refresh_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Refreshes that failed or were rolled back (the previous version still serves), including
         targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_dead_letters(self, **options: Any) -> cloudwatch.Metric:
+    def metric_dead_letters(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
         return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            **{"period": cdk.Duration.minutes(5), "statistic": "Maximum", **options})
+            **over_defaults(options, period=cdk.Duration.minutes(5), statistic="Maximum"))
 
-    def metric_dead_letters_suppressed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_dead_letters_suppressed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters not sent because their prefix's hourly quota (``max_dead_letters_per_hour``) was spent: the
         failures are recorded, their letters are in the function's log (``dead letter suppressed``); by prefix
         with ``dimensions_map={"service": ..., "prefix": ...}``. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.LETTERS_SUPPRESSED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_errors(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_errors(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Invocations of any of the three functions that raised (for the reconciler: a run that could not
         reconcile every target). Default: Sum over 5 minutes."""
         return self._sum([fn.metric_errors() for fn in (self.function, self.state_handler, self.reconciler)],
                          options)
 
-    def metric_undelivered_failures(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_undelivered_failures(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Failed invocations that could not be sent to the dead-letter queue (lost). Default: Sum over 5 minutes."""
         return self._sum([fn.metric("DestinationDeliveryFailures", statistic="Sum")
                           for fn in (self.function, self.state_handler)], options)
 
-    def metric_reconciled(self, **options: Any) -> cloudwatch.Metric:
+    def metric_reconciled(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """What the reconciliation repaired: rollouts, unrecorded updates and waiting versions whose end
         was never announced (above zero means events are being lost). Default: Sum over 1 hour."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.RECONCILED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
-                                 **{"statistic": "Sum", "period": cdk.Duration.hours(1), **options})
+                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.hours(1)))
 
-    def metric_rollout_executions_failed(self, **options: Any) -> cloudwatch.Metric:
+    def metric_rollout_executions_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
         workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
         timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
         Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
-        return self._workflow().metric_failed(**{"statistic": "Sum", "period": cdk.Duration.minutes(5), **options})
+        return self._workflow().metric_failed(**over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
 
-    def metric_rollout_executions_ended_badly(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_rollout_executions_ended_badly(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Warm rollout executions that failed, timed out (the workflow's backstop) or were aborted (stopped by
         ``hyperwarm refresh abort``). Default: Sum over 5 minutes. Raises ``ValueError`` without a warm rollout."""
         workflow = self._workflow()
         return self._sum([workflow.metric_failed(), workflow.metric_timed_out(), workflow.metric_aborted()], options)
 
-    def metric_cold_pods(self, **options: Any) -> cloudwatch.MathExpression:
+    def metric_cold_pods(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Pods of a refresh's new version found on a node without its ready label, over every warm target
         (``RefreshColdPods``, published once per rollout). Default: Sum over 5 minutes."""
         metrics: list[cloudwatch.IMetric] = [cloudwatch.Metric(
@@ -393,12 +354,12 @@ class CacheRefreshHook(Construct):
             dimensions_map={"service": contract.SERVICE, "target": t.id}, statistic="Sum") for t in self._warm_targets]
         return self._sum(metrics, options)
 
-    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Any) -> cloudwatch.Metric:
+    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Seconds from a warm rollout's staging start until the new version was ready on every node of
         ``target`` (``TimeToWarm``, published once per rollout). Default: Maximum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="TimeToWarm",
                                  dimensions_map={"service": contract.SERVICE, "target": target.to_contract().id},
-                                 **{"statistic": "Maximum", "period": cdk.Duration.minutes(5), **options})
+                                 **over_defaults(options, statistic="Maximum", period=cdk.Duration.minutes(5)))
 
     def _workflow(self) -> sfn.StateMachine:
         if self.rollout_workflow is None:
@@ -407,13 +368,15 @@ class CacheRefreshHook(Construct):
         return self.rollout_workflow
 
     @staticmethod
-    def _sum(metrics: list[cloudwatch.IMetric], options: dict[str, Any]) -> cloudwatch.MathExpression:
+    def _sum(metrics: list[cloudwatch.IMetric], options: MetricOptions) -> cloudwatch.MathExpression:
+        """A sum of ``metrics`` (of their default statistic; a math expression takes period, label and color alone)."""
         # One function alone may fail while the others have no data point: missing counts as 0, else
         # the sum is missing too and the alarm never sees the failure.
         names = [chr(ord("a") + i) for i in range(len(metrics))]
         return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
                                          using_metrics=dict(zip(names, metrics, strict=True)),
-                                         **{"period": cdk.Duration.minutes(5), **options})
+                                         period=options.get("period", cdk.Duration.minutes(5)),
+                                         label=options.get("label"), color=options.get("color"))
 
     # -- parts -----------------------------------------------------------------------------------
 
@@ -548,7 +511,12 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
         problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
-    shared = repeated(f"{t.namespace}/{t.name}" for m in props.models for t in m.hyperpod)
+    unreserved = [t.model.name for m in props.models for t in m.hyperpod if not t.model.refreshed]
+    if unreserved:
+        problems.append(f"models[].hyperpod[].model = {', '.join(unreserved)} -- a refresh puts a second version beside "
+                        "the one serving: name the model in its CachedModelsProps.refreshed, so its nodes keep room "
+                        "for both")
+    shared = repeated(f"{t.model.namespace}/{t.model.name}" for m in props.models for t in m.hyperpod)
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
@@ -592,11 +560,6 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
                             "with execution_role (the refresh passes it to the models it creates)")
         problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
     return problems
-
-
-def _whole_seconds(duration: cdk.Duration) -> int:
-    """A timeout as the contract's whole seconds (a fraction rounds up: never shorter than asked)."""
-    return math.ceil(duration.to_seconds(integral=False))
 
 
 def _principal_name(grantee: iam.IGrantable) -> str:

@@ -27,7 +27,6 @@ staging and switch timeouts end a rollout; the state machine's own timeout is on
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Sequence
 
@@ -41,18 +40,13 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, logical_id
-from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.refresh.targets import STAGING_SAFETY_FACTOR, default_staging_timeout
 
 __all__ = ["BACKSTOP_MARGIN_SECONDS", "HISTORY_BUDGET", "MAX_FAILED_STEPS", "STAGING_SAFETY_FACTOR",
            "backstop_timeout", "default_staging_timeout", "history_problems", "rollout_workflow"]
 
-STAGING_SAFETY_FACTOR = 2.0
-"""The default staging timeout is this many times one node's cache fill at the planner's rate
-(:data:`hyperwarm.caches.cold_start.DEFAULT_BANDWIDTH_GBPS`, AWS's published ~1 Gbit/s effective per node):
-nodes fill side by side, and the slowest one counts; twice the estimate lets a node fill at half the rate."""
 BACKSTOP_MARGIN_SECONDS = 3600
 """The state machine's timeout beyond the slowest target's staging plus switch timeouts: the polls between
 steps and the failed steps retried a poll apart fit in it, so the step's own timeouts always end a rollout
@@ -64,17 +58,6 @@ MAX_FAILED_STEPS = 30
 at a poll or more apart, half an hour of failures at least."""
 LOG_GROUP_PREFIX = "/aws/vendedlogs/states/"
 """Step Functions recommends its log groups under this prefix (CloudWatch Logs' resource policy stays small)."""
-
-
-def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> cdk.Duration:
-    """The staging timeout of a target whose model has ``model_size`` weights: one node's cache fill at
-    ``bandwidth_gbps`` times :data:`STAGING_SAFETY_FACTOR`, within ``contract.TIMEOUT_SECONDS_RANGE``
-    (145 GB: 2,320 s; 16 GB: 300 s, the least). Unknown size: ``contract.DEFAULT_STAGING_TIMEOUT_SECONDS``."""
-    if model_size is None or model_size.is_unresolved():
-        return cdk.Duration.seconds(contract.DEFAULT_STAGING_TIMEOUT_SECONDS)
-    fill_s = in_gigabytes(model_size) * 8 / bandwidth_gbps
-    low, high = contract.TIMEOUT_SECONDS_RANGE
-    return cdk.Duration.seconds(min(high, max(low, math.ceil(fill_s * STAGING_SAFETY_FACTOR))))
 
 
 def backstop_timeout(targets: Sequence[contract.HyperPodTarget]) -> cdk.Duration:

@@ -1,0 +1,45 @@
+"""A handle on one cached model: what a refresh target, a dashboard or an alarm needs to know of it.
+
+:class:`~hyperwarm.caches.CachedModels` gives one per model (``models``, ``model(name)``), so other constructs take
+the model itself, never its name: a misspelt or foreign model cannot be paired with them, and what follows from
+the model (a warm version change for a node-cached one, its object kind, its size) is read from it, not restated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import aws_cdk as cdk
+
+from hyperwarm.cluster.interfaces import IHyperPodCluster
+from hyperwarm.functions.cache_refresh import contract
+
+DeploymentKind = Literal["InferenceEndpointConfig", "JumpStartModel"]
+"""The operator's object a cached model is served as."""
+
+
+@dataclass(frozen=True)
+class CachedModelHandle:
+    """One model of a :class:`~hyperwarm.caches.CachedModels`, as others refer to it."""
+
+    name: str
+    """The model's name, also its deployment object's (``CachedModelProps.name``)."""
+    cluster: IHyperPodCluster
+    """The cluster it is cached on."""
+    namespace: str
+    """The Kubernetes namespace of its deployment object."""
+    kind: DeploymentKind
+    """Its deployment object's kind: ``JumpStartModel`` for a JumpStart source, else ``InferenceEndpointConfig``."""
+    node_cached: bool
+    """Its weights are in hyperwarm's node cache (``weights_cache="node"``): a new version changes warm."""
+    size: cdk.Size
+    """Its weights' size (``CachedModelProps.size``)."""
+    refreshed: bool = False
+    """Its nodes keep room for two versions side by side (``CachedModelsProps.refreshed``), which a refresh needs.
+    Default: false."""
+
+    @property
+    def target_id(self) -> str:
+        """The refresh function's id of its deployment (the ``target`` dimension of its rollout metrics)."""
+        return contract.hyperpod_target_id(self.cluster.eks_cluster.cluster_name, self.namespace, self.kind, self.name)

@@ -1,0 +1,90 @@
+"""A HyperPod refresh target, in a module that loads no construct: what a dashboard's props name too.
+
+Its staging timeout defaults from the model's size (:func:`default_staging_timeout`), which the rollout's workflow
+sizes its backstop by.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import aws_cdk as cdk
+
+from hyperwarm._internal.constraints import in_gigabytes
+from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS
+from hyperwarm.caches.handle import CachedModelHandle
+from hyperwarm.cluster.interfaces import IHyperPodCluster
+from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.refresh.timeouts import RolloutTimeout
+
+STAGING_SAFETY_FACTOR = 2.0
+"""The default staging timeout is this many times one node's cache fill at the planner's rate
+(:data:`hyperwarm.caches.cold_start.DEFAULT_BANDWIDTH_GBPS`, AWS's published ~1 Gbit/s effective per node):
+nodes fill side by side, and the slowest one counts; twice the estimate lets a node fill at half the rate."""
+
+def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> cdk.Duration:
+    """The staging timeout of a target whose model has ``model_size`` weights: one node's cache fill at
+    ``bandwidth_gbps`` times :data:`STAGING_SAFETY_FACTOR`, within ``contract.TIMEOUT_SECONDS_RANGE``
+    (145 GB: 2,320 s; 16 GB: 300 s, the least). Unknown size: ``contract.DEFAULT_STAGING_TIMEOUT_SECONDS``."""
+    if model_size is None or model_size.is_unresolved():
+        return cdk.Duration.seconds(contract.DEFAULT_STAGING_TIMEOUT_SECONDS)
+    fill_s = in_gigabytes(model_size) * 8 / bandwidth_gbps
+    low, high = contract.TIMEOUT_SECONDS_RANGE
+    return cdk.Duration.seconds(min(high, max(low, math.ceil(fill_s * STAGING_SAFETY_FACTOR))))
+
+
+
+def whole_seconds(duration: cdk.Duration) -> int:
+    """A timeout as the contract's whole seconds (a fraction rounds up: never shorter than asked)."""
+    return math.ceil(duration.to_seconds(integral=False))
+
+
+@dataclass(frozen=True)
+class HyperPodRefreshTarget:
+    """A cached model's deployment on a HyperPod cluster (its ``InferenceEndpointConfig`` or ``JumpStartModel``).
+
+    Everything the refresh needs follows from the model's handle: its cluster, namespace, object, whether its
+    version changes warm (a node-cached model) and its size."""
+
+    model: CachedModelHandle
+    """The model, from :attr:`CachedModels.models <hyperwarm.caches.CachedModels.models>`: a new version of a
+    node-cached one (``weights_cache="node"``) changes warm: its filler stages it on every node beside the serving
+    one, the deployment moves once the nodes that can host its pods hold it, then the filler drops the previous one
+    (the hook's rollout workflow); any other is repointed at once (the operator's own source change may start cold
+    pods)."""
+    staging_timeout: RolloutTimeout | None = None
+    """Warm rollout: the new version ready on every node within this, 300..86400 s; else the rollout fails
+    (dead-lettered) and the old version keeps serving. Default: :func:`~hyperwarm.refresh.rollout.default_staging_timeout`
+    of the model's size, twice one node's cache fill at the planner's 1 Gbit/s, at least 5 minutes (145 GB:
+    2,320 s)."""
+    switch_timeout: RolloutTimeout = field(
+        default_factory=lambda: cdk.Duration.seconds(contract.DEFAULT_SWITCH_TIMEOUT_SECONDS))
+    """Warm rollout: the deployment's rollout to the staged version finished within this, 300..86400 s; else it
+    is pointed back at the old version. Default: 30 minutes."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, CachedModelHandle):
+            raise TypeError(f"HyperPodRefreshTarget.model = {self.model!r} -- allowed: a cached model's handle, "
+                            "CachedModels.model(name) (since 0.2.0 the target takes the model, not cluster, namespace "
+                            "and name: HyperPodRefreshTarget(cluster, ns, name, node_cache=...) becomes "
+                            "HyperPodRefreshTarget(caches.model(name)))")
+
+    @property
+    def cluster(self) -> IHyperPodCluster:
+        return self.model.cluster
+
+    @property
+    def node_cache(self) -> bool:
+        """The version changes warm (the model is node-cached)."""
+        return self.model.node_cached
+
+    def to_contract(self) -> contract.HyperPodTarget:
+        """The target as the function reads it."""
+        model = self.model
+        staging = self.staging_timeout or default_staging_timeout(model.size)
+        return contract.HyperPodTarget(cluster=model.cluster.eks_cluster.cluster_name, namespace=model.namespace,
+                                       name=model.name, resource=model.kind,
+                                       node_cache=contract.NodeCache(model.name) if model.node_cached else None,
+                                       staging_timeout_seconds=whole_seconds(staging),
+                                       switch_timeout_seconds=whole_seconds(self.switch_timeout))
