@@ -28,6 +28,8 @@ import annotated_types as at
 from hyperwarm._internal.tokens import unresolved
 
 _BYTES_PER_GB = 1_000_000_000
+WRONG_TYPE = "wrong type; give"
+"""How a value of the wrong type is reported (``size = 16 -- wrong type; give a cdk.Size, ...``)."""
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,13 @@ class PropsError(ValueError):
         self.problems = problems
 
 
-def check(props: Any, rules: list[str]) -> None:
-    """Raise every problem of ``props`` at once: its fields' constraints, then ``rules`` across fields."""
-    problems = field_problems(props) + rules
+def check(props: Any, rules: list[str] | Callable[[], list[str]]) -> None:
+    """Raise every problem of ``props`` at once: its fields' constraints, then ``rules`` across fields. A field of
+    the wrong type (an ``int`` where a ``Size`` belongs) is reported alone: ``rules`` (a callable, so that it runs
+    only then) would read it as its type and fail on it."""
+    problems = field_problems(props)
+    if not any(WRONG_TYPE in p for p in problems):
+        problems += rules() if callable(rules) else rules
     if problems:
         raise PropsError(type(props).__name__, problems)
 
@@ -300,7 +306,7 @@ _KIND_HINTS = {
 def _kind_words(kinds: tuple[type, ...]) -> str:
     """What a value of the wrong type should have been, in words: ``not a Size: give a cdk.Size, e.g. ...``."""
     wanted = " or ".join(_KIND_HINTS.get(k.__name__, f"a {k.__name__}") for k in kinds)
-    return f"wrong type; give {wanted}"
+    return f"{WRONG_TYPE} {wanted}"
 
 
 def _choices(hint: Any) -> tuple[Any, ...]:

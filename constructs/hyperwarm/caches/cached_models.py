@@ -20,6 +20,7 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from hyperwarm._internal.constraints import PropsError
+from hyperwarm._internal.declared import declare
 from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.fsx import admit_nodes, vpc_problems
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
@@ -65,6 +66,13 @@ class CachedModels(Construct):
         if operator is None:
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
+        missing = [f"models[{i}].{field} = {group!r} -- the cluster has no such instance group; groups: "
+                   f"{', '.join(cluster.instance_groups)}"
+                   for i, m in enumerate(props.models) for field, group in
+                   [("instance_group", m.instance_group), *(("fallback_groups", g) for g in m.fallback_groups)]
+                   if group not in cluster.instance_groups]
+        if missing:
+            raise PropsError(f"{self.node.path}: CachedModelsProps", missing)
         groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         problems += hub_egress_problems(props.models, cluster)
@@ -72,6 +80,7 @@ class CachedModels(Construct):
         problems = problems or shared_type_problems(props.models, list(cluster.instance_groups.values()))
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
+        declare(cluster, props.namespace, {m.name: m.weights_cache for m in props.models})
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
 
         gated = [m.source for m in props.models if isinstance(m.source, JumpStartModelSource) and m.source.gated]

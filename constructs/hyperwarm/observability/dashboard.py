@@ -21,6 +21,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as acti
 from constructs import Construct
 
 from hyperwarm._internal.constraints import field_problems
+from hyperwarm._internal.declared import unknown_model
 from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
@@ -292,6 +293,8 @@ def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
         if unknown:
             problems.append(f"hyperpod.refreshed = {', '.join(unknown)} -- allowed: names in hyperpod.models "
                             f"({', '.join(props.hyperpod.models)})")
+        problems += [p for m in props.hyperpod.models if (p := unknown_model(
+            "hyperpod.models[]", m, props.hyperpod.cluster, props.hyperpod.namespace))]
         if repeated(props.hyperpod.refreshed):
             problems.append(f"hyperpod.refreshed = {', '.join(repeated(props.hyperpod.refreshed))} -- each model once")
     problems += field_problems(props)  # thresholds within their Annotated ranges

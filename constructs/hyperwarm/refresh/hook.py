@@ -42,7 +42,8 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from hyperwarm._internal.constraints import constraints_of, field_problems, seconds, size_in_gb
+from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds, size_in_gb
+from hyperwarm._internal.declared import declared, unknown_model
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.cluster import IHyperPodCluster
@@ -208,7 +209,7 @@ class CacheRefreshHookProps:
     alarmed). The count is a conditional update in the state table; when it cannot be written the letter is
     sent. Default: 20."""
     lock: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
-    """How long one refresh holds its target (and the function timeout). Default: 15 minutes."""
+    """How long one refresh holds its target (and the function timeout), whole seconds 1..900. Default: 15 minutes."""
     signing: PublisherSigning | None = None
     """Only versions a named publisher signed move the targets (``model.sig``, ``hyperwarm publish``). Default: none,
     any complete version in the bucket moves them, so whoever can write the bucket can move production: give one
@@ -551,6 +552,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     shared = repeated(f"{t.namespace}/{t.name}" for m in props.models for t in m.hyperpod)
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
+    problems += field_problems(props)  # Durations and the reserved concurrency
+    if any(WRONG_TYPE in p for p in problems):  # reported alone: the rules below would read it as its type
+        return problems
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
                                    ("function_retry_attempts", props.function_retry_attempts, 0, 2),
                                    ("max_dead_letters_per_hour", props.max_dead_letters_per_hour,
@@ -563,7 +567,10 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     if not 60 <= age <= 6 * 3600:
         problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
     problems += history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
-    problems += constraints_of(CacheRefreshHookProps)["reserved_concurrency"].problems(props.reserved_concurrency)
+    lock = float(props.lock.to_seconds(integral=False))
+    if not (1 <= lock <= 900 and lock.is_integer()):
+        problems.append(f"lock = {lock:g} seconds -- allowed: whole seconds, 1..900 (it is the refresh function's "
+                        "timeout, which Lambda bounds so)")
     every = props.reconcile_every.to_seconds()
     if not (60 <= every <= 3600 and every % 60 == 0):
         problems.append(f"reconcile_every = {every:g} seconds -- allowed: whole minutes, 1..60")
@@ -577,7 +584,10 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):
-        problems += [f"{where}.hyperpod[{j}].{p}" for p in field_problems(hyperpod)]
+        own = field_problems(hyperpod)
+        problems += [f"{where}.hyperpod[{j}].{p}" for p in own + _declared_problems(hyperpod)]
+        if any(WRONG_TYPE in p for p in own):
+            continue
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
                      contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)
                      if p.field not in _TIMEOUT_FIELDS]
@@ -592,6 +602,21 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
                             "with execution_role (the refresh passes it to the models it creates)")
         problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
     return problems
+
+
+def _declared_problems(target: HyperPodRefreshTarget) -> list[str]:
+    """A cached model's deployment the app declares no ``CachedModels`` for on the target's cluster, or a node-cached
+    target whose model is not node-cached (only a ``CachedModels`` with ``weights_cache="node"`` stages versions)."""
+    if target.resource != contract.HyperPodTarget.resource:
+        return []
+    unknown = unknown_model("name", target.name, target.cluster, target.namespace)
+    if unknown:
+        return [unknown]
+    cache = (declared(target.cluster) or {}).get(target.namespace, {}).get(target.name)
+    if target.node_cache and cache not in (None, "node"):
+        return [f"node_cache = True -- model {target.name!r} is declared with weights_cache={cache!r}: no node "
+                "cache stages its versions; set node_cache=False, or weights_cache='node' on the model"]
+    return []
 
 
 def _whole_seconds(duration: cdk.Duration) -> int:
