@@ -141,7 +141,6 @@ def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
         return f"<{logical_id(bucket)}.Arn>/{key_pattern}"
     if cdk.Token.is_unresolved(name):
         resolved = cdk.Stack.of(bucket).resolve(name)
-        name = resolved.get("Fn::ImportValue") if isinstance(resolved, dict) else resolved
-        if not isinstance(name, str):
-            name = finding_text(bucket, bucket.bucket_name)
+        imported = resolved.get("Fn::ImportValue") if isinstance(resolved, dict) else resolved
+        name = imported if isinstance(imported, str) else finding_text(bucket, name)
     return f"{arn_prefix(bucket)}:s3:::{name}/{key_pattern}"

@@ -539,6 +539,10 @@ def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
             acknowledge_deploy_time_handlers(handler)
 
 
+_COUNTS = ("retry_attempts", "function_retry_attempts", "max_dead_letters_per_hour")
+"""Whole-number props checked (type and range in one message) by :func:`props_problems` itself."""
+
+
 def props_problems(props: CacheRefreshHookProps) -> list[str]:
     """Every problem of the props, ``field = value -- rule``; the targets' own rules are the contract's."""
     if not props.models:
@@ -552,7 +556,7 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     shared = repeated(f"{t.namespace}/{t.name}" for m in props.models for t in m.hyperpod)
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
-    problems += field_problems(props)  # Durations and the reserved concurrency
+    problems += field_problems(props, exclude=_COUNTS)  # Durations and the reserved concurrency; counts below
     if any(WRONG_TYPE in p for p in problems):  # reported alone: the rules below would read it as its type
         return problems
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
