@@ -28,6 +28,8 @@ import annotated_types as at
 from hyperwarm._internal.tokens import unresolved
 
 _BYTES_PER_GB = 1_000_000_000
+WRONG_TYPE = "wrong type; give"
+"""How a value of the wrong type is reported (``size = 16 -- wrong type; give a cdk.Size, ...``)."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,12 @@ def size_in_gb(*constraints: at.BaseMetadata | at.GroupedMetadata, key_suffix: s
 
 
 def gigabytes(amount: float) -> Any:
-    """A ``Size`` of ``amount`` GB (10^9 bytes): model and image sizes are published in GB."""
+    """A ``Size`` of ``amount`` GB (10^9 bytes): model and image sizes are published in GB. A negative or
+    non-number amount is refused here, in words, rather than by aws-cdk-lib's ``Size`` deep in jsii."""
     import aws_cdk as cdk
 
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
+        raise ValueError(f"gigabytes({amount!r}) -- a size is a number of GB, 0 or more, e.g. gigabytes(16)")
     return cdk.Size.bytes(amount * _BYTES_PER_GB)
 
 
@@ -121,9 +126,13 @@ class PropsError(ValueError):
         self.problems = problems
 
 
-def check(props: Any, rules: list[str]) -> None:
-    """Raise every problem of ``props`` at once: its fields' constraints, then ``rules`` across fields."""
-    problems = field_problems(props) + rules
+def check(props: Any, rules: list[str] | Callable[[], list[str]]) -> None:
+    """Raise every problem of ``props`` at once: its fields' constraints, then ``rules`` across fields. A field of
+    the wrong type (an ``int`` where a ``Size`` belongs) is reported alone: ``rules`` (a callable, so that it runs
+    only then) would read it as its type and fail on it."""
+    problems = field_problems(props)
+    if not any(WRONG_TYPE in p for p in problems):
+        problems += rules() if callable(rules) else rules
     if problems:
         raise PropsError(type(props).__name__, problems)
 
@@ -144,6 +153,9 @@ class Constraint:
     unit: str | None = None
     choices: tuple[Any, ...] = ()
     rules: tuple[Matches | Rule, ...] = ()
+    kinds: tuple[type, ...] = ()
+    """The types a value must have (an ``int`` where a ``Size`` belongs is named as such, not an AttributeError
+    later); empty where the field's type cannot be checked at run time (an interface, a collection)."""
 
     def allowed(self) -> str:
         """What the field's bounds allow, in words: ``1..200``, ``a multiple of 1024``, ``60..3600 seconds``."""
@@ -151,8 +163,13 @@ class Constraint:
         return f"{words} {self.unit}" if self.unit else words
 
     def problems(self, value: Any) -> list[str]:
-        """``field = value -- allowed: ...`` for each constraint ``value`` breaks (tokens pass)."""
-        if value is None or (value.is_unresolved() if self.unit else _scalar(value) and unresolved(value)):
+        """``field = value -- allowed: ...`` for each constraint ``value`` breaks (tokens pass); a value of the
+        wrong type is its one problem."""
+        if value is None:
+            return []
+        if self.kinds and not _is_kind(value, self.kinds):
+            return [f"{self.field} = {value!r} -- {_kind_words(self.kinds)}"]
+        if value.is_unresolved() if self.unit else _scalar(value) and unresolved(value):
             return []
         number = _measured_number(self.unit, value)
         shown = f"{number:g} {self.unit}" if self.unit else repr(value)
@@ -179,8 +196,9 @@ def constraints_of(cls: type) -> dict[str, Constraint]:
             m for m in metadata if isinstance(m, (at.BaseMetadata, at.GroupedMetadata)))
         rules = tuple(m for m in metadata if isinstance(m, (Matches, Rule)))
         choices = _choices(hint)
-        if own or rules or choices:
-            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None, choices, rules)
+        kinds = () if choices else _kinds(hint)
+        if own or rules or choices or kinds:
+            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None, choices, rules, kinds)
     return found
 
 
@@ -250,6 +268,45 @@ def _metadata(hint: Any) -> tuple[Any, ...]:
     if typing.get_origin(hint) is typing.Annotated:
         return tuple(hint.__metadata__)
     return ()
+
+
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The types a value of ``hint`` may have, where every one is checkable at run time (a number, string, bool,
+    ``Size``, ``Duration`` or props dataclass, also inside ``Annotated`` and ``X | None``); else ``()``."""
+    if typing.get_origin(hint) is typing.Annotated:
+        return _kinds(typing.get_args(hint)[0])
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        parts = [_kinds(arg) for arg in typing.get_args(hint) if arg is not type(None)]
+        return tuple(k for part in parts for k in part) if all(parts) else ()
+    if hint in (int, float, str, bool) or (isinstance(hint, type) and dataclasses.is_dataclass(hint)):
+        return (hint,)
+    if isinstance(hint, type) and hint.__module__.startswith("aws_cdk") and hint.__name__ in ("Size", "Duration"):
+        return (hint,)
+    return ()
+
+
+def _is_kind(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``value`` has one of ``kinds``: a bool is no number, an int is a float; a number token (a float)
+    passes where an int belongs (its value is known at deploy)."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, float) and int in kinds and unresolved(value):
+        return True
+    return isinstance(value, kinds) or (float in kinds and isinstance(value, int))
+
+
+_KIND_HINTS = {
+    "Size": "a cdk.Size, e.g. cdk.Size.gibibytes(16) or hyperwarm.caches.gigabytes(16) (GB, 10^9 bytes)",
+    "Duration": "a cdk.Duration, e.g. cdk.Duration.seconds(300) or cdk.Duration.minutes(5)",
+    "int": "an int, e.g. 2 (not a str, float or bool)", "float": "a number, e.g. 0.5 (not a str or bool)",
+    "str": "a str", "bool": "True or False",
+}
+
+
+def _kind_words(kinds: tuple[type, ...]) -> str:
+    """What a value of the wrong type should have been, in words: ``not a Size: give a cdk.Size, e.g. ...``."""
+    wanted = " or ".join(_KIND_HINTS.get(k.__name__, f"a {k.__name__}") for k in kinds)
+    return f"{WRONG_TYPE} {wanted}"
 
 
 def _choices(hint: Any) -> tuple[Any, ...]:

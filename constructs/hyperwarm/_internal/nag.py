@@ -133,7 +133,14 @@ def logical_id(construct: IConstruct) -> str:
 
 
 def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
-    """How cdk-nag prints ``bucket.arn_for_objects(key_pattern)`` in a finding id."""
-    if cdk.Token.is_unresolved(bucket.bucket_name):
+    """How cdk-nag prints ``bucket.arn_for_objects(key_pattern)`` in a finding id: a bucket of the app by its
+    logical id; an imported one by its name, where a ``Ref`` (a parameter) prints as ``<Name>`` and an
+    ``Fn::ImportValue`` as the export's name (as cdk-nag 2 prints them)."""
+    name = bucket.bucket_name
+    if cdk.Token.is_unresolved(name) and bucket.node.default_child is not None:
         return f"<{logical_id(bucket)}.Arn>/{key_pattern}"
-    return f"{arn_prefix(bucket)}:s3:::{bucket.bucket_name}/{key_pattern}"
+    if cdk.Token.is_unresolved(name):
+        resolved = cdk.Stack.of(bucket).resolve(name)
+        imported = resolved.get("Fn::ImportValue") if isinstance(resolved, dict) else resolved
+        name = imported if isinstance(imported, str) else finding_text(bucket, name)
+    return f"{arn_prefix(bucket)}:s3:::{name}/{key_pattern}"

@@ -167,10 +167,13 @@ class HyperPodAutoScaling:
     """The highest recommendation of this window wins, 0..3600 seconds. Default: 5 minutes."""
 
     def __post_init__(self) -> None:
+        check(self, self._rules)  # the trigger's fields too
+
+    def _rules(self) -> list[str]:
         rules = []
         if resolved(self.min_replicas) and resolved(self.max_replicas) and self.min_replicas > self.max_replicas:
             rules.append(f"min_replicas = {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
-        check(self, rules)  # the trigger's fields too
+        return rules
 
     def for_model(self, *, cluster_name: str, model: str) -> HyperPodAutoScaling:
         """This autoscaling of ``model`` on the EKS cluster ``cluster_name`` (an exporter trigger resolved)."""

@@ -67,6 +67,13 @@ class CachedModels(Construct):
         if operator is None:
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
+        missing = [f"models[{i}].{field} = {group!r} -- the cluster has no such instance group; groups: "
+                   f"{', '.join(cluster.instance_groups)}"
+                   for i, m in enumerate(props.models) for field, group in
+                   [("instance_group", m.instance_group), *(("fallback_groups", g) for g in m.fallback_groups)]
+                   if group not in cluster.instance_groups]
+        if missing:
+            raise PropsError(f"{self.node.path}: CachedModelsProps", missing)
         groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
         problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
         problems += hub_egress_problems(props.models, cluster)

@@ -157,12 +157,15 @@ class Probes:
     """Failed checks before the pod leaves service; at most ``liveness_failures``. Default: 3."""
 
     def __post_init__(self) -> None:
+        check(self, self._rules)
+
+    def _rules(self) -> list[str]:
         rules = []
         if self.readiness and _given(self.readiness_failures, self.liveness_failures) \
                 and self.readiness_failures > self.liveness_failures:
             rules.append(f"readiness_failures = {self.readiness_failures} -- must not exceed liveness_failures "
                          f"({self.liveness_failures}): a failing pod leaves service before it is restarted")
-        check(self, rules)
+        return rules
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,9 @@ class KvCache:
     """redis: the rediss:// URL; tieredstorage: optional. Default: none."""
 
     def __post_init__(self) -> None:
+        check(self, self._rules)
+
+    def _rules(self) -> list[str]:
         rules = []
         if self.l2 == "redis" and not self.l2_url:
             rules.append("l2_url = None -- l2 redis needs l2_url, e.g. rediss://kv.example.internal:6379")
@@ -202,7 +208,7 @@ class KvCache:
             rules.append(f"l2_url = {self.l2_url!r} -- allowed: {REDIS_URL.words}")
         if self.l2_url and not self.l2:
             rules.append(f"l2_url = {self.l2_url!r} -- needs l2 (redis or tieredstorage)")
-        check(self, rules)
+        return rules
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,9 @@ class Tls:
     """Where the operator stores a generated certificate. Default: none."""
 
     def __post_init__(self) -> None:
+        check(self, self._rules)
+
+    def _rules(self) -> list[str]:
         rules = []
         if (self.certificate_arn is None) != (self.domain_name is None):
             rules.append(f"domain_name = {self.domain_name!r} -- certificate_arn and domain_name go together (the "
@@ -240,7 +249,7 @@ class Tls:
         if not (self.certificate_arn or self.certificate_output_s3_uri):
             rules.append("certificate_arn = None -- give certificate_arn with domain_name, or "
                          "certificate_output_s3_uri")
-        check(self, rules)
+        return rules
 
 
 @dataclass(frozen=True)
@@ -320,7 +329,7 @@ class CachedModelProps:
 
     def __post_init__(self) -> None:
         self._migrate()
-        check(self, self._rules())
+        check(self, self._rules)
 
     def _migrate(self) -> None:
         """The old spellings, with a warning naming the new one (removed in the next minor release)."""
@@ -419,10 +428,13 @@ class CachedModelsProps:
     image for Python 3.13 (``public.ecr.aws/lambda/python:3.13``)."""
 
     def __post_init__(self) -> None:
+        check(self, self._rules)
+
+    def _rules(self) -> list[str]:
         names = [m.name for m in self.models]
         repeated = sorted({n for n in names if names.count(n) > 1})
         rules = [f"models = {', '.join(repeated)} -- model names must be unique"] if repeated else []
         unknown = [n for n in self.refreshed if n not in names]
         if unknown:
             rules.append(f"refreshed = {', '.join(unknown)} -- not a model of models; allowed: {', '.join(names)}")
-        check(self, rules)
+        return rules

@@ -61,7 +61,7 @@ class _Checked:
     """A source checks itself when built: its fields' constraints, then its own rules across fields."""
 
     def __post_init__(self) -> None:
-        check(self, self._rules())
+        check(self, self._rules)
 
     def _rules(self) -> list[str]:
         return []

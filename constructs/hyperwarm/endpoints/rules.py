@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hyperwarm._internal.catalog import CATALOG
-from hyperwarm._internal.constraints import field_problems
+from hyperwarm._internal.constraints import WRONG_TYPE, field_problems
 from hyperwarm._internal.tokens import resolved, unresolved
 from hyperwarm.endpoints.props import METRIC_PUBLISH_FREQUENCIES
 from hyperwarm.endpoints.routing import routing_problems
@@ -78,7 +78,7 @@ def variant_server_settings(variant: ProductionVariant) -> ServerSettings:
 def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
     """Every problem of ``props``, variant problems prefixed with ``variant '<name>': ``."""
     # the props' ranges, guardrails and data capture included; a shift's percent has its rule per type below
-    errors = field_problems(props, exclude=("guardrails.traffic.percent",))
+    errors = field_problems(props, exclude=("guardrails.traffic.percent", "metric_publish_frequency"))
     name = props.endpoint_name
     name_problem = contract.endpoint_name_problem(name) if name is not None and resolved(name) else None
     if name_problem:
@@ -103,6 +103,8 @@ def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
 
 def metrics_problems(frequency: cdk.Duration | None) -> list[str]:
     """``metric_publish_frequency``, when known at synth, is one SageMaker accepts."""
+    if frequency is not None and not hasattr(frequency, "to_milliseconds"):  # no aws-cdk loaded here: duck-typed
+        return [f"metric_publish_frequency = {frequency!r} -- {WRONG_TYPE} a cdk.Duration, e.g. cdk.Duration.seconds(60)"]
     if frequency is None or frequency.is_unresolved():
         return []
     seconds = frequency.to_milliseconds() / 1000

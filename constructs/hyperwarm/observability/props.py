@@ -42,6 +42,15 @@ class HyperPodModels:
     (node-cached models) get the dashboard's staging, time to warm, time to switch and cold pods during a refresh,
     and alarms fire when a refresh's staging or switch times out or a cold pod appears during one. Default: none."""
 
+    def __post_init__(self) -> None:
+        for field_name, items, kind in (("models", self.models, CachedModelHandle),
+                                        ("refreshed", self.refreshed, HyperPodRefreshTarget)):
+            for i, item in enumerate(items):
+                if not isinstance(item, kind):
+                    what = "a cached model's handle (CachedModels.models)" if kind is CachedModelHandle else \
+                        "a HyperPodRefreshTarget of the hook"
+                    raise TypeError(f"HyperPodModels.{field_name}[{i}] = {item!r} -- allowed: {what}")
+
     @property
     def cluster(self) -> IHyperPodCluster:
         return self.models[0].cluster

@@ -42,7 +42,7 @@ from aws_cdk import (
 from constructs import Construct
 from typing_extensions import Unpack
 
-from hyperwarm._internal.constraints import constraints_of, field_problems, seconds
+from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.interfaces import IHyperPodCluster
@@ -169,7 +169,7 @@ class CacheRefreshHookProps:
     alarmed). The count is a conditional update in the state table; when it cannot be written the letter is
     sent. Default: 20."""
     lock: cdk.Duration = field(default_factory=lambda: cdk.Duration.minutes(15))
-    """How long one refresh holds its target (and the function timeout). Default: 15 minutes."""
+    """How long one refresh holds its target (and the function timeout), whole seconds 1..900. Default: 15 minutes."""
     signing: PublisherSigning | None = None
     """Only versions a named publisher signed move the targets (``model.sig``, ``hyperwarm publish``). Default: none,
     any complete version in the bucket moves them, so whoever can write the bucket can move production: give one
@@ -501,6 +501,10 @@ def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
             acknowledge_deploy_time_handlers(handler)
 
 
+_COUNTS = ("retry_attempts", "function_retry_attempts", "max_dead_letters_per_hour")
+"""Whole-number props checked (type and range in one message) by :func:`props_problems` itself."""
+
+
 def props_problems(props: CacheRefreshHookProps) -> list[str]:
     """Every problem of the props, ``field = value -- rule``; the targets' own rules are the contract's."""
     if not props.models:
@@ -519,6 +523,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     shared = repeated(f"{t.model.namespace}/{t.model.name}" for m in props.models for t in m.hyperpod)
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
+    problems += field_problems(props, exclude=_COUNTS)  # Durations and the reserved concurrency; counts below
+    if any(WRONG_TYPE in p for p in problems):  # reported alone: the rules below would read it as its type
+        return problems
     for name, value, low, high in (("retry_attempts", props.retry_attempts, 0, 185),
                                    ("function_retry_attempts", props.function_retry_attempts, 0, 2),
                                    ("max_dead_letters_per_hour", props.max_dead_letters_per_hour,
@@ -531,7 +538,10 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     if not 60 <= age <= 6 * 3600:
         problems.append(f"max_event_age = {int(age)} seconds -- allowed: 60..21600 (1 minute..6 hours)")
     problems += history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
-    problems += constraints_of(CacheRefreshHookProps)["reserved_concurrency"].problems(props.reserved_concurrency)
+    lock = float(props.lock.to_seconds(integral=False))
+    if not (1 <= lock <= 900 and lock.is_integer()):
+        problems.append(f"lock = {lock:g} seconds -- allowed: whole seconds, 1..900 (it is the refresh function's "
+                        "timeout, which Lambda bounds so)")
     every = props.reconcile_every.to_seconds()
     if not (60 <= every <= 3600 and every % 60 == 0):
         problems.append(f"reconcile_every = {every:g} seconds -- allowed: whole minutes, 1..60")
@@ -545,7 +555,10 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):
-        problems += [f"{where}.hyperpod[{j}].{p}" for p in field_problems(hyperpod)]
+        own = field_problems(hyperpod)
+        problems += [f"{where}.hyperpod[{j}].{p}" for p in own]
+        if any(WRONG_TYPE in p for p in own):
+            continue
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
                      contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)
                      if p.field not in _TIMEOUT_FIELDS]
