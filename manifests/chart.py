@@ -13,8 +13,7 @@ from pathlib import Path
 import cdk8s
 import yaml
 
-from hyperwarm.caches.chart import CachesChart, CachesChartProps
-from hyperwarm.caches.props import MANAGED_BY
+from hyperwarm.caches import MANAGED_BY, CachesChart, CachesChartProps
 
 
 def environment_labels(env_name: str) -> dict[str, str]:

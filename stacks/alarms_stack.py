@@ -11,7 +11,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from hyperwarm.observability.alarms import (
+from hyperwarm.observability import (
     AlarmDestination,
     AlarmDestinationProps,
     SlackChannel,

@@ -13,9 +13,8 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from hyperwarm import IHyperPodCluster, declare_existing_buckets
-from hyperwarm._internal.retention import retain_except_on_create
-from hyperwarm.observability.alarms import has_alarms
+from hyperwarm import IHyperPodCluster, declare_existing_buckets, retain_except_on_create
+from hyperwarm.observability import has_alarms
 from stacks.config import ConfigError, EnvironmentConfig, parse_environments
 from stacks.config.environment import load_context
 

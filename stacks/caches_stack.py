@@ -14,10 +14,16 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperwarm import IHyperPodCluster
-from hyperwarm.caches.cached_models import CLUSTER_NAME_PLACEHOLDER, CachedModels, OperatorBuildError
-from hyperwarm.caches.chart import CachesChartProps
-from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ModelSource
-from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
+from hyperwarm.caches import (
+    CLUSTER_NAME_PLACEHOLDER,
+    CachedModelProps,
+    CachedModels,
+    CachedModelsProps,
+    CachesChartProps,
+    ModelSource,
+    OperatorBuildError,
+)
+from hyperwarm.cluster import INFERENCE_OPERATOR_ADDON
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
 from stacks.config import ConfigError, EnvironmentConfig

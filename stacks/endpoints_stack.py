@@ -22,9 +22,8 @@ from hyperwarm import (
     ModelSpec,
     ProductionVariant,
 )
-from hyperwarm.endpoints.rules import parse_s3_uri
-from hyperwarm.serving.images import official_image_uri
-from hyperwarm.serving.inference_ami import cuda_ami_problem
+from hyperwarm.endpoints import parse_s3_uri
+from hyperwarm.serving import cuda_ami_problem, official_image_uri
 from stacks.config import ConfigError, EndpointConfig, EnvironmentConfig, VariantConfig
 from stacks.config.endpoints import endpoint_name
 

@@ -34,25 +34,27 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hyperwarm._internal.constraints import in_gigabytes
-from hyperwarm.caches import events as cache_events
-from hyperwarm.caches.capacity import group_usage
-from hyperwarm.caches.cold_start import (
+from hyperwarm.caches import (
     DEFAULT_BANDWIDTH_GBPS,
     DEFAULT_COMPILE_S,
     DEFAULT_CONTAINER_START_S,
     DEFAULT_CUDA_GRAPH_S,
     DEFAULT_IMAGE_PULL_MIN,
     HUB_BANDWIDTH_GBPS,
+    PERFORMANCE_DOCS,
+    CachedModelProps,
     ColdStart,
+    FsxModelSource,
     StartBreakdown,
+    events as cache_events,
+    file_system_readers,
+    footprint,
+    group_usage,
+    rate_basis,
+    readers,
 )
-from hyperwarm.caches.events import EVENTS, EventForecast, RefreshForecast
-from hyperwarm.caches.fsx import PERFORMANCE_DOCS, file_system_readers, rate_basis, readers
-from hyperwarm.caches.placement import footprint
-from hyperwarm.caches.props import CachedModelProps
-from hyperwarm.caches.sources import FsxModelSource
-from hyperwarm.cluster.catalog import instance_spec
+from hyperwarm.cluster import instance_spec
+from hyperwarm.constraints import in_gigabytes
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
 
 DEFAULT_SCALE_OUT = 5
@@ -73,12 +75,12 @@ class ModelPlan:
     """Share of the K new pods that land on unprepared nodes."""
     cold_start: StartBreakdown
     warm_start: StartBreakdown
-    refresh: RefreshForecast
-    beyond_fleet: EventForecast
+    refresh: cache_events.RefreshForecast
+    beyond_fleet: cache_events.EventForecast
     """A scale-out one pod past the W warm nodes: that pod starts on a node without the caches."""
     autoscaling: tuple[int, int] | None = None
     """``(min_replicas, max_replicas)`` of an autoscaled model."""
-    events: tuple[EventForecast, ...] = ()
+    events: tuple[cache_events.EventForecast, ...] = ()
     """The ``--scenario`` events, in the order of :data:`hyperwarm.caches.events.EVENTS`."""
     source: str = "s3"
     """Where the weights come from (``s3``, ``fsx``, ``huggingface``, ``jumpstart``)."""
@@ -107,7 +109,7 @@ class GroupPlan:
 class Scenarios:
     """Which events to forecast and how."""
 
-    events: tuple[str, ...] = EVENTS
+    events: tuple[str, ...] = cache_events.EVENTS
     version_changed: bool = False
     """The rolling deployment brings a new model version (a new cache location)."""
 
@@ -345,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
                            image_pull_s=args.image_pull_min * 60,
                            container_start_s=args.container_start_s, compile_s=args.compile_s,
                            cuda_graph_s=args.cuda_graph_s)
-    events = EVENTS if args.scenario == "all" else (args.scenario,)
+    events = cache_events.EVENTS if args.scenario == "all" else (args.scenario,)
     groups = plan(environments[args.env], cold_start, args.scale_out, args.prewarmed,
                   Scenarios(events, version_changed=args.version_changed))
     if args.json:
@@ -412,7 +414,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                             f"autoscaled model's max_replicas - replicas, else {DEFAULT_SCALE_OUT})")
     cache.add_argument("--prewarmed", type=_non_negative_int, default=None, metavar="W",
                        help="pre-warmed nodes free for new pods (default: the group's nodes not yet serving the model)")
-    cache.add_argument("--scenario", choices=("all", *EVENTS), default="all",
+    cache.add_argument("--scenario", choices=("all", *cache_events.EVENTS), default="all",
                        help="events to forecast (default all): new pods on cold nodes, time until all serve")
     cache.add_argument("--version-changed", action="store_true",
                        help="the rolling deployment brings a new model version (its cache starts empty)")

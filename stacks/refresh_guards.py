@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from hyperwarm import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
+from hyperwarm.refresh import GuardedTarget, RefreshGuard, RefreshGuardProps
 from stacks.config import EnvironmentConfig
 
 from .caches_stack import CachesStack

@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from hyperwarm.caches.props import ModelSource
+from hyperwarm.caches import ModelSource
 from hyperwarm.functions.cache_refresh import contract, formats, recheck, versions
 from hyperwarm.functions.cache_refresh.errors import TransientError
 from stacks.config import ConfigError, EnvironmentConfig, parse_environment

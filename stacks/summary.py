@@ -8,11 +8,9 @@ from collections.abc import Iterator
 from aws_cdk import cx_api
 
 from hyperwarm import group_usage, instance_spec
-from hyperwarm._internal.constraints import in_gigabytes
-from hyperwarm.caches.autoscaling import CloudWatchTrigger, ExporterTrigger
-from hyperwarm.caches.placement import footprint
-from hyperwarm.observability.cache_exporter import HANDLER as CACHE_EXPORTER
-from hyperwarm.observability.endpoint_metrics import HANDLER as ENDPOINT_BRIDGE
+from hyperwarm.caches import CloudWatchTrigger, ExporterTrigger, footprint
+from hyperwarm.constraints import in_gigabytes
+from hyperwarm.observability import BRIDGE_HANDLER as ENDPOINT_BRIDGE, EXPORTER_HANDLER as CACHE_EXPORTER
 from stacks.config import EnvironmentConfig
 from stacks.config.alarms import EMAIL_PARAMETER
 

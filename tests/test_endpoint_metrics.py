@@ -13,8 +13,8 @@ from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps,
 from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 from hyperwarm.observability.endpoint_metrics import (
+    BRIDGE_HANDLER,
     ENVIRONMENT_LIMIT,
-    HANDLER,
     MAX_VARIANTS,
     EndpointMetricsBridge,
     EndpointMetricsBridgeProps,
@@ -57,7 +57,7 @@ def test_each_variant_gets_a_compact_entry_its_engines_queries_are_written_from(
                                     promql.prefix_cache_hit_rate(endpoint="chat", variant="v", window="8m"))
     assert (s.ttft, s.hit_rate) == (
         promql.ttft_buckets_per_minute(endpoint="chat", variant="s", engine="sglang", window="8m"), None)
-    assert bridge.function.node.default_child.handler == HANDLER
+    assert bridge.function.node.default_child.handler == BRIDGE_HANDLER
 
 
 def test_a_generated_endpoint_name_reaches_the_queries_at_deploy_time():
@@ -65,7 +65,7 @@ def test_a_generated_endpoint_name_reaches_the_queries_at_deploy_time():
     chat = _endpoint(stack, "Chat", _variant("v"))  # no endpoint_name: CloudFormation names it
     EndpointMetricsBridge(stack, "Bridge", EndpointMetricsBridgeProps(endpoints=[chat]))
     (function,) = Template.from_stack(stack).find_resources(
-        "AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}}).values()
+        "AWS::Lambda::Function", {"Properties": {"Handler": BRIDGE_HANDLER}}).values()
     variables = json.dumps(function["Properties"]["Environment"]["Variables"])
     assert "Fn::GetAtt" in variables and "EndpointName" in variables
 

@@ -22,7 +22,7 @@ ROOT = REPO / "constructs"
 
 APP_PACKAGES = ("stacks", "manifests", "rehearsal")
 LIBRARY_LAYERS = (
-    {"_internal", "_node", "functions", "metric_options"},  # the instance catalog, constraints, the functions' contracts
+    {"_internal", "_node", "functions", "metric_options", "constraints"},  # the catalog, constraints, contracts
     {"serving"},  # images, server settings, buckets: what every host of a model uses
     {"cluster"},
     {"endpoints"},

@@ -12,8 +12,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from hyperwarm._internal.validation import repeated
-from hyperwarm.observability.alarms import placeholder_problem
+from hyperwarm.constraints import repeated
+from hyperwarm.observability import placeholder_problem
 
 from .strict import StrictModel, by_rule, described
 

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 
 from pydantic import Field, model_validator
 
-from hyperwarm.caches.fsx import vpc_problems
-from hyperwarm.caches.placement import CacheGroup, placement_problems
-from hyperwarm.caches.props import (
+from hyperwarm.caches import (
     CachedModelProps,
     CachedModelsProps,
+    CacheGroup,
     ExtraImage,
     ModelSource,
+    placement_problems,
+    vpc_problems,
 )
 
 from . import deployment_options  # noqa: F401 (registers the autoscaling's cdk.json form)

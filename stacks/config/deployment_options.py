@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import model_validator
 
-from hyperwarm.caches import autoscaling, props
+from hyperwarm import caches
 
 from .library import config_model, register
 from .strict import StrictModel
 
-CloudWatchTrigger = config_model(autoscaling.CloudWatchTrigger)
-PrometheusTrigger = config_model(autoscaling.PrometheusTrigger)
-ExporterTrigger = config_model(autoscaling.ExporterTrigger)
+CloudWatchTrigger = config_model(caches.CloudWatchTrigger)
+PrometheusTrigger = config_model(caches.PrometheusTrigger)
+ExporterTrigger = config_model(caches.ExporterTrigger)
 """Rendered as a CloudWatch trigger on ``Hyperwarm/Caches`` with the exporter's dimensions; the exporter runs while
 ``observability.enabled`` (checked at synth)."""
 
@@ -43,14 +43,14 @@ class Trigger(StrictModel):
         return chosen.props
 
 
-AutoScaling = register(autoscaling.HyperPodAutoScaling, config_model(autoscaling.HyperPodAutoScaling, overrides={
+AutoScaling = register(caches.HyperPodAutoScaling, config_model(caches.HyperPodAutoScaling, overrides={
     "trigger": (Trigger, ..., lambda t: t.to_spec())}))
 """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger (``*_s``: its
 Durations in whole seconds)."""
 
-Probes = config_model(props.Probes)
-Metrics = config_model(props.Metrics)
-KvCache = config_model(props.KvCache)
-LoadBalancer = config_model(props.LoadBalancer)
-Tls = config_model(props.Tls)
-RequestLimits = config_model(props.RequestLimits)
+Probes = config_model(caches.Probes)
+Metrics = config_model(caches.Metrics)
+KvCache = config_model(caches.KvCache)
+LoadBalancer = config_model(caches.LoadBalancer)
+Tls = config_model(caches.Tls)
+RequestLimits = config_model(caches.RequestLimits)

@@ -23,14 +23,16 @@ from pydantic import (
     model_validator,
 )
 
-from hyperwarm.endpoints.props import (
+from hyperwarm.endpoints import (
     METRIC_PUBLISH_FREQUENCIES,
     VARIANT_COUNT,
+    VARIANT_NAME,
     DataCapture,
     DeploymentGuardrails,
     InstanceCount,
     MetricPublishFrequency,
     ProductionVariant,
+    Routing,
     SamplingPercentage,
     ServerlessSpec,
     ShiftPercent,
@@ -39,12 +41,12 @@ from hyperwarm.endpoints.props import (
     TrafficShift,
     VariantAutoscaling,
     VariantWeight,
+    autoscaling_problems,
+    routing_problems,
+    serverless_problems,
 )
-from hyperwarm.endpoints.routing import Routing, routing_problems
-from hyperwarm.endpoints.rules import VARIANT_NAME, autoscaling_problems, serverless_problems
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.serving.inference_ami import cuda_ami_problem
-from hyperwarm.serving.settings import sagemaker_placement, server_settings
+from hyperwarm.serving import cuda_ami_problem, sagemaker_placement, server_settings
 
 from .library import parsed_into_props
 from .serving import ServingConfig

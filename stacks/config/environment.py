@@ -21,42 +21,34 @@ from typing import Annotated, Any
 import aws_cdk as cdk
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from hyperwarm.caches.autoscaling import ExporterTrigger
-from hyperwarm.caches.jumpstart import is_jumpstart, jumpstart_gpus
-from hyperwarm.caches.props import ModelSource
-from hyperwarm.caches.sources import VPC_ID
-from hyperwarm.cluster import hyperpod_dependencies
-from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS
-from hyperwarm.cluster.instance_group import (
-    EBS_VOLUME,
-    GroupInstanceCount,
-    InstanceGroupSpec,
-    NodeTaint,
-)
-from hyperwarm.cluster.node_capacity import (
+from hyperwarm.caches import VPC_ID, ExporterTrigger, ModelSource, is_jumpstart, jumpstart_gpus
+from hyperwarm.cluster import (
     ADDON_WORKLOADS,
-    NodeGroup,
-    Requests,
-    Workload,
-    addon_workloads,
-    node_problems,
-    pod,
-    workloads_from_objects,
-)
-from hyperwarm.cluster.rules import (
     DEFAULT_KUBERNETES_VERSION,
+    EBS_VOLUME,
     GROUP_NAME_PATTERN,
     GROUP_NAME_WORDS,
     INFERENCE_OPERATOR_ADDON,
     DeepHealthCheck,
+    GroupInstanceCount,
+    InstanceGroupSpec,
     KubernetesVersion,
+    NodeGroup,
+    NodeTaint,
+    Requests,
     TaintEffect,
     ThreadsPerCore,
+    Workload,
     addon_build_problem,
+    addon_workloads,
+    hyperpod_dependencies,
     instance_type_problem,
+    node_problems,
     nvme_problem,
+    pod,
     pods_per_node_problem,
     taints_problem,
+    workloads_from_objects,
 )
 from hyperwarm.functions.cache_refresh import contract
 
@@ -280,10 +272,10 @@ class EnvironmentConfig(StrictModel):
         if self.endpoints and self.region not in sagemaker_regions():
             raise ValueError(f"region {self.region}: SageMaker endpoints are not offered there (botocore's "
                              f"endpoint data lists {', '.join(sagemaker_regions())})")
-        if self.instance_groups and self.region not in HEALTH_AGENT_ACCOUNTS:
+        if self.instance_groups and self.region not in hyperpod_dependencies.HEALTH_AGENT_ACCOUNTS:
             raise ValueError(
                 f"region {self.region}: the HyperPod cluster needs a region where HyperPod's health monitoring "
-                f"agent is published ({', '.join(sorted(HEALTH_AGENT_ACCOUNTS))}); endpoints alone "
+                f"agent is published ({', '.join(sorted(hyperpod_dependencies.HEALTH_AGENT_ACCOUNTS))}); endpoints alone "
                 "(instance_groups []) work in more regions")
         return self
 

@@ -39,7 +39,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from hyperwarm._internal.constraints import (
+from hyperwarm.constraints import (
     Matches,
     PropsError,
     Rule,

@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from hyperwarm.observability.otel_enrichment import OtelEnrichment
-from hyperwarm.observability.props import (
+from hyperwarm.observability import (
     ColdPodSharePercent,
     ColdPodSharePeriod,
     InferenceObservabilityProps,
     LatencyThreshold,
+    OtelEnrichment,
     TtftThreshold,
 )
 

@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, model_validator
 
-from hyperwarm.caches.props import ModelSource
+from hyperwarm.caches import ModelSource
 from hyperwarm.functions.cache_refresh import versions
-from hyperwarm.refresh.concurrency import ReservedConcurrency
-from hyperwarm.refresh.timeouts import RolloutTimeout
-from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
+from hyperwarm.refresh import MaxStep, ReservedConcurrency, RolloutTimeout, VersionPattern
 
 from .library import config_type
 from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated

@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches import CachedModelProps
 
 from .endpoints import EndpointConfig
 

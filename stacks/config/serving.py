@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from hyperwarm.serving.settings import Serving
+from hyperwarm.serving import Serving
 
 from .strict import StrictModel, described
 

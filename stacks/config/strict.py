@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hyperwarm._internal.validation import (
+from hyperwarm import caches
+from hyperwarm.constraints import (
     repeated,  # re-exported: one rule for app and library
 )
-from hyperwarm.caches import props as _props
 
 __all__ = ["BUCKET", "KEY_PREFIX", "REGION", "StrictModel", "by_rule", "described", "library_default", "pattern_in_words",
            "repeated"]
@@ -41,9 +41,9 @@ def pattern_in_words(pattern: str) -> str:
 
 
 # The library's patterns (with their words), for the app's own fields of the same kinds.
-REGION = described(_props.REGION.pattern, _props.REGION.words)
-BUCKET = described(_props.BUCKET.pattern, _props.BUCKET.words)
-KEY_PREFIX = described(_props.KEY_PREFIX.pattern, _props.KEY_PREFIX.words)
+REGION = described(caches.REGION.pattern, caches.REGION.words)
+BUCKET = described(caches.BUCKET.pattern, caches.BUCKET.words)
+KEY_PREFIX = described(caches.KEY_PREFIX.pattern, caches.KEY_PREFIX.words)
 KMS_KEY = described(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$",
                     "a KMS key ARN, e.g. arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab")
 PRINCIPAL = described(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$",

@@ -1,5 +1,6 @@
 """Public names of ``hyperwarm.caches`` (read by type checkers, and by lazy_loader at run time)."""
 
+from . import events as events
 from .autoscaling import (
     CloudWatchTrigger as CloudWatchTrigger,
     ExporterTrigger as ExporterTrigger,
@@ -22,8 +23,21 @@ from .chart import (
     cache_objects as cache_objects,
 )
 from .cold_start import (
+    DEFAULT_BANDWIDTH_GBPS as DEFAULT_BANDWIDTH_GBPS,
+    DEFAULT_COMPILE_S as DEFAULT_COMPILE_S,
+    DEFAULT_CONTAINER_START_S as DEFAULT_CONTAINER_START_S,
+    DEFAULT_CUDA_GRAPH_S as DEFAULT_CUDA_GRAPH_S,
+    DEFAULT_IMAGE_PULL_MIN as DEFAULT_IMAGE_PULL_MIN,
+    HUB_BANDWIDTH_GBPS as HUB_BANDWIDTH_GBPS,
     ColdStart as ColdStart,
     StartBreakdown as StartBreakdown,
+)
+from .fsx import (
+    PERFORMANCE_DOCS as PERFORMANCE_DOCS,
+    file_system_readers as file_system_readers,
+    rate_basis as rate_basis,
+    readers as readers,
+    vpc_problems as vpc_problems,
 )
 from .handle import (
     CachedModelHandle as CachedModelHandle,
@@ -33,12 +47,18 @@ from .hub import (
     HubTokenSync as HubTokenSync,
     HubTokenSyncProps as HubTokenSyncProps,
 )
+from .jumpstart import (
+    is_jumpstart as is_jumpstart,
+    jumpstart_gpus as jumpstart_gpus,
+)
 from .objects import cache_ready_preferences as cache_ready_preferences
 from .placement import (
+    CacheGroup as CacheGroup,
     footprint as footprint,
     placement_problems as placement_problems,
 )
 from .props import (
+    MANAGED_BY as MANAGED_BY,
     CachedModelProps as CachedModelProps,
     CachedModelsProps as CachedModelsProps,
     ExtraImage as ExtraImage,
@@ -54,6 +74,10 @@ from .props import (
     in_gigabytes as in_gigabytes,
 )
 from .sources import (
+    BUCKET as BUCKET,
+    KEY_PREFIX as KEY_PREFIX,
+    REGION as REGION,
+    VPC_ID as VPC_ID,
     AnyModelSource as AnyModelSource,
     FsxModelSource as FsxModelSource,
     HuggingFaceModelSource as HuggingFaceModelSource,

@@ -20,14 +20,32 @@ from .model import (
     grant_model_data_read as grant_model_data_read,
 )
 from .props import (
+    METRIC_PUBLISH_FREQUENCIES as METRIC_PUBLISH_FREQUENCIES,
+    VARIANT_COUNT as VARIANT_COUNT,
     DataCapture as DataCapture,
     DeploymentGuardrails as DeploymentGuardrails,
     InferenceComponentSpec as InferenceComponentSpec,
     InferenceEndpointProps as InferenceEndpointProps,
+    InstanceCount as InstanceCount,
+    MetricPublishFrequency as MetricPublishFrequency,
     ModelSpec as ModelSpec,
     ProductionVariant as ProductionVariant,
+    SamplingPercentage as SamplingPercentage,
     ServerlessSpec as ServerlessSpec,
+    ShiftPercent as ShiftPercent,
+    ShiftWait as ShiftWait,
+    StartupTimeout as StartupTimeout,
     TrafficShift as TrafficShift,
     VariantAutoscaling as VariantAutoscaling,
+    VariantWeight as VariantWeight,
 )
-from .routing import Routing as Routing
+from .routing import (
+    Routing as Routing,
+    routing_problems as routing_problems,
+)
+from .rules import (
+    VARIANT_NAME as VARIANT_NAME,
+    autoscaling_problems as autoscaling_problems,
+    parse_s3_uri as parse_s3_uri,
+    serverless_problems as serverless_problems,
+)

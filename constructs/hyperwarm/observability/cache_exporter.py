@@ -40,7 +40,7 @@ FUNCTION = FunctionPackage.of("cache_exporter", "the cache metrics exporter",
 the shared ``eks_auth`` (the EKS token), ``metric_publishing`` (TTFT distributions, PutMetricData) and
 ``node_cache`` (the node cache's ready labels), and the
 wheels locked in its ``requirements.txt`` (``prometheus_client``); boto3 and urllib3 come with the runtime."""
-HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
+EXPORTER_HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
 """``hyperwarm.functions.cache_exporter.handler.lambda_handler``: the same import name in the wheel and the asset."""
 _NAME = "hyperwarm-cache-exporter"
 _READ = ["get", "list", "watch"]
@@ -79,7 +79,7 @@ class CacheMetricsExporter(Construct):
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=HANDLER, code=FUNCTION.code(),
+            handler=EXPORTER_HANDLER, code=FUNCTION.code(),
             role=self.role, memory_size=256, timeout=cdk.Duration.seconds(50),
             # One execution environment sees every run: it keeps the previous scrape of each pod in memory
             # to turn cumulative counters into per-minute figures (lambdas/cache_exporter/counters.py).

@@ -37,7 +37,7 @@ from hyperwarm.observability.ttft_source import detailed_observability_off, quer
 FUNCTION = FunctionPackage.of("endpoint_metrics", "the endpoint metrics bridge", shared=("metric_publishing",))
 """The bridge's code (``FUNCTION.code()``, bundled offline, no Docker): ``hyperwarm/functions/endpoint_metrics/``
 and the shared ``metric_publishing``; no pinned dependencies (boto3, botocore and urllib3 come with the runtime)."""
-HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
+BRIDGE_HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
 """``hyperwarm.functions.endpoint_metrics.handler.lambda_handler``: one import name in the wheel and the asset."""
 QUERY_ACTIONS = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
 """What QueryMetrics needs, per CloudWatch's QueryMetrics page ("both of the following IAM actions").
@@ -85,7 +85,7 @@ class EndpointMetricsBridge(Construct):
         self.function = lambda_.Function(
             self, "Function", function_name=props.function_name,
             runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
-            handler=HANDLER, code=FUNCTION.code(), role=self.role, memory_size=256,
+            handler=BRIDGE_HANDLER, code=FUNCTION.code(), role=self.role, memory_size=256,
             timeout=cdk.Duration.seconds(50),
             # One run at a time: a slow minute never overlaps the next (QueryMetrics has per-account limits).
             reserved_concurrent_executions=1,

@@ -1,5 +1,8 @@
 """Public names of ``hyperwarm.refresh`` (read by type checkers, and by lazy_loader at run time)."""
 
+from .concurrency import (
+    ReservedConcurrency as ReservedConcurrency,
+)
 from .guard import (
     GuardedTarget as GuardedTarget,
     RefreshGuard as RefreshGuard,
@@ -16,4 +19,11 @@ from .publishing import PublisherSigning as PublisherSigning
 from .targets import (
     HyperPodRefreshTarget as HyperPodRefreshTarget,
     default_staging_timeout as default_staging_timeout,
+)
+from .timeouts import (
+    RolloutTimeout as RolloutTimeout,
+)
+from .version_rules import (
+    MaxStep as MaxStep,
+    VersionPattern as VersionPattern,
 )

@@ -1,10 +1,18 @@
 """Public names of ``hyperwarm.serving`` (read by type checkers, and by lazy_loader at run time)."""
 
 from .buckets import declare_existing_buckets as declare_existing_buckets, model_bucket as model_bucket
-from .images import ContainerImage as ContainerImage, ContainerImageConfig as ContainerImageConfig
+from .images import (
+    ContainerImage as ContainerImage,
+    ContainerImageConfig as ContainerImageConfig,
+    official_image_uri as official_image_uri,
+)
+from .inference_ami import (
+    cuda_ami_problem as cuda_ami_problem,
+)
 from .settings import (
     MODEL_DIR as MODEL_DIR,
     ServerSettings as ServerSettings,
     Serving as Serving,
+    sagemaker_placement as sagemaker_placement,
     server_settings as server_settings,
 )
