@@ -86,10 +86,13 @@ EXCEPTIONS = {
     "constructs/hyperwarm/planner/sim.py:_core": "a call per simulated request",
 }
 NOT_YET_SPLIT = {  # over the limits until split: each leaves this set when it is
-    "constructs/hyperwarm/caches/hub.py:__init__", "constructs/hyperwarm/caches/node_cache.py:filler_daemonset",
-    "constructs/hyperwarm/endpoints/endpoint.py:InferenceEndpoint", "constructs/hyperwarm/refresh/hook.py:__init__",
-    "constructs/hyperwarm/refresh/hook.py:CacheRefreshHook", "constructs/hyperwarm/refresh/rollout.py:rollout_workflow",
-    "stacks/app.py:add_environment", "lambdas/cache_refresh/flow.py:_target", "lambdas/cache_refresh/state.py:StateTable",
+    "constructs/hyperwarm/caches/hub.py:__init__",
+    "constructs/hyperwarm/caches/node_cache.py:filler_daemonset",
+    "constructs/hyperwarm/endpoints/endpoint.py:InferenceEndpoint",
+    "constructs/hyperwarm/refresh/rollout.py:rollout_workflow",
+    "stacks/app.py:add_environment",
+    "lambdas/cache_refresh/flow.py:_target",
+    "lambdas/cache_refresh/state.py:StateTable",
 }
 
 
