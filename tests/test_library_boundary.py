@@ -91,8 +91,6 @@ NOT_YET_SPLIT = {  # over the limits until split: each leaves this set when it i
     "constructs/hyperwarm/endpoints/endpoint.py:InferenceEndpoint",
     "constructs/hyperwarm/refresh/rollout.py:rollout_workflow",
     "stacks/app.py:add_environment",
-    "lambdas/cache_refresh/flow.py:_target",
-    "lambdas/cache_refresh/state.py:StateTable",
 }
 
 
