@@ -49,11 +49,7 @@ def selected_environments(app: cdk.App) -> dict[str, EnvironmentConfig]:
 def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> dict[str, cdk.Stack]:
     """Every stack of one environment, keyed by part name; refreshed targets at the versions that serve
     (:mod:`stacks.served`)."""
-    if served.should_read(served.setting(app.node.try_get_context), config):
-        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"),
-                                          refresh_function_name(env_name))
-        config = served.follow(env_name, config, app.node.try_get_context("environments")[env_name], found,
-                               cluster_name)
+    config = _at_served_versions(app, env_name, config)
     # Production stacks refuse deletion (termination protection); see docs/operations.md, "Protecting production".
     common = {"env": cdk.Environment(account=config.account, region=config.region),
               "tags": {"hyperwarm:environment": env_name}, "termination_protection": config.production}
@@ -95,7 +91,28 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
             description=f"hyperwarm {env_name}: dashboard, alarms and the cache metrics exporter")
         if "caches" in stacks:  # the models' deployments exist before their metrics are read
             stacks["observability"].add_stack_dependency(stacks["caches"])
-    # Models are read from buckets by name: those hyperwarm creates come first, the others must exist.
+    stacks = _with_model_buckets(app, env_name, config, stacks, common)
+    add_alarms(app, env_name, config, stacks, **common)
+    for stack in stacks.values():  # aws-cdk-lib retains logs, keys and buckets by default: not after a failed create
+        retain_except_on_create(stack)
+    return stacks
+
+
+def _at_served_versions(app: cdk.App, env_name: str, config: EnvironmentConfig) -> EnvironmentConfig:
+    """``config`` with its refreshed targets at the versions that serve, where :mod:`stacks.served` says to read
+    them; else as cdk.json has it."""
+    if served.should_read(served.setting(app.node.try_get_context), config):
+        found, cluster_name = served.read(env_name, config, state_table_name(env_name), stack_name(env_name, "cluster"),
+                                          refresh_function_name(env_name))
+        config = served.follow(env_name, config, app.node.try_get_context("environments")[env_name], found,
+                               cluster_name)
+    return config
+
+
+def _with_model_buckets(app: cdk.App, env_name: str, config: EnvironmentConfig, stacks: dict[str, cdk.Stack],
+                        common: dict[str, Any]) -> dict[str, cdk.Stack]:
+    """Models are read from buckets by name: those hyperwarm creates come first (the buckets stack, first in the
+    result), the others must exist."""
     declared = {b.name: b.create for b in config.model_buckets}
     for stack in stacks.values():
         declare_existing_buckets(stack, [name for name, create in declared.items() if not create])
@@ -105,9 +122,6 @@ def add_environment(app: cdk.App, env_name: str, config: EnvironmentConfig) -> d
         for stack in stacks.values():
             stack.add_stack_dependency(buckets)
         stacks = {"buckets": buckets, **stacks}
-    add_alarms(app, env_name, config, stacks, **common)
-    for stack in stacks.values():  # aws-cdk-lib retains logs, keys and buckets by default: not after a failed create
-        retain_except_on_create(stack)
     return stacks
 
 

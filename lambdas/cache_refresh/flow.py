@@ -195,22 +195,10 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
 
     The first outcome is this event's; a version that waited behind the lock and must be retried adds
     its retry (so this event is retried too, and its retry rolls it)."""
-    s, state, owner = ports.settings, ports.state, _owner(ports)
-    for _ in range(LOCK_ATTEMPTS):
-        try:
-            item = state.acquire(target.id, owner, s.lock_seconds)
-            break
-        except Busy as busy:
-            queued = _queue_behind(ports, target, created, event, busy.item, replay)
-            if queued is not None:
-                return [queued]
-        except TransientError as exc:
-            return [Outcome(target.id, "retry", exc.reason, exc.message)]
-        except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
-            ports.log("could not take lock", target=target.id, error=repr(exc))
-            return [Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")]
-    else:
-        return [Outcome(target.id, "retry", "target-busy", f"{target.id}: the lock changed hands {LOCK_ATTEMPTS} times")]
+    state, owner = ports.state, _owner(ports)
+    item = _take_lock(ports, target, created, event, owner, replay)
+    if isinstance(item, Outcome):
+        return [item]
     try:
         live = ports.live(target, created.prefix)
         item = _settle(ports, target, item, live, owner)
@@ -251,6 +239,25 @@ def _target(ports: Ports, target: Target, created: ManifestCreated, event: dict[
         return [Outcome(target.id, "retry", "unexpected", f"{target.id}: {exc!r}")]
     # The target is free: a version that waited behind the lock goes now (concluded with its own event).
     return [outcome, *(o for o in _drain(ports, target, depth) if o.status == "retry")]
+
+
+def _take_lock(ports: Ports, target: Target, created: ManifestCreated, event: dict[str, Any], owner: str,
+               replay: bool) -> dict[str, Any] | Outcome:
+    """The target's item, read as ``owner`` took its lock; else the outcome that ends this event's turn at the
+    target (queued behind the holder, or a retry)."""
+    for _ in range(LOCK_ATTEMPTS):
+        try:
+            return ports.state.acquire(target.id, owner, ports.settings.lock_seconds)
+        except Busy as busy:
+            queued = _queue_behind(ports, target, created, event, busy.item, replay)
+            if queued is not None:
+                return queued
+        except TransientError as exc:
+            return Outcome(target.id, "retry", exc.reason, exc.message)
+        except Exception as exc:  # noqa: BLE001 - the state table failed: this target's retry, not the event's abort
+            ports.log("could not take lock", target=target.id, error=repr(exc))
+            return Outcome(target.id, "retry", "state-unavailable", f"{target.id}: {exc!r}")
+    return Outcome(target.id, "retry", "target-busy", f"{target.id}: the lock changed hands {LOCK_ATTEMPTS} times")
 
 
 def _decide(ports: Ports, created: ManifestCreated, item: dict[str, Any], live: decide.Live,

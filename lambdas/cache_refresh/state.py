@@ -123,8 +123,9 @@ RESETS_KEPT = 10
 """``hyperwarm refresh reset`` records kept in a target's item (who, when, from, to, why)."""
 
 
-class StateTable:
-    """The transitions of a target's item; ``clock`` is injectable so lock expiry can be modelled."""
+class _TargetItem:
+    """Reading and the conditional write of a target's item, every transition's ground; ``clock`` is injectable so
+    lock expiry can be modelled."""
 
     def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
         self.store = store
@@ -151,6 +152,74 @@ class StateTable:
             if self.store.put(pk, new, rev):
                 return new
         raise TransientError("state-conflict", f"{target_id}: state changed concurrently {_ATTEMPTS} times")
+
+
+class _OutsideTransitions(_TargetItem):
+    """The transitions made outside a refresh and without its lock: a deploy's pin and unpin (the deploy guard),
+    an operator's reset and abort (``hyperwarm refresh``)."""
+
+    def request_abort(self, target_id: str, *, by: str) -> dict[str, Any]:
+        """Ask the warm rollout in flight to end (``hyperwarm refresh abort``): its next step, or the reconciliation,
+        points the deployment back where it was switched and drops the staged copy. No lock is needed: the mark
+        is a conditional write like any other, and the rollout reads it at every step. ValueError without a
+        warm rollout in flight."""
+        def mark(item: dict[str, Any]) -> dict[str, Any] | None:
+            pending = item.get("pending") or {}
+            if pending.get("kind") != "hyperpod":
+                raise ValueError(f"{target_id}: no rollout in flight to abort")
+            if pending.get("abort"):
+                return None
+            return {**item, "pending": {**pending, "abort": {"by": by, "at": int(self.clock())}}}
+        return self._change(target_id, mark)
+
+    def pin(self, target_id: str, *, version: str, location: str, bucket: str) -> dict[str, Any]:
+        """A deploy pins the target at ``version``: recorded as what serves before the deploy moves it there, so
+        nothing takes the move for a move back; the record it replaces is kept (``pinned.previous``) for a
+        rollback of that deploy (:meth:`unpin`)."""
+        def pinned(item: dict[str, Any]) -> dict[str, Any] | None:
+            held = item.get("pinned") or {}
+            if held.get("version") == version:
+                return None
+            previous = held.get("previous", {k: item[k] for k in _CURRENT if k in item})
+            return {**item, "current_version": version, "current_location": location, "current_bucket": bucket,
+                    "current_sequencer": "0", "pinned": {"version": version, "previous": previous}}
+        return self._change(target_id, pinned)
+
+    def reset(self, target_id: str, *, version: str, by: str, reason: str) -> dict[str, Any]:
+        """Record ``version`` as what the target serves, on purpose (``hyperwarm refresh reset``): a record a bad
+        upload moved ahead of what serves (whose later versions it would skip as older) is put back without editing
+        the table by hand. Who, when, from what and why are kept (``resets``, the last :data:`RESETS_KEPT`).
+        ValueError while anything is in flight or locked (abort it first), or without a recorded location."""
+        now = self.clock()
+
+        def reset(item: dict[str, Any]) -> dict[str, Any] | None:
+            if any(item.get(k) for k in ("pending", "starting")) or lock_held(item, now):
+                raise ValueError(f"{target_id}: a refresh or rollout is in flight; let it end (or hyperwarm refresh "
+                                 "abort it) first")
+            location, bucket = item.get("current_location"), item.get("current_bucket")
+            if not location or not bucket or "/" not in str(location):
+                raise ValueError(f"{target_id}: the record names no served location to reset from")
+            prefix = str(location).rsplit("/", 1)[0]
+            entry = {"by": by, "at": int(now), "from": item.get("current_version"), "to": version, "reason": reason}
+            return {**item, "current_version": version, "current_location": f"{prefix}/{version}",
+                    "current_sequencer": "0", "resets": [*(item.get("resets") or []), entry][-RESETS_KEPT:]}
+        return self._change(target_id, reset)
+
+    def unpin(self, target_id: str, *, restore: bool = False) -> dict[str, Any]:
+        """The target is no longer pinned (it follows refreshes from the pinned version on); ``restore``: the
+        deploy that pinned it rolled back, so the record it replaced is put back."""
+        def unpinned(item: dict[str, Any]) -> dict[str, Any] | None:
+            held = item.get("pinned")
+            if held is None:
+                return None
+            rest = {k: v for k, v in item.items() if k != "pinned" and not (restore and k in _CURRENT)}
+            return {**rest, **held.get("previous", {})} if restore else rest
+        return self._change(target_id, unpinned)
+
+
+class StateTable(_OutsideTransitions):
+    """The transitions of a target's item: a refresh's, under the target's lock (:meth:`acquire`), and the ones
+    made without it; ``clock`` is injectable so lock expiry can be modelled."""
 
     def acquire(self, target_id: str, owner: str, seconds: int, *, over_rollout: bool = False) -> dict[str, Any]:
         """Take the lock (free or expired) and return the item read with it; :class:`Busy` otherwise.
@@ -228,20 +297,6 @@ class StateTable:
         """Record a warm rollout's progress (its phase and what it did) in its ``pending`` record."""
         return self._owned(target_id, owner, lambda item: {**item, "pending": {**item["pending"], **changes}})
 
-    def request_abort(self, target_id: str, *, by: str) -> dict[str, Any]:
-        """Ask the warm rollout in flight to end (``hyperwarm refresh abort``): its next step, or the reconciliation,
-        points the deployment back where it was switched and drops the staged copy. No lock is needed: the mark
-        is a conditional write like any other, and the rollout reads it at every step. ValueError without a
-        warm rollout in flight."""
-        def mark(item: dict[str, Any]) -> dict[str, Any] | None:
-            pending = item.get("pending") or {}
-            if pending.get("kind") != "hyperpod":
-                raise ValueError(f"{target_id}: no rollout in flight to abort")
-            if pending.get("abort"):
-                return None
-            return {**item, "pending": {**pending, "abort": {"by": by, "at": int(self.clock())}}}
-        return self._change(target_id, mark)
-
     def keep_rollout(self, target_id: str, owner: str, seconds: int) -> dict[str, Any]:
         """A rollout whose lock expired is still running: give the lock back to it."""
         return self._owned(target_id, owner, lambda item: {
@@ -283,50 +338,6 @@ class StateTable:
             return {**{k: v for k, v in item.items() if k not in drop},
                     "last_failed": {**(held if isinstance(held, dict) else {}), "reason": reason, "message": message}}
         return self._owned(target_id, owner, refuse)
-
-    def pin(self, target_id: str, *, version: str, location: str, bucket: str) -> dict[str, Any]:
-        """A deploy pins the target at ``version``: recorded as what serves before the deploy moves it there, so
-        nothing takes the move for a move back; the record it replaces is kept (``pinned.previous``) for a
-        rollback of that deploy (:meth:`unpin`)."""
-        def pinned(item: dict[str, Any]) -> dict[str, Any] | None:
-            held = item.get("pinned") or {}
-            if held.get("version") == version:
-                return None
-            previous = held.get("previous", {k: item[k] for k in _CURRENT if k in item})
-            return {**item, "current_version": version, "current_location": location, "current_bucket": bucket,
-                    "current_sequencer": "0", "pinned": {"version": version, "previous": previous}}
-        return self._change(target_id, pinned)
-
-    def reset(self, target_id: str, *, version: str, by: str, reason: str) -> dict[str, Any]:
-        """Record ``version`` as what the target serves, on purpose (``hyperwarm refresh reset``): a record a bad
-        upload moved ahead of what serves (whose later versions it would skip as older) is put back without editing
-        the table by hand. Who, when, from what and why are kept (``resets``, the last :data:`RESETS_KEPT`).
-        ValueError while anything is in flight or locked (abort it first), or without a recorded location."""
-        now = self.clock()
-
-        def reset(item: dict[str, Any]) -> dict[str, Any] | None:
-            if any(item.get(k) for k in ("pending", "starting")) or lock_held(item, now):
-                raise ValueError(f"{target_id}: a refresh or rollout is in flight; let it end (or hyperwarm refresh "
-                                 "abort it) first")
-            location, bucket = item.get("current_location"), item.get("current_bucket")
-            if not location or not bucket or "/" not in str(location):
-                raise ValueError(f"{target_id}: the record names no served location to reset from")
-            prefix = str(location).rsplit("/", 1)[0]
-            entry = {"by": by, "at": int(now), "from": item.get("current_version"), "to": version, "reason": reason}
-            return {**item, "current_version": version, "current_location": f"{prefix}/{version}",
-                    "current_sequencer": "0", "resets": [*(item.get("resets") or []), entry][-RESETS_KEPT:]}
-        return self._change(target_id, reset)
-
-    def unpin(self, target_id: str, *, restore: bool = False) -> dict[str, Any]:
-        """The target is no longer pinned (it follows refreshes from the pinned version on); ``restore``: the
-        deploy that pinned it rolled back, so the record it replaced is put back."""
-        def unpinned(item: dict[str, Any]) -> dict[str, Any] | None:
-            held = item.get("pinned")
-            if held is None:
-                return None
-            rest = {k: v for k, v in item.items() if k != "pinned" and not (restore and k in _CURRENT)}
-            return {**rest, **held.get("previous", {})} if restore else rest
-        return self._change(target_id, unpinned)
 
     def enqueue(self, target_id: str, version: str, sequencer: str, event: dict[str, Any], *, behind: str) -> bool:
         """Remember ``version`` to roll when the target is free, unless an equal or newer one waits.

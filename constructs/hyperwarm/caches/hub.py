@@ -162,24 +162,11 @@ class HubTokenSync(Construct):
     def __init__(self, scope: Construct, id: str, props: HubTokenSyncProps) -> None:
         super().__init__(scope, id)
         _validate(self.node.path, props)
-        stack = cdk.Stack.of(self)
         self.security_group, network = private_api_network(self, props.cluster, "Hub token sync")
         self.role = cluster_function_role(
             self, props.cluster, "Hub token sync: reads the Hub token secrets, fills their Kubernetes Secrets")
-        sources = sorted({s.token_secret for s in props.tokens.values() if s.token_secret})
-        self.secret_arns = [secret_arn(stack, s) for s in sources]
+        self.secret_arns = self._grant_token_reads(props)
         """The secrets' ARNs as granted (a name ends in ``-??????``: Secrets Manager's random suffix)."""
-        self.role.add_to_principal_policy(iam.PolicyStatement(
-            sid="ReadHubTokens", actions=["secretsmanager:GetSecretValue"], resources=self.secret_arns))
-        suffixed = [f"IAM5[Resource::{_finding(self, arn)}]" for arn in self.secret_arns if arn.endswith("-??????")]
-        if suffixed:
-            acknowledge(self.role, "a secret named without its ARN: the ARN ends in a random six-character suffix "
-                        "Secrets Manager adds, matched by -?????? (one secret per name)", *suffixed)
-        keys = sorted({s.token_secret_key_arn for s in props.tokens.values() if s.token_secret_key_arn})
-        if keys:
-            self.role.add_to_principal_policy(iam.PolicyStatement(
-                sid="DecryptHubTokens", actions=["kms:Decrypt"], resources=keys,
-                conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{stack.region}.{stack.url_suffix}"}}))
         self.function = lambda_.Function(
             self, "Function", runtime=lambda_.Runtime.PYTHON_3_13, architecture=lambda_.Architecture.ARM_64,
             handler=HANDLER, code=FUNCTION.code(), role=self.role, memory_size=128,
@@ -220,6 +207,24 @@ class HubTokenSync(Construct):
             properties={"Tokens": {name: s.token_secret for name, s in sorted(props.tokens.items())},
                         "Fingerprint": props.fingerprint})
         self.resource.node.add_dependency(self.rbac, self.access_entry, self.role)
+
+    def _grant_token_reads(self, props: HubTokenSyncProps) -> list[str]:
+        """The role reads the token secrets (and decrypts them through Secrets Manager alone); their ARNs."""
+        stack = cdk.Stack.of(self)
+        sources = sorted({s.token_secret for s in props.tokens.values() if s.token_secret})
+        secret_arns = [secret_arn(stack, s) for s in sources]
+        self.role.add_to_principal_policy(iam.PolicyStatement(
+            sid="ReadHubTokens", actions=["secretsmanager:GetSecretValue"], resources=secret_arns))
+        suffixed = [f"IAM5[Resource::{_finding(self, arn)}]" for arn in secret_arns if arn.endswith("-??????")]
+        if suffixed:
+            acknowledge(self.role, "a secret named without its ARN: the ARN ends in a random six-character suffix "
+                        "Secrets Manager adds, matched by -?????? (one secret per name)", *suffixed)
+        keys = sorted({s.token_secret_key_arn for s in props.tokens.values() if s.token_secret_key_arn})
+        if keys:
+            self.role.add_to_principal_policy(iam.PolicyStatement(
+                sid="DecryptHubTokens", actions=["kms:Decrypt"], resources=keys,
+                conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{stack.region}.{stack.url_suffix}"}}))
+        return secret_arns
 
     @property
     def grant_principal(self) -> iam.IPrincipal:

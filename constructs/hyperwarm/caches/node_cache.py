@@ -94,31 +94,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     source = model.source
     assert isinstance(source, ModelSource)  # CachedModelProps' rule: the node cache fills from S3
     version = layout.Version(source.version, source.bucket, source.location, source.region or "")
-    env = [
-        {"name": layout.MODEL_ENV, "value": model.name},
-        {"name": layout.NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-        {"name": layout.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
-        {"name": layout.VERSIONS_ENV, "valueFrom": {"fieldRef": {
-            "fieldPath": f"metadata.annotations['{layout.VERSIONS_ANNOTATION}']"}}},
-        {"name": layout.HEADROOM_ENV, "value": str(headroom_percent)},
-        {"name": "AWS_REGION", "value": region},
-        {"name": "PYTHONPATH", "value": CODE_MOUNT},
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-    ]
-    ready = f"import os,sys; sys.exit(not os.path.exists({layout.READY_FILE!r}))"
-    container = {
-        "name": "fill", "image": image, "imagePullPolicy": "IfNotPresent",
-        "command": ["python3", "-m", "hyperwarm.functions.node_cache.fill"], "env": env,
-        "readinessProbe": {"exec": {"command": ["python3", "-c", ready]}, "periodSeconds": 30},
-        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "4", "memory": "2Gi"}},
-        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
-                            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-        "volumeMounts": [{"name": "cache", "mountPath": layout.MOUNT},
-                         {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True},
-                         {"name": "status", "mountPath": layout.STATUS_DIR},
-                         {"name": "tmp", "mountPath": "/tmp"}],
-    }
+    container = _fill_container(model, region=region, image=image, headroom_percent=headroom_percent)
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": namespace, "labels": labels,
@@ -149,6 +125,36 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
                 },
             },
         },
+    }
+
+
+def _fill_container(model: CachedModelProps, *, region: str, image: str, headroom_percent: int) -> dict[str, Any]:
+    """The filler's container: what it fills (its environment), when it is ready (the listed versions are
+    complete), what it may use and where it writes."""
+    env = [
+        {"name": layout.MODEL_ENV, "value": model.name},
+        {"name": layout.NODE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": layout.NAMESPACE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": layout.VERSIONS_ENV, "valueFrom": {"fieldRef": {
+            "fieldPath": f"metadata.annotations['{layout.VERSIONS_ANNOTATION}']"}}},
+        {"name": layout.HEADROOM_ENV, "value": str(headroom_percent)},
+        {"name": "AWS_REGION", "value": region},
+        {"name": "PYTHONPATH", "value": CODE_MOUNT},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+    ]
+    ready = f"import os,sys; sys.exit(not os.path.exists({layout.READY_FILE!r}))"
+    return {
+        "name": "fill", "image": image, "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-m", "hyperwarm.functions.node_cache.fill"], "env": env,
+        "readinessProbe": {"exec": {"command": ["python3", "-c", ready]}, "periodSeconds": 30},
+        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "4", "memory": "2Gi"}},
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "volumeMounts": [{"name": "cache", "mountPath": layout.MOUNT},
+                         {"name": "code", "mountPath": CODE_MOUNT, "readOnly": True},
+                         {"name": "status", "mountPath": layout.STATUS_DIR},
+                         {"name": "tmp", "mountPath": "/tmp"}],
     }
 
 

@@ -118,7 +118,7 @@ class InferenceEndpoint(EndpointBase):
         self._endpoint_name = props.endpoint_name or self._resource.attr_endpoint_name
         self.rollback_alarms: list[cloudwatch.IAlarm] = self._rollback_alarms(props.guardrails)
         """Alarms that roll a blue/green update back (a refresh's too); no action until ``notify_alarms``."""
-        self._resource.deployment_config = self._deployment_config(props.guardrails)
+        self._resource.deployment_config = _deployment_config(props.guardrails, self.rollback_alarms)
         self.inference_components: dict[str, InferenceComponent] = {
             v.name: self._inference_component(v) for v in props.variants if v.inference_component}
         """Inference components by variant name (variants that serve their model as one)."""
@@ -226,26 +226,6 @@ class InferenceEndpoint(EndpointBase):
                 resources=[a.alarm_arn for a in alarms]))
         return alarms
 
-    def _deployment_config(self, g: DeploymentGuardrails | None) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
-        if g is None:
-            return None
-        shift = g.traffic
-        size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=shift.percent) \
-            if shift.percent is not None else None
-        return sagemaker.CfnEndpoint.DeploymentConfigProperty(
-            blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
-                traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
-                    type=shift.type, wait_interval_in_seconds=shift.bake_time().to_seconds(),
-                    canary_size=size if shift.type == "CANARY" else None,
-                    linear_step_size=size if shift.type == "LINEAR" else None,
-                ),
-                termination_wait_in_seconds=g.termination_wait.to_seconds(),
-            ),
-            auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
-                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in self.rollback_alarms]
-            ) if self.rollback_alarms else None,
-        )
-
     def _inference_component(self, v: ProductionVariant) -> InferenceComponent:
         assert v.inference_component is not None
         component = InferenceComponent(self, f"{v.name}Component", InferenceComponentProps(
@@ -268,3 +248,27 @@ def _rollback_5xx_alarm(endpoint: InferenceEndpoint, variant: str, endpoint_name
         alarm_description=f"5XX errors on variant {variant} of {endpoint_name} in at least {ROLLBACK_5XX_SHARE:.0%} "
                           f"of requests for {ROLLBACK_5XX_MINUTES[0]} of {ROLLBACK_5XX_MINUTES[1]} minutes: rolls "
                           "a blue/green update back")
+
+
+def _deployment_config(g: DeploymentGuardrails | None,
+                       rollback_alarms: Sequence[cloudwatch.IAlarm]) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+    """The blue/green update policy of ``g`` (its traffic shift), rolled back by ``rollback_alarms``; None without
+    guardrails."""
+    if g is None:
+        return None
+    shift = g.traffic
+    size = sagemaker.CfnEndpoint.CapacitySizeProperty(type="CAPACITY_PERCENT", value=shift.percent) \
+        if shift.percent is not None else None
+    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+        blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+            traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                type=shift.type, wait_interval_in_seconds=shift.bake_time().to_seconds(),
+                canary_size=size if shift.type == "CANARY" else None,
+                linear_step_size=size if shift.type == "LINEAR" else None,
+            ),
+            termination_wait_in_seconds=g.termination_wait.to_seconds(),
+        ),
+        auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in rollback_alarms]
+        ) if rollback_alarms else None,
+    )

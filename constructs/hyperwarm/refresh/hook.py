@@ -15,7 +15,8 @@ host its pods hold it, and drop the previous version.
 
 The parts: :mod:`.functions` (functions, role, logs, failure destination),
 :mod:`.access` (IAM and Kubernetes access; grants to what serves a refreshed prefix),
-:mod:`.events` (rules), :mod:`.rollout` (the warm rollout's workflow), :mod:`.asset` (the code). What the construct writes and the
+:mod:`.events` (rules), :mod:`.rollout` (the warm rollout's workflow), :mod:`.asset` (the code),
+:mod:`.metrics` (the metrics and the alarms on them). What the construct writes and the
 function reads (environment, targets, names, metrics) is the function's own
 :mod:`~hyperwarm.functions.cache_refresh.contract`.
 """
@@ -31,7 +32,6 @@ from annotated_types import Interval
 from aws_cdk import (
     aws_cloudwatch as cloudwatch,
     aws_dynamodb as dynamodb,
-    aws_events as events,
     aws_iam as iam,
     aws_kms as kms,
     aws_lambda as lambda_,
@@ -40,7 +40,6 @@ from aws_cdk import (
     aws_stepfunctions as sfn,
 )
 from constructs import Construct
-from typing_extensions import Unpack
 
 from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
@@ -49,11 +48,11 @@ from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
 from hyperwarm.functions.cache_refresh import contract, naming
-from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.concurrency import ReservedConcurrency
 from hyperwarm.refresh.events import RefreshEvents, manifest_event_pattern
 from hyperwarm.refresh.functions import RefreshFunctions
+from hyperwarm.refresh.metrics import RefreshMetrics
 from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
 from hyperwarm.refresh.rollout import backstop_timeout, history_problems, rollout_workflow
 from hyperwarm.refresh.targets import HyperPodRefreshTarget
@@ -185,7 +184,7 @@ class CacheRefreshHookProps:
     100 unreserved. Default: none reserved (the account's unreserved pool, unbounded but for the account limit)."""
 
 
-class CacheRefreshHook(Construct):
+class CacheRefreshHook(RefreshMetrics):
     """New model versions in S3 move HyperPod deployments and SageMaker endpoints to them.
 
     Whatever serves a refreshed prefix is granted to read every version of it (an endpoint's execution
@@ -199,8 +198,7 @@ class CacheRefreshHook(Construct):
         super().__init__(scope, id)
         raise_problems(self.node.path, "CacheRefreshHookProps", props_problems(props))
         self.bucket: s3.IBucket = props.bucket or model_bucket(self, "Models", props.bucket_name)
-        self.bucket.enable_event_bridge_notification()
-        _acknowledge_notifications_handler(cdk.Stack.of(self))
+        self._send_bucket_events()
         self.publisher_key: kms.IKey | None = None if props.signing is None else (
             props.signing.key or publisher_key(self, "PublisherKey"))
         """The key whose signature a version needs (``props.signing``), or None: unsigned versions move."""
@@ -220,18 +218,12 @@ class CacheRefreshHook(Construct):
         self.state_handler = functions.state_handler
         self.reconciler = functions.reconciler
         self.node.default_child = self.function.node.default_child
-        if props.signing is not None and self.publisher_key is not None:
-            for role in (self.role, functions.rollout_role):
-                if role is not None:
-                    grant_verify(self.publisher_key, role)
-            for publisher in props.signing.publishers:
-                self.grant_publish(publisher)
+        self._admit_signed_versions(props.signing, functions)
         access = RefreshAccess(
             self, role=self.role, bucket=self.bucket, prefixes=[m.prefix for m in props.models],
             state_table=self.state_table, dead_letter_queue=self.dead_letter_queue, cluster=self.cluster,
             hyperpod={m.prefix: [t.to_contract() for t in m.hyperpod] for m in props.models if m.hyperpod},
-            endpoints=endpoints,
-            rollout_role=functions.rollout_role)
+            endpoints=endpoints, rollout_role=functions.rollout_role)
         self.access_entry = access.access_entry
         self.rbac = access.rbac
         self.rbac_objects = access.rbac_objects
@@ -241,16 +233,11 @@ class CacheRefreshHook(Construct):
         """The step function's own role (state table, dead-letter queue, cluster), or None."""
         self.rollout_access_entry = access.rollout_access_entry
         """The step function's access entry, in the refresh's Kubernetes group, or None."""
-        self.rollout_workflow: sfn.StateMachine | None = None
+        self.rollout_workflow: sfn.StateMachine | None = self._rollout_workflow(functions.rollout_step, warm)
         """The warm rollout's Standard state machine (one execution per target and version), or None when no
         HyperPod target is node-cached. The refresh functions and the step (which rolls a version that
         waited behind a rollout) may start it (``states:StartExecution`` on it alone); it may invoke only
         :attr:`rollout_function`."""
-        if functions.rollout_step is not None:
-            self.rollout_workflow = rollout_workflow(self, functions.rollout_step, backstop_timeout(warm))
-            self.rollout_workflow.grant_start_execution(self.role)
-            for starter in (self.function, self.reconciler):
-                starter.add_environment(contract.ROLLOUT_STATE_MACHINE, self.rollout_workflow.state_machine_arn)
         self._grant_serving_read(props)
         rules = RefreshEvents(
             self, bucket_name=self.bucket.bucket_name, prefixes=[m.prefix for m in props.models],
@@ -261,8 +248,7 @@ class CacheRefreshHook(Construct):
         self.manifest_rule = rules.manifest_rule
         self.endpoint_rule = rules.endpoint_rule
         self.reconcile_rule = rules.reconcile_rule
-        self._admit_letter_senders(props, [r for r in (functions.role, functions.rollout_role) if r is not None],
-                                   [r for r in (rules.manifest_rule, rules.endpoint_rule) if r is not None])
+        self._admit_letter_senders(props, functions, rules)
         self._warm_targets = warm
         self.alarms = self._alarms()
         """The alarms by name, without actions (five, and three more with a warm rollout workflow):
@@ -293,92 +279,13 @@ class CacheRefreshHook(Construct):
         return contract.Admission(publisher_key=self.publisher_key.key_arn if self.publisher_key else None,
                                   versions=model.versions, max_step=model.max_step)
 
-    # -- metrics users alarm on ------------------------------------------------------------------
-
-    def metric_refresh_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """Refreshes that failed or were rolled back (the previous version still serves), including
-        targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
-        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
-                                 dimensions_map={"service": contract.SERVICE},
-                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
-
-    def metric_dead_letters(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
-        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            **over_defaults(options, period=cdk.Duration.minutes(5), statistic="Maximum"))
-
-    def metric_dead_letters_suppressed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """Letters not sent because their prefix's hourly quota (``max_dead_letters_per_hour``) was spent: the
-        failures are recorded, their letters are in the function's log (``dead letter suppressed``); by prefix
-        with ``dimensions_map={"service": ..., "prefix": ...}``. Default: Sum over 5 minutes."""
-        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.LETTERS_SUPPRESSED_METRIC,
-                                 dimensions_map={"service": contract.SERVICE},
-                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
-
-    def metric_errors(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
-        """Invocations of any of the three functions that raised (for the reconciler: a run that could not
-        reconcile every target). Default: Sum over 5 minutes."""
-        return self._sum([fn.metric_errors() for fn in (self.function, self.state_handler, self.reconciler)],
-                         options)
-
-    def metric_undelivered_failures(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
-        """Failed invocations that could not be sent to the dead-letter queue (lost). Default: Sum over 5 minutes."""
-        return self._sum([fn.metric("DestinationDeliveryFailures", statistic="Sum")
-                          for fn in (self.function, self.state_handler)], options)
-
-    def metric_reconciled(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """What the reconciliation repaired: rollouts, unrecorded updates and waiting versions whose end
-        was never announced (above zero means events are being lost). Default: Sum over 1 hour."""
-        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.RECONCILED_METRIC,
-                                 dimensions_map={"service": contract.SERVICE},
-                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.hours(1)))
-
-    def metric_rollout_executions_failed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """Warm rollouts that ended failed or abandoned (``AWS/States`` ``ExecutionsFailed`` of the rollout
-        workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
-        timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
-        Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
-        return self._workflow().metric_failed(**over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
-
-    def metric_rollout_executions_ended_badly(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
-        """Warm rollout executions that failed, timed out (the workflow's backstop) or were aborted (stopped by
-        ``hyperwarm refresh abort``). Default: Sum over 5 minutes. Raises ``ValueError`` without a warm rollout."""
-        workflow = self._workflow()
-        return self._sum([workflow.metric_failed(), workflow.metric_timed_out(), workflow.metric_aborted()], options)
-
-    def metric_cold_pods(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
-        """Pods of a refresh's new version found on a node without its ready label, over every warm target
-        (``RefreshColdPods``, published once per rollout). Default: Sum over 5 minutes."""
-        metrics: list[cloudwatch.IMetric] = [cloudwatch.Metric(
-            namespace=contract.METRICS_NAMESPACE, metric_name="RefreshColdPods",
-            dimensions_map={"service": contract.SERVICE, "target": t.id}, statistic="Sum") for t in self._warm_targets]
-        return self._sum(metrics, options)
-
-    def metric_time_to_warm(self, target: HyperPodRefreshTarget, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
-        """Seconds from a warm rollout's staging start until the new version was ready on every node of
-        ``target`` (``TimeToWarm``, published once per rollout). Default: Maximum over 5 minutes."""
-        return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="TimeToWarm",
-                                 dimensions_map={"service": contract.SERVICE, "target": target.to_contract().id},
-                                 **over_defaults(options, statistic="Maximum", period=cdk.Duration.minutes(5)))
-
-    def _workflow(self) -> sfn.StateMachine:
-        if self.rollout_workflow is None:
-            raise ValueError(f"{self.node.path}: no warm rollout workflow; it exists when a HyperPod target "
-                             "is node-cached (node_cache)")
-        return self.rollout_workflow
-
-    @staticmethod
-    def _sum(metrics: list[cloudwatch.IMetric], options: MetricOptions) -> cloudwatch.MathExpression:
-        """A sum of ``metrics`` (of their default statistic; a math expression takes period, label and color alone)."""
-        # One function alone may fail while the others have no data point: missing counts as 0, else
-        # the sum is missing too and the alarm never sees the failure.
-        names = [chr(ord("a") + i) for i in range(len(metrics))]
-        return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
-                                         using_metrics=dict(zip(names, metrics, strict=True)),
-                                         period=options.get("period", cdk.Duration.minutes(5)),
-                                         label=options.get("label"), color=options.get("color"))
-
     # -- parts -----------------------------------------------------------------------------------
+
+    def _send_bucket_events(self) -> None:
+        """The bucket's events reach EventBridge, where the manifest rule matches them (aws-cdk-lib's deploy-time
+        handler turns that on)."""
+        self.bucket.enable_event_bridge_notification()
+        _acknowledge_notifications_handler(cdk.Stack.of(self))
 
     def _state_table(self, props: CacheRefreshHookProps) -> dynamodb.Table:
         table = dynamodb.Table(
@@ -406,15 +313,38 @@ class CacheRefreshHook(Construct):
                             "AWS-managed alias/aws/sqs key", "CKV_AWS_27")
         return queue
 
-    def _admit_letter_senders(self, props: CacheRefreshHookProps, roles: Sequence[iam.IRole],
-                              rules: Sequence[events.IRule]) -> None:
+    def _admit_signed_versions(self, signing: PublisherSigning | None, functions: RefreshFunctions) -> None:
+        """With signing, the functions verify with the publisher key and the named publishers may sign and write."""
+        if signing is None or self.publisher_key is None:
+            return
+        for role in (self.role, functions.rollout_role):
+            if role is not None:
+                grant_verify(self.publisher_key, role)
+        for publisher in signing.publishers:
+            self.grant_publish(publisher)
+
+    def _rollout_workflow(self, step: lambda_.Function | None,
+                          warm: Sequence[contract.HyperPodTarget]) -> sfn.StateMachine | None:
+        """The warm rollout's workflow (with a node-cached target), which the refresh functions may start."""
+        if step is None:
+            return None
+        workflow = rollout_workflow(self, step, backstop_timeout(warm))
+        workflow.grant_start_execution(self.role)
+        for starter in (self.function, self.reconciler):
+            starter.add_environment(contract.ROLLOUT_STATE_MACHINE, workflow.state_machine_arn)
+        return workflow
+
+    def _admit_letter_senders(self, props: CacheRefreshHookProps, functions: RefreshFunctions,
+                              rules: RefreshEvents) -> None:
         """Letters only from who writes them: a forged letter is an event replay would invoke the refresh with.
         ``sqs:SendMessage`` is denied to every principal but the refresh functions' roles (their own letters, and
         Lambda's on-failure records, which Lambda sends with the function's execution role), EventBridge on behalf
         of the event rules (``aws:SourceArn``: what they could not deliver; the Allow is aws-cdk-lib's) and, for a
         named queue, the roles under its sender path (the deploy guards')."""
+        roles = [r for r in (functions.role, functions.rollout_role) if r is not None]
+        sources = [r for r in (rules.manifest_rule, rules.endpoint_rule) if r is not None]
         exempt: dict[str, Any] = {"ArnNotEquals": {"aws:PrincipalArn": [r.role_arn for r in roles],
-                                                   "aws:SourceArn": [r.rule_arn for r in rules]}}
+                                                   "aws:SourceArn": [r.rule_arn for r in sources]}}
         if props.dead_letter_queue_name:
             exempt["ArnNotLike"] = {"aws:PrincipalArn": cdk.Stack.of(self).format_arn(
                 service="iam", region="", resource="role",
@@ -452,43 +382,6 @@ class CacheRefreshHook(Construct):
         for model in props.models:
             grant_serving_read(readable, model.prefix, [t.endpoint for t in model.endpoints],
                                [t.cluster for t in model.hyperpod])
-
-    def _alarms(self) -> dict[str, cloudwatch.Alarm]:
-        def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
-            return cloudwatch.Alarm(self, name, metric=metric, threshold=1, evaluation_periods=1,
-                                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                                    alarm_description=description)
-        warm = {} if self.rollout_workflow is None or self.rollout_function is None else {
-            "rollout_executions": alarm(
-                "RolloutExecutionsAlarm", self.metric_rollout_executions_ended_badly(),
-                "a warm rollout's execution failed, timed out or was aborted; the record and the letters say what "
-                "serves (the rollout itself points back and drops the staged copy)"),
-            "rollout_step_errors": alarm(
-                "RolloutStepErrorsAlarm", self.rollout_function.metric_errors(statistic="Sum"),
-                "the warm rollout's step function raised (the state table or a crash): the workflow retries it a poll "
-                "apart, then abandons the rollout"),
-            "cold_pods": alarm(
-                "RefreshColdPodsAlarm", self.metric_cold_pods(),
-                "a warm version change placed a pod on a node without its version's ready label: check the "
-                "deployment's node affinity and the node-cache filler on that node"),
-        }
-        return {
-            **warm,
-            "dead_letters": alarm("DeadLettersAlarm", self.metric_dead_letters(),
-                                  "refresh events wait in the dead-letter queue: see `hyperwarm refresh replay`"),
-            "errors": alarm("ErrorsAlarm", self.metric_errors(), "the cache refresh functions failed"),
-            "undelivered": alarm("UndeliveredFailuresAlarm", self.metric_undelivered_failures(),
-                                 "a failed refresh invocation could not be sent to the dead-letter queue: it is "
-                                 "lost; check the queue's policy and the functions' role"),
-            "refresh_failed": alarm("RefreshFailedAlarm", self.metric_refresh_failed(),
-                                    "a refresh failed or was rolled back; the previous version still serves"),
-            "dead_letters_suppressed": alarm(
-                "DeadLettersSuppressedAlarm", self.metric_dead_letters_suppressed(),
-                "a model prefix failed more often in an hour than max_dead_letters_per_hour: the letters beyond it "
-                "are in the refresh function's log (dead letter suppressed), not in the queue; look at what is "
-                "uploaded under the prefix (DeadLettersSuppressed by prefix)"),
-        }
 
 
 def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:

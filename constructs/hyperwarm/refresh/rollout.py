@@ -96,6 +96,36 @@ def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Dura
     behind it, warm. The workflow invokes the step, so the step cannot reference the workflow's ARN; the
     workflow gets a name derived from its construct path instead (unique per stack), whose ARN both know."""
     states = Construct(scope, "RolloutStates")
+    first = _rollout_states(states, step)
+    log_group = logs.LogGroup(scope, "RolloutWorkflowLogs", retention=logs.RetentionDays.THREE_MONTHS,
+                              log_group_name=LOG_GROUP_PREFIX + cdk.Names.unique_resource_name(
+                                  states, max_length=200, separator="-"))
+    machine = sfn.StateMachine(
+        scope, "RolloutWorkflow", definition_body=sfn.DefinitionBody.from_chainable(first),
+        state_machine_type=sfn.StateMachineType.STANDARD, timeout=timeout, tracing_enabled=True,
+        comment="hyperwarm: one HyperPod target's warm rollout to one model version (stage, switch, retire)",
+        # Every transition and error; the inputs and answers (target ids and versions) stay in the
+        # execution history, which the console shows per execution.
+        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False))
+    name = cdk.Names.unique_resource_name(machine, max_length=80, separator="-")
+    typing.cast(sfn.CfnStateMachine, machine.node.default_child).state_machine_name = name
+    arn = cdk.Stack.of(machine).format_arn(service="states", resource="stateMachine", resource_name=name,
+                                           arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+    step.add_environment(contract.ROLLOUT_STATE_MACHINE, arn)
+    step.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[arn]))
+    acknowledge(machine, "aws-cdk-lib grants the Lambda invoke integration on the step function and its "
+                "versions, nothing else", f"IAM5[Resource::<{logical_id(step)}.Arn>:*]")
+    acknowledge(machine, "CloudWatch Logs' log-delivery actions and X-Ray's trace writes have no resource-level "
+                "permissions (Step Functions logging and tracing need them on *)", "IAM5[Resource::*]")
+    acknowledge_checkov(log_group, "the workflow's log holds state transitions and errors of model rollouts, no "
+                        "execution data and no secrets; CloudWatch Logs encrypts every log group at rest",
+                        "CKV_AWS_158")
+    return machine
+
+
+def _rollout_states(states: Construct, step: lambda_.Function) -> tasks.LambdaInvoke:
+    """The workflow's states in ``states``, from its first (the step): step, wait for as long as its answer says,
+    step again until done or failed; :data:`MAX_FAILED_STEPS` failed steps in a row abandon the rollout."""
     first = _invoke(states, "Step", step, "advance the rollout by one step; the answer's phase says what is next")
     abandon = _invoke(states, "Abandon", step, "end the rollout as failed: dead letter, the old version serving")
     mark = sfn.Pass(states, "MarkAbandoned", result=sfn.Result.from_boolean(True), result_path="$.abandon",
@@ -128,31 +158,7 @@ def rollout_workflow(scope: Construct, step: lambda_.Function, timeout: cdk.Dura
         cause="the step ended the rollout as failed (dead-lettered): the old version serves"))
     phase.otherwise(mark)
     first.next(phase)
-
-    log_group = logs.LogGroup(scope, "RolloutWorkflowLogs", retention=logs.RetentionDays.THREE_MONTHS,
-                              log_group_name=LOG_GROUP_PREFIX + cdk.Names.unique_resource_name(
-                                  states, max_length=200, separator="-"))
-    machine = sfn.StateMachine(
-        scope, "RolloutWorkflow", definition_body=sfn.DefinitionBody.from_chainable(first),
-        state_machine_type=sfn.StateMachineType.STANDARD, timeout=timeout, tracing_enabled=True,
-        comment="hyperwarm: one HyperPod target's warm rollout to one model version (stage, switch, retire)",
-        # Every transition and error; the inputs and answers (target ids and versions) stay in the
-        # execution history, which the console shows per execution.
-        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False))
-    name = cdk.Names.unique_resource_name(machine, max_length=80, separator="-")
-    typing.cast(sfn.CfnStateMachine, machine.node.default_child).state_machine_name = name
-    arn = cdk.Stack.of(machine).format_arn(service="states", resource="stateMachine", resource_name=name,
-                                           arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
-    step.add_environment(contract.ROLLOUT_STATE_MACHINE, arn)
-    step.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[arn]))
-    acknowledge(machine, "aws-cdk-lib grants the Lambda invoke integration on the step function and its "
-                "versions, nothing else", f"IAM5[Resource::<{logical_id(step)}.Arn>:*]")
-    acknowledge(machine, "CloudWatch Logs' log-delivery actions and X-Ray's trace writes have no resource-level "
-                "permissions (Step Functions logging and tracing need them on *)", "IAM5[Resource::*]")
-    acknowledge_checkov(log_group, "the workflow's log holds state transitions and errors of model rollouts, no "
-                        "execution data and no secrets; CloudWatch Logs encrypts every log group at rest",
-                        "CKV_AWS_158")
-    return machine
+    return first
 
 
 def _invoke(scope: Construct, id: str, step: lambda_.IFunction, comment: str) -> tasks.LambdaInvoke:
