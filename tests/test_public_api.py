@@ -10,9 +10,10 @@ import sys
 import typing
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
-from stand_ins import imported_cluster
+from stand_ins import MODEL, imported_cluster
 
 import hyperwarm
 from hyperwarm import HyperPodEksCluster, HyperPodEksClusterProps, IHyperPodCluster, InstanceGroupSpec
@@ -71,3 +72,64 @@ def test_an_imported_cluster_has_connections_too() -> None:
     Template.from_stack(stack).has_resource_properties("AWS::EC2::SecurityGroupIngress", {
         "GroupId": stack.resolve(fs.security_group_id), "FromPort": 988, "SourceSecurityGroupId": "sg-0123456789abcdef0"})
 
+
+# -- closed sets of strings: one Literal alias each, exported, checked with one clear error ---------------------
+
+CHOICE_FIELDS = [  # (class, field, exported alias, its values)
+    (hyperwarm.BlueGreen, "traffic", "TrafficType", ("ALL_AT_ONCE", "CANARY", "LINEAR")),
+    (hyperwarm.TrafficShift, "type", "TrafficType", ("ALL_AT_ONCE", "CANARY", "LINEAR")),
+    (hyperwarm.Routing, "strategy", "EndpointRoutingStrategy",
+     ("RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE")),
+    (hyperwarm.HyperPodEksClusterProps, "node_recovery", "NodeRecovery", ("Automatic", "None")),
+    (hyperwarm.HyperPodEksClusterProps, "kubernetes_version", "KubernetesVersion",
+     ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")),
+    (hyperwarm.NodeTaint, "effect", "TaintEffect", ("NoSchedule", "PreferNoSchedule", "NoExecute")),
+    (hyperwarm.InstanceGroupSpec, "threads_per_core", "ThreadsPerCore", (1, 2)),
+    (hyperwarm.CachedModelProps, "weights_cache", "WeightsCache", ("node", "operator", "off")),
+    (hyperwarm.CloudWatchTrigger, "metric_type", "MetricType", ("Average", "Value")),
+]
+
+
+@pytest.mark.parametrize("cls, name, alias, values", CHOICE_FIELDS, ids=lambda v: getattr(v, "__name__", str(v)))
+def test_a_closed_set_of_choices_is_typed_by_an_exported_literal_alias(cls, name, alias, values) -> None:
+    exported = getattr(hyperwarm, alias)
+    assert alias in hyperwarm.__all__ and typing.get_args(exported) == values
+    hint = typing.get_type_hints(cls)[name]
+    assert exported in (hint, *typing.get_args(hint)), f"{cls.__name__}.{name}: {hint}"
+
+
+def test_traffic_types_are_the_refresh_contracts() -> None:
+    from hyperwarm.functions.cache_refresh import contract
+
+    assert typing.get_args(hyperwarm.TrafficType) == contract.TRAFFIC_TYPES
+
+
+def _one_error(build: typing.Callable[[], object], line: str) -> None:
+    with pytest.raises(ValueError) as error:
+        build()
+    lines = [ln.strip() for ln in str(error.value).splitlines()]
+    assert [ln for ln in lines if ln.split(" -- ")[0] == line.split(" -- ")[0]] == [line], str(error.value)
+
+
+def test_a_bad_choice_is_one_error_naming_field_value_and_allowed_values() -> None:
+    system = InstanceGroupSpec(name="system", instance_type="ml.m5.xlarge")
+    tainted = InstanceGroupSpec(name="tainted", instance_type="ml.m5.xlarge", taints=(
+        hyperwarm.NodeTaint(key="k", effect="Never"),))  # type: ignore[arg-type]
+    _one_error(lambda: HyperPodEksCluster(_cluster_stack(), "C", HyperPodEksClusterProps(
+        instance_groups=[system], node_recovery="Sometimes")),  # type: ignore[arg-type]
+        "node_recovery = 'Sometimes' -- allowed: Automatic, None")
+    _one_error(lambda: HyperPodEksCluster(_cluster_stack(), "C", HyperPodEksClusterProps(
+        instance_groups=[system, tainted])),
+        "instance_groups[1].taints[0].effect = 'Never' -- allowed: NoSchedule, PreferNoSchedule, NoExecute")
+
+    def endpoint(**props: typing.Any) -> object:
+        return hyperwarm.InferenceEndpoint(_cluster_stack(), "Chat", hyperwarm.InferenceEndpointProps(
+            endpoint_name="chat", **props))
+    main = {"name": "main", "model": MODEL, "instance_type": "ml.g5.2xlarge", "instance_count": 2}
+    _one_error(lambda: endpoint(variants=[hyperwarm.ProductionVariant(**main, routing=hyperwarm.Routing(
+        "ROUND_ROBIN"))]),  # type: ignore[arg-type]
+        "variant 'main': routing.strategy = 'ROUND_ROBIN' -- allowed: RANDOM, LEAST_OUTSTANDING_REQUESTS, PREFIX_AWARE, "
+        "KV_AWARE")
+    _one_error(lambda: endpoint(variants=[hyperwarm.ProductionVariant(**main)], guardrails=hyperwarm.DeploymentGuardrails(
+        traffic=hyperwarm.TrafficShift("SOMETIMES"))),  # type: ignore[arg-type]
+        "guardrails.traffic.type = 'SOMETIMES' -- allowed: ALL_AT_ONCE, CANARY, LINEAR")

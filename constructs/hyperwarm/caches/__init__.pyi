@@ -2,8 +2,11 @@
 
 from .autoscaling import (
     CloudWatchTrigger as CloudWatchTrigger,
+    ExporterMetric as ExporterMetric,
+    ExporterStatistic as ExporterStatistic,
     ExporterTrigger as ExporterTrigger,
     HyperPodAutoScaling as HyperPodAutoScaling,
+    MetricType as MetricType,
     PrometheusTrigger as PrometheusTrigger,
 )
 from .cached_models import (
@@ -41,14 +44,19 @@ from .placement import (
 from .props import (
     CachedModelProps as CachedModelProps,
     CachedModelsProps as CachedModelsProps,
+    CacheRoutingStrategy as CacheRoutingStrategy,
     ExtraImage as ExtraImage,
     KvCache as KvCache,
+    KvCacheTier as KvCacheTier,
     LoadBalancer as LoadBalancer,
+    LoadBalancerAlgorithm as LoadBalancerAlgorithm,
     Metrics as Metrics,
+    PrepullMode as PrepullMode,
     Probes as Probes,
     PropsError as PropsError,
     RequestLimits as RequestLimits,
     Tls as Tls,
+    WeightsCache as WeightsCache,
     WorkerResources as WorkerResources,
     gigabytes as gigabytes,
     in_gigabytes as in_gigabytes,
@@ -58,5 +66,6 @@ from .sources import (
     FsxModelSource as FsxModelSource,
     HuggingFaceModelSource as HuggingFaceModelSource,
     JumpStartModelSource as JumpStartModelSource,
+    LustreThroughput as LustreThroughput,
     ModelSource as ModelSource,
 )

@@ -79,6 +79,7 @@ def node_gb(above: float, most: float) -> Measured:
 
 
 PrepullMode = Literal["operator", "daemonset", "both"]
+"""Who pre-pulls a cached model's image onto its nodes: the operator, a hyperwarm DaemonSet, or both."""
 WeightsCache = Literal["node", "operator", "off"]
 """Where a model's weights wait on its nodes' NVMe:
 
@@ -90,7 +91,12 @@ WeightsCache = Literal["node", "operator", "off"]
   deployment's nodes before it creates the deployment; a pod on a node without the cache downloads (its affinity to
   the cache is only preferred), and a new version changes the deployment in place, which may start cold pods.
 - ``off``: every pod downloads the weights from S3."""
-RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+CacheRoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+"""The operator's ``intelligentRoutingSpec.routingStrategy`` (an endpoint variant's is ``EndpointRoutingStrategy``)."""
+KvCacheTier = Literal["redis", "tieredstorage"]
+"""The operator's L2 KV cache backends."""
+LoadBalancerAlgorithm = Literal["least_outstanding_requests", "round_robin"]
+"""The operator's ``loadBalancer.routingAlgorithm`` values."""
 
 
 def pinned_image_problem(image: str) -> str | None:
@@ -192,7 +198,7 @@ class KvCache:
 
     l1: bool = True
     """Offload KV blocks to the pod's CPU memory. Default: true."""
-    l2: Literal["redis", "tieredstorage"] | None = None
+    l2: KvCacheTier | None = None
     """Default: no L2."""
     l2_url: str | None = None
     """redis: the rediss:// URL; tieredstorage: optional. Default: none."""
@@ -220,7 +226,7 @@ class LoadBalancer:
     idle_timeout: Annotated[cdk.Duration, crd_seconds(1, 4000)] = field(
         default_factory=lambda: cdk.Duration.seconds(60))
     """Long generations need more than the default, 60 seconds."""
-    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
+    routing_algorithm: LoadBalancerAlgorithm = "least_outstanding_requests"
     """Default: least_outstanding_requests."""
 
     def __post_init__(self) -> None:
@@ -308,7 +314,7 @@ class CachedModelProps:
     """Default: 1 GPU, 4 CPUs, 32Gi."""
     port: Annotated[int, Interval(ge=1, le=65535)] = 8080
     """The server's invocation port. Default: 8080."""
-    routing: RoutingStrategy | None = None
+    routing: CacheRoutingStrategy | None = None
     """The operator's intelligent routing. Default: none."""
     serving: Serving = field(default_factory=Serving)
     """What the model server is told beyond the derived settings. Default: the derived settings only."""

@@ -24,4 +24,11 @@ from .instance_group import (
 )
 from .interfaces import IHyperPodCluster as IHyperPodCluster
 from .node_capacity import INSTANCE_GROUP_LABEL as INSTANCE_GROUP_LABEL
-from .rules import SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS
+from .rules import (
+    SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS,
+    DeepHealthCheck as DeepHealthCheck,
+    KubernetesVersion as KubernetesVersion,
+    NodeRecovery as NodeRecovery,
+    TaintEffect as TaintEffect,
+    ThreadsPerCore as ThreadsPerCore,
+)

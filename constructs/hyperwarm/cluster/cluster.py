@@ -32,6 +32,8 @@ from hyperwarm.cluster.nodes import HyperPodNodes, HyperPodNodesProps, nodes_pro
 from hyperwarm.cluster.rules import (
     DEFAULT_KUBERNETES_VERSION,
     INFERENCE_OPERATOR_ADDON,
+    KubernetesVersion,
+    NodeRecovery,
     addon_build_problem,
     pods_per_node_problem,
 )
@@ -43,7 +45,7 @@ class HyperPodEksClusterProps:
 
     instance_groups: Sequence[InstanceGroupSpec]
     """HyperPod instance groups; at least one, unique names."""
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
     """EKS Kubernetes version, 1.30..1.35. Default: 1.33."""
     vpc: ec2.IVpc | None = None
     """An existing VPC whose private (with egress) subnets HyperPod uses. Default: a new VPC."""
@@ -60,7 +62,7 @@ class HyperPodEksClusterProps:
     admin_principals: Sequence[iam.IRole | iam.IUser] = ()
     """IAM roles or users given cluster-admin access entries. Default: the deploying identity (the CDK bootstrap's
     deploy role, ``cdk-<qualifier>-deploy-role-<account>-<region>``), never every principal of the account."""
-    node_recovery: str = "Automatic"
+    node_recovery: NodeRecovery = "Automatic"
     """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
     install_inference_operator: bool = True
     """Install the HyperPod inference operator and its prerequisites. Default: true."""

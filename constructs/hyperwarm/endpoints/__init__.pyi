@@ -26,8 +26,10 @@ from .props import (
     InferenceEndpointProps as InferenceEndpointProps,
     ModelSpec as ModelSpec,
     ProductionVariant as ProductionVariant,
+    ScalingMetric as ScalingMetric,
     ServerlessSpec as ServerlessSpec,
     TrafficShift as TrafficShift,
+    TrafficType as TrafficType,
     VariantAutoscaling as VariantAutoscaling,
 )
-from .routing import Routing as Routing
+from .routing import EndpointRoutingStrategy as EndpointRoutingStrategy, Routing as Routing

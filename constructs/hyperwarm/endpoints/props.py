@@ -22,6 +22,9 @@ from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.serving.images import ContainerImage
 from hyperwarm.serving.settings import Serving
 
+TrafficType = Literal["ALL_AT_ONCE", "CANARY", "LINEAR"]
+"""How a blue/green update shifts traffic (``TrafficRoutingConfig.Type``; ``contract.TRAFFIC_TYPES``)."""
+
 ScalingMetric = Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"]
 SCALING_METRICS: tuple[str, ...] = typing.get_args(ScalingMetric)
 """What :class:`VariantAutoscaling` may track (SageMaker's predefined variant metrics)."""
@@ -172,7 +175,7 @@ class ProductionVariant:
 class TrafficShift:
     """How blue/green updates move traffic to the new fleet. Use the static factories."""
 
-    type: str = "ALL_AT_ONCE"
+    type: TrafficType = "ALL_AT_ONCE"
     """ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
     percent: ShiftPercent | None = None
     """Canary size (1..50) or linear step (10..50) in percent of capacity; CANARY and LINEAR only. Default: none."""

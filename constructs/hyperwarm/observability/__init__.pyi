@@ -16,4 +16,5 @@ from .endpoint_metrics import (
     EndpointMetricsBridgeProps as EndpointMetricsBridgeProps,
 )
 from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric
+from .otel_enrichment import OtelEnrichment as OtelEnrichment
 from .props import HyperPodModels as HyperPodModels, InferenceObservabilityProps as InferenceObservabilityProps
