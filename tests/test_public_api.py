@@ -4,10 +4,13 @@ nothing until asked."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
@@ -133,3 +136,33 @@ def test_a_bad_choice_is_one_error_naming_field_value_and_allowed_values() -> No
     _one_error(lambda: endpoint(variants=[hyperwarm.ProductionVariant(**main)], guardrails=hyperwarm.DeploymentGuardrails(
         traffic=hyperwarm.TrafficShift("SOMETIMES"))),  # type: ignore[arg-type]
         "guardrails.traffic.type = 'SOMETIMES' -- allowed: ALL_AT_ONCE, CANARY, LINEAR")
+
+
+# -- every library name the docs and the example use is exported ---------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+_BACKTICKED = re.compile(r"`(?:hyperwarm\.)?([A-Z][A-Za-z0-9]+)(?:[.(\[][^`\n]*)?`")
+"""A backticked name (``CachedModelProps``, ``hyperwarm.BlueGreen(...)``, ``InstanceGroupSpec.taints``): its head."""
+
+
+def _library_classes() -> set[str]:
+    """Public class names defined anywhere in the library but its generated CRD bindings."""
+    return {node.name for path in (REPO / "constructs/hyperwarm").rglob("*.py") if "k8s" not in path.parts
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+            and not node.name.startswith("_")}
+
+
+def test_every_library_name_the_readme_guide_and_example_use_is_exported() -> None:
+    used: dict[str, set[str]] = {}
+    for doc in ("README.md", "docs/library-guide.md"):
+        for name in _BACKTICKED.findall((REPO / doc).read_text()):
+            used.setdefault(name, set()).add(doc)
+    for example in (REPO / "examples").rglob("*.py"):
+        for node in ast.walk(ast.parse(example.read_text())):  # code, not the docstring's prose
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "hyperwarm":
+                used.setdefault(node.attr, set()).add(str(example.relative_to(REPO)))
+    classes = _library_classes()
+    assert {"CachedModelProps", "BlueGreen", "HyperPodEksCluster"} <= used.keys() & classes  # the extraction works
+    missing = {name: sorted(where) for name, where in used.items()
+               if (name in classes or where & {"examples/my_platform_app.py"}) and name not in hyperwarm.__all__}
+    assert missing == {}
