@@ -16,7 +16,7 @@ from constructs import Construct
 from hyperwarm import IHyperPodCluster
 from hyperwarm.caches.cached_models import CLUSTER_NAME_PLACEHOLDER, CachedModels, OperatorBuildError
 from hyperwarm.caches.chart import CachesChartProps
-from hyperwarm.caches.props import CachedModelProps, CachedModelsProps, ModelSource
+from hyperwarm.caches.props import CachedModelSpec, CachedModelsProps, ModelSource
 from hyperwarm.cluster.rules import INFERENCE_OPERATOR_ADDON
 from manifests import environment_labels
 from stacks.buckets_stack import model_bucket_by_name
@@ -37,7 +37,7 @@ def chart_props(env_name: str, config: EnvironmentConfig,
         group_nodes={g.name: g.instance_count for g in config.instance_groups})
 
 
-def cold_scale_out_warning(model: CachedModelProps, config: EnvironmentConfig) -> str | None:
+def cold_scale_out_warning(model: CachedModelSpec, config: EnvironmentConfig) -> str | None:
     """The planner's cold share of a scale-out to ``max_replicas``, when some new pods would start cold.
 
     The planner counts one new pod per node: the group's nodes not yet serving the model are the

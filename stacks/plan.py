@@ -50,7 +50,7 @@ from hyperwarm.caches.cold_start import (
 from hyperwarm.caches.events import EVENTS, EventForecast, RefreshForecast
 from hyperwarm.caches.fsx import PERFORMANCE_DOCS, file_system_readers, rate_basis, readers
 from hyperwarm.caches.placement import footprint
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import FsxModelSource
 from hyperwarm.cluster.catalog import instance_spec
 from stacks.config.environment import ConfigError, EnvironmentConfig, load_context, parse_environments
@@ -112,7 +112,7 @@ class Scenarios:
     """The rolling deployment brings a new model version (a new cache location)."""
 
 
-def default_scale_out(model: CachedModelProps) -> int:
+def default_scale_out(model: CachedModelSpec) -> int:
     """K when not given: an autoscaled model's range above its starting replicas, else 5."""
     return model.max_replicas - model.replicas if model.autoscaling else DEFAULT_SCALE_OUT
 
@@ -124,7 +124,7 @@ def with_fsx_readers(cold_start: ColdStart, config: EnvironmentConfig) -> ColdSt
     return dataclasses.replace(cold_start, fsx_readers=file_system_readers(config.caches.models, nodes))
 
 
-def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int | None,
+def plan_model(model: CachedModelSpec, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int | None,
                prewarmed: int | None, scenarios: Scenarios = Scenarios()) -> ModelPlan:
     cold_start = with_fsx_readers(cold_start, config)
     cold, warm, fill = cold_start.cold_s(model), cold_start.warm_s(model), cold_start.fill_s(model)
@@ -159,7 +159,7 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      rate_basis=_rate_basis(model, cold_start, {g.name: g.instance_count for g in config.instance_groups}))
 
 
-def _rate_basis(model: CachedModelProps, cold_start: ColdStart, group_nodes: dict[str, int]) -> str:
+def _rate_basis(model: CachedModelSpec, cold_start: ColdStart, group_nodes: dict[str, int]) -> str:
     if not isinstance(model.source, FsxModelSource):
         return ""
     own, total = readers(model, group_nodes), cold_start.fsx_reader_count(model)

@@ -5,6 +5,7 @@ nothing until asked."""
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import re
 import subprocess
@@ -88,7 +89,7 @@ CHOICE_FIELDS = [  # (class, field, exported alias, its values)
      ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")),
     (hyperwarm.NodeTaint, "effect", "TaintEffect", ("NoSchedule", "PreferNoSchedule", "NoExecute")),
     (hyperwarm.InstanceGroupSpec, "threads_per_core", "ThreadsPerCore", (1, 2)),
-    (hyperwarm.CachedModelProps, "weights_cache", "WeightsCache", ("node", "operator", "off")),
+    (hyperwarm.CachedModelSpec, "weights_cache", "WeightsCache", ("node", "operator", "off")),
     (hyperwarm.CloudWatchTrigger, "metric_type", "MetricType", ("Average", "Value")),
 ]
 
@@ -142,7 +143,7 @@ def test_a_bad_choice_is_one_error_naming_field_value_and_allowed_values() -> No
 
 REPO = Path(__file__).resolve().parent.parent
 _BACKTICKED = re.compile(r"`(?:hyperwarm\.)?([A-Z][A-Za-z0-9]+)(?:[.(\[][^`\n]*)?`")
-"""A backticked name (``CachedModelProps``, ``hyperwarm.BlueGreen(...)``, ``InstanceGroupSpec.taints``): its head."""
+"""A backticked name (``CachedModelSpec``, ``hyperwarm.BlueGreen(...)``, ``InstanceGroupSpec.taints``): its head."""
 
 
 def _library_classes() -> set[str]:
@@ -162,7 +163,33 @@ def test_every_library_name_the_readme_guide_and_example_use_is_exported() -> No
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "hyperwarm":
                 used.setdefault(node.attr, set()).add(str(example.relative_to(REPO)))
     classes = _library_classes()
-    assert {"CachedModelProps", "BlueGreen", "HyperPodEksCluster"} <= used.keys() & classes  # the extraction works
+    assert {"CachedModelSpec", "BlueGreen", "HyperPodEksCluster"} <= used.keys() & classes  # the extraction works
     missing = {name: sorted(where) for name, where in used.items()
                if (name in classes or where & {"examples/my_platform_app.py"}) and name not in hyperwarm.__all__}
     assert missing == {}
+
+
+# -- renamed in 0.2.0: the old names work for one release, with a warning ---------------------------------------------
+
+RENAMED = [("CachedModelProps", "CachedModelSpec", "caches"), ("HyperPodAutoScaling", "HyperPodAutoscaling", "caches"),
+           ("ContainerImage", "ServingImage", "serving"), ("ContainerImageConfig", "ServingImageConfig", "serving")]
+
+
+@pytest.mark.parametrize("old, new, package", RENAMED, ids=[r[0] for r in RENAMED])
+def test_an_old_name_still_works_and_warns_naming_the_new_one(old: str, new: str, package: str) -> None:
+    subpackage = importlib.import_module(f"hyperwarm.{package}")
+    for module in (hyperwarm, subpackage):
+        with pytest.warns(DeprecationWarning, match=rf"{module.__name__}\.{old} is deprecated: use "
+                                                    rf"{module.__name__}\.{new} \(the old name goes in hyperwarm 0\.3\.0\)"):
+            assert getattr(module, old) is getattr(module, new)
+        assert old not in module.__all__ and new in module.__all__
+    with pytest.warns(DeprecationWarning, match=f"hyperwarm.{old} is deprecated"):
+        exec(f"from hyperwarm import {old}", {})  # noqa: S102 - the import statement a user's app has
+    with pytest.raises(AttributeError, match="No hyperwarm attribute CachedModelProp$"):
+        hyperwarm.CachedModelProp  # noqa: B018 - a misspelt name still fails
+
+
+def test_an_old_name_still_builds_what_the_new_one_does() -> None:
+    with pytest.warns(DeprecationWarning):
+        image = hyperwarm.ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1")
+    assert isinstance(image, hyperwarm.ServingImage)

@@ -3,8 +3,8 @@
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
     CachedModelHandle as CachedModelHandle,
-    CachedModelProps as CachedModelProps,
     CachedModels as CachedModels,
+    CachedModelSpec as CachedModelSpec,
     CachedModelsProps as CachedModelsProps,
     CacheFootprint as CacheFootprint,
     CacheRoutingStrategy as CacheRoutingStrategy,
@@ -20,7 +20,7 @@ from .caches import (
     HubTokenSync as HubTokenSync,
     HubTokenSyncProps as HubTokenSyncProps,
     HuggingFaceModelSource as HuggingFaceModelSource,
-    HyperPodAutoScaling as HyperPodAutoScaling,
+    HyperPodAutoscaling as HyperPodAutoscaling,
     JumpStartModelSource as JumpStartModelSource,
     KvCacheTier as KvCacheTier,
     LoadBalancerAlgorithm as LoadBalancerAlgorithm,
@@ -122,11 +122,18 @@ from .refresh import (
 )
 from .serving import (
     MODEL_DIR as MODEL_DIR,
-    ContainerImage as ContainerImage,
-    ContainerImageConfig as ContainerImageConfig,
     ServerSettings as ServerSettings,
     Serving as Serving,
+    ServingImage as ServingImage,
+    ServingImageConfig as ServingImageConfig,
     declare_existing_buckets as declare_existing_buckets,
     model_bucket as model_bucket,
     server_settings as server_settings,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+CachedModelProps = CachedModelSpec
+HyperPodAutoScaling = HyperPodAutoscaling
+ContainerImage = ServingImage
+ContainerImageConfig = ServingImageConfig

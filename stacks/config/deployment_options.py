@@ -43,7 +43,7 @@ class Trigger(StrictModel):
         return chosen.props
 
 
-AutoScaling = register(autoscaling.HyperPodAutoScaling, config_model(autoscaling.HyperPodAutoScaling, overrides={
+AutoScaling = register(autoscaling.HyperPodAutoscaling, config_model(autoscaling.HyperPodAutoscaling, overrides={
     "trigger": (Trigger, ..., lambda t: t.to_spec())}))
 """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger (``*_s``: its
 Durations in whole seconds)."""

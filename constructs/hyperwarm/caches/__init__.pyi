@@ -5,7 +5,7 @@ from .autoscaling import (
     ExporterMetric as ExporterMetric,
     ExporterStatistic as ExporterStatistic,
     ExporterTrigger as ExporterTrigger,
-    HyperPodAutoScaling as HyperPodAutoScaling,
+    HyperPodAutoscaling as HyperPodAutoscaling,
     MetricType as MetricType,
     PrometheusTrigger as PrometheusTrigger,
 )
@@ -42,7 +42,7 @@ from .placement import (
     placement_problems as placement_problems,
 )
 from .props import (
-    CachedModelProps as CachedModelProps,
+    CachedModelSpec as CachedModelSpec,
     CachedModelsProps as CachedModelsProps,
     CacheRoutingStrategy as CacheRoutingStrategy,
     ExtraImage as ExtraImage,
@@ -69,3 +69,8 @@ from .sources import (
     LustreThroughput as LustreThroughput,
     ModelSource as ModelSource,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+CachedModelProps = CachedModelSpec
+HyperPodAutoScaling = HyperPodAutoscaling

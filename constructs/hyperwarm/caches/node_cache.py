@@ -23,7 +23,7 @@ from typing import Any
 from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm._internal.bundling import ASSET_INIT
 from hyperwarm.caches.objects import PRIORITY_CLASS, group_requirement, node_agent_tolerations
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.instance_group import NVME_PATH, NodeTaint
 from hyperwarm.functions import cache_refresh, node_cache
@@ -84,7 +84,7 @@ def code_config_map_name(digest: str) -> str:
     return f"hyperwarm-node-cache-code-{digest}"
 
 
-def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[str, str], region: str,
+def filler_daemonset(model: CachedModelSpec, *, namespace: str, labels: dict[str, str], region: str,
                      image: str, code: str, headroom_percent: int,
                      group_taints: Sequence[NodeTaint] = ()) -> dict[str, Any]:
     """The model's filler: on every node of its instance group, keep the listed versions (the deployed one here;
@@ -92,7 +92,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     name = layout.filler_name(model.name)
     selector = {"app.kubernetes.io/name": "hyperwarm-node-cache", "app.kubernetes.io/instance": name}
     source = model.source
-    assert isinstance(source, ModelSource)  # CachedModelProps' rule: the node cache fills from S3
+    assert isinstance(source, ModelSource)  # CachedModelSpec' rule: the node cache fills from S3
     version = layout.Version(source.version, source.bucket, source.location, source.region or "")
     env = [
         {"name": layout.MODEL_ENV, "value": model.name},

@@ -32,7 +32,7 @@ from hyperwarm._internal.constraints import (
     size_in_gb,
 )
 from hyperwarm._internal.tokens import resolved
-from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
+from hyperwarm.caches.autoscaling import HyperPodAutoscaling, crd_seconds
 from hyperwarm.caches.jumpstart import jumpstart_problems
 from hyperwarm.caches.sources import (  # noqa: F401 (ModelSource and the name rules: hyperwarm.caches.props' own)
     BUCKET as BUCKET,  # noqa: PLC0414
@@ -273,7 +273,7 @@ class RequestLimits:
 
 
 @dataclass(frozen=True)
-class CachedModelProps:
+class CachedModelSpec:
     """One model deployment whose weights and image are cached on an instance group's NVMe."""
 
     name: Annotated[str, K8S_NAME]
@@ -318,7 +318,7 @@ class CachedModelProps:
     """The operator's intelligent routing. Default: none."""
     serving: Serving = field(default_factory=Serving)
     """What the model server is told beyond the derived settings. Default: the derived settings only."""
-    autoscaling: HyperPodAutoScaling | None = None
+    autoscaling: HyperPodAutoscaling | None = None
     """KEDA autoscaling. Default: fixed replicas."""
     probes: Probes | None = None
     """Startup/liveness/readiness probes. Default: the operator's."""
@@ -341,11 +341,11 @@ class CachedModelProps:
         """The old spellings, with a warning naming the new one (removed in the next minor release)."""
         cache: Any = self.weights_cache
         if isinstance(cache, bool):
-            warnings.warn(f"CachedModelProps({self.name}).weights_cache = {cache}: use \"operator\" or \"off\"",
+            warnings.warn(f"CachedModelSpec({self.name}).weights_cache = {cache}: use \"operator\" or \"off\"",
                           DeprecationWarning, stacklevel=4)
             object.__setattr__(self, "weights_cache", "operator" if cache else "off")
         if self.prewarm:
-            warnings.warn(f"CachedModelProps({self.name}).prewarm is deprecated: use weights_cache=\"node\" (the "
+            warnings.warn(f"CachedModelSpec({self.name}).prewarm is deprecated: use weights_cache=\"node\" (the "
                           "stand-alone caches prewarm made were never read by the deployment's pods)",
                           DeprecationWarning, stacklevel=4)
             if self.weights_cache != "off":
@@ -413,7 +413,7 @@ class CachedModelsProps:
 
     cluster: IHyperPodCluster
     """A cluster with the HyperPod inference operator (``install_inference_operator``)."""
-    models: Sequence[CachedModelProps]
+    models: Sequence[CachedModelSpec]
     """Unique names; each on an instance group with local NVMe."""
     namespace: Annotated[str, NAMESPACE] = "hyperwarm-models"
     """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""

@@ -19,7 +19,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_s3 as s3
 from hyperwarm._internal.constraints import mebibytes, seconds
 from hyperwarm.endpoints.routing import Routing
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.serving.images import ContainerImage
+from hyperwarm.serving.images import ServingImage
 from hyperwarm.serving.settings import Serving
 
 TrafficType = Literal["ALL_AT_ONCE", "CANARY", "LINEAR"]
@@ -66,8 +66,8 @@ def _minutes(n: int) -> cdk.Duration:
 class ModelSpec:
     """What a variant serves."""
 
-    image: ContainerImage
-    """Serving container: ``ContainerImage.official("vllm", "0.27.1")``, ``.from_uri(...)`` or ``.from_ecr_repository(...)``."""
+    image: ServingImage
+    """Serving container: ``ServingImage.official("vllm", "0.27.1")``, ``.from_uri(...)`` or ``.from_ecr_repository(...)``."""
     model_data: str | None = None
     """``s3://bucket/key``: a ``.tar.gz`` object, or a prefix of uncompressed files (e.g. safetensors).
     Default: none (the container brings or downloads its model)."""
@@ -96,7 +96,7 @@ class ServerlessSpec:
 @dataclass(frozen=True)
 class VariantAutoscaling:
     """Target tracking on the variant's instance count (Application Auto Scaling); named for the service it
-    scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoScaling` (KEDA)."""
+    scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoscaling` (KEDA)."""
 
     max_capacity: Annotated[int, Ge(1)]
     """Most instances; at least ``min_capacity``."""

@@ -1,10 +1,15 @@
 """Public names of ``hyperwarm.serving`` (read by type checkers, and by lazy_loader at run time)."""
 
 from .buckets import declare_existing_buckets as declare_existing_buckets, model_bucket as model_bucket
-from .images import ContainerImage as ContainerImage, ContainerImageConfig as ContainerImageConfig
+from .images import ServingImage as ServingImage, ServingImageConfig as ServingImageConfig
 from .settings import (
     MODEL_DIR as MODEL_DIR,
     ServerSettings as ServerSettings,
     Serving as Serving,
     server_settings as server_settings,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+ContainerImage = ServingImage
+ContainerImageConfig = ServingImageConfig
