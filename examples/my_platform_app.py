@@ -32,13 +32,13 @@ cdk.CfnOutput(stack, "LlmGroupNvmeGb", value=str(cluster.cache_group("llm").nvme
 # A model cached on the llm group's NVMe (weights in hyperwarm's node cache, filled on both nodes before a pod
 # starts; the image pre-pulled), scaling 1..2 pods on the requests waiting in vLLM's queue: every pod of the range
 # starts on a warm node.
-llama_props = hyperwarm.CachedModelProps(
+llama_props = hyperwarm.CachedModelSpec(
     name="llama-3-1-8b",
     source=hyperwarm.ModelSource(bucket="my-team-models", prefix="llama-3.1-8b-instruct", version="v1"),
     size=cdk.Size.gibibytes(16),
     image="763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128",
     instance_group="llm", weights_cache="node",
-    autoscaling=hyperwarm.HyperPodAutoScaling(
+    autoscaling=hyperwarm.HyperPodAutoscaling(
         max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", target_value=8)),
 )
 # refreshed: its nodes keep room for a second version, which a refresh (below) stages beside the serving one.
@@ -52,7 +52,7 @@ chat = hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointPro
         name="main", instance_type="ml.g6e.12xlarge", instance_count=2,
         routing=hyperwarm.Routing.least_outstanding_requests(),
         model=hyperwarm.ModelSpec(
-            hyperwarm.ContainerImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1"),
+            hyperwarm.ServingImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1"),
             model_data="s3://my-team-models/llama-3.1-8b-instruct/v1/",
             serving=hyperwarm.Serving(framework="vllm")),  # our own image: say which server it runs
     )],

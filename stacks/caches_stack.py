@@ -16,8 +16,8 @@ from constructs import Construct
 from hyperwarm import IHyperPodCluster
 from hyperwarm.caches import (
     CLUSTER_NAME_PLACEHOLDER,
-    CachedModelProps,
     CachedModels,
+    CachedModelSpec,
     CachedModelsProps,
     CachesChartProps,
     ModelSource,
@@ -43,7 +43,7 @@ def chart_props(env_name: str, config: EnvironmentConfig,
         group_nodes={g.name: g.instance_count for g in config.instance_groups})
 
 
-def cold_scale_out_warning(model: CachedModelProps, config: EnvironmentConfig) -> str | None:
+def cold_scale_out_warning(model: CachedModelSpec, config: EnvironmentConfig) -> str | None:
     """The planner's cold share of a scale-out to ``max_replicas``, when some new pods would start cold.
 
     The planner counts one new pod per node: the group's nodes not yet serving the model are the

@@ -14,13 +14,13 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
 from hyperwarm import (
-    ContainerImage,
     DataCapture,
     DeploymentGuardrails,
     InferenceEndpoint,
     InferenceEndpointProps,
     ModelSpec,
     ProductionVariant,
+    ServingImage,
 )
 from hyperwarm.endpoints import parse_s3_uri
 from hyperwarm.serving import cuda_ami_problem, official_image_uri
@@ -31,8 +31,8 @@ from stacks.config.endpoints import endpoint_name
 def variant_props(v: VariantConfig, keys: Mapping[str, kms.IKey] | None = None) -> ProductionVariant:
     """A config variant as the construct's :class:`ProductionVariant`; ``keys``: the customer-managed KMS
     keys of model buckets, by bucket name."""
-    image = ContainerImage.from_uri(v.image.uri) if v.image.uri \
-        else ContainerImage.official(str(v.image.framework), str(v.image.version))
+    image = ServingImage.from_uri(v.image.uri) if v.image.uri \
+        else ServingImage.official(str(v.image.framework), str(v.image.version))
     return ProductionVariant(
         name=v.name,
         model=ModelSpec(image=image, model_data=v.model_data, serving=v.serving.to_serving(),

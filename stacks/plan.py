@@ -42,7 +42,7 @@ from hyperwarm.caches import (
     DEFAULT_IMAGE_PULL_MIN,
     HUB_BANDWIDTH_GBPS,
     PERFORMANCE_DOCS,
-    CachedModelProps,
+    CachedModelSpec,
     ColdStart,
     FsxModelSource,
     StartBreakdown,
@@ -114,7 +114,7 @@ class Scenarios:
     """The rolling deployment brings a new model version (a new cache location)."""
 
 
-def default_scale_out(model: CachedModelProps) -> int:
+def default_scale_out(model: CachedModelSpec) -> int:
     """K when not given: an autoscaled model's range above its starting replicas, else 5."""
     return model.max_replicas - model.replicas if model.autoscaling else DEFAULT_SCALE_OUT
 
@@ -126,7 +126,7 @@ def with_fsx_readers(cold_start: ColdStart, config: EnvironmentConfig) -> ColdSt
     return dataclasses.replace(cold_start, fsx_readers=file_system_readers(config.caches.models, nodes))
 
 
-def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int | None,
+def plan_model(model: CachedModelSpec, config: EnvironmentConfig, cold_start: ColdStart, scale_out: int | None,
                prewarmed: int | None, scenarios: Scenarios = Scenarios()) -> ModelPlan:
     cold_start = with_fsx_readers(cold_start, config)
     cold, warm, fill = cold_start.cold_s(model), cold_start.warm_s(model), cold_start.fill_s(model)
@@ -161,7 +161,7 @@ def plan_model(model: CachedModelProps, config: EnvironmentConfig, cold_start: C
                      rate_basis=_rate_basis(model, cold_start, {g.name: g.instance_count for g in config.instance_groups}))
 
 
-def _rate_basis(model: CachedModelProps, cold_start: ColdStart, group_nodes: dict[str, int]) -> str:
+def _rate_basis(model: CachedModelSpec, cold_start: ColdStart, group_nodes: dict[str, int]) -> str:
     if not isinstance(model.source, FsxModelSource):
         return ""
     own, total = readers(model, group_nodes), cold_start.fsx_reader_count(model)

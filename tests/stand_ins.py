@@ -10,19 +10,19 @@ from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 
 from hyperwarm import (
     CachedModelHandle,
-    ContainerImage,
     HyperPodEksCluster,
     IHyperPodCluster,
     InferenceOperator,
     InstanceGroupSpec,
     ModelSpec,
     Serving,
+    ServingImage,
 )
 from hyperwarm._internal.constraints import gigabytes
 from hyperwarm.caches import DeploymentKind
 
 ACCOUNT = "123456789012"
-IMAGE = ContainerImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
+IMAGE = ServingImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
 # A repository of the account's own: hyperwarm is told which convention the image follows.
 MODEL = ModelSpec(IMAGE, model_data="s3://models-bucket/llama/v1/", serving=Serving(framework="vllm"))
 OPERATOR_BUILD = "v2.0.0-eksbuild.1"

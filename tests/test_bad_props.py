@@ -35,14 +35,14 @@ def _cluster(stack: cdk.Stack, *groups: hyperwarm.InstanceGroupSpec) -> hyperwar
         availability_zones=["us-west-2a", "us-west-2b"]))
 
 
-def _model(**changes: object) -> hyperwarm.CachedModelProps:
+def _model(**changes: object) -> hyperwarm.CachedModelSpec:
     props: dict[str, object] = dict(
         name="llama-3-1-8b", source=hyperwarm.ModelSource(bucket="my-team-models", prefix="llama", version="v1"),
         size=cdk.Size.gibibytes(16), image=IMAGE, instance_group="llm", weights_cache="node")
-    return hyperwarm.CachedModelProps(**{**props, **changes})  # type: ignore[arg-type]
+    return hyperwarm.CachedModelSpec(**{**props, **changes})  # type: ignore[arg-type]
 
 
-def _models(stack: cdk.Stack, cluster: hyperwarm.HyperPodEksCluster, *models: hyperwarm.CachedModelProps,
+def _models(stack: cdk.Stack, cluster: hyperwarm.HyperPodEksCluster, *models: hyperwarm.CachedModelSpec,
             refreshed: tuple[str, ...] = ()) -> hyperwarm.CachedModels:
     return hyperwarm.CachedModels(stack, "Models", hyperwarm.CachedModelsProps(cluster=cluster, models=list(models),
                                                                               refreshed=refreshed))
@@ -51,7 +51,7 @@ def _models(stack: cdk.Stack, cluster: hyperwarm.HyperPodEksCluster, *models: hy
 def _endpoint(stack: cdk.Stack, name: str | None = "my-team-chat", **changes: object) -> hyperwarm.InferenceEndpoint:
     variant: dict[str, object] = dict(
         name="main", instance_type="ml.g6e.12xlarge", instance_count=2, model=hyperwarm.ModelSpec(
-            hyperwarm.ContainerImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1"),
+            hyperwarm.ServingImage.from_uri("111122223333.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1"),
             model_data="s3://my-team-models/llama/v1/", serving=hyperwarm.Serving(framework="vllm")))
     variant_changes = changes.pop("variant", {})
     return hyperwarm.InferenceEndpoint(stack, "Chat", hyperwarm.InferenceEndpointProps(  # type: ignore[arg-type]
@@ -113,7 +113,7 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
     "negative-size-gigabytes": (lambda: gigabytes(-1), ValueError,
                                 r"gigabytes\(-1\) -- a size is a number of GB, 0 or more, e.g. gigabytes\(16\)"),
     "zero-model-size": (lambda: _model(size=gigabytes(0)), ValueError,
-                        r"CachedModelProps: invalid props:\n  size = 0 GB -- allowed: above 0, up to 100000 GB"),
+                        r"CachedModelSpec: invalid props:\n  size = 0 GB -- allowed: above 0, up to 100000 GB"),
     "zero-ebs-volume": (lambda: _cluster(_stack(), hyperwarm.InstanceGroupSpec(
         name="system", instance_type="ml.m5.2xlarge", ebs_volume=cdk.Size.gibibytes(0))), ValueError,
         r"Team/Inference: invalid HyperPodEksClusterProps:\n  instance_groups\[0\]\.ebs_volume = 0 GB -- "
@@ -123,16 +123,16 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
                           r"seconds, 1\.\.900"),
     # wrong types
     "int-for-size": (lambda: _model(size=16), ValueError,
-                     r"CachedModelProps: invalid props:\n  size = 16 -- wrong type; give a cdk\.Size, e\.g\. "
+                     r"CachedModelSpec: invalid props:\n  size = 16 -- wrong type; give a cdk\.Size, e\.g\. "
                      r"cdk\.Size\.gibibytes\(16\) or hyperwarm\.caches\.gigabytes\(16\)"),
     "str-for-size": (lambda: _model(size="16GB"), ValueError, r"size = '16GB' -- wrong type; give a cdk\.Size"),
     "int-for-ebs-volume": (lambda: _cluster(_stack(), hyperwarm.InstanceGroupSpec(
         name="system", instance_type="ml.m5.2xlarge", ebs_volume=500)), ValueError,  # type: ignore[arg-type]
         r"Team/Inference: invalid HyperPodEksClusterProps:\n  instance_groups\[0\]\.ebs_volume = 500 -- wrong "
         r"type; give a cdk\.Size"),
-    "int-for-duration": (lambda: hyperwarm.HyperPodAutoScaling(  # type: ignore[arg-type]
+    "int-for-duration": (lambda: hyperwarm.HyperPodAutoscaling(  # type: ignore[arg-type]
         max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", target_value=8), cooldown=300),
-        ValueError, r"HyperPodAutoScaling: invalid props:\n  cooldown = 300 -- wrong type; give a cdk\.Duration, "
+        ValueError, r"HyperPodAutoscaling: invalid props:\n  cooldown = 300 -- wrong type; give a cdk\.Duration, "
                     r"e\.g\. cdk\.Duration\.seconds\(300\)"),
     "int-for-hook-duration": (lambda: _hook(_stack(), max_event_age=300), ValueError,
                               r"Team/Refresh: invalid CacheRefreshHookProps:\n  max_event_age = 300 -- wrong type; "

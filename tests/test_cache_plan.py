@@ -14,7 +14,7 @@ import pytest
 from test_caches_config import environment, model
 
 from hyperwarm import cli
-from hyperwarm.caches.props import CachedModelProps, in_gigabytes
+from hyperwarm.caches.props import CachedModelSpec, in_gigabytes
 from stacks.__main__ import COMMANDS
 from stacks.config.caches import CachedModel
 from stacks.config.environment import parse_environment
@@ -34,7 +34,7 @@ AWS = ColdStart()  # 1 Gbit/s per node, 6 min image pull, NVMe 7 GB/s, the engin
 SIZE_GB = 145
 
 
-def llama_70b(**overrides: Any) -> CachedModelProps:
+def llama_70b(**overrides: Any) -> CachedModelSpec:
     return CachedModel.model_validate(model(name="llama-70b", size_gb=SIZE_GB, **overrides)).props
 
 

@@ -16,12 +16,12 @@ from test_caches_config import IMAGE
 from test_caches_manifests import crd_errors
 
 from hyperwarm.caches import (
-    CachedModelProps,
     CachedModels,
+    CachedModelSpec,
     CachedModelsProps,
     ExporterTrigger,
     ExtraImage,
-    HyperPodAutoScaling,
+    HyperPodAutoscaling,
     KvCache,
     ModelSource,
     OperatorBuildError,
@@ -38,12 +38,12 @@ GROUPS = [InstanceGroupSpec("system", "ml.c5.4xlarge"),
           InstanceGroupSpec("inference", "ml.g5.xlarge", instance_count=2, holds_caches=True)]
 
 
-def llama(**overrides: Any) -> CachedModelProps:
-    return CachedModelProps(**{"name": "llama", "source": ModelSource("my-models", "llama-3.1-8b", "v1"),
+def llama(**overrides: Any) -> CachedModelSpec:
+    return CachedModelSpec(**{"name": "llama", "source": ModelSource("my-models", "llama-3.1-8b", "v1"),
                                "size": gigabytes(16), "image": IMAGE, "instance_group": "inference", **overrides})
 
 
-def build(*models: CachedModelProps, groups: list[InstanceGroupSpec] = GROUPS,
+def build(*models: CachedModelSpec, groups: list[InstanceGroupSpec] = GROUPS,
           operator_build: str | None = "v2.0.0-eksbuild.1", **props: Any) -> CachedModels:
     app = cdk.App()
     stack = cdk.Stack(app, "Models", env=cdk.Environment(account="123456789012", region="us-west-2"))
@@ -53,7 +53,7 @@ def build(*models: CachedModelProps, groups: list[InstanceGroupSpec] = GROUPS,
 
 def test_objects_validate_against_the_operator_crds(crd_schemas) -> None:
     caches = build(llama(weights_cache="node", prepull="both", extra_images=(ExtraImage("public.ecr.aws/x/proxy:1.2"),),
-                         autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8)),
+                         autoscaling=HyperPodAutoscaling(2, ExporterTrigger("RequestsWaiting", 8)),
                          probes=Probes(), kv_cache=KvCache(), routing="prefixaware"))
     kinds = [o["kind"] for o in caches.objects]
     assert kinds == ["Namespace", "PriorityClass", "ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole",
@@ -86,7 +86,7 @@ def test_node_cache_fillers_may_read_the_object_versions_a_manifest_binds() -> N
 
 
 def test_an_exporter_trigger_names_this_cluster_and_model() -> None:
-    caches = build(llama(autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8))))
+    caches = build(llama(autoscaling=HyperPodAutoscaling(2, ExporterTrigger("RequestsWaiting", 8))))
     (endpoint,) = [o for o in caches.objects if o["kind"] == "InferenceEndpointConfig"]
     trigger = endpoint["spec"]["autoScalingSpec"]["cloudWatchTrigger"]
     assert {d["name"]: d["value"] for d in trigger["dimensions"]} == {"ClusterName": "hyperpod-eks", "Model": "llama"}
@@ -149,7 +149,7 @@ def test_the_operator_readers_may_read_the_model_version_prefix() -> None:
     (lambda: llama(routing="fastest"), "routing = 'fastest' -- allowed: prefixaware, kvaware, session, roundrobin"),
     (lambda: llama(extra_images=(ExtraImage("public.ecr.aws/x/proxy:1.2"),)),
      r"extra_images = 1 image\(s\) -- pre-pulled by the DaemonSet; set prepull to daemonset or both"),
-    (lambda: llama(autoscaling=HyperPodAutoScaling(2, ExporterTrigger("RequestsWaiting", 8)), replicas=3),
+    (lambda: llama(autoscaling=HyperPodAutoscaling(2, ExporterTrigger("RequestsWaiting", 8)), replicas=3),
      r"replicas = 3 -- the starting count must lie within autoscaling min_replicas..max_replicas; allowed: 1..2"),
 ])
 def test_bad_props_fail_naming_field_value_and_what_is_allowed(build_props, message: str) -> None:
@@ -181,7 +181,7 @@ def _bounded_fields() -> list[tuple[type, str, Any]]:
     from hyperwarm.caches import props
 
     found = []
-    for cls in (props.CachedModelProps, props.WorkerResources, props.Probes, props.Metrics, props.LoadBalancer,
+    for cls in (props.CachedModelSpec, props.WorkerResources, props.Probes, props.Metrics, props.LoadBalancer,
                 props.RequestLimits, props.ExtraImage):
         for name, constraint in constraints_of(cls).items():
             for rule in constraint.constraints:
@@ -198,10 +198,10 @@ def test_the_library_and_cdk_json_accept_and_reject_the_same_values(cls: type, n
     from stacks.config import caches, library
 
     # The app's cdk.json model of each props class (a model's own, with cdk.json's autoscaling and serving).
-    model = caches.CachedModel if cls.__name__ == "CachedModelProps" else library._derived(cls)
+    model = caches.CachedModel if cls.__name__ == "CachedModelSpec" else library._derived(cls)
     required = {"RequestLimits": {"max_concurrent_requests": 1}, "ExtraImage": {"image": IMAGE},
                 "Probes": {"liveness_failures": 100},
-                "CachedModelProps": {"name": "m", "source": {"bucket": "bkt", "prefix": "p", "version": "v1"},
+                "CachedModelSpec": {"name": "m", "source": {"bucket": "bkt", "prefix": "p", "version": "v1"},
                                      "size_gb": 1, "image": IMAGE, "instance_group": "g"}}.get(cls.__name__, {})
     measured = measured_of(cls, name)  # a Duration or Size: cdk.json gives its number as <name><key_suffix>
     key = name + measured.key_suffix if measured else name

@@ -16,11 +16,11 @@ from test_caches_config import default_groups, environment, model, problems
 from test_caches_manifests import crd_errors, objects_of
 
 from hyperwarm.caches import (
-    CachedModelProps,
+    CachedModelSpec,
     CachesChart,
     CachesChartProps,
     ColdStart,
-    HyperPodAutoScaling,
+    HyperPodAutoscaling,
     JumpStartModelSource,
     KvCache,
     LoadBalancer,
@@ -47,8 +47,8 @@ GROUP_TYPES = {"inference": "ml.g5.xlarge", "system": "ml.c5.4xlarge"}
 ROLE_ARN = "arn:aws:iam::123456789012:role/js-gated"
 
 
-def deepseek(**overrides: Any) -> CachedModelProps:
-    return CachedModelProps(**{"name": "deepseek", "source": JumpStartModelSource(MODEL_ID, VERSION),
+def deepseek(**overrides: Any) -> CachedModelSpec:
+    return CachedModelSpec(**{"name": "deepseek", "source": JumpStartModelSource(MODEL_ID, VERSION),
                                "size": gigabytes(3.6), "instance_group": "inference", **overrides})
 
 
@@ -59,7 +59,7 @@ def js_entry(**overrides: Any) -> dict[str, Any]:
     return entry
 
 
-def rendered(*models: CachedModelProps, gated_role: str | None = None) -> dict[str, Any]:
+def rendered(*models: CachedModelSpec, gated_role: str | None = None) -> dict[str, Any]:
     (obj,) = [o for o in cache_objects(CachesChartProps(models, region="us-west-2", cluster_name="c",
                                                         instance_types=GROUP_TYPES, jumpstart_gated_role_arn=gated_role))
               if o["kind"] == "JumpStartModel"]
@@ -162,7 +162,7 @@ def test_the_jumpstartmodel_names_the_hub_content_and_the_groups_instance_type()
 def test_every_option_validates_against_the_crd_with_unknown_fields_rejected(crd_schemas) -> None:
     full = deepseek(replicas=2, routing="kvaware", serving=Serving(environment={"OPTION_MAX_MODEL_LEN": "4096"}),
                     weights_cache="off", image_cache=False, kv_cache=KvCache(),
-                    autoscaling=HyperPodAutoScaling(3, CloudWatchTrigger("AWS/SageMaker", "Invocations", 10)),
+                    autoscaling=HyperPodAutoscaling(3, CloudWatchTrigger("AWS/SageMaker", "Invocations", 10)),
                     metrics=Metrics(), load_balancer=LoadBalancer(), size=gigabytes(400),
                     tls=Tls(certificate_output_s3_uri="s3://my-tls/certs/"),
                     source=JumpStartModelSource(MODEL_ID, VERSION, accept_eula=True, gated=True))

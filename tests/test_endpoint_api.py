@@ -11,7 +11,7 @@ import pytest
 from botocore.validate import ParamValidator
 from moto import mock_aws
 
-from hyperwarm import ContainerImage, ModelSpec, ProductionVariant, Routing, production_variant_api_shape
+from hyperwarm import ModelSpec, ProductionVariant, Routing, ServingImage, production_variant_api_shape
 
 ENVIRONMENTS = ("dev", "staging", "prod")
 
@@ -58,7 +58,7 @@ def test_synthesized_metrics_config_is_valid_api_input_with_detailed_observabili
 def test_botocore_validation_catches_an_out_of_range_prefix_length(production_variant_shape) -> None:
     """The check above can fail: a bypassed range check is caught by botocore's model."""
     pv = production_variant_api_shape(ProductionVariant(
-        name="x", model=ModelSpec(ContainerImage.from_uri("1.dkr")), instance_type="ml.g5.2xlarge", instance_count=2,
+        name="x", model=ModelSpec(ServingImage.from_uri("1.dkr")), instance_type="ml.g5.2xlarge", instance_count=2,
         routing=Routing("PREFIX_AWARE", prefix_length=100, concurrency_threshold=4)), "m")
     report = ParamValidator().validate(pv, production_variant_shape)
     assert "PrefixLength" in report.generate_report()

@@ -13,7 +13,6 @@ from aws_cdk.assertions import Annotations, Match, Template
 from stand_ins import IMAGE, MODEL
 
 from hyperwarm import (
-    ContainerImage,
     DataCapture,
     DeploymentGuardrails,
     IInferenceEndpoint,
@@ -27,13 +26,14 @@ from hyperwarm import (
     Routing,
     ServerlessSpec,
     Serving,
+    ServingImage,
     TrafficShift,
     VariantAutoscaling,
     grant_model_data_read,
 )
 from hyperwarm.endpoints.rules import endpoint_problems
 
-CU130 = ContainerImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
+CU130 = ServingImage.from_uri("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04-sagemaker")
 CU130_MODEL = ModelSpec(CU130, model_data="s3://models-bucket/llama/v1/")
 AMI_4_1 = "al2023-ami-sagemaker-inference-gpu-4-1"
 
@@ -263,7 +263,7 @@ def test_execution_role_reads_only_the_model_prefix_and_pulls_only_its_repositor
 
 
 def test_official_image_resolves_per_region_to_the_dlc_repository() -> None:
-    tpl = template(variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"),
+    tpl = template(variant(model=ModelSpec(ServingImage.official("vllm", "0.27.1"),
                                            model_data="s3://models-bucket/llama/v1/"),
                            inference_ami_version=AMI_4_1))
     (model,) = of_type(tpl, "AWS::SageMaker::Model").values()
@@ -410,7 +410,7 @@ def container(tpl: dict[str, Any]) -> dict[str, Any]:
     return model["Properties"]["PrimaryContainer"]
 
 
-def served(serving: Serving, image: ContainerImage = IMAGE) -> ModelSpec:
+def served(serving: Serving, image: ServingImage = IMAGE) -> ModelSpec:
     return ModelSpec(image, model_data="s3://models-bucket/llama/v1/", serving=serving)
 
 
@@ -421,7 +421,7 @@ def test_the_model_container_is_told_its_model_and_the_instance_types_gpus() -> 
 
 
 def test_an_official_lmi_image_is_told_in_its_own_variables() -> None:
-    tpl = template(variant(model=served(Serving(), ContainerImage.official("djl-lmi", "0.33.0")),
+    tpl = template(variant(model=served(Serving(), ServingImage.official("djl-lmi", "0.33.0")),
                            instance_type="ml.p5.48xlarge", inference_ami_version=AMI_4_1))
     assert container(tpl)["Environment"] == {"HF_MODEL_ID": "/opt/ml/model", "OPTION_TENSOR_PARALLEL_DEGREE": "8"}
 
@@ -590,7 +590,7 @@ def test_an_ecr_repository_image_grants_its_pull_to_the_model() -> None:
     repository = cdk.aws_ecr.Repository(stack, "Repo")
     role = cdk.aws_iam.Role(stack, "Role", assumed_by=cdk.aws_iam.ServicePrincipal("sagemaker.amazonaws.com"))
     model = InferenceModel(stack, "Model", InferenceModelProps(
-        image=ContainerImage.from_ecr_repository(repository, "1.0"), role=role))
+        image=ServingImage.from_ecr_repository(repository, "1.0"), role=role))
     assert model.node.default_child.cfn_resource_type == "AWS::SageMaker::Model"
     pull = [s for s in statements_of(stack, role) if "ecr:BatchGetImage" in s["Action"]]
     assert [s["Resource"] for s in pull] == [{"Fn::GetAtt": [stack.resolve(repository.node.default_child.logical_id),
@@ -621,4 +621,4 @@ def test_an_official_image_in_a_stack_without_region_names_path_image_and_fix() 
     with pytest.raises(ValueError, match=r"Test/Chat: image = 'vllm 0\.27\.1' -- an official image is resolved per "
                                          r"region at synth; give the stack an explicit region"):
         InferenceEndpoint(stack, "Chat", InferenceEndpointProps(variants=[
-            variant(model=ModelSpec(ContainerImage.official("vllm", "0.27.1"), model_data="s3://models-bucket/v1/"))]))
+            variant(model=ModelSpec(ServingImage.official("vllm", "0.27.1"), model_data="s3://models-bucket/v1/"))]))

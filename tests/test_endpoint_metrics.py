@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
-from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
+from hyperwarm import InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving, ServingImage
 from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 from hyperwarm.observability.endpoint_metrics import (
@@ -26,7 +26,7 @@ _ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"
 
 
 def _variant(name: str, framework: str = "vllm") -> ProductionVariant:
-    model = ModelSpec(ContainerImage.from_uri(_ECR), model_data="s3://models-bucket/m/v1/",
+    model = ModelSpec(ServingImage.from_uri(_ECR), model_data="s3://models-bucket/m/v1/",
                       serving=Serving(framework=framework))
     return ProductionVariant(name=name, model=model, instance_type="ml.g5.2xlarge")
 

@@ -118,10 +118,10 @@ def test_cdk_json_lists_fallback_groups_and_a_bad_one_names_its_field(project_co
 
 
 def test_a_jumpstart_model_names_one_instance_type_so_it_takes_no_fallback_group() -> None:
-    from hyperwarm.caches import CachedModelProps, JumpStartModelSource
+    from hyperwarm.caches import CachedModelSpec, JumpStartModelSource
 
     with pytest.raises(PropsError, match=r"fallback_groups = \['small'\] -- a JumpStartModel names one instance type"):
-        CachedModelProps(name="js", source=JumpStartModelSource("deepseek-llm-r1-distill-qwen-1-5b", "2.0.4"),
+        CachedModelSpec(name="js", source=JumpStartModelSource("deepseek-llm-r1-distill-qwen-1-5b", "2.0.4"),
                          size=gigabytes(4), instance_group="big", fallback_groups=("small",))
 
 

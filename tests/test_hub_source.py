@@ -24,7 +24,7 @@ from test_caches_config import environment, model, problems
 from test_caches_manifests import crd_errors, crd_schemas, objects_of  # noqa: F401 (crd_schemas: a fixture)
 
 from hyperwarm import HyperPodEksCluster, InferenceOperator
-from hyperwarm.caches import CachedModelProps, CachedModels, CachedModelsProps, PropsError, gigabytes
+from hyperwarm.caches import CachedModels, CachedModelSpec, CachedModelsProps, PropsError, gigabytes
 from hyperwarm.caches.cold_start import HUB_BANDWIDTH_GBPS, ColdStart
 from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, TOKEN_KEY, HubTokenSync, HubTokenSyncProps
 from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
@@ -157,11 +157,11 @@ def test_a_public_model_has_no_token_and_the_engine_loads_the_operator_mount(crd
 
 # --- the construct: IAM, RBAC, the deploy-time copy, egress --------------------------------------------------------
 
-def gated(name: str = "llama", **source: Any) -> CachedModelProps:
+def gated(name: str = "llama", **source: Any) -> CachedModelSpec:
     return llama(name=name, source=HuggingFaceModelSource(**{**LLAMA, **source}))
 
 
-def build(*models: CachedModelProps, cluster_factory: Any = imported_cluster) -> CachedModels:
+def build(*models: CachedModelSpec, cluster_factory: Any = imported_cluster) -> CachedModels:
     app = cdk.App()
     stack = cdk.Stack(app, "Models", env=cdk.Environment(account=ACCOUNT, region="us-west-2"))
     return CachedModels(stack, "Caches", CachedModelsProps(cluster=cluster_factory(stack, GROUPS), models=models))

@@ -51,7 +51,8 @@ def test_package_builds_as_a_wheel_with_its_data(tmp_path) -> None:
     built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
                             str(REPO)], check=True, capture_output=True, text=True)
     output = built.stdout + built.stderr
-    assert "deprecat" not in output.lower(), output  # e.g. setuptools' licence-classifier banner (SPDX licence instead)
+    # e.g. setuptools' licence-classifier banner (SPDX licence instead); hyperwarm's own deprecation module is a file
+    assert [line for line in output.splitlines() if "deprecat" in line.lower() and "deprecation.py" not in line] == []
     (wheel,) = tmp_path.glob("hyperwarm-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "hyperwarm/__init__.py" in names and "hyperwarm/cluster/lifecycle/on_create.sh" in names

@@ -22,7 +22,6 @@ from moto import mock_aws
 from hyperwarm import (
     CacheRefreshHook,
     CacheRefreshHookProps,
-    ContainerImage,
     EndpointRefreshTarget,
     InferenceEndpoint,
     InferenceEndpointProps,
@@ -30,6 +29,7 @@ from hyperwarm import (
     ProductionVariant,
     RefreshedPrefix,
     Serving,
+    ServingImage,
 )
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.functions.cache_refresh.config import EndpointTarget
@@ -58,7 +58,7 @@ def hook_grants(endpoint_name: str) -> tuple[list[str], list[str]]:
     app = cdk.App()
     stack = cdk.Stack(app, "T", env=cdk.Environment(region="us-west-2", account="123456789012"))
     endpoint = InferenceEndpoint(stack, "Chat", InferenceEndpointProps(endpoint_name=endpoint_name, variants=[
-        ProductionVariant(name="main", model=ModelSpec(ContainerImage.from_uri(IMAGE), serving=Serving(framework="vllm"),
+        ProductionVariant(name="main", model=ModelSpec(ServingImage.from_uri(IMAGE), serving=Serving(framework="vllm"),
                                                        model_data=f"s3://{BUCKET}/{PREFIX}/v1/"),
                           instance_type="ml.g5.2xlarge", instance_count=1)]))
     CacheRefreshHook(stack, "Hook", CacheRefreshHookProps(
@@ -138,7 +138,7 @@ def test_an_endpoint_name_too_long_for_its_environment_fails_config(project_cont
 
 def test_the_endpoint_construct_rejects_a_name_sagemaker_would_reject() -> None:
     stack = cdk.Stack(cdk.App(), "T")
-    model = ModelSpec(ContainerImage.from_uri(IMAGE), serving=Serving(framework="vllm"))
+    model = ModelSpec(ServingImage.from_uri(IMAGE), serving=Serving(framework="vllm"))
     variant = ProductionVariant(name="main", model=model, instance_type="ml.g5.2xlarge", instance_count=1)
     with pytest.raises(ValueError, match=r"endpoint_name = 'e{64}' -- 64 characters; SageMaker allows at most 63"):
         InferenceEndpoint(stack, "E", InferenceEndpointProps(endpoint_name="e" * 64, variants=[variant]))

@@ -8,7 +8,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
-from hyperwarm import ContainerImage, InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving
+from hyperwarm import InferenceEndpoint, InferenceEndpointProps, ModelSpec, ProductionVariant, Serving, ServingImage
 from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.dashboard import InferenceObservability, InferenceObservabilityProps
 
@@ -16,7 +16,7 @@ _ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/server:1"
 
 
 def _variant(name: str, framework: str, **serving: Any) -> ProductionVariant:
-    model = ModelSpec(ContainerImage.from_uri(_ECR), model_data="s3://models-bucket/m/v1/",
+    model = ModelSpec(ServingImage.from_uri(_ECR), model_data="s3://models-bucket/m/v1/",
                       serving=Serving(framework=framework, **serving))
     return ProductionVariant(name=name, model=model, instance_type="ml.g5.2xlarge")
 

@@ -17,7 +17,6 @@ import pytest
 
 from hyperwarm import (
     BlueGreen,
-    ContainerImage,
     DataCapture,
     DeploymentGuardrails,
     InferenceComponentSpec,
@@ -29,6 +28,7 @@ from hyperwarm import (
     Routing,
     ServerlessSpec,
     Serving,
+    ServingImage,
     TrafficShift,
     VariantAutoscaling,
 )
@@ -49,7 +49,7 @@ from stacks.endpoints_stack import endpoint_props
 from stacks.refresh_stack import blue_green
 
 URI = "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:1"
-MODEL = ModelSpec(ContainerImage.from_uri(URI), model_data="s3://models/qwen/v1/", serving=Serving(framework="vllm"))
+MODEL = ModelSpec(ServingImage.from_uri(URI), model_data="s3://models/qwen/v1/", serving=Serving(framework="vllm"))
 INSTANCE: dict[str, Any] = {"instance_type": "ml.g5.2xlarge", "instance_count": 2}
 PREFIX: dict[str, Any] = {"strategy": "PREFIX_AWARE", "prefix_length": 4096, "concurrency_threshold": 8}
 SCALING: dict[str, Any] = {"min_capacity": 1, "max_capacity": 2, "target_value": 4.0}

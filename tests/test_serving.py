@@ -99,7 +99,7 @@ def test_official_images_are_recognised_by_registry_and_repository(uri: str, exp
 
 @pytest.mark.parametrize("framework", OFFICIAL_FRAMEWORKS)
 def test_every_official_image_sagemaker_core_resolves_is_recognised(framework: str) -> None:
-    """The registry, repository and tag rules agree with what ``ContainerImage.official`` resolves."""
+    """The registry, repository and tag rules agree with what ``ServingImage.official`` resolves."""
     from sagemaker.core import image_uris
 
     config = json.loads((resources.files("sagemaker.core") / "image_uri_config" / f"{framework}.json").read_text())

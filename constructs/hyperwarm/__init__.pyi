@@ -4,20 +4,34 @@ from ._internal.retention import retain_except_on_create as retain_except_on_cre
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (
     CachedModelHandle as CachedModelHandle,
-    CachedModelProps as CachedModelProps,
     CachedModels as CachedModels,
+    CachedModelSpec as CachedModelSpec,
     CachedModelsProps as CachedModelsProps,
     CacheFootprint as CacheFootprint,
+    CacheRoutingStrategy as CacheRoutingStrategy,
     CloudWatchTrigger as CloudWatchTrigger,
+    ColdStart as ColdStart,
+    DeploymentKind as DeploymentKind,
+    ExporterMetric as ExporterMetric,
+    ExporterStatistic as ExporterStatistic,
     ExporterTrigger as ExporterTrigger,
     ExtraImage as ExtraImage,
     FsxModelSource as FsxModelSource,
     GroupUsage as GroupUsage,
+    HubTokenSync as HubTokenSync,
+    HubTokenSyncProps as HubTokenSyncProps,
     HuggingFaceModelSource as HuggingFaceModelSource,
-    HyperPodAutoScaling as HyperPodAutoScaling,
+    HyperPodAutoscaling as HyperPodAutoscaling,
     JumpStartModelSource as JumpStartModelSource,
+    KvCacheTier as KvCacheTier,
+    LoadBalancerAlgorithm as LoadBalancerAlgorithm,
+    LustreThroughput as LustreThroughput,
+    MetricType as MetricType,
     ModelSource as ModelSource,
+    OperatorBuildError as OperatorBuildError,
+    PrepullMode as PrepullMode,
     PrometheusTrigger as PrometheusTrigger,
+    WeightsCache as WeightsCache,
     WorkerResources as WorkerResources,
     group_usage as group_usage,
 )
@@ -27,6 +41,7 @@ from .cluster import (
     INSTANCE_GROUP_LABEL as INSTANCE_GROUP_LABEL,
     NVME_PATH as NVME_PATH,
     SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS,
+    DeepHealthCheck as DeepHealthCheck,
     HyperPodEksCluster as HyperPodEksCluster,
     HyperPodEksClusterProps as HyperPodEksClusterProps,
     IHyperPodCluster as IHyperPodCluster,
@@ -36,7 +51,11 @@ from .cluster import (
     InstanceGroup as InstanceGroup,
     InstanceGroupSpec as InstanceGroupSpec,
     InstanceSpec as InstanceSpec,
+    KubernetesVersion as KubernetesVersion,
+    NodeRecovery as NodeRecovery,
     NodeTaint as NodeTaint,
+    TaintEffect as TaintEffect,
+    ThreadsPerCore as ThreadsPerCore,
     grant_mounted_model_read as grant_mounted_model_read,
     instance_spec as instance_spec,
 )
@@ -46,6 +65,7 @@ from .endpoints import (
     DeploymentGuardrails as DeploymentGuardrails,
     EndpointConfiguration as EndpointConfiguration,
     EndpointConfigurationProps as EndpointConfigurationProps,
+    EndpointRoutingStrategy as EndpointRoutingStrategy,
     IInferenceEndpoint as IInferenceEndpoint,
     InferenceComponent as InferenceComponent,
     InferenceComponentProps as InferenceComponentProps,
@@ -57,8 +77,10 @@ from .endpoints import (
     ModelSpec as ModelSpec,
     ProductionVariant as ProductionVariant,
     Routing as Routing,
+    ScalingMetric as ScalingMetric,
     ServerlessSpec as ServerlessSpec,
     TrafficShift as TrafficShift,
+    TrafficType as TrafficType,
     VariantAutoscaling as VariantAutoscaling,
     canonical_json as canonical_json,
     grant_model_data_read as grant_model_data_read,
@@ -78,6 +100,7 @@ from .observability import (
     HyperPodModels as HyperPodModels,
     InferenceObservability as InferenceObservability,
     InferenceObservabilityProps as InferenceObservabilityProps,
+    OtelEnrichment as OtelEnrichment,
     PublishedMetric as PublishedMetric,
     SlackChannel as SlackChannel,
     alarm_topic as alarm_topic,
@@ -100,11 +123,18 @@ from .refresh import (
 )
 from .serving import (
     MODEL_DIR as MODEL_DIR,
-    ContainerImage as ContainerImage,
-    ContainerImageConfig as ContainerImageConfig,
     ServerSettings as ServerSettings,
     Serving as Serving,
+    ServingImage as ServingImage,
+    ServingImageConfig as ServingImageConfig,
     declare_existing_buckets as declare_existing_buckets,
     model_bucket as model_bucket,
     server_settings as server_settings,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+CachedModelProps = CachedModelSpec
+HyperPodAutoScaling = HyperPodAutoscaling
+ContainerImage = ServingImage
+ContainerImageConfig = ServingImageConfig

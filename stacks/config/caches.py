@@ -1,6 +1,6 @@
 """The ``caches`` section of an environment: which models are cached on which instance group.
 
-Each entry is the library's :class:`~hyperwarm.caches.CachedModelProps` in its cdk.json form (derived by
+Each entry is the library's :class:`~hyperwarm.caches.CachedModelSpec` in its cdk.json form (derived by
 :mod:`stacks.config.library`: the library holds every field, default and range); only the autoscaling trigger
 and the serving block have a cdk.json form of their own. ``CachesConfig.models`` are the library's props, which
 the caches stack hands to :class:`~hyperwarm.caches.CachedModels`.
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import Field, model_validator
 
 from hyperwarm.caches import (
-    CachedModelProps,
+    CachedModelSpec,
     CachedModelsProps,
     CacheGroup,
     ExtraImage,
@@ -32,7 +32,7 @@ from .strict import StrictModel, repeated
 
 S3ModelSource = config_model(ModelSource)
 CachedExtraImage = config_model(ExtraImage)
-CachedModel = config_model(CachedModelProps, overrides={
+CachedModel = config_model(CachedModelSpec, overrides={
     "serving": (ServingConfig, Field(default_factory=ServingConfig), lambda s: s.to_serving()),
 })
 """One cached model in cdk.json (``size_gb``, ``image_size_gb``, ``*_s``: the props' Sizes and Durations)."""
@@ -68,7 +68,7 @@ class CachesConfig(StrictModel):
         return self
 
     @property
-    def models(self) -> tuple[CachedModelProps, ...]:
+    def models(self) -> tuple[CachedModelSpec, ...]:
         """The library's props of each cached model."""
         entries: tuple[LibraryModel, ...] = self.entries
         return tuple(entry.props for entry in entries)

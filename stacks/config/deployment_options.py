@@ -43,7 +43,7 @@ class Trigger(StrictModel):
         return chosen.props
 
 
-AutoScaling = register(caches.HyperPodAutoScaling, config_model(caches.HyperPodAutoScaling, overrides={
+AutoScaling = register(caches.HyperPodAutoscaling, config_model(caches.HyperPodAutoscaling, overrides={
     "trigger": (Trigger, ..., lambda t: t.to_spec())}))
 """The operator's ``autoScalingSpec`` (KEDA): replicas between min and max, driven by one trigger (``*_s``: its
 Durations in whole seconds)."""

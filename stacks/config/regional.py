@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from hyperwarm.caches import CachedModelProps
+from hyperwarm.caches import CachedModelSpec
 
 from .endpoints import EndpointConfig
 
@@ -62,7 +62,7 @@ def image_region_problem(uri: str, region: str) -> str | None:
             f"registries; use the {region} URI (the same repository under <account>.dkr.ecr.{region}.amazonaws.com)")
 
 
-def regional_problems(env: str, region: str, group_types: Sequence[str], models: Sequence[CachedModelProps],
+def regional_problems(env: str, region: str, group_types: Sequence[str], models: Sequence[CachedModelSpec],
                       endpoints: Sequence[EndpointConfig]) -> list[str]:
     """Every instance type (of the instance groups, in order) the region does not offer and every image (of the
     cached models and endpoints) it cannot pull, with its field. Given the parts, not the environment's model,
@@ -91,7 +91,7 @@ def regional_problems(env: str, region: str, group_types: Sequence[str], models:
     return problems
 
 
-def pull_registry_accounts(models: Sequence[CachedModelProps], configured: Sequence[str]) -> tuple[str, ...]:
+def pull_registry_accounts(models: Sequence[CachedModelSpec], configured: Sequence[str]) -> tuple[str, ...]:
     """Every account beyond AWS's own registries whose ECR images the nodes pull: the configured ones
     (``image_registry_accounts``) and those of the cached models' images."""
     images = [i for m in models for i in (m.image, *(e.image for e in m.extra_images)) if i]

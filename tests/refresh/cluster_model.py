@@ -36,7 +36,7 @@ from wire import Count, freeze, fresh, sent, thaw
 
 from hyperwarm.caches.node_cache import filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config
-from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, CachedModelProps, ModelSource, WorkerResources, gigabytes
+from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, CachedModelSpec, ModelSource, WorkerResources, gigabytes
 from hyperwarm.functions.cache_refresh.errors import PermanentError
 from hyperwarm.functions.node_cache import layout
 from hyperwarm.refresh.access import RBAC_GROUP
@@ -64,7 +64,7 @@ def rendered(bucket: str, prefix: str, version: str, *, replicas: int = 4,
 
 @functools.lru_cache(maxsize=32)  # rendering crosses into jsii (Size); the model worlds ask for the same few
 def _rendered(bucket: str, prefix: str, version: str, replicas: int, gpus: int) -> bytes:
-    props = CachedModelProps(name=MODEL, source=ModelSource(bucket, prefix, version), size=gigabytes(100), image=IMAGE,
+    props = CachedModelSpec(name=MODEL, source=ModelSource(bucket, prefix, version), size=gigabytes(100), image=IMAGE,
                              instance_group="inference", weights_cache="node", replicas=replicas,
                              resources=WorkerResources(gpus=gpus, cpu="8", memory="64Gi"))
     deployment = inference_endpoint_config(props, namespace=NAMESPACE, region="us-west-2", labels={}, cluster_name="c")

@@ -17,7 +17,7 @@ from cluster_model import rendered
 from fake_kube import merge_patch
 
 from hyperwarm.caches.objects import inference_endpoint_config
-from hyperwarm.caches.props import CachedModelProps, ModelSource, WorkerResources, gigabytes
+from hyperwarm.caches.props import CachedModelSpec, ModelSource, WorkerResources, gigabytes
 from hyperwarm.functions.cache_refresh import events
 from hyperwarm.functions.cache_refresh.config import HyperPodTarget, NodeCache
 from hyperwarm.functions.cache_refresh.events import ManifestCreated
@@ -46,7 +46,7 @@ def request(kind: str, name: str, *, operation: str = "UPDATE", groups: tuple[st
 
 
 def s3_sourced() -> dict[str, Any]:
-    props = CachedModelProps(name="qwen", source=ModelSource(BUCKET, "qwen", "v1"), size=gigabytes(60),
+    props = CachedModelSpec(name="qwen", source=ModelSource(BUCKET, "qwen", "v1"), size=gigabytes(60),
                              image="763104351884.dkr.ecr.us-west-2.amazonaws.com/vllm:0.27.1-gpu-py312-cu130-ubuntu22.04"
                                    "-sagemaker", instance_group="inference", weights_cache="operator",
                              resources=WorkerResources(gpus=2, cpu="8", memory="64Gi"))

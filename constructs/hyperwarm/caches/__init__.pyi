@@ -3,8 +3,11 @@
 from . import events as events
 from .autoscaling import (
     CloudWatchTrigger as CloudWatchTrigger,
+    ExporterMetric as ExporterMetric,
+    ExporterStatistic as ExporterStatistic,
     ExporterTrigger as ExporterTrigger,
-    HyperPodAutoScaling as HyperPodAutoScaling,
+    HyperPodAutoscaling as HyperPodAutoscaling,
+    MetricType as MetricType,
     PrometheusTrigger as PrometheusTrigger,
 )
 from .cached_models import (
@@ -39,18 +42,9 @@ from .fsx import (
     readers as readers,
     vpc_problems as vpc_problems,
 )
-from .handle import (
-    CachedModelHandle as CachedModelHandle,
-    DeploymentKind as DeploymentKind,
-)
-from .hub import (
-    HubTokenSync as HubTokenSync,
-    HubTokenSyncProps as HubTokenSyncProps,
-)
-from .jumpstart import (
-    is_jumpstart as is_jumpstart,
-    jumpstart_gpus as jumpstart_gpus,
-)
+from .handle import CachedModelHandle as CachedModelHandle, DeploymentKind as DeploymentKind
+from .hub import HubTokenSync as HubTokenSync, HubTokenSyncProps as HubTokenSyncProps
+from .jumpstart import is_jumpstart as is_jumpstart, jumpstart_gpus as jumpstart_gpus
 from .objects import cache_ready_preferences as cache_ready_preferences
 from .placement import (
     CacheGroup as CacheGroup,
@@ -59,16 +53,21 @@ from .placement import (
 )
 from .props import (
     MANAGED_BY as MANAGED_BY,
-    CachedModelProps as CachedModelProps,
+    CachedModelSpec as CachedModelSpec,
     CachedModelsProps as CachedModelsProps,
+    CacheRoutingStrategy as CacheRoutingStrategy,
     ExtraImage as ExtraImage,
     KvCache as KvCache,
+    KvCacheTier as KvCacheTier,
     LoadBalancer as LoadBalancer,
+    LoadBalancerAlgorithm as LoadBalancerAlgorithm,
     Metrics as Metrics,
+    PrepullMode as PrepullMode,
     Probes as Probes,
     PropsError as PropsError,
     RequestLimits as RequestLimits,
     Tls as Tls,
+    WeightsCache as WeightsCache,
     WorkerResources as WorkerResources,
     gigabytes as gigabytes,
     in_gigabytes as in_gigabytes,
@@ -82,5 +81,11 @@ from .sources import (
     FsxModelSource as FsxModelSource,
     HuggingFaceModelSource as HuggingFaceModelSource,
     JumpStartModelSource as JumpStartModelSource,
+    LustreThroughput as LustreThroughput,
     ModelSource as ModelSource,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+CachedModelProps = CachedModelSpec
+HyperPodAutoScaling = HyperPodAutoscaling

@@ -1,7 +1,7 @@
 """Autoscaling of a HyperPod model deployment: the inference operator's ``autoScalingSpec`` (KEDA).
 
 Frozen dataclasses that validate themselves and render the operator's CRD field
-(:meth:`HyperPodAutoScaling.to_crd`): :class:`~hyperwarm.caches.CachedModels` takes them as a model's
+(:meth:`HyperPodAutoscaling.to_crd`): :class:`~hyperwarm.caches.CachedModels` takes them as a model's
 ``autoscaling``; your own ``InferenceEndpointConfig`` can use them directly. Times are ``aws_cdk.Duration``s
 (the CRD's fields are whole seconds); ranges are the CRD's (operator CRD 3.3), on the fields
 (:mod:`hyperwarm._internal.constraints`). Unresolved tokens are not checked.
@@ -144,7 +144,7 @@ class ExporterTrigger:
 
 
 @dataclass(frozen=True)
-class HyperPodAutoScaling:
+class HyperPodAutoscaling:
     """Replicas of a model deployment between ``min_replicas`` and ``max_replicas``, driven by one trigger."""
 
     max_replicas: Annotated[int, Interval(ge=1, le=1000)]
@@ -175,7 +175,7 @@ class HyperPodAutoScaling:
             rules.append(f"min_replicas = {self.min_replicas} -- must not exceed max_replicas ({self.max_replicas})")
         return rules
 
-    def for_model(self, *, cluster_name: str, model: str) -> HyperPodAutoScaling:
+    def for_model(self, *, cluster_name: str, model: str) -> HyperPodAutoscaling:
         """This autoscaling of ``model`` on the EKS cluster ``cluster_name`` (an exporter trigger resolved)."""
         if not isinstance(self.trigger, ExporterTrigger):
             return self
@@ -184,7 +184,7 @@ class HyperPodAutoScaling:
     def to_crd(self) -> dict[str, Any]:
         """The operator's ``autoScalingSpec`` (an exporter trigger must be resolved first: :meth:`for_model`)."""
         if isinstance(self.trigger, ExporterTrigger):
-            raise TypeError("HyperPodAutoScaling.trigger: an ExporterTrigger names the model and cluster; "
+            raise TypeError("HyperPodAutoscaling.trigger: an ExporterTrigger names the model and cluster; "
                              "render for_model(cluster_name=..., model=...)")
         key = "cloudWatchTrigger" if isinstance(self.trigger, CloudWatchTrigger) else "prometheusTrigger"
         return {"minReplicaCount": self.min_replicas, "maxReplicaCount": self.max_replicas,

@@ -25,7 +25,7 @@ from hyperwarm.caches.jumpstart import is_jumpstart
 from hyperwarm.caches.jumpstart_objects import jumpstart_model
 from hyperwarm.caches.node_cache import code_config_map, filler_access, filler_daemonset
 from hyperwarm.caches.objects import inference_endpoint_config, prepull_daemonset, priority_class
-from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelProps
+from hyperwarm.caches.props import DEFAULT_FILLER_IMAGE, MANAGED_BY, CachedModelSpec
 from hyperwarm.caches.typed import bind
 from hyperwarm.cluster.instance_group import NodeTaint
 
@@ -41,7 +41,7 @@ MODEL_LABEL = "hyperwarm.io/model"
 class CachesChartProps:
     """What the chart renders: the models, where, and the names only the cluster knows."""
 
-    models: Sequence[CachedModelProps]
+    models: Sequence[CachedModelSpec]
     region: str
     """The default region of the models' buckets (a model's ``source.region`` wins)."""
     cluster_name: str

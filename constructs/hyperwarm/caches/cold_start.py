@@ -46,10 +46,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hyperwarm._internal.constraints import in_gigabytes
+from hyperwarm._internal.lazy import on_first_use
 from hyperwarm.caches.sources import FsxModelSource, HuggingFaceModelSource
 
 if TYPE_CHECKING:
-    from hyperwarm.caches.props import CachedModelProps
+    from hyperwarm.caches import props
+else:  # loaded on first use (typing.get_type_hints): the planner loads this module without aws-cdk
+    props = on_first_use("hyperwarm.caches.props")
 
 DEFAULT_BANDWIDTH_GBPS = 1.0
 HUB_BANDWIDTH_GBPS = 0.5
@@ -107,13 +110,13 @@ class ColdStart:
     A file system not listed: the model's own ``max_replicas``. :class:`~hyperwarm.caches.CachedModels` and the
     planner fill it from the cluster's groups. Default: none."""
 
-    def fsx_reader_count(self, model: CachedModelProps) -> int:
+    def fsx_reader_count(self, model: props.CachedModelSpec) -> int:
         """Nodes sharing the file system ``model`` is read from (:attr:`fsx_readers`); its max_replicas elsewhere."""
         if not isinstance(model.source, FsxModelSource):
             return model.max_replicas
         return self.fsx_readers.get(model.source.file_system_id, model.max_replicas)
 
-    def rate_gbps(self, model: CachedModelProps) -> float:
+    def rate_gbps(self, model: props.CachedModelSpec) -> float:
         """The per-node download rate from the model's source (Gbit/s). A JumpStart model's artifacts are S3 objects
         in the region's JumpStart bucket (``jumpstart-cache-prod-<region>``), so it takes S3's figure,
         :attr:`bandwidth_gbps` (AWS's 145 GB in more than 20 minutes above); AWS publishes none of its own."""
@@ -126,11 +129,11 @@ class ColdStart:
             return per_node_gbps(model.source, self.fsx_reader_count(model))
         return self.bandwidth_gbps
 
-    def download_s(self, model: CachedModelProps) -> float:
+    def download_s(self, model: props.CachedModelSpec) -> float:
         """The weights from the model's source onto one node at the per-node rate."""
         return in_gigabytes(model.size) * 8 / self.rate_gbps(model)
 
-    def breakdown(self, model: CachedModelProps, *, warm: bool) -> StartBreakdown:
+    def breakdown(self, model: props.CachedModelSpec, *, warm: bool) -> StartBreakdown:
         """A new pod on a prepared (``warm``) node, or on a node without caches: what is cached costs (almost)
         nothing, the rest is fetched; the engine starts either way."""
         size_gb = in_gigabytes(model.size)
@@ -139,14 +142,14 @@ class ColdStart:
         return StartBreakdown(image, weights, self.container_start_s, size_gb / self.gpu_load_gb_per_s,
                               self.compile_s, self.cuda_graph_s)
 
-    def cold_s(self, model: CachedModelProps) -> float:
+    def cold_s(self, model: props.CachedModelSpec) -> float:
         """A new pod on a node without caches: pull the image, download the weights, start the engine."""
         return self.breakdown(model, warm=False).total_s
 
-    def fill_s(self, model: CachedModelProps) -> float:
+    def fill_s(self, model: props.CachedModelSpec) -> float:
         """One node's weights cache fills at the S3 rate; nothing fills when weights are not cached."""
         return self.download_s(model) if model.weights_cached else 0.0
 
-    def warm_s(self, model: CachedModelProps) -> float:
+    def warm_s(self, model: props.CachedModelSpec) -> float:
         """A new pod on a prepared node: the cache's read, then the engine's start."""
         return self.breakdown(model, warm=True).total_s

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from aws_cdk import aws_ec2 as ec2
     from constructs import Construct
 
-    from hyperwarm.caches.props import CachedModelProps
+    from hyperwarm.caches.props import CachedModelSpec
     from hyperwarm.cluster.interfaces import IHyperPodCluster
 
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
@@ -50,13 +50,13 @@ FILE_SYSTEM_METADATA = "hyperwarm:fsx-file-system"
 PERFORMANCE_DOCS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html"
 
 
-def file_system_sources(models: Sequence[CachedModelProps]) -> list[tuple[int, FsxModelSource]]:
+def file_system_sources(models: Sequence[CachedModelSpec]) -> list[tuple[int, FsxModelSource]]:
     """(index, source) of every model read from FSx for Lustre."""
     return [(i, m.source) for i, m in enumerate(models) if isinstance(m.source, FsxModelSource)]
 
 
 def admit_nodes(scope: Construct, cluster: IHyperPodCluster,
-                models: Sequence[CachedModelProps]) -> list[ec2.CfnSecurityGroupIngress]:
+                models: Sequence[CachedModelSpec]) -> list[ec2.CfnSecurityGroupIngress]:
     """Lustre's ports both ways: ingress on each file system's security group from the cluster's node security
     group, and on the node security group from the file system's; one set per file system and group however many
     models read it."""
@@ -85,7 +85,7 @@ def admit_nodes(scope: Construct, cluster: IHyperPodCluster,
     return rules
 
 
-def vpc_problems(models: Sequence[CachedModelProps], cluster_vpc_id: str | None, path: str = "models") -> list[str]:
+def vpc_problems(models: Sequence[CachedModelSpec], cluster_vpc_id: str | None, path: str = "models") -> list[str]:
     """``<path>[i].source.vpc_id: ... -- ...`` for each file system said to be in another VPC than the cluster's;
     nothing where either VPC is unknown at synth (not given, or a token: a VPC this app creates)."""
     from hyperwarm._internal.tokens import resolved
@@ -107,7 +107,7 @@ def throughput_mb_s(source: FsxModelSource) -> float:
     return source.storage_capacity_gib / 1024 * source.per_unit_storage_throughput
 
 
-def readers(model: CachedModelProps, group_nodes: Mapping[str, int]) -> int:
+def readers(model: CachedModelSpec, group_nodes: Mapping[str, int]) -> int:
     """Nodes that read ``model`` at once: its ``max_replicas`` pods, or, with its weights cached, every node of its
     listed groups (``group_nodes``: group -> node count), whichever is more: the operator fills the weights cache
     of every node of the groups, not only of the nodes its pods land on."""
@@ -115,7 +115,7 @@ def readers(model: CachedModelProps, group_nodes: Mapping[str, int]) -> int:
     return max(model.max_replicas, nodes)
 
 
-def file_system_readers(models: Sequence[CachedModelProps], group_nodes: Mapping[str, int]) -> dict[str, int]:
+def file_system_readers(models: Sequence[CachedModelSpec], group_nodes: Mapping[str, int]) -> dict[str, int]:
     """File system id -> nodes reading it at once: :func:`readers` summed over the models it serves (their
     caches fill together at a deploy)."""
     total: dict[str, int] = {}

@@ -24,7 +24,7 @@ class CachedModelHandle:
     """One model of a :class:`~hyperwarm.caches.CachedModels`, as others refer to it."""
 
     name: str
-    """The model's name, also its deployment object's (``CachedModelProps.name``)."""
+    """The model's name, also its deployment object's (``CachedModelSpec.name``)."""
     cluster: IHyperPodCluster
     """The cluster it is cached on."""
     namespace: str
@@ -34,7 +34,7 @@ class CachedModelHandle:
     node_cached: bool
     """Its weights are in hyperwarm's node cache (``weights_cache="node"``): a new version changes warm."""
     size: cdk.Size
-    """Its weights' size (``CachedModelProps.size``)."""
+    """Its weights' size (``CachedModelSpec.size``)."""
     refreshed: bool = False
     """Its nodes keep room for two versions side by side (``CachedModelsProps.refreshed``), which a refresh needs.
     Default: false."""

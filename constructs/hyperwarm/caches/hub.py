@@ -68,7 +68,7 @@ from constructs import Construct
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, arn_prefix, pseudo
 from hyperwarm.caches.objects import hub_token_secret_name as token_secret_name
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import HuggingFaceModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
@@ -87,7 +87,7 @@ _NAME = "hyperwarm-hub-token-sync"
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def token_secret(model: CachedModelProps, *, namespace: str, labels: Mapping[str, str]) -> dict[str, Any] | None:
+def token_secret(model: CachedModelSpec, *, namespace: str, labels: Mapping[str, str]) -> dict[str, Any] | None:
     """The model's token Secret as rendered: no data (the sync function fills ``token`` at deploy time; a later
     ``kubectl apply`` of this object leaves a key it never set alone). None without a token."""
     name = token_secret_name(model)
@@ -99,7 +99,7 @@ def token_secret(model: CachedModelProps, *, namespace: str, labels: Mapping[str
                          "annotations": {SOURCE_ANNOTATION: model.source.token_secret}}}
 
 
-def tokens_of(models: Sequence[CachedModelProps]) -> dict[str, HuggingFaceModelSource]:
+def tokens_of(models: Sequence[CachedModelSpec]) -> dict[str, HuggingFaceModelSource]:
     """Kubernetes Secret name -> its Hub source, for the models with a token."""
     found: dict[str, HuggingFaceModelSource] = {}
     for model in models:
@@ -109,7 +109,7 @@ def tokens_of(models: Sequence[CachedModelProps]) -> dict[str, HuggingFaceModelS
     return found
 
 
-def hub_egress_problems(models: Sequence[CachedModelProps], cluster: IHyperPodCluster) -> list[str]:
+def hub_egress_problems(models: Sequence[CachedModelSpec], cluster: IHyperPodCluster) -> list[str]:
     """A Hub source is downloaded from the internet by the pods: the nodes' subnets need egress. A cluster built
     by hyperwarm always has it (its nodes run in private subnets with a NAT gateway: ``nat_gateways`` >= 1, or an
     existing VPC's private-with-egress subnets); an imported VPC whose private subnets are all isolated has none."""

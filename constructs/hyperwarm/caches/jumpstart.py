@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from constructs import Construct
 
 # The props (hyperwarm.caches.props) import these rules, so a model and a group are read here by their attributes
-# (a CachedModelProps, a placement.CacheGroup), not by their types.
-CachedModelProps = Any
+# (a CachedModelSpec, a placement.CacheGroup), not by their types.
+CachedModelSpec = Any
 CacheGroup = Any
 
 BUCKET = "jumpstart-cache-prod-{region}"
@@ -63,7 +63,7 @@ policy AWS publishes for exactly this grant, on ``SageMakerPublicHub`` content o
 hyperwarm grants no more than it. Should AWS change its policy, follow it here."""
 
 
-def is_jumpstart(model: CachedModelProps) -> bool:
+def is_jumpstart(model: CachedModelSpec) -> bool:
     return isinstance(model.source, JumpStartModelSource)
 
 
@@ -77,7 +77,7 @@ def image_key(source: JumpStartModelSource) -> str:
     return f"{source.uri} (image)"
 
 
-def jumpstart_problems(model: CachedModelProps) -> list[str]:
+def jumpstart_problems(model: CachedModelSpec) -> list[str]:
     """What a ``JumpStartModel`` cannot take, each naming the field (none for another source)."""
     from hyperwarm.serving.settings import Serving
 
@@ -109,7 +109,7 @@ def jumpstart_problems(model: CachedModelProps) -> list[str]:
     return problems
 
 
-def shared_type_problems(models: Sequence[CachedModelProps], groups: Sequence[CacheGroup],
+def shared_type_problems(models: Sequence[CachedModelSpec], groups: Sequence[CacheGroup],
                          path: str = "models") -> list[str]:
     """A JumpStart model's group must be the only group of its instance type (``server.instanceType`` places it)."""
     problems = []
@@ -194,7 +194,7 @@ def hub_content_arns(source: JumpStartModelSource, partition: str, region: str) 
     return [f"{prefix}:hub/{source.hub_name}", f"{prefix}:hub-content/{source.hub_name}/Model/{source.model_id}/*"]
 
 
-def jumpstart_gpus(model: CachedModelProps, groups: Sequence[CacheGroup]) -> int:
+def jumpstart_gpus(model: CachedModelSpec, groups: Sequence[CacheGroup]) -> int:
     """The GPUs a JumpStart model's pod is counted with: every GPU of a node of its group (its hub content sizes the
     pod for the instance type, which hyperwarm cannot read offline); 0 for an unknown group."""
     from hyperwarm.cluster.catalog import CATALOG

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from hyperwarm.caches.objects import API_VERSION, OPERATOR_DEPLOY_TIMEOUT_S, metadata, options, startup_budget_s
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import JumpStartModelSource
 from hyperwarm.cluster.instance_group import NVME_PATH
 
 KIND = "JumpStartModel"
 
 
-def jumpstart_model(model: CachedModelProps, *, namespace: str, labels: dict[str, str], instance_type: str,
+def jumpstart_model(model: CachedModelSpec, *, namespace: str, labels: dict[str, str], instance_type: str,
                     cluster_name: str, gated_role_arn: str | None = None) -> dict[str, Any]:
     """The ``JumpStartModel`` of ``model`` on ``instance_type`` (its group's); the refresh moves it by patching
     ``spec.model.modelVersion`` (``targets/hyperpod.py``), where the version is and nowhere else."""

@@ -23,7 +23,7 @@ from typing import Any
 from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm._internal.bundling import ASSET_INIT
 from hyperwarm.caches.objects import PRIORITY_CLASS, group_requirement, node_agent_tolerations
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.instance_group import NVME_PATH, NodeTaint
 from hyperwarm.functions import cache_refresh, node_cache
@@ -84,7 +84,7 @@ def code_config_map_name(digest: str) -> str:
     return f"hyperwarm-node-cache-code-{digest}"
 
 
-def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[str, str], region: str,
+def filler_daemonset(model: CachedModelSpec, *, namespace: str, labels: dict[str, str], region: str,
                      image: str, code: str, headroom_percent: int,
                      group_taints: Sequence[NodeTaint] = ()) -> dict[str, Any]:
     """The model's filler: on every node of its instance group, keep the listed versions (the deployed one here;
@@ -92,7 +92,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     name = layout.filler_name(model.name)
     selector = {"app.kubernetes.io/name": "hyperwarm-node-cache", "app.kubernetes.io/instance": name}
     source = model.source
-    assert isinstance(source, ModelSource)  # CachedModelProps' rule: the node cache fills from S3
+    assert isinstance(source, ModelSource)  # CachedModelSpec' rule: the node cache fills from S3
     version = layout.Version(source.version, source.bucket, source.location, source.region or "")
     container = _fill_container(model, region=region, image=image, headroom_percent=headroom_percent)
     return {
@@ -128,7 +128,7 @@ def filler_daemonset(model: CachedModelProps, *, namespace: str, labels: dict[st
     }
 
 
-def _fill_container(model: CachedModelProps, *, region: str, image: str, headroom_percent: int) -> dict[str, Any]:
+def _fill_container(model: CachedModelSpec, *, region: str, image: str, headroom_percent: int) -> dict[str, Any]:
     """The filler's container: what it fills (its environment), when it is ready (the listed versions are
     complete), what it may use and where it writes."""
     env = [

@@ -16,7 +16,7 @@ from typing import Any
 
 from hyperwarm._internal.acknowledgments import checkov_annotations
 from hyperwarm.caches.cold_start import ColdStart
-from hyperwarm.caches.props import CachedModelProps, Probes
+from hyperwarm.caches.props import CachedModelSpec, Probes
 from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
 from hyperwarm.cluster.instance_group import HEALTH_TAINT_KEY, NVME_PATH, NodeTaint
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL
@@ -65,13 +65,13 @@ def metadata(name: str, namespace: str | None, labels: dict[str, str],
     return meta
 
 
-def hub_token_secret_name(model: CachedModelProps) -> str | None:
+def hub_token_secret_name(model: CachedModelSpec) -> str | None:
     """The Kubernetes Secret holding a Hugging Face source's token (None: a public repository)."""
     source = model.source
     return f"{model.name}-hub-token" if isinstance(source, HuggingFaceModelSource) and source.token_secret else None
 
 
-def model_source(model: CachedModelProps, region: str) -> dict[str, Any]:
+def model_source(model: CachedModelSpec, region: str) -> dict[str, Any]:
     """``modelSourceConfig``: where the version is (the field a model update changes)."""
     return model_source_config(model.source, region, hub_token_secret_name(model))
 
@@ -108,12 +108,12 @@ def cache_ready_preferences(cache_uids: Sequence[str], weight: int = 100) -> lis
 _AWS_FIGURES = ColdStart()
 
 
-def startup_budget_s(model: CachedModelProps, cold_start: ColdStart = _AWS_FIGURES) -> int:
+def startup_budget_s(model: CachedModelSpec, cold_start: ColdStart = _AWS_FIGURES) -> int:
     """How long a pod may take to first answer: the planner's cold start times the margin."""
     return math.ceil(cold_start.cold_s(model) * STARTUP_MARGIN)
 
 
-def probes(model: CachedModelProps, p: Probes, cold_start: ColdStart = _AWS_FIGURES) -> dict[str, Any]:
+def probes(model: CachedModelSpec, p: Probes, cold_start: ColdStart = _AWS_FIGURES) -> dict[str, Any]:
     """``worker.probes``: a startup probe sized for a cold node, then liveness (and readiness)."""
     period_s = p.period.to_seconds()
 
@@ -128,7 +128,7 @@ def probes(model: CachedModelProps, p: Probes, cold_start: ColdStart = _AWS_FIGU
     return result
 
 
-def _serving_options(model: CachedModelProps) -> dict[str, Any]:
+def _serving_options(model: CachedModelSpec) -> dict[str, Any]:
     """``spec`` fields of the model's metrics, KV cache, load balancer and TLS options (all opt-in)."""
     spec: dict[str, Any] = {}
     if model.metrics:
@@ -157,7 +157,7 @@ def _serving_options(model: CachedModelProps) -> dict[str, Any]:
     return spec
 
 
-def options(model: CachedModelProps, *, cluster_name: str,
+def options(model: CachedModelSpec, *, cluster_name: str,
             cold_start: ColdStart = _AWS_FIGURES) -> tuple[dict[str, Any], dict[str, Any]]:
     """(spec fields, worker fields) of the model's scaling and serving options; none without options. The startup
     budget is ``cold_start``'s (the FSx readers of the cluster)."""
@@ -177,7 +177,7 @@ def options(model: CachedModelProps, *, cluster_name: str,
     return spec, worker
 
 
-def _worker(model: CachedModelProps) -> dict[str, Any]:
+def _worker(model: CachedModelSpec) -> dict[str, Any]:
     settings = model_server_settings(model)
     requests: dict[str, Any] = {"cpu": model.resources.cpu, "memory": model.resources.memory}
     limits: dict[str, Any] = {"memory": model.resources.memory}
@@ -195,15 +195,15 @@ def _worker(model: CachedModelProps) -> dict[str, Any]:
     return worker
 
 
-def model_server_settings(model: CachedModelProps) -> ServerSettings:
+def model_server_settings(model: CachedModelSpec) -> ServerSettings:
     """The worker's environment and arguments: the model at its volume mount, tensor parallelism = its GPUs."""
     gpus = model.resources.gpus
     placement = Placement("hyperpod", gpus, f"resources.gpus is {gpus}", model_dir=MODEL_DIR, port=model.port)
-    image = str(model.image)  # every source but JumpStart has one (CachedModelProps); a JumpStartModel has no worker
+    image = str(model.image)  # every source but JumpStart has one (CachedModelSpec); a JumpStartModel has no worker
     return server_settings(model.serving, placement, image=image, image_uri=image)
 
 
-def inference_endpoint_config(model: CachedModelProps, *, namespace: str, region: str, labels: dict[str, str],
+def inference_endpoint_config(model: CachedModelSpec, *, namespace: str, region: str, labels: dict[str, str],
                               cluster_name: str, cache_uids: Sequence[str] = (),
                               cold_start: ColdStart = _AWS_FIGURES) -> dict[str, Any]:
     """The serving deployment on the instance group's nodes, reading its weights where ``weights_cache`` says.

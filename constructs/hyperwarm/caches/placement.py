@@ -13,7 +13,7 @@ from hyperwarm._internal.constraints import in_gigabytes
 from hyperwarm.caches.capacity import CacheFootprint, capacity_problems
 from hyperwarm.caches.jumpstart import image_key, is_jumpstart, shared_type_problems
 from hyperwarm.caches.objects import model_server_settings
-from hyperwarm.caches.props import CachedModelProps
+from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import JumpStartModelSource
 from hyperwarm.cluster.catalog import instance_spec
 
@@ -34,7 +34,7 @@ class CacheGroup(Protocol):
     def taints(self) -> Sequence[Any]: ...
 
 
-def footprint(model: CachedModelProps, *, refreshed: bool = False) -> CacheFootprint:
+def footprint(model: CachedModelSpec, *, refreshed: bool = False) -> CacheFootprint:
     """What ``model`` puts on each node of its group at the peak (for the capacity guard): two versions when
     ``refreshed`` (a refresh prefix targets it), else one (:mod:`hyperwarm.caches.capacity`)."""
     # The serving image is on every node that runs the model, cached or not (a JumpStart model's is its hub content's).
@@ -60,13 +60,13 @@ def _group_problem(at: str, name: str, groups: Mapping[str, CacheGroup]) -> str 
     return None
 
 
-def _group_fields(path: str, model: CachedModelProps) -> list[tuple[str, str]]:
+def _group_fields(path: str, model: CachedModelSpec) -> list[tuple[str, str]]:
     """(field path, group) of every group the model may run on, first the preferred one."""
     return [(f"{path}.instance_group", model.instance_group),
             *((f"{path}.fallback_groups[{i}]", g) for i, g in enumerate(model.fallback_groups))]
 
 
-def placement_problems(models: Sequence[CachedModelProps], groups: Sequence[CacheGroup], nvme_headroom_percent: int,
+def placement_problems(models: Sequence[CachedModelSpec], groups: Sequence[CacheGroup], nvme_headroom_percent: int,
                        path: str = "models", refreshed: Collection[str] = ()) -> list[str]:
     """Every model on a group that can serve it, then every group's NVMe holding its caches (two versions of the
     models named in ``refreshed``); each problem names its field path (``<path>[i].field``) and value, or the

@@ -32,7 +32,7 @@ from hyperwarm._internal.constraints import (
     size_in_gb,
 )
 from hyperwarm._internal.tokens import resolved
-from hyperwarm.caches.autoscaling import HyperPodAutoScaling, crd_seconds
+from hyperwarm.caches.autoscaling import HyperPodAutoscaling, crd_seconds
 from hyperwarm.caches.jumpstart import jumpstart_problems
 from hyperwarm.caches.sources import (  # noqa: F401 (ModelSource and the name rules: hyperwarm.caches.props' own)
     BUCKET as BUCKET,  # noqa: PLC0414
@@ -79,6 +79,7 @@ def node_gb(above: float, most: float) -> Measured:
 
 
 PrepullMode = Literal["operator", "daemonset", "both"]
+"""Who pre-pulls a cached model's image onto its nodes: the operator, a hyperwarm DaemonSet, or both."""
 WeightsCache = Literal["node", "operator", "off"]
 """Where a model's weights wait on its nodes' NVMe:
 
@@ -90,7 +91,12 @@ WeightsCache = Literal["node", "operator", "off"]
   deployment's nodes before it creates the deployment; a pod on a node without the cache downloads (its affinity to
   the cache is only preferred), and a new version changes the deployment in place, which may start cold pods.
 - ``off``: every pod downloads the weights from S3."""
-RoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+CacheRoutingStrategy = Literal["prefixaware", "kvaware", "session", "roundrobin"]
+"""The operator's ``intelligentRoutingSpec.routingStrategy`` (an endpoint variant's is ``EndpointRoutingStrategy``)."""
+KvCacheTier = Literal["redis", "tieredstorage"]
+"""The operator's L2 KV cache backends."""
+LoadBalancerAlgorithm = Literal["least_outstanding_requests", "round_robin"]
+"""The operator's ``loadBalancer.routingAlgorithm`` values."""
 
 
 def pinned_image_problem(image: str) -> str | None:
@@ -192,7 +198,7 @@ class KvCache:
 
     l1: bool = True
     """Offload KV blocks to the pod's CPU memory. Default: true."""
-    l2: Literal["redis", "tieredstorage"] | None = None
+    l2: KvCacheTier | None = None
     """Default: no L2."""
     l2_url: str | None = None
     """redis: the rediss:// URL; tieredstorage: optional. Default: none."""
@@ -220,7 +226,7 @@ class LoadBalancer:
     idle_timeout: Annotated[cdk.Duration, crd_seconds(1, 4000)] = field(
         default_factory=lambda: cdk.Duration.seconds(60))
     """Long generations need more than the default, 60 seconds."""
-    routing_algorithm: Literal["least_outstanding_requests", "round_robin"] = "least_outstanding_requests"
+    routing_algorithm: LoadBalancerAlgorithm = "least_outstanding_requests"
     """Default: least_outstanding_requests."""
 
     def __post_init__(self) -> None:
@@ -267,7 +273,7 @@ class RequestLimits:
 
 
 @dataclass(frozen=True)
-class CachedModelProps:
+class CachedModelSpec:
     """One model deployment whose weights and image are cached on an instance group's NVMe."""
 
     name: Annotated[str, K8S_NAME]
@@ -308,11 +314,11 @@ class CachedModelProps:
     """Default: 1 GPU, 4 CPUs, 32Gi."""
     port: Annotated[int, Interval(ge=1, le=65535)] = 8080
     """The server's invocation port. Default: 8080."""
-    routing: RoutingStrategy | None = None
+    routing: CacheRoutingStrategy | None = None
     """The operator's intelligent routing. Default: none."""
     serving: Serving = field(default_factory=Serving)
     """What the model server is told beyond the derived settings. Default: the derived settings only."""
-    autoscaling: HyperPodAutoScaling | None = None
+    autoscaling: HyperPodAutoscaling | None = None
     """KEDA autoscaling. Default: fixed replicas."""
     probes: Probes | None = None
     """Startup/liveness/readiness probes. Default: the operator's."""
@@ -335,11 +341,11 @@ class CachedModelProps:
         """The old spellings, with a warning naming the new one (removed in the next minor release)."""
         cache: Any = self.weights_cache
         if isinstance(cache, bool):
-            warnings.warn(f"CachedModelProps({self.name}).weights_cache = {cache}: use \"operator\" or \"off\"",
+            warnings.warn(f"CachedModelSpec({self.name}).weights_cache = {cache}: use \"operator\" or \"off\"",
                           DeprecationWarning, stacklevel=4)
             object.__setattr__(self, "weights_cache", "operator" if cache else "off")
         if self.prewarm:
-            warnings.warn(f"CachedModelProps({self.name}).prewarm is deprecated: use weights_cache=\"node\" (the "
+            warnings.warn(f"CachedModelSpec({self.name}).prewarm is deprecated: use weights_cache=\"node\" (the "
                           "stand-alone caches prewarm made were never read by the deployment's pods)",
                           DeprecationWarning, stacklevel=4)
             if self.weights_cache != "off":
@@ -407,7 +413,7 @@ class CachedModelsProps:
 
     cluster: IHyperPodCluster
     """A cluster with the HyperPod inference operator (``install_inference_operator``)."""
-    models: Sequence[CachedModelProps]
+    models: Sequence[CachedModelSpec]
     """Unique names; each on an instance group with local NVMe."""
     namespace: Annotated[str, NAMESPACE] = "hyperwarm-models"
     """Kubernetes namespace of the deployments and caches. Default: hyperwarm-models."""

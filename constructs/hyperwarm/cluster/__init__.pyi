@@ -12,10 +12,7 @@ from .catalog import (
     InstanceSpec as InstanceSpec,
     instance_spec as instance_spec,
 )
-from .cluster import (
-    HyperPodEksCluster as HyperPodEksCluster,
-    HyperPodEksClusterProps as HyperPodEksClusterProps,
-)
+from .cluster import HyperPodEksCluster as HyperPodEksCluster, HyperPodEksClusterProps as HyperPodEksClusterProps
 from .instance_group import (
     EBS_VOLUME as EBS_VOLUME,
     HEALTH_TAINT_KEY as HEALTH_TAINT_KEY,
@@ -45,6 +42,7 @@ from .rules import (
     SUPPORTED_KUBERNETES_VERSIONS as SUPPORTED_KUBERNETES_VERSIONS,
     DeepHealthCheck as DeepHealthCheck,
     KubernetesVersion as KubernetesVersion,
+    NodeRecovery as NodeRecovery,
     TaintEffect as TaintEffect,
     ThreadsPerCore as ThreadsPerCore,
     addon_build_problem as addon_build_problem,

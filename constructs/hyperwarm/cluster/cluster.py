@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
 
@@ -30,6 +32,8 @@ from hyperwarm.cluster.nodes import HyperPodNodes, HyperPodNodesProps, nodes_pro
 from hyperwarm.cluster.rules import (
     DEFAULT_KUBERNETES_VERSION,
     INFERENCE_OPERATOR_ADDON,
+    KubernetesVersion,
+    NodeRecovery,
     addon_build_problem,
     pods_per_node_problem,
 )
@@ -41,7 +45,7 @@ class HyperPodEksClusterProps:
 
     instance_groups: Sequence[InstanceGroupSpec]
     """HyperPod instance groups; at least one, unique names."""
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
     """EKS Kubernetes version, 1.30..1.35. Default: 1.33."""
     vpc: ec2.IVpc | None = None
     """An existing VPC whose private (with egress) subnets HyperPod uses. Default: a new VPC."""
@@ -58,7 +62,7 @@ class HyperPodEksClusterProps:
     admin_principals: Sequence[iam.IRole | iam.IUser] = ()
     """IAM roles or users given cluster-admin access entries. Default: the deploying identity (the CDK bootstrap's
     deploy role, ``cdk-<qualifier>-deploy-role-<account>-<region>``), never every principal of the account."""
-    node_recovery: str = "Automatic"
+    node_recovery: NodeRecovery = "Automatic"
     """HyperPod NodeRecovery, ``Automatic`` or ``None``. Default: Automatic."""
     install_inference_operator: bool = True
     """Install the HyperPod inference operator and its prerequisites. Default: true."""
@@ -82,11 +86,20 @@ class HyperPodEksClusterProps:
     e.g. ``KubectlV31Layer(scope, "Kubectl")`` from ``aws-cdk.lambda-layer-kubectl-v31``."""
 
 
-class _HyperPodClusterBase(Construct):
-    """What a created and an imported cluster share."""
+@jsii.implements(ec2.IConnectable)
+class _HyperPodClusterBase(cdk.Resource):
+    """What a created and an imported cluster share: a ``cdk.Resource`` (which adds nothing to the template) whose
+    ``connections`` are its node security group's, as an ``rds.DatabaseCluster``'s are its instances'."""
 
     cluster_arn: str
     instance_groups: Mapping[str, InstanceGroup]
+    security_group: ec2.ISecurityGroup
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The nodes' and the EKS control plane's security group: ``peer.connections.allow_to(cluster, port)``
+        lets ``peer`` reach the nodes on ``port``, ``allow_from(cluster, port)`` lets the nodes reach it."""
+        return ec2.Connections(security_groups=[self.security_group])
 
     def instance_group(self, name: str) -> InstanceGroup:
         """The instance group called ``name``; raises naming the groups that exist."""
@@ -180,7 +193,7 @@ class _ImportedHyperPodCluster(_HyperPodClusterBase):
     def __init__(self, scope: Construct, id: str, *, cluster_arn: str, eks_cluster: eks.ICluster,
                  security_group: ec2.ISecurityGroup, instance_groups: Sequence[InstanceGroupSpec],
                  inference_operator: IInferenceOperator | None) -> None:
-        super().__init__(scope, id)
+        super().__init__(scope, id, environment_from_arn=cluster_arn)
         self.cluster_arn = cluster_arn
         self.eks_cluster = eks_cluster
         self.vpc = eks_cluster.vpc

@@ -16,7 +16,7 @@ from hyperwarm._internal.constraints import Measured, Rule, in_gigabytes
 from hyperwarm._internal.lazy import on_first_use
 from hyperwarm.cluster.catalog import InstanceSpec, instance_spec
 from hyperwarm.cluster.node_capacity import INSTANCE_GROUP_LABEL, INSTANCE_TYPE_LABEL
-from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT
+from hyperwarm.cluster.rules import EBS_VOLUME_GB, INSTANCE_COUNT, TaintEffect, ThreadsPerCore
 from hyperwarm.functions.node_cache import layout
 
 GroupInstanceCount = Annotated[int, Interval(ge=INSTANCE_COUNT.start, le=INSTANCE_COUNT.stop - 1)]
@@ -50,7 +50,7 @@ class NodeTaint:
 
     key: str
     """1..253 characters."""
-    effect: str
+    effect: TaintEffect
     """NoSchedule, PreferNoSchedule or NoExecute."""
     value: str = ""
     """Up to 63 characters. Default: no value."""
@@ -66,7 +66,7 @@ class InstanceGroupSpec:
     """An ml.* type from :data:`hyperwarm.CATALOG`."""
     instance_count: GroupInstanceCount = 1
     """0..1000. Default: 1."""
-    threads_per_core: int = 1
+    threads_per_core: ThreadsPerCore = 1
     """1, or 2 for hyperthreading where the type supports it. Default: 1."""
     deep_health_checks: Sequence[str] = ()
     """``InstanceStress`` / ``InstanceConnectivity`` run when a node starts. Default: none."""

@@ -44,6 +44,11 @@ class IHyperPodCluster(Protocol):
         ...
 
     @property
+    def connections(self) -> ec2.Connections:
+        """``security_group``'s connections (``ec2.IConnectable``): ``peer.connections.allow_to(cluster, port)``."""
+        ...
+
+    @property
     def inference_operator(self) -> IInferenceOperator | None:
         """None when the cluster has no HyperPod inference operator."""
         ...

@@ -32,8 +32,11 @@ DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 """``OnStartDeepHealthChecks`` values HyperPod accepts."""
 DEEP_HEALTH_CHECKS: tuple[str, ...] = get_args(DeepHealthCheck)
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+"""Kubernetes taint effects."""
 TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
-NODE_RECOVERY = ("Automatic", "None")
+NodeRecovery = Literal["Automatic", "None"]
+"""HyperPod's ``NodeRecovery``."""
+NODE_RECOVERY: tuple[str, ...] = get_args(NodeRecovery)
 ThreadsPerCore = Literal[1, 2]
 THREADS_PER_CORE: tuple[int, ...] = get_args(ThreadsPerCore)
 INSTANCE_COUNT = range(0, 1001)

@@ -13,7 +13,10 @@ from .configuration import (
     production_variant_api_shape as production_variant_api_shape,
 )
 from .endpoint import InferenceEndpoint as InferenceEndpoint
-from .inference_component import InferenceComponent as InferenceComponent, InferenceComponentProps as InferenceComponentProps
+from .inference_component import (
+    InferenceComponent as InferenceComponent,
+    InferenceComponentProps as InferenceComponentProps,
+)
 from .model import (
     InferenceModel as InferenceModel,
     InferenceModelProps as InferenceModelProps,
@@ -31,15 +34,18 @@ from .props import (
     ModelSpec as ModelSpec,
     ProductionVariant as ProductionVariant,
     SamplingPercentage as SamplingPercentage,
+    ScalingMetric as ScalingMetric,
     ServerlessSpec as ServerlessSpec,
     ShiftPercent as ShiftPercent,
     ShiftWait as ShiftWait,
     StartupTimeout as StartupTimeout,
     TrafficShift as TrafficShift,
+    TrafficType as TrafficType,
     VariantAutoscaling as VariantAutoscaling,
     VariantWeight as VariantWeight,
 )
 from .routing import (
+    EndpointRoutingStrategy as EndpointRoutingStrategy,
     Routing as Routing,
     routing_problems as routing_problems,
 )

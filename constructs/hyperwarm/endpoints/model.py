@@ -17,7 +17,7 @@ from constructs import Construct
 from hyperwarm._internal.nag import acknowledge, object_arn_finding
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.buckets import grant_bucket_key
-from hyperwarm.serving.images import ContainerImage
+from hyperwarm.serving.images import ServingImage
 from hyperwarm.serving.settings import SERVING_METADATA, ServerSettings, serving_metadata
 
 
@@ -42,7 +42,7 @@ def grant_model_data_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix: s
 class InferenceModelProps:
     """Properties of :class:`InferenceModel`."""
 
-    image: ContainerImage
+    image: ServingImage
     """The serving container's image; the model is granted the pull."""
     role: iam.IRole
     """The execution role SageMaker assumes for the model (shared by an endpoint's models and its config)."""

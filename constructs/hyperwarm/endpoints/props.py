@@ -19,8 +19,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_kms as kms, aws_s3 as s3
 from hyperwarm._internal.constraints import mebibytes, seconds
 from hyperwarm.endpoints.routing import Routing
 from hyperwarm.functions.cache_refresh import contract
-from hyperwarm.serving.images import ContainerImage
+from hyperwarm.serving.images import ServingImage
 from hyperwarm.serving.settings import Serving
+
+TrafficType = Literal["ALL_AT_ONCE", "CANARY", "LINEAR"]
+"""How a blue/green update shifts traffic (``TrafficRoutingConfig.Type``; ``contract.TRAFFIC_TYPES``)."""
 
 ScalingMetric = Literal["ConcurrentRequestsPerModel", "InvocationsPerInstance"]
 SCALING_METRICS: tuple[str, ...] = typing.get_args(ScalingMetric)
@@ -63,8 +66,8 @@ def _minutes(n: int) -> cdk.Duration:
 class ModelSpec:
     """What a variant serves."""
 
-    image: ContainerImage
-    """Serving container: ``ContainerImage.official("vllm", "0.27.1")``, ``.from_uri(...)`` or ``.from_ecr_repository(...)``."""
+    image: ServingImage
+    """Serving container: ``ServingImage.official("vllm", "0.27.1")``, ``.from_uri(...)`` or ``.from_ecr_repository(...)``."""
     model_data: str | None = None
     """``s3://bucket/key``: a ``.tar.gz`` object, or a prefix of uncompressed files (e.g. safetensors).
     Default: none (the container brings or downloads its model)."""
@@ -93,7 +96,7 @@ class ServerlessSpec:
 @dataclass(frozen=True)
 class VariantAutoscaling:
     """Target tracking on the variant's instance count (Application Auto Scaling); named for the service it
-    scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoScaling` (KEDA)."""
+    scales, beside HyperPod's :class:`~hyperwarm.caches.autoscaling.HyperPodAutoscaling` (KEDA)."""
 
     max_capacity: Annotated[int, Ge(1)]
     """Most instances; at least ``min_capacity``."""
@@ -172,7 +175,7 @@ class ProductionVariant:
 class TrafficShift:
     """How blue/green updates move traffic to the new fleet. Use the static factories."""
 
-    type: str = "ALL_AT_ONCE"
+    type: TrafficType = "ALL_AT_ONCE"
     """ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
     percent: ShiftPercent | None = None
     """Canary size (1..50) or linear step (10..50) in percent of capacity; CANARY and LINEAR only. Default: none."""

@@ -7,13 +7,15 @@ function, :func:`routing_problems`, so both say the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from annotated_types import Interval
 
 from hyperwarm._internal.tokens import resolved
 
-ROUTING_STRATEGIES = ("RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE")
+EndpointRoutingStrategy = Literal["RANDOM", "LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "KV_AWARE"]
+"""A SageMaker production variant's ``RoutingStrategy`` (a cached model's is ``CacheRoutingStrategy``)."""
+ROUTING_STRATEGIES: tuple[str, ...] = get_args(EndpointRoutingStrategy)
 PREFIX_LENGTH_RANGE = (1024, 65536)
 """Bytes of the request body (characters of message text for the OpenAI-compatible API)."""
 CONCURRENCY_THRESHOLD_RANGE = (1, 1024)
@@ -25,7 +27,7 @@ _CACHE_AWARE = ("PREFIX_AWARE", "KV_AWARE")
 class Routing:
     """How a variant spreads requests over its instances. Use the static factories."""
 
-    strategy: str = "RANDOM"
+    strategy: EndpointRoutingStrategy = "RANDOM"
     """One of :data:`ROUTING_STRATEGIES`. Default: RANDOM."""
     prefix_length: Annotated[int, Interval(ge=PREFIX_LENGTH_RANGE[0], le=PREFIX_LENGTH_RANGE[1])] | None = None
     """PREFIX_AWARE only: bytes of the request that choose the instance. Default: none."""

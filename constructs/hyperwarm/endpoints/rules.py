@@ -78,7 +78,7 @@ def variant_server_settings(variant: ProductionVariant) -> ServerSettings:
 def endpoint_problems(props: InferenceEndpointProps) -> list[str]:
     """Every problem of ``props``, variant problems prefixed with ``variant '<name>': ``."""
     # the props' ranges, guardrails and data capture included; a shift's percent has its rule per type below
-    errors = field_problems(props, exclude=("guardrails.traffic.percent", "metric_publish_frequency"))
+    errors = field_problems(props, exclude=("guardrails.traffic.type", "guardrails.traffic.percent", "metric_publish_frequency"))
     name = props.endpoint_name
     name_problem = contract.endpoint_name_problem(name) if name is not None and resolved(name) else None
     if name_problem:

@@ -23,9 +23,7 @@ from .endpoint_metrics import (
     EndpointMetricsBridgeProps as EndpointMetricsBridgeProps,
 )
 from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric
-from .otel_enrichment import (
-    OtelEnrichment as OtelEnrichment,
-)
+from .otel_enrichment import OtelEnrichment as OtelEnrichment
 from .props import (
     ColdPodSharePercent as ColdPodSharePercent,
     ColdPodSharePeriod as ColdPodSharePeriod,

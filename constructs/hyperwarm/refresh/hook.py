@@ -46,7 +46,7 @@ from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledg
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
-from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift
+from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift, TrafficType
 from hyperwarm.functions.cache_refresh import contract, naming
 from hyperwarm.refresh.access import RefreshAccess, grant_serving_read, rbac_objects, refreshed_resource_names
 from hyperwarm.refresh.concurrency import ReservedConcurrency
@@ -73,8 +73,8 @@ __all__ = ["BlueGreen", "CacheRefreshHook", "CacheRefreshHookProps", "EndpointRe
 class BlueGreen:
     """How a refreshed endpoint shifts traffic (``DeploymentConfig.BlueGreenUpdatePolicy``)."""
 
-    traffic: str = contract.BlueGreen.traffic
-    """One of ``contract.TRAFFIC_TYPES``: ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
+    traffic: TrafficType = "ALL_AT_ONCE"
+    """ALL_AT_ONCE, CANARY or LINEAR. Default: ALL_AT_ONCE."""
     step_percent: ShiftPercent = contract.BlueGreen.step_percent
     """Canary size (1..50) or linear step (10..50) in percent of the variant's instances
     (``contract.SHIFT_PERCENT``); unused with ALL_AT_ONCE. Default: 10."""

@@ -2,13 +2,11 @@
 
 from .buckets import declare_existing_buckets as declare_existing_buckets, model_bucket as model_bucket
 from .images import (
-    ContainerImage as ContainerImage,
-    ContainerImageConfig as ContainerImageConfig,
+    ServingImage as ServingImage,
+    ServingImageConfig as ServingImageConfig,
     official_image_uri as official_image_uri,
 )
-from .inference_ami import (
-    cuda_ami_problem as cuda_ami_problem,
-)
+from .inference_ami import cuda_ami_problem as cuda_ami_problem
 from .settings import (
     MODEL_DIR as MODEL_DIR,
     ServerSettings as ServerSettings,
@@ -16,3 +14,8 @@ from .settings import (
     sagemaker_placement as sagemaker_placement,
     server_settings as server_settings,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
+# assignment, not an import: lazy_loader reads only the imports.
+ContainerImage = ServingImage
+ContainerImageConfig = ServingImageConfig

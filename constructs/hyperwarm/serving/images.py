@@ -112,7 +112,7 @@ def _resolve(framework: str, version: str, region: str) -> str:
 
 
 @dataclass(frozen=True)
-class ContainerImageConfig:
+class ServingImageConfig:
     """What a model's container definition takes from a bound image."""
 
     image_uri: str
@@ -122,7 +122,7 @@ class ContainerImageConfig:
 _PULL_ACTIONS = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"]
 
 
-class ContainerImage:
+class ServingImage:
     """The image of a SageMaker model container. Use the static factories."""
 
     def __init__(self, *, uri: str | None = None, repository: ecr.IRepository | None = None,
@@ -134,20 +134,20 @@ class ContainerImage:
         """The official framework's version (``official``), else None."""
 
     @staticmethod
-    def from_uri(uri: str) -> ContainerImage:
+    def from_uri(uri: str) -> ServingImage:
         """An explicit ECR image URI; the model may pull from exactly its repository."""
-        return ContainerImage(uri=uri)
+        return ServingImage(uri=uri)
 
     @staticmethod
-    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ContainerImage:
+    def from_ecr_repository(repository: ecr.IRepository, tag: str = "latest") -> ServingImage:
         """An image in an ECR repository of this app (pull granted through ``repository.grant_pull``)."""
-        return ContainerImage(repository=repository, tag=tag)
+        return ServingImage(repository=repository, tag=tag)
 
     @staticmethod
-    def official(framework: str, version: str) -> ContainerImage:
+    def official(framework: str, version: str) -> ServingImage:
         """An AWS serving container, e.g. ``official("vllm", "0.27.1")`` or ``official("djl-lmi", "0.33.0")``;
         resolved for the stack's region at synth."""
-        return ContainerImage(framework=framework, version=version)
+        return ServingImage(framework=framework, version=version)
 
     @property
     def literal_uri(self) -> str | None:
@@ -178,16 +178,16 @@ class ContainerImage:
             return official_image_uri(self.framework, str(self.version), region)
         return str(self._uri)
 
-    def bind(self, scope: IConstruct, grantee: iam.IGrantable) -> ContainerImageConfig:
+    def bind(self, scope: IConstruct, grantee: iam.IGrantable) -> ServingImageConfig:
         """The image for a model in ``scope``, with ``grantee`` (the model) allowed to pull exactly it."""
         uri = self.uri_for(scope)
         if self._repository is not None:
             self._repository.grant_pull(grantee)
-            return ContainerImageConfig(uri)
+            return ServingImageConfig(uri)
         if cdk.Token.is_unresolved(uri):
             raise ValueError(
                 f"{scope.node.path}: image = {uri!r} -- an image URI that is a token cannot be scoped for pulling; "
-                "use ContainerImage.from_ecr_repository(...)"
+                "use ServingImage.from_ecr_repository(...)"
             )
         try:
             repository_arn = parse_ecr_uri(uri).repository_arn(cdk.Stack.of(scope).partition)
@@ -196,4 +196,4 @@ class ContainerImage:
         iam.Grant.add_to_principal(grantee=grantee, actions=_PULL_ACTIONS, resource_arns=[repository_arn])
         # No resource-level scoping exists for the registry token.
         iam.Grant.add_to_principal(grantee=grantee, actions=["ecr:GetAuthorizationToken"], resource_arns=["*"])
-        return ContainerImageConfig(uri)
+        return ServingImageConfig(uri)

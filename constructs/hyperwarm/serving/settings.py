@@ -89,7 +89,7 @@ OFFICIAL_FRAMEWORKS: dict[str, str] = {
     "djl-lmi": "lmi", "djl-tensorrtllm": "lmi",
     "huggingface-llm": "tgi",
 }
-"""``ContainerImage.official`` framework names (sagemaker-core's) -> the convention their images follow."""
+"""``ServingImage.official`` framework names (sagemaker-core's) -> the convention their images follow."""
 DLC_REPOSITORIES: dict[str, str] = {
     "vllm": "vllm", "huggingface-vllm": "vllm", "sglang": "sglang", "djl-inference": "lmi",
     "huggingface-pytorch-tgi-inference": "tgi",
@@ -258,7 +258,7 @@ def server_settings(serving: Serving, placement: Placement, *, image: str,
                     image_framework: str | None = None, image_uri: str | None = None) -> ServerSettings:
     """The serving container's environment and arguments for ``placement``, and every problem with them.
 
-    ``image`` describes the image in messages; ``image_framework`` is ``ContainerImage.official``'s
+    ``image`` describes the image in messages; ``image_framework`` is ``ServingImage.official``'s
     framework, ``image_uri`` a literal URI (either may be None).
     """
     problems: list[Problem] = []
