@@ -86,7 +86,7 @@ docs: $(STAMP)
 bench: $(STAMP) $(WHEELS_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m stacks.bench
 	$(PY) -m hyperwarm.planner.bench
-	PYTHONPATH=.:tests/refresh $(PY) tests/refresh/bench_warm_rollout.py
+	PYTHONPATH=.:tests:tests/refresh $(PY) tests/refresh/bench_warm_rollout.py
 
 # The installed size of the library and of each extra, in new virtualenvs (docs/performance.md records it).
 footprint: $(STAMP) $(WHEELS_STAMP)
