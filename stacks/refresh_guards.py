@@ -74,7 +74,7 @@ def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyper
     the versions only a deploy moves."""
     guards: dict[str, RefreshGuard] = {}
     refreshing = bool(config.refresh.models)
-    table = state_table_name(env_name) if refreshing else None
+    table = state_table_name(env_name)  # a recorded model that a refresh prefix named until now starts from its state
     rollback = {"dead_letter_queue_name": dead_letter_queue_name(env_name) if refreshing else None,
                 "model_bucket_name": config.refresh.bucket}
     cluster_name = cluster.eks_cluster.cluster_name if cluster is not None else None
@@ -82,7 +82,7 @@ def add_refresh_guards(env_name: str, config: EnvironmentConfig, cluster: IHyper
     cached = targets.pop(None, []) + (deployed_targets(env_name, config, cluster_name) if cluster_name else [])
     if caches is not None and cached:
         guards["caches"] = RefreshGuard(caches, "RefreshGuard", RefreshGuardProps(
-            state_table_name=table if any(not t.recorded for t in cached) else None, targets=cached, **rollback))
+            state_table_name=table, targets=cached, **rollback))
         guards["caches"].protect(caches.manifest)
     if endpoints is not None and targets:
         guards["endpoints"] = RefreshGuard(endpoints, "RefreshGuard", RefreshGuardProps(

@@ -20,6 +20,7 @@ from hyperwarm import (
 )
 from hyperwarm._internal.constraints import gigabytes
 from hyperwarm.caches import DeploymentKind
+from hyperwarm.caches.sources import AnyModelSource
 
 ACCOUNT = "123456789012"
 IMAGE = ServingImage.from_uri("123456789012.dkr.ecr.us-east-1.amazonaws.com/serving/vllm:0.27.1")
@@ -59,7 +60,7 @@ def imported_cluster(scope: cdk.Stack, groups: Sequence[InstanceGroupSpec], *, o
 
 def cached_model(cluster: IHyperPodCluster, name: str, namespace: str = "hyperwarm-models", *,
                  node_cached: bool = False, kind: DeploymentKind = "InferenceEndpointConfig", size_gb: float = 16,
-                 refreshed: bool = True) -> CachedModelHandle:
+                 refreshed: bool = True, source: AnyModelSource | None = None) -> CachedModelHandle:
     """The handle ``CachedModels.models`` gives a model, without rendering one (for tests of what takes it)."""
     return CachedModelHandle(name=name, cluster=cluster, namespace=namespace, kind=kind, node_cached=node_cached,
-                             size=gigabytes(size_gb), refreshed=refreshed)
+                             size=gigabytes(size_gb), refreshed=refreshed, source=source)

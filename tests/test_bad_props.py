@@ -168,7 +168,8 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
         c.model("llama-3-8b"))), KeyError, r"Team/Models: no cached model 'llama-3-8b'; models: llama-3-1-8b"),
     "name-for-refresh-target": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
         "llama-3-1-8b")), TypeError,  # type: ignore[arg-type]
-        r"HyperPodRefreshTarget\.model = 'llama-3-1-8b' -- allowed: a cached model's handle, CachedModels\.model"),
+        r"HyperPodRefreshTarget\('llama-3-1-8b'\) -- allowed: HyperPodRefreshTarget\(model, .*model a cached "
+        r"model's handle, CachedModels\.model\(name\)"),
     "name-for-dashboard-model": (lambda: _dashboard(lambda c: ["llama-3-1-8b"]), TypeError,
                                  r"HyperPodModels\.models\[0\] = 'llama-3-1-8b' -- allowed: a cached model's handle"),
     "unknown-refreshed-model": (lambda: _dashboard(lambda c: [c.model("llama-3-1-8b")],

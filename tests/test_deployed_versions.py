@@ -73,7 +73,7 @@ def test_each_deploy_is_recorded_and_an_older_revision_is_refused_naming_the_fie
     assert deploy(stack_id, B, A)["history"] == [A]
     item = deploy(stack_id, A, B)  # A served before B: a move back
     assert responses[-1]["Status"] == "FAILED"
-    assert (f"{HUB} serves {B} (set by an earlier deploy) but this deploy would set {A}, which served before {B}: "
+    assert (f"{HUB} is at {B} (set by the last deploy) but this deploy would set {A}, which served before {B}: "
             f"set {FIELD} to '{B}' (or a version not deployed before), or pin the target") in responses[-1]["Reason"]
     assert (item["current_version"], item["history"]) == (B, [A])  # nothing recorded
     assert deploy(stack_id, C, B)["history"] == [A, B] and responses[-1]["Status"] == "SUCCESS"
@@ -232,3 +232,87 @@ def test_caches_rollback_pins_the_named_model(project_context) -> None:
 def test_caches_rollback_names_an_unrefreshed_cached_model(project_context, rollback: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         parse_environment("staging", _staging(project_context, rollback=rollback))
+
+
+# What a review found: a model leaving refresh, a late retry, an unreadable stack, a removed model.
+
+STATE = "hyperwarm-test-cache-refresh-state"
+
+
+def _state_table(version: str, target: str = HUB) -> None:
+    """The refresh function's state table, recording that it moved ``target`` to ``version``."""
+    boto3.client("dynamodb").create_table(
+        TableName=STATE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    boto3.resource("dynamodb").Table(STATE).put_item(Item={
+        "pk": contract.state_pk(target), "current_version": version, "current_location": f"llama/{version}", "rev": 1})
+
+
+def test_a_model_taken_out_of_refresh_starts_from_the_version_the_refresh_made_serve(stack_id, responses) -> None:
+    """cdk.json says v3, the refresh moved the model to v5, then the refresh entry was removed: v3 is a move back."""
+    _state_table("v5")
+    with_state = {**properties("v3"), "Table": STATE}
+    deploy_guard.on_event(event(stack_id, "Update", with_state, {**with_state, "Targets": []}), None)
+    assert responses[-1]["Status"] == "FAILED"
+    assert f"{HUB} is at v5 (moved there by the cache refresh function) but this deploy would set v3, an older " \
+           "version" in responses[-1]["Reason"]
+    deploy_guard.on_event(event(stack_id, "Update", {**properties("v6"), "Table": STATE}, with_state), None)
+    assert responses[-1]["Status"] == "SUCCESS"
+    assert (record()["current_version"], record()["history"]) == ("v6", ["v5"])
+
+
+def test_a_late_retry_of_a_request_cloudformation_gave_up_on_changes_no_record(stack_id, responses) -> None:
+    """The A->B update timed out (its answer lost), CloudFormation rolled back to A, then B's request came again."""
+    deploy(stack_id, A, None)
+    deploy(stack_id, B, A)
+    rolls_back(stack_id)
+    deploy_guard.on_event(event(stack_id, "Update", properties(A), properties(B)), None)
+    assert record()["current_version"] == A
+    deploy_guard.on_event(event(stack_id, "Update", properties(B), properties(A)), None)  # still rolling back
+    assert (record()["current_version"], record()["history"]) == (A, [])  # neither deleted nor rewritten
+
+
+def test_the_guard_function_is_never_retried_by_lambda() -> None:
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2", account="123456789012"))
+    RefreshGuard(stack, "Guard", RefreshGuardProps(targets=[GuardedTarget(HUB, A, FIELD, recorded=True)]))
+    (config,) = Template.from_stack(stack).find_resources("AWS::Lambda::EventInvokeConfig").values()
+    assert (config["Properties"]["MaximumRetryAttempts"], config["Properties"]["Qualifier"]) == (0, "$LATEST")
+
+
+def _unreadable(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("AccessDenied: cloudformation:DescribeStacks")
+    monkeypatch.setattr(deploy_guard, "rolling_back", refused)
+
+
+def test_with_the_stack_state_unreadable_a_move_back_is_counted_and_not_recorded(stack_id, responses, monkeypatch,
+                                                                              capsys) -> None:
+    deploy(stack_id, A, None)
+    deploy(stack_id, B, A)
+    _unreadable(monkeypatch)
+    capsys.readouterr()
+    deploy_guard.on_event(event(stack_id, "Update", properties(A), properties(C)), None)  # not B's rollback
+    assert responses[-1]["Status"] == "SUCCESS"  # it may be a rollback: never blocked
+    assert f"may be moved back (RefreshFailed moved-back): {HUB} is at {B}" in responses[-1]["Reason"]
+    assert '"Reason": "moved-back"' in capsys.readouterr().out
+    assert record()["current_version"] == B  # not recorded: the next deploy of A is stopped, not admitted
+
+
+def test_with_the_stack_state_unreadable_a_rollback_is_still_undone(stack_id, responses, monkeypatch) -> None:
+    deploy(stack_id, A, None)
+    deploy(stack_id, B, A)
+    _unreadable(monkeypatch)
+    deploy_guard.on_event(event(stack_id, "Update", properties(A), properties(B)), None)
+    assert responses[-1]["Status"] == "SUCCESS" and "moved back" not in responses[-1]["Reason"]
+    assert (record()["current_version"], record()["history"]) == (A, [])
+
+
+def test_the_record_of_a_model_no_longer_deployed_is_dropped(stack_id, responses) -> None:
+    deploy(stack_id, A, None)
+    deploy(stack_id, B, A)
+    other = contract.hyperpod_target_id("c", "hyperwarm-models", "JumpStartModel", "js")
+    deploy_guard.on_event(event(stack_id, "Update", properties("2.0.4", target=other), properties(B)), None)
+    assert responses[-1]["Status"] == "SUCCESS" and record() == {}
+    deploy_guard.on_event(event(stack_id, "Update", properties(A), properties("2.0.4", target=other)), None)
+    assert responses[-1]["Status"] == "SUCCESS"  # re-added later at an earlier revision: nothing serves it
+

@@ -188,7 +188,7 @@ def test_the_deploy_guard_reads_deploy_records_of_every_version(version: str) ->
     target = {"Id": item["pk"].removeprefix("target#"), "Field": "f", "Value": "{version}", "Recorded": True}
     properties = {"Format": formats.GUARD, "DeployedTable": "deployed-versions"}
     (problem,) = deploy_guard.check({**properties, "Targets": [{**target, "Version": item["history"][0]}]})
-    assert f"serves {item['current_version']}" in problem
+    assert f"is at {item['current_version']} (set by the last deploy)" in problem
     assert deploy_guard.check({**properties, "Targets": [{**target, "Version": item["current_version"]}]}) == []
     table.put_item(Item={**item, "format": "hyperwarm.refresh.deployed/v9"})
     with pytest.raises(formats.UnknownFormat, match="written by a newer hyperwarm"):

@@ -26,7 +26,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _public_classes() -> list[tuple[str, type]]:
-    return [(n, getattr(hyperwarm, n)) for n in hyperwarm.__all__ if inspect.isclass(getattr(hyperwarm, n))]
+    """Every class ``hyperwarm`` or one of its packages exports."""
+    found = {}
+    for module in [hyperwarm, *(importlib.import_module(f"hyperwarm.{p}") for p in sorted(PACKAGES))]:
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value):
+                found.setdefault(f"{value.__module__}.{value.__qualname__}", (name, value))
+    return sorted(found.values(), key=lambda item: item[0])
 
 
 def test_get_type_hints_works_on_every_public_class_and_method() -> None:
@@ -64,6 +71,11 @@ def _private_uses(path: Path) -> list[str]:
     contract, and :data:`PUBLIC_MODULES` public as a whole."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):  # ``import hyperwarm.x.y``: the package itself, a public package, a contract
+            found += [f"{path.relative_to(REPO)}: {a.name}" for a in node.names if a.name.startswith("hyperwarm.")
+                      and a.name.removeprefix("hyperwarm.") not in PACKAGES and a.name not in PUBLIC_MODULES
+                      and not (a.name.startswith("hyperwarm.functions.") and "._" not in a.name)]
+            continue
         if not (isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "hyperwarm"):
             continue
         module = node.module
@@ -87,14 +99,16 @@ def test_the_app_and_the_example_use_only_what_the_library_exports() -> None:
 
 def test_the_check_finds_a_private_import(tmp_path: Path) -> None:
     app = tmp_path / "app.py"
-    app.write_text("from hyperwarm._internal.retention import retain_except_on_create\n"
+    app.write_text("import hyperwarm._internal.retention\nimport hyperwarm.caches\n"
+                   "from hyperwarm._internal.retention import retain_except_on_create\n"
                    "from hyperwarm.caches.objects import weights_cache_name\n"
                    "from hyperwarm.caches import CachedModels, objects\n"
                    "from hyperwarm import retain_except_on_create\n")
     original = Path.relative_to
     Path.relative_to = lambda self, *other: self.name  # type: ignore[method-assign,assignment]
     try:
-        assert _private_uses(app) == ["app.py: hyperwarm._internal.retention.retain_except_on_create",
+        assert _private_uses(app) == ["app.py: hyperwarm._internal.retention",
+                                      "app.py: hyperwarm._internal.retention.retain_except_on_create",
                                       "app.py: hyperwarm.caches.objects.weights_cache_name",
                                       "app.py: hyperwarm.caches.objects"]
     finally:
@@ -239,6 +253,9 @@ def test_an_old_name_still_works_and_warns_naming_the_new_one(old: str, new: str
         exec(f"from hyperwarm import {old}", {})  # noqa: S102 - the import statement a user's app has
     with pytest.raises(AttributeError, match="No hyperwarm attribute CachedModelProp$"):
         hyperwarm.CachedModelProp  # noqa: B018 - a misspelt name still fails
+    other = importlib.import_module("hyperwarm.serving" if package == "caches" else "hyperwarm.caches")
+    with pytest.raises(AttributeError, match=rf"No {other.__name__} attribute {old}$"):
+        getattr(other, old)  # another package never had it: no warning pointing at a name it lacks
 
 
 def test_an_old_name_still_builds_what_the_new_one_does() -> None:

@@ -14,8 +14,10 @@ from hyperwarm import (
     CacheRefreshHook,
     CacheRefreshHookProps,
     EndpointRefreshTarget,
+    HuggingFaceModelSource,
     InferenceEndpoint,
     InstanceGroupSpec,
+    ModelSource,
     RefreshedPrefix,
 )
 from hyperwarm.functions.cache_refresh.contract import HyperPodTarget, NodeCache
@@ -397,11 +399,33 @@ def test_hook_prefix_without_targets_is_rejected() -> None:
         _hook(lambda c: [RefreshedPrefix(prefix="models/a")])
 
 
-def test_a_hyperpod_target_takes_a_models_handle_and_says_how_to_migrate() -> None:
+@pytest.mark.parametrize("call", [
+    lambda c: HyperPodRefreshTarget(c, "ns", "m"),  # type: ignore[arg-type]
+    lambda c: HyperPodRefreshTarget(c, "ns", "m", node_cache=True),  # type: ignore[call-arg]
+    lambda c: HyperPodRefreshTarget(cluster=c, namespace="ns", name="m"),  # type: ignore[call-arg]
+    lambda c: HyperPodRefreshTarget(cached_model(c, "m", "ns"), model_size=cdk.Size.gibibytes(16)),  # type: ignore
+    lambda c: HyperPodRefreshTarget("m"),  # type: ignore[arg-type]
+])
+def test_every_0_1_call_of_a_hyperpod_target_says_how_to_migrate(call) -> None:
     """0.1's HyperPodRefreshTarget(cluster, namespace, name) chose a cold refresh by leaving node_cache out."""
-    with pytest.raises(TypeError, match=r"HyperPodRefreshTarget.model = .* -- allowed: a cached model's handle, "
+    with pytest.raises(TypeError, match=r"-- allowed: HyperPodRefreshTarget\(model, staging_timeout=\.\.\., "
+                                        r"switch_timeout=\.\.\.\), model a cached model's handle, "
                                         r"CachedModels.model\(name\) \(since 0.2.0"):
-        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(c, "ns", "m")])])  # type: ignore
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[call(c)])])
+
+
+@pytest.mark.parametrize("source, message", [
+    (HuggingFaceModelSource(repo_id="Qwen/Qwen2.5-7B-Instruct", revision="a" * 40),
+     "models[0].hyperpod[0].model = m -- reads a huggingface source; an S3 upload refreshes S3 sources only"),
+    (ModelSource("models", "other", "v1"),
+     "models[0].hyperpod[0].model = m -- reads s3://models/other/v1, not the refreshed prefix 'm'"),
+])
+def test_a_hyperpod_target_whose_model_reads_elsewhere_is_refused_naming_what_it_reads(source, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[
+            HyperPodRefreshTarget(cached_model(c, "m", "ns", source=source))])])
+    _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[  # its own prefix: fine
+        HyperPodRefreshTarget(cached_model(c, "m", "ns", source=ModelSource("models", "m", "v1")))])])
 
 
 def test_a_hyperpod_target_of_a_model_without_room_for_two_versions_is_refused_naming_it() -> None:

@@ -238,53 +238,85 @@ def check(properties: dict[str, Any], patience: Patience | None = None) -> list[
     refreshed, recorded = _split(properties)
     problems = stale_targets(boto3.resource("dynamodb").Table(properties["Table"]), refreshed, patience) \
         if refreshed else []
-    if recorded:
-        table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
-        problems += [p for t in recorded if (p := deployed.move_back(t, _record(table, t["Id"], patience)))]
-    return problems
+    return problems + [p for t in recorded if (p := deployed.move_back(t, _record(properties, t["Id"], patience)))]
 
 
-def _record(table: Any, target_id: str, patience: Patience | None = None) -> dict[str, Any]:
-    """What the guard recorded for a target only a deploy moves (empty: nothing yet)."""
+def _record(properties: dict[str, Any], target_id: str, patience: Patience | None = None) -> dict[str, Any]:
+    """What the guard recorded for a target only a deploy moves; with no record, what the refresh function's state
+    table (``Table``) says it serves, for a model a refresh prefix named until now (its version moved past cdk.json's
+    without a deploy); empty: nothing known."""
+    table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
     item = _patiently(lambda: table.get_item(Key={"pk": state_pk(target_id)}, ConsistentRead=True),
                       patience or Patience()).get("Item")
-    return formats.deployed_item(item) if item else {"pk": state_pk(target_id)}
+    if item:
+        return formats.deployed_item(item)
+    refreshed = _item(boto3.resource("dynamodb").Table(properties["Table"]), target_id, patience) \
+        if properties.get("Table") else None
+    served = (refreshed or {}).get("current_version")
+    return deployed.seeded(state_pk(target_id), served, (refreshed or {}).get("current_location"))
 
 
-def _write_record(table: Any, target_id: str, item: dict[str, Any], patience: Patience | None = None) -> None:
+def _write_record(properties: dict[str, Any], target_id: str, item: dict[str, Any],
+                  patience: Patience | None = None) -> None:
     """Store ``item`` as the target's record (an empty one deletes it)."""
+    table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
     if item:
         _patiently(lambda: table.put_item(Item=item), patience or Patience())
     else:
         _patiently(lambda: table.delete_item(Key={"pk": state_pk(target_id)}), patience or Patience())
 
 
-def record_deployed(properties: dict[str, Any], patience: Patience | None = None) -> None:
-    """A deploy that passed: each target only a deploy moves is recorded at the version it sets."""
-    _, recorded = _split(properties)
-    if not recorded:
-        return
-    table = boto3.resource("dynamodb").Table(properties["DeployedTable"])
+def record_deployed(properties: dict[str, Any], patience: Patience | None = None,
+                    replaced: dict[str, Any] | None = None) -> None:
+    """A deploy that passed: each target only a deploy moves is recorded at the version it sets; with ``replaced``
+    (the properties this deploy replaces), the record of a target it no longer names (its model removed) is dropped."""
+    recorded = _split(properties)[1]
     for target in recorded:
-        item = deployed.recorded(target, _record(table, target["Id"], patience), int(time.time()))
+        item = deployed.recorded(target, _record(properties, target["Id"], patience), int(time.time()))
         if item is not None:
-            _write_record(table, target["Id"], item, patience)
+            _write_record(properties, target["Id"], item, patience)
+    kept = {t["Id"] for t in recorded}
+    for target in _split(replaced or {})[1]:
+        if target["Id"] not in kept and (replaced or {}).get("DeployedTable") == properties.get("DeployedTable"):
+            _write_record(properties, target["Id"], {}, patience)
 
 
-def undo_deployed(event: dict[str, Any], patience: Patience | None = None) -> str:
-    """During a rollback: what the failed deploy recorded gives way to the record before it; never raises."""
-    _, failed = _split(event.get("OldResourceProperties", {}))
-    restored = {t["Id"]: t for t in _split(event.get("ResourceProperties", {}))[1]}
-    table_name = event.get("OldResourceProperties", {}).get("DeployedTable")
+def undo_deployed(event: dict[str, Any], patience: Patience | None = None) -> list[str]:
+    """During a rollback (or an update that may be one): each record the failed deploy wrote gives way to the record
+    before it (:func:`deployed.undone`); the ids of the targets undone. Raises on a failed read or write."""
+    old, restored = event.get("OldResourceProperties", {}), event.get("ResourceProperties", {})
+    if not old.get("DeployedTable"):
+        return []
+    back = {t["Id"]: t for t in _split(restored)[1]}
+    undone = []
+    for target in _split(old)[1]:
+        item = deployed.undone(target, back.get(target["Id"]), _record(old, target["Id"], patience))
+        if item is not None:
+            _write_record(old, target["Id"], item, patience)
+            undone.append(target["Id"])
+    return undone
+
+
+def settle_deployed(event: dict[str, Any], patience: Patience | None = None, *, known_rollback: bool) -> str:
+    """An update CloudFormation sends while it rolls back (``known_rollback``), or whose stack state could not be
+    read: the failed deploy's records are undone; with the state unknown, each other recorded target that would move
+    back is counted (``RefreshFailed`` moved-back) and named, and the rest recorded. Never raises (a rollback must
+    go on); the reason says what was not done."""
     try:
-        for target in failed:
-            table = boto3.resource("dynamodb").Table(table_name)
-            item = deployed.undone(target, restored.get(target["Id"]), _record(table, target["Id"], patience))
-            if item is not None:
-                _write_record(table, target["Id"], item, patience)
+        undone = set(undo_deployed(event, patience))
+        if known_rollback:
+            return ""
+        properties = event.get("ResourceProperties", {})
+        back = [(t, p) for t in _split(properties)[1] if t["Id"] not in undone
+                and (p := deployed.move_back(t, _record(properties, t["Id"], patience)))]
+        for target, _ in back:
+            _metric(target["Id"])
+        moving = {t["Id"] for t, _ in back}
+        record_deployed({**properties, "Targets": [t for t in properties.get("Targets", []) if t["Id"] not in moving]},
+                        patience)
+        return "".join(f"; may be moved back (RefreshFailed moved-back): {p}" for _, p in back)
     except Exception as exc:  # noqa: BLE001 - a rollback must go on; the reason says what was not undone
         return f"; could not restore the deploy records it replaced: {type(exc).__name__}: {exc}"
-    return ""
 
 
 def record_pins(properties: dict[str, Any], patience: Patience | None = None) -> None:
@@ -346,11 +378,12 @@ def on_event(event: dict[str, Any], context: Any) -> None:
         rollback = _rollback_state(event["StackId"], patience) if event["RequestType"] == "Update" else False
         if rollback is True:
             reason = ("stack rollback: CloudFormation restores the previous properties, not blocked"
-                      + undo_pins(event, patience) + undo_deployed(event, patience)
+                      + undo_pins(event, patience) + settle_deployed(event, patience, known_rollback=True)
                       + report_moved_back(event, patience))
         elif rollback is not False:
             reason = (f"the stack's state could not be read ({rollback}): this update may be a rollback, so it "
-                      "is not blocked" + report_moved_back(event, patience))
+                      "is not blocked" + settle_deployed(event, patience, known_rollback=False)
+                      + report_moved_back(event, patience))
         elif event["RequestType"] in ("Create", "Update"):
             problems = check(event["ResourceProperties"], patience)
             if problems:
@@ -358,7 +391,7 @@ def on_event(event: dict[str, Any], context: Any) -> None:
                 reason = "this deploy would roll back refreshed models; nothing was changed. " + "; ".join(problems)
             else:
                 record_pins(event["ResourceProperties"], patience)
-                record_deployed(event["ResourceProperties"], patience)
+                record_deployed(event["ResourceProperties"], patience, event.get("OldResourceProperties"))
     except Exception as exc:  # noqa: BLE001 (any failure must still answer CloudFormation)
         status, reason = "FAILED", f"could not check the cache refresh state: {type(exc).__name__}: {exc}"
     print(json.dumps({"request": event.get("RequestType"), "status": status, "reason": reason,

@@ -40,7 +40,8 @@ def move_back(target: Mapping[str, Any], item: Mapping[str, Any]) -> str | None:
             return None
         how = f"which served before {current}"
     value = target["Value"].replace("{version}", current)
-    return (f"{target['Id']} serves {current} (set by an earlier deploy) but this deploy would set {version}, {how}: "
+    by = "moved there by the cache refresh function" if item.get("seeded") else "set by the last deploy"
+    return (f"{target['Id']} is at {current} ({by}) but this deploy would set {version}, {how}: "
             f"set {target['Field']} to {value!r} (or a version not deployed before), or pin the target to roll it back "
             "on purpose")
 
@@ -55,17 +56,27 @@ def recorded(target: Mapping[str, Any], item: Mapping[str, Any], now: int) -> di
     return {"pk": item.get("pk"), "format": formats.DEPLOYED, "current_version": version,
             "current_location": target.get("Location") or target["Value"].replace("{version}", version),
             "history": history[-HISTORY_KEPT:], "at": now,
-            "previous": {k: item[k] for k in _FIELDS if k in item}}
+            "previous": {} if item.get("seeded") else {k: item[k] for k in _FIELDS if k in item}}
 
 
 def undone(failed: Mapping[str, Any], restored: Mapping[str, Any] | None, item: Mapping[str, Any]
            ) -> dict[str, Any] | None:
     """During a rollback of the deploy that set ``failed``: the record before it (an empty dict: no record at all),
-    when ``item`` still holds what that deploy recorded and the rollback restores another version (``restored``,
-    None where the restored properties lack the target); None: nothing to undo."""
-    if item.get("current_version") != failed["Version"]:
-        return None
-    if restored is not None and restored["Version"] == failed["Version"]:
+    when ``item`` is exactly what that deploy wrote over the version the rollback restores (``restored``; None where
+    the restored properties lack the target, so only a first record is forgotten); None: nothing to undo. Any other
+    record (a later deploy's, or one a late request rewrote) is left: it can only block a version, never admit one."""
+    if item.get("current_version") != failed["Version"] or item.get("seeded"):
         return None
     previous = item.get("previous") or {}
+    before = previous.get("current_version")
+    if (restored["Version"] if restored is not None else None) != before:
+        return None
     return {"pk": item.get("pk"), "format": formats.DEPLOYED, **previous} if previous else {}
+
+
+def seeded(pk: str, served: str | None, location: str | None) -> dict[str, Any]:
+    """The record of a target the guard has none of: empty, or (``served``) the version the refresh function's
+    state says it serves, for a model a refresh prefix named until now; recording over it keeps it in the history."""
+    if not served:
+        return {"pk": pk}
+    return {"pk": pk, "current_version": served, "current_location": location or served, "history": [], "seeded": True}

@@ -79,3 +79,37 @@ def async_failure_destination(assembly: Assembly) -> Iterator[Finding]:
                           "failures go nowhere: Lambda retries an error twice, then drops the event. Add an "
                           "AWS::Lambda::EventInvokeConfig with DestinationConfig.OnFailure (CDK: "
                           "function.configure_async_invoke(on_failure=...)) or a DeadLetterConfig")
+
+
+@rule("lambda.custom-resource-no-retries",
+      source="https://docs.aws.amazon.com/lambda/latest/dg/services-cloudformation.html")
+def custom_resource_no_retries(assembly: Assembly) -> Iterator[Finding]:
+    """A hyperwarm function that backs a CloudFormation custom resource (``ServiceToken`` its ARN; its handler under
+    ``hyperwarm.functions``) is not retried by Lambda: ``AWS::Lambda::EventInvokeConfig`` with
+    ``MaximumRetryAttempts`` 0 for ``$LATEST``.
+
+    CloudFormation invokes the function asynchronously, and Lambda retries an asynchronous invocation that errors or
+    times out twice (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). A retry of a
+    request CloudFormation has already given up on runs after the stack moved on (a rollback already answered):
+    the deploy guard's late retry would rewrite the record the rollback restored. CloudFormation's own timeout is
+    the retry: the stack rolls back and the request is sent again."""
+    for stack, template in assembly.templates.items():
+        resources = template.get("Resources", {})
+        for logical_id, resource in resources.items():
+            if not (resource.get("Type", "").startswith("Custom::")
+                    or resource.get("Type") == "AWS::CloudFormation::CustomResource"):
+                continue
+            token = resource.get("Properties", {}).get("ServiceToken")
+            function = token["Fn::GetAtt"][0] if isinstance(token, dict) and "Fn::GetAtt" in token else None
+            handler = str(resources.get(function, {}).get("Properties", {}).get("Handler", ""))
+            if not handler.startswith("hyperwarm.functions."):
+                continue
+            retries = [r.get("Properties", {}).get("MaximumRetryAttempts") for r in resources.values()
+                       if r.get("Type") == "AWS::Lambda::EventInvokeConfig"
+                       and ref_target(r.get("Properties", {}).get("FunctionName")) == function
+                       and r.get("Properties", {}).get("Qualifier") == "$LATEST"]
+            if retries != [0]:
+                yield Finding("lambda.custom-resource-no-retries", stack, logical_id,
+                              f"{function} ({handler}) backs this custom resource but Lambda may retry it "
+                              f"(MaximumRetryAttempts {retries or 'unset: 2'}): a late retry runs after "
+                              "CloudFormation moved on; set retry_attempts=0")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rehearsal import Assembly
-from rehearsal.rules.lambda_failures import async_failure_destination
+from rehearsal.rules.lambda_failures import async_failure_destination, custom_resource_no_retries
 
 FUNCTION = {"Type": "AWS::Lambda::Function", "Properties": {"Handler": "h.handler"}}
 ARN = {"Fn::GetAtt": ["Fn", "Arn"]}
@@ -84,3 +84,31 @@ def test_a_schedule_only_rule_needs_no_failure_destination() -> None:
         "ScheduleExpression": "rate(1 minute)", "EventPattern": {"source": ["aws.s3"]},
         "Targets": [{"Id": "t", "Arn": ARN}]}}
     assert len(findings(Invoker=patterned)) == 1  # events that carry data must still be kept
+
+
+# lambda.custom-resource-no-retries
+
+GUARD_FUNCTION = {"Type": "AWS::Lambda::Function",
+                  "Properties": {"Handler": "hyperwarm.functions.cache_refresh.deploy_guard.on_event"}}
+GUARD = {"Type": "Custom::RefreshGuard", "Properties": {"ServiceToken": ARN}}
+
+
+def _retries(*extra: dict[str, Any]) -> list[str]:
+    resources = {"Fn": GUARD_FUNCTION, "Guard": GUARD, **{f"Config{i}": r for i, r in enumerate(extra)}}
+    return [f.message for f in custom_resource_no_retries(Assembly.from_templates({"s": {"Resources": resources}}))]
+
+
+def test_a_hyperwarm_custom_resource_function_that_lambda_may_retry_is_reported() -> None:
+    (message,) = _retries()
+    assert "MaximumRetryAttempts unset: 2" in message and "set retry_attempts=0" in message
+    (message,) = _retries(invoke_config())  # two retries
+    assert "MaximumRetryAttempts [2]" in message
+    no_retries = invoke_config()
+    no_retries["Properties"]["MaximumRetryAttempts"] = 0
+    assert _retries(no_retries) == []
+
+
+def test_the_synthesized_guards_are_never_retried(synthesized) -> None:
+    assembly = Assembly.from_outdir(synthesized.outdir)
+    assert custom_resource_no_retries(assembly) == []
+    assert any(r.get("Type") == "Custom::RefreshGuard" for _, _, r in assembly.resources())

@@ -18,6 +18,9 @@ RENAMED = {
     "ContainerImageConfig": "ServingImageConfig",
 }
 """Old name -> new name (removed in 0.3.0)."""
+PACKAGES = {"hyperwarm.caches": ("CachedModelProps", "HyperPodAutoScaling"),
+            "hyperwarm.serving": ("ContainerImage", "ContainerImageConfig")}
+"""The old names a package had (``hyperwarm`` itself had them all)."""
 REMOVED_IN = "0.3.0"
 
 
@@ -25,7 +28,7 @@ def with_renamed(module: str, getattr_: Callable[[str], Any]) -> Callable[[str],
     """``module``'s ``__getattr__``: an old name of :data:`RENAMED` warns and gives its new name's object; any other
     name goes to ``getattr_`` (the lazy loader's, or a module's own lookup)."""
     def __getattr__(name: str) -> Any:  # noqa: N807 - a module's __getattr__
-        new = RENAMED.get(name)
+        new = RENAMED.get(name) if name in PACKAGES.get(module, RENAMED) else None
         if new is None:
             return getattr_(name)
         warnings.warn(f"{module}.{name} is deprecated: use {module}.{new} (the old name goes in hyperwarm "

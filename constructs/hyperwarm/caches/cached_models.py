@@ -181,5 +181,5 @@ def _handles(props: CachedModelsProps) -> Mapping[str, CachedModelHandle]:
     return MappingProxyType({m.name: CachedModelHandle(
         name=m.name, cluster=props.cluster, namespace=props.namespace,
         kind="JumpStartModel" if isinstance(m.source, JumpStartModelSource) else "InferenceEndpointConfig",
-        node_cached=m.weights_cache == "node", size=m.size, refreshed=m.name in props.refreshed)
+        node_cached=m.weights_cache == "node", size=m.size, refreshed=m.name in props.refreshed, source=m.source)
         for m in props.models})

@@ -1,8 +1,9 @@
 """A handle on one cached model: what a refresh target, a dashboard or an alarm needs to know of it.
 
 :class:`~hyperwarm.caches.CachedModels` gives one per model (``models``, ``model(name)``), so other constructs take
-the model itself, never its name: a misspelt or foreign model cannot be paired with them, and what follows from
-the model (a warm version change for a node-cached one, its object kind, its size) is read from it, not restated.
+the model itself, never its name: a misspelt name fails where it is looked up, and what follows from the model (a
+warm version change for a node-cached one, its object kind, its size, its source) is read from it, not restated.
+A handle built by hand (tests, a model applied outside this app) is taken at its word.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Literal
 
 import aws_cdk as cdk
 
+from hyperwarm.caches.sources import AnyModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
 
@@ -38,6 +40,9 @@ class CachedModelHandle:
     refreshed: bool = False
     """Its nodes keep room for two versions side by side (``CachedModelsProps.refreshed``), which a refresh needs.
     Default: false."""
+    source: AnyModelSource | None = None
+    """Where its weights come from (``CachedModelSpec.source``): a refresh target checks it reads the refreshed
+    prefix. Default: unknown (not checked)."""
 
     @property
     def target_id(self) -> str:

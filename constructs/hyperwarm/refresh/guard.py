@@ -60,7 +60,9 @@ class GuardedTarget:
     the guard records each version it lets through in a table of its own (:attr:`RefreshGuard.deployed_versions`)
     and holds the next deploy to it. Two versions in the refresh order compare in it; others (commit SHAs) in the
     order deploys set them: one that served before the current one is older. A rollback of the stack puts the
-    record back. Default: false (a refresh function's state table records the target)."""
+    record back. With no record yet, the refresh function's state (``state_table_name``, when given) says where the
+    target is: a model a refresh prefix named until now starts from the version the refresh made serve. Default: false
+    (a refresh function's state table records the target)."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,9 @@ class RefreshGuardProps:
     targets: Sequence[GuardedTarget]
     """The targets whose version a protected resource sets (at least one)."""
     state_table_name: str | None = None
-    """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``). Default: none,
-    allowed only when every target is :attr:`GuardedTarget.recorded`."""
+    """Name of the cache refresh function's state table (``CacheRefreshHookProps.state_table_name``; it need not exist
+    yet); a recorded target with no record starts from what it says. Default: none, allowed only when every target is
+    :attr:`GuardedTarget.recorded`."""
     dead_letter_queue_name: str | None = None
     """Name of the refresh dead-letter queue (``CacheRefreshHookProps.dead_letter_queue_name``), where a
     rollback's moved-back targets are dead-lettered; the guard's role is then created under that queue's sender
@@ -142,6 +145,9 @@ class RefreshGuard(Construct):
             handler=contract.DEPLOY_GUARD_HANDLER, code=FUNCTION.code(), role=role, memory_size=256,
             timeout=cdk.Duration.minutes(5),  # room to back off throttled reads and still answer
             log_group=logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS),
+            # CloudFormation invokes it asynchronously: a retry by Lambda could run after the stack moved on (rule
+            # lambda.custom-resource-no-retries); CloudFormation's own timeout and rollback are the retry.
+            retry_attempts=0,
             description="hyperwarm: stop a deploy that would move a refreshed model back to an older version")
         acknowledge(self.function, "Python 3.13 is the runtime this function and its bundled dependencies are "
                     "tested on; moving to a newer one is a deliberate, tested upgrade", "L1")

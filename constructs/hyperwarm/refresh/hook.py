@@ -44,6 +44,7 @@ from constructs import Construct
 from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.validation import raise_problems, repeated
+from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift, TrafficType
@@ -448,7 +449,7 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):
-        own = field_problems(hyperpod)
+        own = field_problems(hyperpod) + _source_problems(hyperpod, model.prefix)
         problems += [f"{where}.hyperpod[{j}].{p}" for p in own]
         if any(WRONG_TYPE in p for p in own):
             continue
@@ -466,6 +467,18 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
                             "with execution_role (the refresh passes it to the models it creates)")
         problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
     return problems
+
+
+def _source_problems(target: HyperPodRefreshTarget, prefix: str) -> list[str]:
+    """A target's model must read the refreshed prefix from S3 (where its handle says what it reads)."""
+    source = target.model.source
+    if source is None:
+        return []
+    if not isinstance(source, ModelSource):
+        return [f"model = {target.model.name} -- reads a {source.kind} source; an S3 upload refreshes S3 sources only"]
+    if source.prefix != prefix:
+        return [f"model = {target.model.name} -- reads {source.uri}, not the refreshed prefix {prefix!r}"]
+    return []
 
 
 def _principal_name(grantee: iam.IGrantable) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import aws_cdk as cdk
 
@@ -33,6 +34,10 @@ def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float =
     low, high = contract.TIMEOUT_SECONDS_RANGE
     return cdk.Duration.seconds(min(high, max(low, math.ceil(fill_s * STAGING_SAFETY_FACTOR))))
 
+
+
+_LEGACY = frozenset({"cluster", "namespace", "name", "node_cache", "model_size", "resource"})
+"""0.1's fields of a HyperPod refresh target, which the model's handle replaced."""
 
 
 def whole_seconds(duration: cdk.Duration) -> int:
@@ -63,12 +68,19 @@ class HyperPodRefreshTarget:
     """Warm rollout: the deployment's rollout to the staged version finished within this, 300..86400 s; else it
     is pointed back at the old version. Default: 30 minutes."""
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.model, CachedModelHandle):
-            raise TypeError(f"HyperPodRefreshTarget.model = {self.model!r} -- allowed: a cached model's handle, "
+    def __new__(cls, *args: Any, **kwargs: Any) -> HyperPodRefreshTarget:
+        """Refuses 0.1's call shapes (``cluster, namespace, name``, ``node_cache=``, ``model_size=``, ``resource=``)
+        with the migration, before the dataclass's own signature error could hide it."""
+        model = args[0] if args else kwargs.get("model")
+        legacy = sorted(_LEGACY & kwargs.keys())
+        if legacy or not isinstance(model, CachedModelHandle) or any(isinstance(a, str) for a in args[1:]):
+            given = ", ".join([*(repr(a) for a in args), *(f"{k}=..." for k in kwargs)])
+            raise TypeError(f"HyperPodRefreshTarget({given}) -- allowed: HyperPodRefreshTarget(model, "
+                            "staging_timeout=..., switch_timeout=...), model a cached model's handle, "
                             "CachedModels.model(name) (since 0.2.0 the target takes the model, not cluster, namespace "
                             "and name: HyperPodRefreshTarget(cluster, ns, name, node_cache=...) becomes "
-                            "HyperPodRefreshTarget(caches.model(name)))")
+                            "HyperPodRefreshTarget(caches.model(name)); the node cache, kind and size come from it)")
+        return super().__new__(cls)
 
     @property
     def cluster(self) -> IHyperPodCluster:
