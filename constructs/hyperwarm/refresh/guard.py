@@ -116,13 +116,7 @@ class RefreshGuard(Construct):
         _validate(self.node.path, props)
         stack = cdk.Stack.of(self)
         queue = props.dead_letter_queue_name
-        # Under the queue's sender path: the queue's policy admits the roles there (and no one else in the account).
-        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="cache refresh deploy guard: reads the refresh state",
-                        path=naming.dead_letter_sender_path(queue) if queue else None)
-        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
-        acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
-                    managed_policy("service-role/AWSLambdaBasicExecutionRole"))
+        role = self._role(queue)
         if props.state_table_name is not None:
             role.add_to_principal_policy(iam.PolicyStatement(  # PutItem: a pin's record (and its undoing on rollback)
                 actions=["dynamodb:GetItem", "dynamodb:PutItem"],
@@ -172,6 +166,16 @@ class RefreshGuard(Construct):
                 **rollback_letters,
             })
         self.node.default_child = self.resource.node.default_child
+
+    def _role(self, queue: str | None) -> iam.Role:
+        # Under the queue's sender path: the queue's policy admits the roles there (and no one else in the account).
+        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="cache refresh deploy guard: reads the refresh state",
+                        path=naming.dead_letter_sender_path(queue) if queue else None)
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaBasicExecutionRole"))
+        acknowledge(role, "the AWS-managed Lambda execution policy only writes the function's logs",
+                    managed_policy("service-role/AWSLambdaBasicExecutionRole"))
+        return role
 
     def _deployed_versions(self, role: iam.IRole) -> dynamodb.Table:
         """Deleted with the stack: the order of what a stack deploys matters only while it serves."""
