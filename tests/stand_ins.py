@@ -4,8 +4,10 @@ another stack would: no MagicMock, no synthesized VPC and EKS cluster), and one 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import aws_cdk as cdk
+import boto3
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 
 from hyperwarm import (
@@ -64,3 +66,12 @@ def cached_model(cluster: IHyperPodCluster, name: str, namespace: str = "hyperwa
     """The handle ``CachedModels.models`` gives a model, without rendering one (for tests of what takes it)."""
     return CachedModelHandle(name=name, cluster=cluster, namespace=namespace, kind=kind, node_cached=node_cached,
                              size=gigabytes(size_gb), refreshed=refreshed, source=source)
+
+
+def pk_table(name: str, region: str | None = None) -> Any:
+    """A DynamoDB table keyed by ``pk`` (S), on demand, as hyperwarm's state, quota and deploy-record tables are, in
+    moto (the caller's ``mock_aws``); its boto3 ``Table`` resource."""
+    dynamodb = boto3.resource("dynamodb", region_name=region)
+    return dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                                 AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                                 BillingMode="PAY_PER_REQUEST")

@@ -17,6 +17,7 @@ import pytest
 from aws_cdk.assertions import Template
 from moto import mock_aws
 from moto.cloudformation.models import cloudformation_backends
+from stand_ins import pk_table
 from test_refresh_guard import guarded_stack
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard, deployed, formats
@@ -33,9 +34,7 @@ A, B, C = ("a" * 40, "b" * 40, "c" * 40)
 def stack_id():
     """The guard's stack (CREATE_COMPLETE) and the guard's own table, in moto."""
     with mock_aws():
-        boto3.client("dynamodb").create_table(
-            TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        pk_table(TABLE)
         yield guarded_stack()
 
 
@@ -241,10 +240,7 @@ STATE = "hyperwarm-test-cache-refresh-state"
 
 def _state_table(version: str, target: str = HUB) -> None:
     """The refresh function's state table, recording that it moved ``target`` to ``version``."""
-    boto3.client("dynamodb").create_table(
-        TableName=STATE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    boto3.resource("dynamodb").Table(STATE).put_item(Item={
+    pk_table(STATE).put_item(Item={
         "pk": contract.state_pk(target), "current_version": version, "current_location": f"llama/{version}", "rev": 1})
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from stand_ins import pk_table
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard, formats, manifest
 from hyperwarm.functions.cache_refresh.errors import TransientError
@@ -137,10 +138,7 @@ def test_state_items_of_every_version_are_read_and_rewritten_in_todays(version: 
 @pytest.mark.parametrize("version", sorted(formats.WRITTEN["state"]))
 def test_the_deploy_guard_and_synth_read_state_items_of_every_version(version: str) -> None:
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    dynamodb.create_table(TableName="state", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                          BillingMode="PAY_PER_REQUEST")
-    table = boto3.resource("dynamodb", region_name=REGION).Table("state")
+    table = pk_table("state", REGION)
     for item in samples("state")[version]:
         table.put_item(Item=item)
         target = item["pk"].removeprefix("target#")
@@ -180,10 +178,7 @@ def test_guard_properties_of_a_newer_release_fail_the_deploy_saying_so() -> None
 def test_the_deploy_guard_reads_deploy_records_of_every_version(version: str) -> None:
     """A record an earlier release's guard wrote still orders the next deploy: its history holds."""
     (item,) = samples("deployed")[version]
-    boto3.client("dynamodb").create_table(  # the guard's region: the default one
-        TableName="deployed-versions", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    table = boto3.resource("dynamodb").Table("deployed-versions")
+    table = pk_table("deployed-versions")  # the guard's region: the default one
     table.put_item(Item=item)
     target = {"Id": item["pk"].removeprefix("target#"), "Field": "f", "Value": "{version}", "Recorded": True}
     properties = {"Format": formats.GUARD, "DeployedTable": "deployed-versions"}
@@ -209,10 +204,7 @@ def test_dead_letter_quota_items_of_every_version_are_counted_on_or_left_alone(v
     not read: it is left to its TTL and the hour's count starts over."""
     from hyperwarm.functions.cache_refresh import quota
 
-    dynamodb = boto3.resource("dynamodb", region_name=REGION)
-    table = dynamodb.create_table(TableName="state", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                                  AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                                  BillingMode="PAY_PER_REQUEST")
+    table = pk_table("state", REGION)
     for item in samples("quota")[version]:
         table.put_item(Item=item)
         if version == formats.QUOTA:
@@ -230,9 +222,7 @@ def test_dead_letter_quota_items_of_every_version_are_counted_on_or_left_alone(v
 def test_a_quota_item_of_a_newer_release_is_left_alone_and_counts_nothing() -> None:
     from hyperwarm.functions.cache_refresh import quota
 
-    table = boto3.resource("dynamodb", region_name=REGION).create_table(
-        TableName="state", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    table = pk_table("state", REGION)
     item = {**samples("quota")[formats.QUOTA][0], "format": "hyperwarm.refresh.letter-quota/v3", "letters": 1}
     table.put_item(Item=item)
     with pytest.raises(formats.UnknownFormat, match="written by a newer hyperwarm"):

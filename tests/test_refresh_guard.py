@@ -17,6 +17,7 @@ import pytest
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Template
 from moto import mock_aws
+from stand_ins import pk_table
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard
 from hyperwarm.refresh.guard import GuardedTarget, RefreshGuard, RefreshGuardProps
@@ -54,10 +55,7 @@ def guarded_stack() -> str:
 def state():
     """The refresh function's state table, as the construct creates it, and the guarded stack, in moto."""
     with mock_aws():
-        boto3.client("dynamodb", region_name="us-west-2").create_table(
-            TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        yield State(boto3.resource("dynamodb", region_name="us-west-2").Table(TABLE), guarded_stack())
+        yield State(pk_table(TABLE, "us-west-2"), guarded_stack())
 
 
 def refreshed(state: State, version: str, target: str = TARGET, **item: Any) -> None:
