@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aws_cdk as cdk
-import jsii
 from aws_cdk import aws_kms as kms
-from constructs import Construct, IConstruct
+from constructs import Construct
 
 from hyperwarm import (
     DataCapture,
@@ -21,6 +20,7 @@ from hyperwarm import (
     ModelSpec,
     ProductionVariant,
     ServingImage,
+    read_through_outputs,
 )
 from hyperwarm.endpoints import parse_s3_uri
 from hyperwarm.serving import cuda_ami_problem, official_image_uri
@@ -91,21 +91,11 @@ class EndpointsStack(cdk.Stack):
         for name, endpoint in self.endpoints.items():
             cdk.CfnOutput(self, f"{name}EndpointName", value=endpoint.endpoint_name,
                           description=f"SageMaker endpoint {name}")
-        cdk.Aspects.of(self).add(ReadWithoutExports())  # also what is added later (grants, the refresh guard)
+        read_through_outputs(self, REFERENCE_STRENGTH)  # also what is added later (grants, the refresh guard)
 
 
 REFERENCE_STRENGTH = cdk.ReferenceStrength.BOTH
 """How other stacks read this stack's resources (the refresh stack: each endpoint's execution role, key and
-rollback alarms). An import of an export pins it: the endpoints stack could no longer remove or rename a
-variant, its 5XX alarm, or replace a role or key ("Export ... cannot be deleted as it is in use"). Readers use
-``Fn::GetStackOutput`` instead, which pins nothing; BOTH also keeps the exports that stacks deployed by an
-earlier hyperwarm import until those stacks deploy again, after which nothing imports them."""
-
-
-@jsii.implements(cdk.IAspect)
-class ReadWithoutExports:
-    """Every reference into the stack from another stack reads a stack output (``Fn::GetStackOutput``)."""
-
-    def visit(self, node: IConstruct) -> None:
-        if isinstance(node, cdk.CfnResource):
-            cdk.CrossStackReferences.of(node).produce(REFERENCE_STRENGTH)
+rollback alarms): ``Fn::GetStackOutput``, so the endpoints stack can remove or rename a variant, its 5XX alarm,
+or replace a role or key; BOTH also keeps the exports that stacks deployed by an earlier hyperwarm import until
+those stacks deploy again, after which nothing imports them."""

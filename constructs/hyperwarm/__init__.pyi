@@ -1,5 +1,6 @@
 """Public names of ``hyperwarm`` (read by type checkers, and by lazy_loader at run time)."""
 
+from ._internal.references import read_through_outputs as read_through_outputs
 from ._internal.retention import retain_except_on_create as retain_except_on_create
 from ._node import use_bundled_node as use_bundled_node
 from .caches import (

@@ -19,13 +19,17 @@ import re
 import sys
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 import annotated_types as at
 
 from hyperwarm._internal.tokens import unresolved
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 _BYTES_PER_GB = 1_000_000_000
 WRONG_TYPE = "wrong type; give"
@@ -47,10 +51,10 @@ class Measured:
     def number(self, value: Any) -> float:
         """The value in :attr:`unit`."""
         if self.unit == "seconds":
-            return float(value.to_seconds(integral=False))
+            return in_seconds(value)
         if self.unit == "GB":
             return in_gigabytes(value)
-        return float(value.to_mebibytes(rounding=_size_rounding()))
+        return measure(value, "MiB", lambda: float(value.to_mebibytes(rounding=_size_rounding())))
 
     def make(self, number: float) -> Any:
         """A ``Duration`` or ``Size`` of ``number`` :attr:`unit` (aws-cdk loads here, when a value is parsed)."""
@@ -59,8 +63,10 @@ class Measured:
         if self.unit == "GB":
             return gigabytes(number)
         if self.unit != "seconds":
-            return cdk.Size.mebibytes(number)
-        return cdk.Duration.seconds(number) if float(number).is_integer() else cdk.Duration.millis(round(number * 1000))
+            return known(cdk.Size.mebibytes(number), MiB=float(number))
+        if float(number).is_integer():
+            return known(cdk.Duration.seconds(number), seconds=float(number))
+        return cdk.Duration.millis(round(number * 1000))
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> dict[str, Any]:
         """For pydantic (duck-typed, so the library needs no pydantic): an integer in :attr:`unit` with
@@ -95,12 +101,44 @@ def gigabytes(amount: float) -> Any:
 
     if isinstance(amount, bool) or not isinstance(amount, (int, float)) or amount < 0:
         raise ValueError(f"gigabytes({amount!r}) -- a size is a number of GB, 0 or more, e.g. gigabytes(16)")
-    return cdk.Size.bytes(amount * _BYTES_PER_GB)
+    return known(cdk.Size.bytes(amount * _BYTES_PER_GB), bytes=float(amount * _BYTES_PER_GB))
 
 
 def in_gigabytes(size: Any) -> float:
     """``size`` (a ``Size``) in GB (10^9 bytes), e.g. for the NVMe capacity guard."""
-    return round(float(size.to_bytes(rounding=_size_rounding())) / _BYTES_PER_GB, 9)
+    return round(measure(size, "bytes", lambda: float(size.to_bytes(rounding=_size_rounding()))) / _BYTES_PER_GB, 9)
+
+
+def in_seconds(duration: Any) -> float:
+    """``duration`` (a ``Duration``) in seconds, fractions kept."""
+    return measure(duration, "seconds", lambda: float(duration.to_seconds(integral=False)))
+
+
+def is_token(measured: Any) -> bool:
+    """Whether a ``Duration`` or ``Size`` is unresolved (a deploy-time value)."""
+    return bool(measure(measured, "unresolved", measured.is_unresolved))
+
+
+def known(measured: T, **values: float) -> T:
+    """``measured`` (a ``Duration`` or ``Size`` just made from a number), with what :func:`measure` will be asked
+    answered already: it is not a token, and has ``values`` (``seconds``, ``bytes`` or ``MiB``)."""
+    _measures[measured] = {"unresolved": False, **values}
+    return measured
+
+
+def measure(measured: Any, unit: str, read: Callable[[], R]) -> R:
+    """``read()``, once per ``Duration`` or ``Size`` object and ``unit``: both are immutable, and each read is a
+    round trip into jsii (props checks read hundreds per synth; docs/performance.md)."""
+    try:
+        values = _measures.setdefault(measured, {})
+    except TypeError:  # not weakly referable (a test's stand-in): read each time
+        return read()
+    if unit not in values:
+        values[unit] = read()
+    return typing.cast(R, values[unit])
+
+
+_measures: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -169,7 +207,7 @@ class Constraint:
             return []
         if self.kinds and not _is_kind(value, self.kinds):
             return [f"{self.field} = {value!r} -- {_kind_words(self.kinds)}"]
-        if value.is_unresolved() if self.unit else _scalar(value) and unresolved(value):
+        if is_token(value) if self.unit else _scalar(value) and unresolved(value):
             return []
         number = _measured_number(self.unit, value)
         shown = f"{number:g} {self.unit}" if self.unit else repr(value)

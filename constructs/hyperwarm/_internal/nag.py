@@ -17,6 +17,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
 from hyperwarm._internal.acknowledgments import check_reason, checkov_annotations
+from hyperwarm._internal.kinds import is_a, resource_type, stack_of
+from hyperwarm._internal.tokens import unresolved
 
 __all__ = ["acknowledge", "acknowledge_checkov", "acknowledge_deploy_time_handlers", "checkov_annotations",
            "finding_text", "logical_id", "managed_policy", "object_arn_finding", "stack_singletons"]
@@ -25,20 +27,27 @@ __all__ = ["acknowledge", "acknowledge_checkov", "acknowledge_deploy_time_handle
 def acknowledge(scope: IConstruct, reason: str, *rules: str) -> None:
     """Acknowledge AwsSolutions ``rules`` (e.g. ``S1``, ``IAM5[Resource::*]``) on ``scope`` for ``reason``."""
     check_reason(reason, rules, lambda: scope.node.path)
-    cdk.Validations.of(scope).acknowledge(  # one call into jsii for all of them (synth time: docs/performance.md)
+    validations = _validations.get(scope)
+    if validations is None:
+        validations = _validations[scope] = cdk.Validations.of(scope)
+    validations.acknowledge(  # one call into jsii for all of them (synth time: docs/performance.md)
         *(cdk.Acknowledgment(id=f"AwsSolutions::AwsSolutions-{rule}", reason=reason) for rule in rules))
+
+
+_validations: weakref.WeakKeyDictionary[IConstruct, cdk.Validations] = weakref.WeakKeyDictionary()
+"""Each acknowledged scope's ``Validations``, asked of jsii once."""
 
 
 def pseudo(value: str, name: str) -> str:
     """How cdk-nag prints a stack's region, account or partition: the value, or ``<AWS::Region>`` while a token."""
-    return f"<{name}>" if cdk.Token.is_unresolved(value) else value
+    return f"<{name}>" if unresolved(value) else value
 
 
 def arn_prefix(scope: IConstruct) -> str:
     """How cdk-nag prints the start of an ARN formatted in ``scope``'s stack: ``arn:aws`` where the
     partition is known at synth (``@aws-cdk/core:enablePartitionLiterals`` and a region), else
     ``arn:<AWS::Partition>``."""
-    stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
+    stack = scope if is_a(scope, cdk.Stack) else stack_of(scope)
     prefix = _arn_prefixes.get(stack)
     if prefix is None:  # read once per stack: two jsii round trips, asked ~60 times for prod (docs/performance.md)
         prefix = _arn_prefixes[stack] = f"arn:{pseudo(stack.partition, 'AWS::Partition')}"
@@ -53,7 +62,7 @@ def finding_text(scope: IConstruct, value: str) -> str:
     """How cdk-nag prints ``value`` (a string that may hold tokens) in a finding id: an ``Fn::Sub``'s
     ``${AWS::AccountId}`` as ``<AWS::AccountId>``, a ``Ref`` as ``<Name>``. Bootstrap resources (the
     assets bucket) are named so, with the qualifier of the stack's synthesizer."""
-    resolved = cdk.Stack.of(scope).resolve(value)
+    resolved = stack_of(scope).resolve(value)
     if isinstance(resolved, str):
         return resolved
     if isinstance(resolved.get("Fn::Sub"), str):
@@ -72,17 +81,24 @@ def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str 
     """
     check_reason(reason, checks, lambda: scope.node.path)
     if kind is None:
-        own = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
-        resources = [own] if isinstance(own, cdk.CfnResource) else []
+        own = scope if is_a(scope, cdk.CfnResource) else scope.node.default_child
+        resources = [own] if is_a(own, cdk.CfnResource) else []
     else:
-        resources = [c for c in scope.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == kind]
+        resources = [c for c in scope.node.find_all() if is_a(c, cdk.CfnResource) and resource_type(c) == kind]
     if not resources:
         raise ValueError(f"acknowledgment of {checks} on {scope.node.path}: no CloudFormation resource "
                          + (f"of type {kind} in its tree" if kind else "of its own"))
     for resource in resources:
-        skips = {s["id"]: s for s in (resource.get_metadata("checkov") or {}).get("skip", [])}
+        skips = _checkov_skips.get(resource)
+        if skips is None:  # read once: later acknowledgments of the resource add to what this process wrote
+            skips = _checkov_skips[resource] = {
+                s["id"]: s for s in (resource.get_metadata("checkov") or {}).get("skip", [])}
         skips.update({check: {"id": check, "comment": reason} for check in checks})
         resource.add_metadata("checkov", {"skip": list(skips.values())})
+
+
+_checkov_skips: weakref.WeakKeyDictionary[cdk.CfnResource, dict[str, dict[str, str]]] = weakref.WeakKeyDictionary()
+"""Each resource's ``Metadata.checkov.skip`` as :func:`acknowledge_checkov` last wrote it, by id."""
 
 
 _DEPLOY_TIME_HANDLER = {
@@ -99,8 +115,8 @@ _DEPLOY_TIME_HANDLER = {
 def acknowledge_deploy_time_handlers(scope: IConstruct) -> None:
     """checkov findings on the deploy-time Lambda handlers in ``scope``: custom-resource providers that only
     CloudFormation invokes (aws-cdk-lib's own, or hyperwarm's like the refresh guard)."""
-    functions = [c for c in scope.node.find_all()
-                 if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == "AWS::Lambda::Function"]
+    resources = [c for c in scope.node.find_all() if is_a(c, cdk.CfnResource)]
+    functions = [c for c in resources if resource_type(c) == "AWS::Lambda::Function"]
     if not functions:
         raise ValueError(f"{scope.node.path}: no Lambda function to acknowledge")
     for function in functions:
@@ -110,8 +126,7 @@ def acknowledge_deploy_time_handlers(scope: IConstruct) -> None:
             if not passing.get(check):
                 acknowledge_checkov(function, f"deploy-time custom-resource handler: {reason}", check)
     # The log groups aws-cdk-lib makes for them (@aws-cdk/aws-lambda:useCdkManagedLogGroup).
-    for group in (c for c in scope.node.find_all()
-                  if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == "AWS::Logs::LogGroup"):
+    for group in (c for c in resources if resource_type(c) == "AWS::Logs::LogGroup"):
         acknowledge_checkov(group, "log group of a deploy-time custom-resource handler: its own deploy logs, no "
                             "secrets; CloudWatch Logs encrypts every log group at rest", "CKV_AWS_158")
 
@@ -129,7 +144,7 @@ def managed_policy(name: str) -> str:
 def logical_id(construct: IConstruct) -> str:
     """The logical id cdk-nag prints for ``construct``'s CloudFormation resource."""
     resource = construct.node.default_child or construct
-    return str(cdk.Stack.of(construct).resolve(resource.logical_id))  # type: ignore[attr-defined]
+    return str(stack_of(construct).resolve(resource.logical_id))  # type: ignore[attr-defined]
 
 
 def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
@@ -137,10 +152,10 @@ def object_arn_finding(bucket: s3.IBucket, key_pattern: str) -> str:
     logical id; an imported one by its name, where a ``Ref`` (a parameter) prints as ``<Name>`` and an
     ``Fn::ImportValue`` as the export's name (as cdk-nag 2 prints them)."""
     name = bucket.bucket_name
-    if cdk.Token.is_unresolved(name) and bucket.node.default_child is not None:
+    if unresolved(name) and bucket.node.default_child is not None:
         return f"<{logical_id(bucket)}.Arn>/{key_pattern}"
-    if cdk.Token.is_unresolved(name):
-        resolved = cdk.Stack.of(bucket).resolve(name)
+    if unresolved(name):
+        resolved = stack_of(bucket).resolve(name)
         imported = resolved.get("Fn::ImportValue") if isinstance(resolved, dict) else resolved
         name = imported if isinstance(imported, str) else finding_text(bucket, name)
     return f"{arn_prefix(bucket)}:s3:::{name}/{key_pattern}"

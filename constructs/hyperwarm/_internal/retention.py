@@ -11,9 +11,11 @@ stack deletion included, and deletes it only then; existing resources a stack im
 from __future__ import annotations
 
 import aws_cdk as cdk
+import jsii
 from constructs import IConstruct
 
 from hyperwarm._internal.aspects import at_synth
+from hyperwarm._internal.kinds import is_a
 
 
 def retain_except_on_create(scope: IConstruct) -> None:
@@ -25,7 +27,8 @@ def retain_except_on_create(scope: IConstruct) -> None:
 
 def _except_on_create(constructs: list[IConstruct]) -> None:
     for resource in constructs:
-        if isinstance(resource, cdk.CfnResource):
-            options = resource.cfn_options
+        if is_a(resource, cdk.CfnResource):
+            # Typed as the interface it is: jsii's generic proxy would read each property twice (a round trip each).
+            options = jsii.unsafe_cast(resource.cfn_options, cdk.ICfnResourceOptions)
             if options.deletion_policy == cdk.CfnDeletionPolicy.RETAIN:
                 options.deletion_policy = cdk.CfnDeletionPolicy.RETAIN_EXCEPT_ON_CREATE

@@ -67,6 +67,7 @@ from constructs import Construct
 
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, arn_prefix, pseudo
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.caches.objects import hub_token_secret_name as token_secret_name
 from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import HuggingFaceModelSource
@@ -259,10 +260,10 @@ def _validate(path: str, props: HubTokenSyncProps) -> None:
     for name, source in props.tokens.items():
         if not source.token_secret:
             problems.append(f"tokens[{name!r}].token_secret = None -- a source without a token has nothing to copy")
-    if not cdk.Token.is_unresolved(props.namespace) and not _NAMESPACE.match(props.namespace):
+    if not unresolved(props.namespace) and not _NAMESPACE.match(props.namespace):
         problems.append(f"namespace = {props.namespace!r} -- a Kubernetes namespace: 1..63 lower-case letters, "
                         "digits or hyphens")
-    if not cdk.Token.is_unresolved(props.interval.to_seconds()) and \
+    if not unresolved(props.interval.to_seconds()) and \
             not 60 <= props.interval.to_seconds() <= 3600:
         problems.append(f"interval = {props.interval.to_human_string()} -- allowed: 1..60 minutes")
     if problems:

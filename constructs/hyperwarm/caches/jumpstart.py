@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.caches.sources import JumpStartModelSource
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def grant_jumpstart_read(grantee: iam.IGrantable, scope: Construct) -> iam.Grant
                                        resource_arns=[bucket, f"{bucket}/*"])
     # AWS's bucket exists before any deploy: said so in the templates that name it (the deploy rehearsal reads it).
     stacks = {stack, *((cdk.Stack.of(grantee.grant_principal),) if isinstance(grantee.grant_principal, Construct) else ())}
-    for named in stacks if not cdk.Token.is_unresolved(stack.region) else ():
+    for named in stacks if not unresolved(stack.region) else ():
         declare_existing_buckets(named, [jumpstart_bucket(stack.region)])
     if isinstance(grantee.grant_principal, Construct):
         acknowledge(grantee.grant_principal, "reads the JumpStart bucket, where a hub content's artifacts sit "

@@ -12,6 +12,7 @@ from constructs import Construct
 from hyperwarm._internal.extras import missing_extra
 from hyperwarm._internal.interfaces import as_cluster, scope_of
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems
 from hyperwarm.cluster.addons import CORE_ADDONS, HyperPodDependencies, HyperPodDependenciesProps, addon
 from hyperwarm.cluster.rules import (
@@ -164,10 +165,10 @@ def control_plane_problems(scope: Construct, kubernetes_version: str, admin_prin
                            kubectl_layer: lambda_.ILayerVersion | None = None) -> list[str]:
     """``field = value -- rule`` for each problem; the stack of ``scope`` needs a concrete region."""
     errors = []
-    if cdk.Token.is_unresolved(cdk.Stack.of(scope).region):
+    if unresolved(cdk.Stack.of(scope).region):
         errors.append("stack region -- a token: a HyperPod EKS cluster needs a stack with a concrete region "
                       "(HyperPod's health monitoring agent image is published per region)")
-    if cdk.Token.is_unresolved(kubernetes_version):
+    if unresolved(kubernetes_version):
         errors.append("kubernetes_version -- a token: the kubectl layer is chosen by the version at synth")
     elif kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
         errors.append(f"kubernetes_version = {kubernetes_version!r} -- allowed: "

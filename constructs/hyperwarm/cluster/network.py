@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_logs as logs
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge_checkov, acknowledge_deploy_time_handlers, stack_singletons
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems
 
 
@@ -88,8 +88,8 @@ def network_problems(props: HyperPodNetworkProps) -> list[str]:
     """``field = value -- rule`` for each problem of ``props``; unresolved tokens are not judged."""
     errors = []
     if props.vpc is None:
-        if not cdk.Token.is_unresolved(props.max_azs) and not props.availability_zones and props.max_azs < 1:
+        if not unresolved(props.max_azs) and not props.availability_zones and props.max_azs < 1:
             errors.append(f"max_azs = {props.max_azs!r} -- allowed: >= 1")
-        if not cdk.Token.is_unresolved(props.nat_gateways) and props.nat_gateways < 1:
+        if not unresolved(props.nat_gateways) and props.nat_gateways < 1:
             errors.append(f"nat_gateways = {props.nat_gateways!r} -- allowed: >= 1 (the private subnets' egress)")
     return errors

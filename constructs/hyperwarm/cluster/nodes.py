@@ -31,6 +31,7 @@ from hyperwarm._internal.nag import (
     logical_id,
     managed_policy,
 )
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.cluster import rules as rules
 from hyperwarm.cluster.hyperpod_dependencies import HEALTH_AGENT_ACCOUNTS, eks_registry_account
@@ -57,7 +58,7 @@ def pull_registry_accounts(region: str, extra: Sequence[str] = (), *, for_nag: b
     repositories in the region, as before. ``for_nag``: as cdk-nag prints the own account.
     """
     own = "<AWS::AccountId>" if for_nag else cdk.Aws.ACCOUNT_ID
-    if cdk.Token.is_unresolved(region):
+    if unresolved(region):
         return ["*"]
     agent = HEALTH_AGENT_ACCOUNTS.get(region)
     return [own, *sorted({*DLC_ACCOUNTS, eks_registry_account(region), *([agent] if agent else []), *extra})]
@@ -154,10 +155,10 @@ class HyperPodNodes:
             # The folder itself with or without its slash, and what is under it.
             conditions={"StringLike": {"s3:prefix": [_LIFECYCLE_PREFIX, f"{_LIFECYCLE_PREFIX}/",
                                                      f"{_LIFECYCLE_PREFIX}/*"]}}))
+        stack = cdk.Stack.of(self._scope)
         self._pull_repositories = [
-            cdk.Stack.of(self._scope).format_arn(service="ecr", account=account, resource="repository",
-                                                 resource_name="*")
-            for account in pull_registry_accounts(cdk.Stack.of(self._scope).region, registries)]
+            stack.format_arn(service="ecr", account=account, resource="repository", resource_name="*")
+            for account in pull_registry_accounts(stack.region, registries)]
         role.add_to_policy(iam.PolicyStatement(
             sid="PullServingImages",
             actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
@@ -246,7 +247,7 @@ def nodes_problems(instance_groups: Sequence[InstanceGroupSpec], node_recovery: 
     errors = [] if instance_groups else ["instance_groups = [] -- at least one instance group"]
     for index, group in enumerate(instance_groups):
         errors += [f"instance_groups[{index}].{p}" for p in _group_problems(group)]
-    dupes = repeated(g.name for g in instance_groups if not cdk.Token.is_unresolved(g.name))
+    dupes = repeated(g.name for g in instance_groups if not unresolved(g.name))
     if dupes:
         errors.append(f"instance_groups names = {', '.join(dupes)} -- names must be unique")
     if node_recovery not in rules.NODE_RECOVERY:
@@ -257,7 +258,7 @@ def nodes_problems(instance_groups: Sequence[InstanceGroupSpec], node_recovery: 
 def _group_problems(group: InstanceGroupSpec) -> list[str]:
     """``field = value -- rule`` for each problem of one group; unresolved tokens are not judged."""
     def known(value: object) -> bool:
-        return not cdk.Token.is_unresolved(value)
+        return not unresolved(value)
 
     errors = []
     if known(group.name) and not re.match(rules.GROUP_NAME_PATTERN, group.name):
@@ -288,8 +289,8 @@ def _taint_problems(taint: NodeTaint) -> list[str]:
     errors = []
     if taint.effect not in rules.TAINT_EFFECTS:
         errors.append(f"effect = {taint.effect!r} -- allowed: {', '.join(rules.TAINT_EFFECTS)}")
-    if not cdk.Token.is_unresolved(taint.key) and not 1 <= len(taint.key) <= 253:
+    if not unresolved(taint.key) and not 1 <= len(taint.key) <= 253:
         errors.append(f"key = {taint.key!r} -- allowed: 1..253 characters")
-    if not cdk.Token.is_unresolved(taint.value) and len(taint.value) > 63:
+    if not unresolved(taint.value) and len(taint.value) > 63:
         errors.append(f"value = {taint.value!r} -- allowed: up to 63 characters")
     return errors

@@ -14,6 +14,7 @@ from constructs import Construct
 from typing_extensions import Protocol, Unpack, runtime_checkable
 
 from hyperwarm._internal.durations import FIVE_MINUTES
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.metric_options import MetricOptions, over_defaults
 
@@ -176,12 +177,12 @@ class ImportedInferenceEndpoint(EndpointBase):
                  encryption_key: kms.IKey | None = None, detailed_observability: bool | None = None,
                  metric_publish_frequency: cdk.Duration | None = None,
                  serving_engines: Mapping[str, str] | None = None, deployed_resource_arns: Sequence[str] = ()) -> None:
-        if not cdk.Token.is_unresolved(endpoint_name):
+        if not unresolved(endpoint_name):
             problem = contract.endpoint_name_problem(endpoint_name)
             if problem:
                 raise ValueError(f"{scope.node.path}/{id}: endpoint_name = {endpoint_name!r} -- {problem}")
         # SageMaker ARNs carry the name in lower case.
-        arn_name = endpoint_name if cdk.Token.is_unresolved(endpoint_name) else contract.arn_name(endpoint_name)
+        arn_name = endpoint_name if unresolved(endpoint_name) else contract.arn_name(endpoint_name)
         arn = cdk.Stack.of(scope).format_arn(service="sagemaker", resource="endpoint", resource_name=arn_name)
         super().__init__(scope, id, environment_from_arn=arn)
         self._endpoint_name = endpoint_name

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sagemaker as sagemaker
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, object_arn_finding
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.endpoints.rules import parse_s3_uri
 from hyperwarm.serving.buckets import grant_bucket_key
 from hyperwarm.serving.images import ServingImage
@@ -100,7 +100,7 @@ class InferenceModel(Construct):
 
     def _model_data(self, uri: str, encryption_key: kms.IKey | None) -> dict[str, Any]:
         """The container's model-data property for ``uri``, after granting the role the read."""
-        if cdk.Token.is_unresolved(uri):
+        if unresolved(uri):
             raise ValueError(f"{self.node.path}: model_data = {uri!r} -- must be known at synth: the read is "
                              "granted on its bucket and key")
         bucket_name, key = parse_s3_uri(uri)

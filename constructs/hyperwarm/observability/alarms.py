@@ -29,6 +29,8 @@ from aws_cdk import (
 from constructs import Construct, IConstruct
 
 from hyperwarm._internal.aspects import at_synth
+from hyperwarm._internal.kinds import is_a, stack_of
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import repeated
 
 EXISTING_TOPICS_METADATA = "hyperwarm:existingAlarmTopics"
@@ -101,7 +103,7 @@ class AlarmDestination(Construct):
     def _slack(self, channel: SlackChannel, topic_name: str | None) -> chatbot.SlackChannelConfiguration:
         id = f"Slack{channel.channel_id}"
         # Configuration names are unique in the account: the topic's name (one per environment) where known.
-        name = f"{topic_name}-{channel.channel_id}" if topic_name and not cdk.Token.is_unresolved(topic_name) \
+        name = f"{topic_name}-{channel.channel_id}" if topic_name and not unresolved(topic_name) \
             else cdk.Names.unique_resource_name(self, max_length=100, separator="-") + f"-{channel.channel_id}"
         return chatbot.SlackChannelConfiguration(
             self, id, slack_channel_configuration_name=name[:128],
@@ -145,7 +147,7 @@ def _this_accounts_alarms(scope: IConstruct) -> dict[str, dict[str, str]]:
 
 def placeholder_problem(subscriber: str) -> str | None:
     """Why ``subscriber`` (an address or URL) reaches no one (:data:`PLACEHOLDER`), or None (tokens are not judged)."""
-    if cdk.Token.is_unresolved(subscriber) or not PLACEHOLDER.search(subscriber):
+    if unresolved(subscriber) or not PLACEHOLDER.search(subscriber):
         return None
     return ("a placeholder (an example.com/.org/.net address, replace-me, changeme or todo): alarms would reach no "
             "one; give the real on-call address")
@@ -156,7 +158,7 @@ def notify_alarms(scope: IConstruct, topic: sns.ITopic) -> None:
     added later are covered too); alarms that already have actions keep them."""
     def notify(constructs: list[IConstruct]) -> None:
         for alarm in constructs:
-            if isinstance(alarm, cloudwatch.CfnAlarm) and not cdk.Stack.of(alarm).resolve(alarm.alarm_actions):
+            if is_a(alarm, cloudwatch.CfnAlarm) and not stack_of(alarm).resolve(alarm.alarm_actions):
                 alarm.alarm_actions = [topic.topic_arn]
 
     at_synth(scope, "NotifyAlarms", notify)
@@ -172,15 +174,15 @@ def declare_existing_alarm_topic(stack: cdk.Stack, topic_arn: str) -> None:
 
 def has_alarms(scope: IConstruct) -> bool:
     """True when ``scope`` holds a CloudWatch alarm."""
-    return any(isinstance(c, cloudwatch.CfnAlarm) for c in scope.node.find_all())
+    return any(is_a(c, cloudwatch.CfnAlarm) for c in scope.node.find_all())
 
 
 def _validate(scope: Construct, props: AlarmDestinationProps) -> None:
     problems: list[str] = []
     problems += [f"emails = {a!r} -- must be an e-mail address, e.g. oncall@yourcompany.com"
-                 for a in props.emails if not cdk.Token.is_unresolved(a) and not EMAIL.match(a)]
+                 for a in props.emails if not unresolved(a) and not EMAIL.match(a)]
     problems += [f"https_endpoints = {u!r} -- must be an https:// URL" for u in props.https_endpoints
-                 if not cdk.Token.is_unresolved(u) and not HTTPS.match(u)]
+                 if not unresolved(u) and not HTTPS.match(u)]
     problems += [f"{field}[{i}] = {value!r} -- {problem}"
                  for field, values in (("emails", props.emails), ("https_endpoints", props.https_endpoints))
                  for i, value in enumerate(values) if (problem := placeholder_problem(value))]

@@ -26,6 +26,7 @@ from typing_extensions import Unpack
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import repeated
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
@@ -210,7 +211,7 @@ def _validate(scope: Construct, props: CacheMetricsExporterProps) -> None:
     if not props.namespaces:
         raise ValueError(f"{path}: namespaces = [] -- give at least one Kubernetes namespace")
     for namespace in props.namespaces:
-        if not cdk.Token.is_unresolved(namespace) and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
+        if not unresolved(namespace) and not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", namespace):
             raise ValueError(f"{path}: namespaces = {namespace!r} -- {_NAMESPACE_PATTERN}")
     dupes = repeated(props.namespaces)
     if dupes:

@@ -26,6 +26,7 @@ from typing_extensions import Unpack
 from hyperwarm._internal.bundling import FunctionPackage
 from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.endpoint_metrics import promql
@@ -136,7 +137,7 @@ def _variant(endpoint: IInferenceEndpoint, variant: str, name: str | None = None
 def environment_size(endpoints: Sequence[IInferenceEndpoint]) -> int:
     """Bytes of the function's environment: ``HYPERWARM_VARIANTS`` and its value as CloudFormation renders it
     (compact JSON), a name known only at deploy time counted at 63 characters."""
-    entries = [_variant(e, v, "x" * _NAME_MAX if cdk.Token.is_unresolved(e.endpoint_name) else None).entry()
+    entries = [_variant(e, v, "x" * _NAME_MAX if unresolved(e.endpoint_name) else None).entry()
                for e in endpoints for v in e.variant_names or ()]
     return len(VARIABLE) + len(json.dumps(entries, separators=(",", ":")))
 
@@ -176,7 +177,7 @@ def _validate(scope: Construct, props: EndpointMetricsBridgeProps) -> None:
         elif detailed_observability_off(endpoint):
             problems.append(f"endpoints = {endpoint.node.path} -- detailed observability is off, so SageMaker "
                             "stores no TTFT to read; turn it on or leave the endpoint out")
-    names = [e.endpoint_name for e in props.endpoints if not cdk.Token.is_unresolved(e.endpoint_name)]
+    names = [e.endpoint_name for e in props.endpoints if not unresolved(e.endpoint_name)]
     if repeated(names):
         problems.append(f"endpoints = {', '.join(repeated(names))} -- each endpoint once")
     if not problems and environment_size(props.endpoints) > ENVIRONMENT_LIMIT:

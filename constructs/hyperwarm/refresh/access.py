@@ -23,6 +23,7 @@ from aws_cdk import aws_dynamodb as dynamodb, aws_eks_v2 as eks, aws_iam as iam,
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge, arn_prefix, object_arn_finding
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.cluster.addons import grant_mounted_model_read
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
@@ -68,7 +69,7 @@ class RefreshAccess:
                          hyperpod: Mapping[str, Sequence[contract.HyperPodTarget]], bucket: s3.IBucket) -> None:
         """What the group may do in the cluster (:func:`rbac_objects`) and, field by field, what its patches may
         change (:func:`~hyperwarm.refresh.admission.admission_objects`), applied together."""
-        name = None if cdk.Token.is_unresolved(bucket.bucket_name) else bucket.bucket_name
+        name = None if unresolved(bucket.bucket_name) else bucket.bucket_name
         self.rbac_objects = [*rbac_objects([t for ts in hyperpod.values() for t in ts]),
                              *admission_objects(RBAC_GROUP, hyperpod, name, name=_NAME, labels=_LABELS)]
         self.rbac = eks.KubernetesManifest(scope, "Rbac", cluster=cluster.eks_cluster, manifest=self.rbac_objects,

@@ -33,7 +33,9 @@ import jsii
 from aws_cdk import aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.functions.cache_refresh import contract, formats, naming
 from hyperwarm.refresh.asset import FUNCTION
 
@@ -193,11 +195,11 @@ class RefreshGuard(Construct):
     def protect(self, *scopes: IConstruct) -> None:
         """Every CloudFormation resource under ``scopes`` deploys after the guard passed; the guard
         runs again whenever one of them changes."""
+        guard = self.resource.node.default_child
         for scope in scopes:
             for child in scope.node.find_all():
-                if isinstance(child, cdk.CfnResource) and child not in self._protected:
-                    child.add_resource_dependency(self.resource.node.default_child,  # type: ignore[arg-type]
-                                                  "deploys only after the refresh guard passed")
+                if is_a(child, cdk.CfnResource) and child not in self._protected:
+                    child.add_resource_dependency(guard, "deploys only after the refresh guard passed")  # type: ignore[arg-type]
                     self._protected.append(child)
 
 
@@ -215,10 +217,10 @@ def _validate(path: str, props: RefreshGuardProps) -> None:
         raise ValueError(f"{path}: state_table_name = None -- targets {', '.join(refreshed)} are not recorded by the "
                          "guard: name the refresh function's state table, or mark them recorded=True (only a deploy "
                          "moves them)")
-    if name is not None and not cdk.Token.is_unresolved(name) and not _TABLE_NAME.match(name):
+    if name is not None and not unresolved(name) and not _TABLE_NAME.match(name):
         raise ValueError(f"{path}: state_table_name = {name!r} -- allowed: 3..255 letters, digits, '_', '-', '.'")
     queue = props.dead_letter_queue_name
-    if queue is not None and not cdk.Token.is_unresolved(queue) and not _QUEUE_NAME.match(queue):
+    if queue is not None and not unresolved(queue) and not _QUEUE_NAME.match(queue):
         raise ValueError(f"{path}: dead_letter_queue_name = {queue!r} -- allowed: 1..80 letters, digits, '_', '-'")
     for t in props.targets:
         if "{version}" not in t.value:

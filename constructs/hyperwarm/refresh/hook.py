@@ -43,6 +43,7 @@ from constructs import Construct
 
 from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems, repeated
 from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
@@ -379,7 +380,7 @@ class CacheRefreshHook(RefreshMetrics):
         name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
         readable = s3.Bucket.from_bucket_attributes(self, "ModelsByName", bucket_name=name,
                                                     encryption_key=self.bucket.encryption_key) \
-            if name and not cdk.Token.is_unresolved(name) else self.bucket
+            if name and not unresolved(name) else self.bucket
         for model in props.models:
             grant_serving_read(readable, model.prefix, [t.endpoint for t in model.endpoints],
                                [t.cluster for t in model.hyperpod])
@@ -454,18 +455,18 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
         if any(WRONG_TYPE in p for p in own):
             continue
         problems += [f"{where}.hyperpod[{j}].{p}" for p in
-                     contract.target_problems(hyperpod.to_contract(), cdk.Token.is_unresolved)
+                     contract.target_problems(hyperpod.to_contract(), unresolved)
                      if p.field not in _TIMEOUT_FIELDS]
     for j, target in enumerate(model.endpoints):
         endpoint, at = target.endpoint, f"{where}.endpoints[{j}]"
-        if cdk.Token.is_unresolved(endpoint.endpoint_name):
+        if unresolved(endpoint.endpoint_name):
             problems.append(f"{at}.endpoint = {endpoint.node.path} -- needs an explicit endpoint_name so the "
                             "refresh function's IAM and event rule can name it")
             continue
         if endpoint.execution_role is None:
             problems.append(f"{at}.endpoint = {endpoint.node.path} -- its execution_role is unknown; import it "
                             "with execution_role (the refresh passes it to the models it creates)")
-        problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), cdk.Token.is_unresolved)]
+        problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), unresolved)]
     return problems
 
 

@@ -20,6 +20,7 @@ from aws_cdk import aws_iam as iam, aws_kms as kms
 from constructs import Construct
 
 from hyperwarm._internal.nag import acknowledge
+from hyperwarm._internal.tokens import unresolved
 
 SIGN_ACTIONS = ("kms:Sign", "kms:GetPublicKey", "kms:DescribeKey")
 """What ``hyperwarm publish`` calls on the publisher key."""
@@ -97,7 +98,7 @@ def _signer_arn(grantee: iam.IGrantable) -> str:
     principal = grantee.grant_principal
     arns = principal.policy_fragment.principal_json.get("AWS", [])
     if isinstance(principal, (iam.AccountPrincipal, iam.AnyPrincipal)) or len(arns) != 1 or (
-            not cdk.Token.is_unresolved(arns[0]) and not _ROLE_OR_USER.match(arns[0])):
+            not unresolved(arns[0]) and not _ROLE_OR_USER.match(arns[0])):
         raise ValueError(f"grant_publish: {principal} is not one IAM role or user: a publisher is named by its ARN, "
                          "and the publisher key denies kms:Sign to every other principal")
     return str(arns[0])

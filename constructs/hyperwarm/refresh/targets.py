@@ -12,7 +12,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from hyperwarm._internal.constraints import in_gigabytes
+from hyperwarm._internal.constraints import in_gigabytes, in_seconds, is_token, known
 from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS
 from hyperwarm.caches.handle import CachedModelHandle
 from hyperwarm.cluster.interfaces import IHyperPodCluster
@@ -28,11 +28,13 @@ def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float =
     """The staging timeout of a target whose model has ``model_size`` weights: one node's cache fill at
     ``bandwidth_gbps`` times :data:`STAGING_SAFETY_FACTOR`, within ``contract.TIMEOUT_SECONDS_RANGE``
     (145 GB: 2,320 s; 16 GB: 300 s, the least). Unknown size: ``contract.DEFAULT_STAGING_TIMEOUT_SECONDS``."""
-    if model_size is None or model_size.is_unresolved():
-        return cdk.Duration.seconds(contract.DEFAULT_STAGING_TIMEOUT_SECONDS)
+    if model_size is None or is_token(model_size):
+        return known(cdk.Duration.seconds(contract.DEFAULT_STAGING_TIMEOUT_SECONDS),
+                     seconds=contract.DEFAULT_STAGING_TIMEOUT_SECONDS)
     fill_s = in_gigabytes(model_size) * 8 / bandwidth_gbps
     low, high = contract.TIMEOUT_SECONDS_RANGE
-    return cdk.Duration.seconds(min(high, max(low, math.ceil(fill_s * STAGING_SAFETY_FACTOR))))
+    seconds = min(high, max(low, math.ceil(fill_s * STAGING_SAFETY_FACTOR)))
+    return known(cdk.Duration.seconds(seconds), seconds=seconds)
 
 
 
@@ -42,7 +44,7 @@ _LEGACY = frozenset({"cluster", "namespace", "name", "node_cache", "model_size",
 
 def whole_seconds(duration: cdk.Duration) -> int:
     """A timeout as the contract's whole seconds (a fraction rounds up: never shorter than asked)."""
-    return math.ceil(duration.to_seconds(integral=False))
+    return math.ceil(in_seconds(duration))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr, aws_iam as iam
 from constructs import IConstruct
 
+from hyperwarm._internal.tokens import unresolved
+
 _ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z]{2}(-[a-z]+)+-\d)\.amazonaws\.com(\.cn)?"
     r"/(?P<repository>[a-z0-9][a-z0-9._/-]*?)(:(?P<tag>[\w][\w.-]{0,127})|@sha256:[0-9a-f]{64})?$"
@@ -152,7 +154,7 @@ class ServingImage:
     @property
     def literal_uri(self) -> str | None:
         """The explicit URI when it is known at synth (not a token), else None."""
-        if self._uri is None or cdk.Token.is_unresolved(self._uri):
+        if self._uri is None or unresolved(self._uri):
             return None
         return self._uri
 
@@ -170,7 +172,7 @@ class ServingImage:
             return self._repository.repository_uri_for_tag(self._tag)
         if self.framework:
             region = cdk.Stack.of(scope).region
-            if cdk.Token.is_unresolved(region):
+            if unresolved(region):
                 raise ValueError(
                     f"{scope.node.path}: image = {self.describe()!r} -- an official image is resolved per region at "
                     "synth; give the stack an explicit region (env=cdk.Environment(region=...))"
@@ -184,7 +186,7 @@ class ServingImage:
         if self._repository is not None:
             self._repository.grant_pull(grantee)
             return ServingImageConfig(uri)
-        if cdk.Token.is_unresolved(uri):
+        if unresolved(uri):
             raise ValueError(
                 f"{scope.node.path}: image = {uri!r} -- an image URI that is a token cannot be scoped for pulling; "
                 "use ServingImage.from_ecr_repository(...)"
