@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm.caches.sources import JumpStartModelSource
 
@@ -143,10 +144,10 @@ def grant_jumpstart_read(grantee: iam.IGrantable, scope: Construct) -> iam.Grant
     grant = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject", "s3:ListBucket"],
                                        resource_arns=[bucket, f"{bucket}/*"])
     # AWS's bucket exists before any deploy: said so in the templates that name it (the deploy rehearsal reads it).
-    stacks = {stack, *((cdk.Stack.of(grantee.grant_principal),) if isinstance(grantee.grant_principal, Construct) else ())}
+    stacks = {stack, *((cdk.Stack.of(grantee.grant_principal),) if is_a(grantee.grant_principal, Construct) else ())}
     for named in stacks if not unresolved(stack.region) else ():
         declare_existing_buckets(named, [jumpstart_bucket(stack.region)])
-    if isinstance(grantee.grant_principal, Construct):
+    if is_a(grantee.grant_principal, Construct):
         acknowledge(grantee.grant_principal, "reads the JumpStart bucket, where a hub content's artifacts sit "
                     "under prefixes only the hub content names (read by the operator at deploy)",
                     f"IAM5[Resource::{finding_text(scope, bucket + '/*')}]")

@@ -20,6 +20,7 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct, DependencyGroup, IConstruct, IDependable, Node
 
 from hyperwarm._internal.interfaces import as_cluster
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,
@@ -339,7 +340,7 @@ def grant_mounted_model_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix
     grant = grant.combine(iam.Grant.add_to_principal(
         grantee=grantee, actions=["s3:ListBucket"], resource_arns=[bucket.bucket_arn],
         conditions={"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}}))
-    if isinstance(grantee.grant_principal, Construct):
+    if is_a(grantee.grant_principal, Construct):
         acknowledge(grantee.grant_principal, "reads every object of one model prefix: a model version is many files",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '/*')}]")
     return grant_bucket_key(grantee, bucket, grant)

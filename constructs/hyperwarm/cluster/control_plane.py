@@ -11,6 +11,7 @@ from constructs import Construct
 
 from hyperwarm._internal.extras import missing_extra
 from hyperwarm._internal.interfaces import as_cluster, scope_of
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_deploy_time_handlers, logical_id, managed_policy
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems
@@ -117,7 +118,7 @@ def deploy_role_arn(scope: Construct) -> str:
     """The role ``cdk deploy`` assumes for ``scope``'s stack (the CDK bootstrap's deploy role): the deploying identity.
     Known for the stack's own default synthesizer; one given to the stack is bound to a copy Python cannot read."""
     synthesizer = cdk.Stack.of(scope).synthesizer
-    if not isinstance(synthesizer, cdk.DefaultStackSynthesizer) or synthesizer.bootstrap_qualifier is None:
+    if not is_a(synthesizer, cdk.DefaultStackSynthesizer) or synthesizer.bootstrap_qualifier is None:
         raise ValueError(f"{scope.node.path}: admin_principals = [] -- the deploying identity (the CDK bootstrap's "
                          f"deploy role) is not known for the stack's {type(synthesizer).__name__} given to it: name "
                          "the IAM roles or users that administer the cluster")
@@ -139,7 +140,7 @@ def _acknowledge_kubectl_provider(cluster: eks.Cluster) -> None:
                 "private subnets to reach a private EKS API",
                 managed_policy("service-role/AWSLambdaBasicExecutionRole"),
                 managed_policy("service-role/AWSLambdaVPCAccessExecutionRole"))
-    ecr_public = [c for c in handler.node.children if isinstance(c, cdk.CfnCondition)]
+    ecr_public = [c for c in handler.node.children if is_a(c, cdk.CfnCondition)]
     acknowledge(provider, "aws-cdk-lib's kubectl handler pulls chart images read-only, as aws-cdk-lib designs it",
                 managed_policy("AmazonEC2ContainerRegistryReadOnly"),
                 *('IAM4[Policy::{"Fn::If":["' + logical_id(condition) + '",{"Fn::Join":["",["arn:",'

@@ -22,6 +22,7 @@ from constructs import Construct, IDependable
 
 from hyperwarm._internal.constraints import constraints_of, in_gigabytes
 from hyperwarm._internal.interfaces import scope_of
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import (
     acknowledge,
     acknowledge_checkov,
@@ -228,7 +229,7 @@ def _acknowledge_bucket_deployment(deployment: s3deploy.BucketDeployment, bucket
     The assets bucket is the one the stack's synthesizer puts the asset in, whatever its bootstrap qualifier."""
     handler = scope_of(deployment.handler_role)
     assets_buckets = sorted({finding_text(deployment, a.s3_bucket_name) for a in deployment.node.find_all()
-                             if isinstance(a, s3_assets.Asset)})
+                             if is_a(a, s3_assets.Asset)})
     acknowledge(handler, "aws-cdk-lib's bucket-deployment handler copies the asset from the CDK "
                 "assets bucket into the lifecycle bucket; it only writes its own logs",
                 managed_policy("service-role/AWSLambdaBasicExecutionRole"))

@@ -13,6 +13,7 @@ import jsii
 from aws_cdk import aws_iam as iam, aws_kms as kms, aws_s3 as s3, aws_sagemaker as sagemaker
 from constructs import Construct
 
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, object_arn_finding
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm.endpoints.rules import parse_s3_uri
@@ -31,7 +32,7 @@ def grant_model_data_read(grantee: iam.IGrantable, bucket: s3.IBucket, prefix: s
         grantee=grantee, actions=["s3:ListBucket"], resource_arns=[bucket.bucket_arn],
         conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}}))
     principal = grantee.grant_principal
-    if isinstance(principal, Construct):
+    if is_a(principal, Construct):
         acknowledge(principal,
                     f"read-only on the objects of the uncompressed model under s3://{bucket.bucket_name}/{prefix} only",
                     f"IAM5[Resource::{object_arn_finding(bucket, prefix + '*')}]")

@@ -42,6 +42,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.constraints import WRONG_TYPE, field_problems, seconds
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems, repeated
@@ -270,7 +271,7 @@ class CacheRefreshHook(RefreshMetrics):
         grants = {prefix: self.bucket.grant_put(grantee, f"{prefix}/*") for prefix in self._prefixes}
         # An imported bucket takes the resource statement and drops it (Grant.success says True all the same).
         unwritten = [p for p, grant in grants.items()
-                     if grant.principal_statement is None and not isinstance(self.bucket, s3.Bucket)]
+                     if grant.principal_statement is None and not is_a(self.bucket, s3.Bucket)]
         if unwritten:
             cdk.Annotations.of(self).add_info(
                 f"grant_publish: {_principal_name(grantee)} needs s3:PutObject on "
@@ -484,4 +485,4 @@ def _source_problems(target: HyperPodRefreshTarget, prefix: str) -> list[str]:
 
 def _principal_name(grantee: iam.IGrantable) -> str:
     principal = grantee.grant_principal
-    return principal.arn if isinstance(principal, iam.ArnPrincipal) else str(principal)
+    return principal.arn if is_a(principal, iam.ArnPrincipal) else str(principal)

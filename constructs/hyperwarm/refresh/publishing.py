@@ -19,6 +19,7 @@ import jsii
 from aws_cdk import aws_iam as iam, aws_kms as kms
 from constructs import Construct
 
+from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge
 from hyperwarm._internal.tokens import unresolved
 
@@ -97,7 +98,7 @@ def _signer_arn(grantee: iam.IGrantable) -> str:
     """The ``aws:PrincipalArn`` a publisher signs as: a role's or user's ARN (a token for one of this app)."""
     principal = grantee.grant_principal
     arns = principal.policy_fragment.principal_json.get("AWS", [])
-    if isinstance(principal, (iam.AccountPrincipal, iam.AnyPrincipal)) or len(arns) != 1 or (
+    if is_a(principal, iam.AccountPrincipal) or is_a(principal, iam.AnyPrincipal) or len(arns) != 1 or (
             not unresolved(arns[0]) and not _ROLE_OR_USER.match(arns[0])):
         raise ValueError(f"grant_publish: {principal} is not one IAM role or user: a publisher is named by its ARN, "
                          "and the publisher key denies kms:Sign to every other principal")
