@@ -28,6 +28,17 @@ FILES = {"config.json": b'{"layers": 2}', "weights/model-00001.safetensors": b"\
          "weights/model-00002.safetensors": b"\x02" * 2048}
 
 
+Usage = namedtuple("Usage", "total used free")
+
+
+@pytest.fixture(autouse=True)
+def roomy_nvme(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node's NVMe as the filler sees it: a 3.8 TB drive, 3 TB free. The test machine's own disk decides
+    nothing (its headroom is 10 % of its size); a test that needs a full drive patches its own."""
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(3_800_000_000_000, 800_000_000_000,
+                                                                 3_000_000_000_000))
+
+
 @pytest.fixture(autouse=True)
 def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -147,8 +158,7 @@ def test_a_missing_listed_file_fails_the_version(aws: Any, tmp_path: Path) -> No
 
 def test_a_version_without_room_is_refused_before_anything_is_downloaded(aws: Any, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(100_000, 94_000, 6_000))  # 10 % headroom = 10,000
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(100_000, 94_000, 6_000))  # 10 % headroom = 10,000
     fill, node = filler(aws, tmp_path)
     assert not fill.converge([upload(aws, "v1")])
     assert "no room" in node.annotations[layout.ready_label(MODEL, "v1")]
