@@ -6,7 +6,8 @@ same templates as a bare ``CfnResource`` (no L2 logic, no validation beyond Clou
 shape) and stages the same asset files, so the ratio is what hyperwarm's constructs, config
 validation and cdk-nag add. Each repetition runs the three kinds one after the other, so a change in
 the machine's load falls on all of them; besides the wall clock, each run reports its CPU time (its
-Python process and jsii's Node, user + system), the steadier figure on a shared machine.
+Python process and jsii's Node, user + system), the steadier figure on a shared machine, and a second table
+says where it goes: construction and synthesis, Python's CPU and Node's, and the jsii requests (each a round trip).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from typing import NamedTuple
 
 from rich.console import Console
 from rich.table import Table
@@ -36,6 +38,18 @@ def cpu():
         mine |= grown
         total += sum(used[p] for p in grown)
     return total
+def python_cpu():
+    return sum(os.times()[:2])
+# Every jsii request is a round trip to Node: counted, as where the time goes is mostly there.
+from jsii._kernel.providers import process as _process
+sent, _send = [0], _process._NodeProcess.send
+def _counting(self, request, response_type):
+    sent[0] += 1
+    return _send(self, request, response_type)
+_process._NodeProcess.send = _counting
+def report(start, start_cpu, start_python, built):
+    # total wall, total CPU, construction wall, Python CPU, jsii requests
+    print(time.perf_counter() - start, cpu() - start_cpu, built - start, python_cpu() - start_python, sent[0])
 """
 
 _OURS = _CPU + """
@@ -46,9 +60,11 @@ from stacks.app import build_app
 context = json.loads(Path("cdk.json").read_text())["context"]
 if sys.argv[2]:
     context["env"] = sys.argv[2]
-start, start_cpu = time.perf_counter(), cpu()
-build_app(outdir=sys.argv[1], context=context, nag=sys.argv[3] == "nag").synth()
-print(time.perf_counter() - start, cpu() - start_cpu)
+start, start_cpu, start_python, sent[0] = time.perf_counter(), cpu(), python_cpu(), 0
+app = build_app(outdir=sys.argv[1], context=context, nag=sys.argv[3] == "nag")
+built = time.perf_counter()
+app.synth()
+report(start, start_cpu, start_python, built)
 """
 
 _BASELINE = _CPU + """
@@ -63,7 +79,7 @@ assets = {t["_name"]: [reference / f["source"]["path"]
                        for f in json.loads((reference / f"{t['_name']}.assets.json").read_text())["files"].values()
                        if f["source"]["path"] != f"{t['_name']}.template.json"] for t in templates}
 wanted = [e for e in sys.argv[3].split(",") if e]
-start, start_cpu = time.perf_counter(), cpu()
+start, start_cpu, start_python, sent[0] = time.perf_counter(), cpu(), python_cpu(), 0
 app = cdk.App(outdir=sys.argv[1])
 for template in templates:
     if wanted and not any(template["_name"].startswith(f"hyperwarm-{e}-") for e in wanted):
@@ -74,18 +90,52 @@ for template in templates:
         cfn.override_logical_id(logical_id)
     for index, path in enumerate(assets[template["_name"]]):
         cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(path))
+built = time.perf_counter()
 app.synth()
-print(time.perf_counter() - start, cpu() - start_cpu)
+report(start, start_cpu, start_python, built)
 """
 
 
-def _time(code: str, *args: str) -> tuple[float, float]:
-    """Wall-clock and CPU seconds of one run of ``code`` in a fresh process."""
+class Run(NamedTuple):
+    """One fresh process's figures."""
+
+    wall: float
+    cpu: float
+    """Its Python process and jsii's Node, user + system."""
+    construction: float
+    """Wall clock of building the app, before ``app.synth()``."""
+    python: float
+    """CPU of the Python process alone: the rest of ``cpu`` is Node's."""
+    requests: int
+    """jsii requests (each a round trip to Node)."""
+
+
+def _time(code: str, *args: str) -> Run:
+    """One run of ``code`` in a fresh process."""
     with tempfile.TemporaryDirectory() as outdir:
         result = subprocess.run([sys.executable, "-c", code, outdir, *args], capture_output=True, text=True,
                                 check=True)
-    wall, cpu = result.stdout.strip().splitlines()[-1].split()
-    return float(wall), float(cpu)
+    wall, cpu, construction, python, requests = result.stdout.strip().splitlines()[-1].split()
+    return Run(float(wall), float(cpu), float(construction), float(python), int(float(requests)))
+
+
+def _median(runs: list[Run]) -> Run:
+    return Run(*(statistics.median(getattr(r, field) for r in runs) for field in Run._fields))
+
+
+def _ratio(ours: Run, base: Run) -> str:
+    return f"{ours.wall / base.wall:.2f}x ({ours.cpu / base.cpu:.2f}x)"
+
+
+def _breakdown(scope: str, medians: dict[str, Run]) -> Table:
+    """Where one scope's time goes, per kind: the figures that say which side (Python, Node) to cut."""
+    table = Table(title=f"{scope}: where the time goes (medians)", title_justify="left")
+    for column in ("kind", "construction (s)", "synthesis (s)", "Python CPU (s)", "Node CPU (s)", "jsii requests"):
+        table.add_column(column, justify="right")
+    for kind, run in medians.items():
+        table.add_row(kind, f"{run.construction:.2f}", f"{run.wall - run.construction:.2f}", f"{run.python:.2f}",
+                      f"{run.cpu - run.python:.2f}", f"{run.requests:,}")
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,31 +150,31 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column(column, justify="right")
     kinds = (("hyperwarm", _OURS, ""), ("hyperwarm + cdk-nag", _OURS, "nag"), ("plain L1 baseline", _BASELINE, None))
     scopes = (("one environment (prod)", "prod"), ("all environments", ""))
-    runs, done = 1 + len(scopes) * len(kinds) * args.repeat, 0
+    runs, done, breakdowns = 1 + len(scopes) * len(kinds) * args.repeat, 0, []
 
-    def timed(label: str, code: str, *code_args: str) -> tuple[float, float]:
+    def timed(label: str, code: str, *code_args: str) -> Run:
         nonlocal done
         done += 1
-        wall, cpu = _time(code, *code_args)
-        console.print(f"[{done}/{runs}] {label}: {wall:.2f} s ({cpu:.2f} s CPU)")  # a line per run, in CI logs too
-        return wall, cpu
-
-    def ratio(ours: tuple[float, float], base: tuple[float, float]) -> str:
-        return f"{ours[0] / base[0]:.2f}x ({ours[1] / base[1]:.2f}x)"
+        run = _time(code, *code_args)
+        console.print(f"[{done}/{runs}] {label}: {run.wall:.2f} s ({run.cpu:.2f} s CPU)")  # a line per run, in CI too
+        return run
 
     with tempfile.TemporaryDirectory() as reference:
         timed("reference templates for the baseline", _OURS.replace("sys.argv[1]", repr(reference)), "", "", "")
         for scope, envs in scopes:
-            runs_of: dict[str, list[tuple[float, float]]] = {kind: [] for kind, _, _ in kinds}
+            runs_of: dict[str, list[Run]] = {kind: [] for kind, _, _ in kinds}
             for i in range(args.repeat):  # the kinds interleaved: the load of the moment falls on each
                 for kind, code, nag in kinds:
                     code_args = (envs, nag) if nag is not None else (reference, envs)
                     runs_of[kind].append(timed(f"{scope}, {kind}, run {i + 1} of {args.repeat}", code, *code_args))
-            ours, nag_s, base = ((statistics.median(w for w, _ in r), statistics.median(c for _, c in r))
-                                 for r in runs_of.values())
-            table.add_row(scope, *(f"{w:.2f} ({c:.2f})" for w, c in (ours, nag_s, base)), ratio(ours, base),
-                          ratio(nag_s, base))
+            medians = {kind: _median(r) for kind, r in runs_of.items()}
+            ours, nag_s, base = medians.values()
+            table.add_row(scope, *(f"{r.wall:.2f} ({r.cpu:.2f})" for r in (ours, nag_s, base)), _ratio(ours, base),
+                          _ratio(nag_s, base))
+            breakdowns.append(_breakdown(scope, medians))
     console.print(table)
+    for breakdown in breakdowns:
+        console.print(breakdown)
     console.print("target: hyperwarm within 1.5x of the baseline for one environment (docs/performance.md)")
     return 0
 
