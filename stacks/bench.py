@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import NamedTuple
 
 from rich.console import Console
@@ -67,6 +68,25 @@ app.synth()
 report(start, start_cpu, start_python, built)
 """
 
+_EXAMPLE = _CPU + """
+import os, runpy, sys, time
+os.environ["CDK_OUTDIR"] = sys.argv[1]  # before aws_cdk starts Node: the example's cdk.App() writes there
+import aws_cdk
+import hyperwarm
+for name in hyperwarm.__all__:  # the library's modules load before the clock starts, as the app's do
+    getattr(hyperwarm, name)
+built, _synth = [0.0], aws_cdk.App.synth
+def synth(self, *args, **kwargs):
+    built[0] = time.perf_counter()
+    return _synth(self, *args, **kwargs)
+aws_cdk.App.synth = synth
+start, start_cpu, start_python, sent[0] = time.perf_counter(), cpu(), python_cpu(), 0
+runpy.run_path(sys.argv[2], run_name="__main__")
+report(start, start_cpu, start_python, built[0])
+"""
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "my_platform_app.py"
+"""The consumer app of the library guide, built from the public API only."""
+
 _BASELINE = _CPU + """
 import json, sys, time
 from pathlib import Path
@@ -110,11 +130,11 @@ class Run(NamedTuple):
     """jsii requests (each a round trip to Node)."""
 
 
-def _time(code: str, *args: str) -> Run:
-    """One run of ``code`` in a fresh process."""
-    with tempfile.TemporaryDirectory() as outdir:
-        result = subprocess.run([sys.executable, "-c", code, outdir, *args], capture_output=True, text=True,
-                                check=True)
+def _time(code: str, *args: str, outdir: str | None = None) -> Run:
+    """One run of ``code`` in a fresh process, writing into ``outdir`` (default: a new temporary folder)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        result = subprocess.run([sys.executable, "-c", code, outdir or scratch, *args], capture_output=True,
+                                text=True, check=True)
     wall, cpu, construction, python, requests = result.stdout.strip().splitlines()[-1].split()
     return Run(float(wall), float(cpu), float(construction), float(python), int(float(requests)))
 
@@ -138,6 +158,23 @@ def _breakdown(scope: str, medians: dict[str, Run]) -> Table:
     return table
 
 
+Kind = tuple[str, str, tuple[str, ...]]
+"""A column: its name, its program, the program's arguments after the output directory."""
+
+
+def _scopes(reference: str, example_reference: str) -> list[tuple[str, list[Kind]]]:
+    """What is timed: prod and all environments of this repository's app (with and without cdk-nag), and the
+    example consumer app, each next to the plain-L1 baseline of its own templates."""
+    def app(envs: str) -> list[Kind]:
+        return [("hyperwarm", _OURS, (envs, "")), ("hyperwarm + cdk-nag", _OURS, (envs, "nag")),
+                ("plain L1 baseline", _BASELINE, (reference, envs))]
+
+    example: list[Kind] = [("hyperwarm", _EXAMPLE, (str(EXAMPLE),)),
+                           ("plain L1 baseline", _BASELINE, (example_reference, ""))]
+    return [("one environment (prod)", app("prod")), ("all environments", app("")),
+            ("the example consumer app", example)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per measurement (median is reported)")
@@ -148,29 +185,28 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"synth time, median of {args.repeat} fresh processes: wall clock (CPU)", title_justify="left")
     for column in ("scope", "hyperwarm (s)", "hyperwarm + cdk-nag (s)", "plain L1 baseline (s)", "ratio", "ratio + nag"):
         table.add_column(column, justify="right")
-    kinds = (("hyperwarm", _OURS, ""), ("hyperwarm + cdk-nag", _OURS, "nag"), ("plain L1 baseline", _BASELINE, None))
-    scopes = (("one environment (prod)", "prod"), ("all environments", ""))
-    runs, done, breakdowns = 1 + len(scopes) * len(kinds) * args.repeat, 0, []
+    with tempfile.TemporaryDirectory() as reference, tempfile.TemporaryDirectory() as example_reference:
+        scopes = _scopes(reference, example_reference)
+        runs, done, breakdowns = 2 + sum(len(kinds) for _, kinds in scopes) * args.repeat, 0, []
 
-    def timed(label: str, code: str, *code_args: str) -> Run:
-        nonlocal done
-        done += 1
-        run = _time(code, *code_args)
-        console.print(f"[{done}/{runs}] {label}: {run.wall:.2f} s ({run.cpu:.2f} s CPU)")  # a line per run, in CI too
-        return run
+        def timed(label: str, code: str, *code_args: str, outdir: str | None = None) -> Run:
+            nonlocal done
+            done += 1
+            run = _time(code, *code_args, outdir=outdir)
+            console.print(f"[{done}/{runs}] {label}: {run.wall:.2f} s ({run.cpu:.2f} s CPU)")  # a line per run, in CI
+            return run
 
-    with tempfile.TemporaryDirectory() as reference:
-        timed("reference templates for the baseline", _OURS.replace("sys.argv[1]", repr(reference)), "", "", "")
-        for scope, envs in scopes:
+        timed("reference templates for the baseline", _OURS, "", "", outdir=reference)
+        timed("reference templates of the example", _EXAMPLE, str(EXAMPLE), outdir=example_reference)
+        for scope, kinds in scopes:
             runs_of: dict[str, list[Run]] = {kind: [] for kind, _, _ in kinds}
             for i in range(args.repeat):  # the kinds interleaved: the load of the moment falls on each
-                for kind, code, nag in kinds:
-                    code_args = (envs, nag) if nag is not None else (reference, envs)
+                for kind, code, code_args in kinds:
                     runs_of[kind].append(timed(f"{scope}, {kind}, run {i + 1} of {args.repeat}", code, *code_args))
             medians = {kind: _median(r) for kind, r in runs_of.items()}
-            ours, nag_s, base = medians.values()
-            table.add_row(scope, *(f"{r.wall:.2f} ({r.cpu:.2f})" for r in (ours, nag_s, base)), _ratio(ours, base),
-                          _ratio(nag_s, base))
+            ours, base, nag_s = medians["hyperwarm"], medians["plain L1 baseline"], medians.get("hyperwarm + cdk-nag")
+            table.add_row(scope, *(f"{r.wall:.2f} ({r.cpu:.2f})" if r else "-" for r in (ours, nag_s, base)),
+                          _ratio(ours, base), _ratio(nag_s, base) if nag_s else "-")
             breakdowns.append(_breakdown(scope, medians))
     console.print(table)
     for breakdown in breakdowns:
