@@ -7,9 +7,10 @@ import collections
 from collections.abc import Iterator
 
 import aws_cdk as cdk
+import jsii
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_lambda as lambda_, aws_s3 as s3
-from constructs import Construct
+from constructs import Construct, IConstruct
 from jsii._kernel.providers import process
 
 from hyperwarm import read_through_outputs
@@ -45,8 +46,10 @@ def _app() -> tuple[cdk.Stack, list[object]]:
                      evaluation_periods=1)
     cdk.CfnResource(stack, "Plain", type="AWS::SQS::Queue")
     iam.Role.from_role_arn(stack, "Imported", "arn:aws:iam::123456789012:role/r")
+    plain = stack.node.find_child("Plain")
     return stack, [*stack.node.find_all(), bucket.grant_read(iam.AccountRootPrincipal()).principal_statement,
-                   iam.ArnPrincipal("arn:aws:iam::123456789012:role/r"), "a string", None, 3]
+                   iam.ArnPrincipal("arn:aws:iam::123456789012:role/r"), plain.cfn_options,  # a jsii interface proxy
+                   "a string", None, 3]
 
 
 @pytest.mark.parametrize("cls", [cdk.CfnResource, cdk.Stack, Construct, cloudwatch.CfnAlarm, s3.Bucket,
@@ -93,27 +96,49 @@ def test_a_token_duration_stays_a_token() -> None:
     assert is_token(duration) and is_token(duration)
 
 
-def test_checkov_acknowledgments_add_up_on_one_resource(requests: collections.Counter[str]) -> None:
+def test_checkov_acknowledgments_add_up_on_one_resource() -> None:
+    """Whoever wrote the resource's skips before, and through whichever Python object: jsii gives a new one for
+    each reference it returns (``fn.node.default_child is fn.node.default_child`` is false)."""
     stack = cdk.Stack(cdk.App(), "S")
-    queue = cdk.CfnResource(stack, "Q", type="AWS::SQS::Queue")
-    queue.add_metadata("checkov", {"skip": [{"id": "CKV_AWS_1", "comment": "written before, by someone else"}]})
-    acknowledge_checkov(queue, "the first reason, long enough to say why", "CKV_AWS_2")
-    requests.clear()
-    acknowledge_checkov(queue, "the second reason, long enough to say why", "CKV_AWS_3", "CKV_AWS_2")
-    assert requests["invoke getMetadata"] == 0
-    skips = {s["id"]: s["comment"] for s in queue.get_metadata("checkov")["skip"]}
+    function = lambda_.Function(stack, "F", runtime=lambda_.Runtime.PYTHON_3_12, handler="i.h",
+                                code=lambda_.Code.from_inline("def h(e, c): pass"))
+    held = function.node.default_child
+    assert held is not function.node.default_child and is_a(held, cdk.CfnResource)
+    held.add_metadata("checkov", {"skip": [{"id": "CKV_AWS_1", "comment": "written before, by someone else"}]})
+    acknowledge_checkov(held, "the first reason, long enough to say why", "CKV_AWS_2")
+    acknowledge_checkov(function, "the second reason, long enough to say why", "CKV_AWS_3")
+    written = held.get_metadata("checkov")
+    held.add_metadata("checkov", {"skip": [*written["skip"], {"id": "CKV_USER", "comment": "a user's, in between"}]})
+    acknowledge_checkov(held, "the third reason, long enough to say why", "CKV_AWS_4", "CKV_AWS_2")
+    skips = {s["id"]: s["comment"] for s in function.node.default_child.get_metadata("checkov")["skip"]}
     assert skips == {"CKV_AWS_1": "written before, by someone else",
-                     "CKV_AWS_2": "the second reason, long enough to say why",
-                     "CKV_AWS_3": "the second reason, long enough to say why"}
+                     "CKV_AWS_2": "the third reason, long enough to say why",
+                     "CKV_AWS_3": "the second reason, long enough to say why",
+                     "CKV_USER": "a user's, in between",
+                     "CKV_AWS_4": "the third reason, long enough to say why"}
+
+
+@jsii.implements(cdk.IAspect)
+class _AddsABucket:
+    """An aspect that adds a bucket during synth, which another stack reads."""
+
+    def __init__(self, reader: cdk.Stack) -> None:
+        self.reader, self.done = reader, False
+
+    def visit(self, node: IConstruct) -> None:
+        if not self.done and node.node.id == "Later":
+            self.done = True
+            cdk.CfnOutput(self.reader, "AddedDuringSynth", value=s3.CfnBucket(node, "B").ref)
 
 
 def test_references_into_a_scope_read_its_outputs_with_resources_added_later() -> None:
-    app = cdk.App()
+    app = cdk.App(context={"@aws-cdk/core:aspectStabilization": True})  # aspects by priority (cdk.json sets it)
     producer, consumer = cdk.Stack(app, "Producer"), cdk.Stack(app, "Consumer")
     read_through_outputs(producer, cdk.ReferenceStrength.WEAK)
-    bucket = s3.Bucket(producer, "B")  # after the call: covered at synth
+    bucket = s3.Bucket(producer, "B")  # after the call
     cdk.CfnOutput(consumer, "Name", value=bucket.bucket_name)
+    cdk.Aspects.of(Construct(producer, "Later")).add(_AddsABucket(consumer))  # a resource made during synth
     assembly = app.synth()
-    consumed = assembly.get_stack_by_name("Consumer").template["Outputs"]["Name"]["Value"]
-    assert "Fn::GetStackOutput" in consumed, consumed
+    outputs = assembly.get_stack_by_name("Consumer").template["Outputs"]
+    assert all("Fn::GetStackOutput" in outputs[name]["Value"] for name in ("Name", "AddedDuringSynth")), outputs
     assert not any("Export" in o for o in assembly.get_stack_by_name("Producer").template.get("Outputs", {}).values())

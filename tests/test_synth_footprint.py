@@ -106,10 +106,11 @@ def prod_requests() -> dict[str, int]:
 def test_synthesizing_prod_makes_few_jsii_round_trips(prod_requests: dict[str, int]) -> None:
     # Counts, not time: deterministic. Each bound was the cut that met it (docs/performance.md, "Synth time").
     total = sum(n for kind, n in prod_requests.items() if " " not in kind)
-    assert total <= 2800, total  # 4506, then 3536 before the cuts
+    assert total <= 2850, total  # 4506, then 3536 before the cuts
     # A Python aspect on a stack is called back for every construct (~800 for prod): hyperwarm's walk the
-    # scope once instead (hyperwarm._internal.aspects.at_synth); the endpoints stack's one too (51 before).
-    assert prod_requests.get("complete", 0) <= 30, prod_requests.get("complete")
+    # scope once instead (hyperwarm._internal.aspects.at_synth). read_through_outputs stays an aspect on the
+    # endpoints stack (~50 callbacks), as it must cover resources other aspects add.
+    assert prod_requests.get("complete", 0) <= 80, prod_requests.get("complete")
     # RetainExceptOnCreate reads each resource's DeletionPolicy once, through the typed interface (twice before).
     assert prod_requests.get("get .deletionPolicy", 0) <= prod_requests.get("get .cfnOptions", 0)
     # Durations and Sizes made from cdk.json's numbers are known without asking (181 reads before).
@@ -155,7 +156,9 @@ def test_the_library_asks_jsii_classes_in_python() -> None:
                     roots = [r.value if isinstance(r, ast.Attribute) else r for r in roots]
                 if any(isinstance(r, ast.Name) and r.id in cdk_names for r in roots):
                     found.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
-            if isinstance(node, ast.Attribute) and node.attr == "is_unresolved" and \
-                    isinstance(node.value, ast.Attribute) and node.value.attr == "Token" and path.name != "tokens.py":
+            token = node.value.attr if isinstance(getattr(node, "value", None), ast.Attribute) else \
+                getattr(getattr(node, "value", None), "id", None)
+            if isinstance(node, ast.Attribute) and node.attr == "is_unresolved" and token == "Token" and \
+                    path.name != "tokens.py":
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
     assert found == [], "\n".join(found)

@@ -3,6 +3,9 @@
 jsii calls a Python aspect back for every construct under the scope it is added to (a round trip each: ~500
 for prod's stacks; synth time, docs/performance.md). Added to a construct of its own with no children, it is
 visited once, during synth's aspect phase like any other, and walks the scope itself with one ``find_all``.
+The walk sees what exists when synth reaches it: everything the app made, not what another aspect adds later
+during synth (aws-cdk-lib invokes aspects node by node in tree order; a priority orders them only on one node).
+A policy that must also cover those stays a per-construct aspect (``hyperwarm.read_through_outputs``).
 """
 
 from __future__ import annotations

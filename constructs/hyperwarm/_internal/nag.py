@@ -89,16 +89,11 @@ def acknowledge_checkov(scope: IConstruct, reason: str, *checks: str, kind: str 
         raise ValueError(f"acknowledgment of {checks} on {scope.node.path}: no CloudFormation resource "
                          + (f"of type {kind} in its tree" if kind else "of its own"))
     for resource in resources:
-        skips = _checkov_skips.get(resource)
-        if skips is None:  # read once: later acknowledgments of the resource add to what this process wrote
-            skips = _checkov_skips[resource] = {
-                s["id"]: s for s in (resource.get_metadata("checkov") or {}).get("skip", [])}
+        # Read every time: jsii gives a new Python object for each JS reference it returns, and anyone may write
+        # the metadata, so nothing cached per object would hold the resource's whole list.
+        skips = {s["id"]: s for s in (resource.get_metadata("checkov") or {}).get("skip", [])}
         skips.update({check: {"id": check, "comment": reason} for check in checks})
         resource.add_metadata("checkov", {"skip": list(skips.values())})
-
-
-_checkov_skips: weakref.WeakKeyDictionary[cdk.CfnResource, dict[str, dict[str, str]]] = weakref.WeakKeyDictionary()
-"""Each resource's ``Metadata.checkov.skip`` as :func:`acknowledge_checkov` last wrote it, by id."""
 
 
 _DEPLOY_TIME_HANDLER = {

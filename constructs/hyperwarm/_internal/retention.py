@@ -21,7 +21,8 @@ from hyperwarm._internal.kinds import is_a
 def retain_except_on_create(scope: IConstruct) -> None:
     """Every resource under ``scope`` that aws-cdk-lib or anyone retains (``DeletionPolicy: Retain``, the
     default of log groups, keys, buckets and tables) is retained except when its first create rolls back;
-    applied at synth, so resources added later are covered."""
+    applied at synth, so resources the app adds after this call are covered (not those another aspect adds
+    during synth: :mod:`hyperwarm._internal.aspects`)."""
     at_synth(scope, "RetainExceptOnCreate", _except_on_create)
 
 

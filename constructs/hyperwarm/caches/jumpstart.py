@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm.caches.sources import JumpStartModelSource
 
@@ -136,6 +135,7 @@ def grant_jumpstart_read(grantee: iam.IGrantable, scope: Construct) -> iam.Grant
     from aws_cdk import aws_iam as iam
     from constructs import Construct
 
+    from hyperwarm._internal.kinds import is_a
     from hyperwarm._internal.nag import acknowledge, finding_text
     from hyperwarm.serving.buckets import declare_existing_buckets
 

@@ -154,8 +154,9 @@ def placeholder_problem(subscriber: str) -> str | None:
 
 
 def notify_alarms(scope: IConstruct, topic: sns.ITopic) -> None:
-    """Every CloudWatch alarm under ``scope`` without an alarm action notifies ``topic`` (at synth, so alarms
-    added later are covered too); alarms that already have actions keep them."""
+    """Every CloudWatch alarm under ``scope`` without an alarm action notifies ``topic`` (at synth, so alarms the app
+    adds after this call are covered too, not those another aspect adds during synth); alarms that already have
+    actions keep them."""
     def notify(constructs: list[IConstruct]) -> None:
         for alarm in constructs:
             if is_a(alarm, cloudwatch.CfnAlarm) and not stack_of(alarm).resolve(alarm.alarm_actions):
