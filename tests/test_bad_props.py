@@ -159,11 +159,10 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
     # names that point at nothing
     "unknown-instance-group": (lambda: (s := _stack(), _models(s, _cluster(s), _model(instance_group="gpu"))),
                                ValueError, r"Team/Models: CachedModelsProps: invalid props:\n  models\[0\]\."
-                               r"instance_group = 'gpu' -- the cluster has no such instance group; groups: "
-                               r"system, llm"),
+                               r"instance_group: 'gpu' -- no such instance group; allowed: system, llm"),
     "unknown-fallback-group": (lambda: (s := _stack(), _models(s, _cluster(s), _model(fallback_groups=("gpu",)))),
-                               ValueError, r"models\[0\]\.fallback_groups = 'gpu' -- the cluster has no such "
-                               r"instance group"),
+                               ValueError, r"models\[0\]\.fallback_groups\[0\]: 'gpu' -- no such instance group; "
+                               r"allowed: system, llm"),
     "unknown-refresh-target": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
         c.model("llama-3-8b"))), KeyError, r"Team/Models: no cached model 'llama-3-8b'; models: llama-3-1-8b"),
     "name-for-refresh-target": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
@@ -182,7 +181,8 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
         r"weights_cache = 'node' -- the node cache fills from S3; a huggingface source is cached by the operator"),
     "fallback-group-without-nvme": (lambda: (s := _stack(), _models(s, _cluster(s),
                                                                      _model(fallback_groups=("system",)))),
-                                    ValueError, r"instance group 'system' \(ml\.m5\.2xlarge\) has no local NVMe"),
+                                    ValueError, r"models\[0\]\.fallback_groups\[0\]: 'system' -- holds_caches is "
+                                    r"false for this group; allowed: llm"),
     "refresh-target-without-room": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
         c.model("llama-3-1-8b")), refreshed=()), ValueError,
         r"models\[\]\.hyperpod\[\]\.model = llama-3-1-8b -- a refresh puts a second version beside the one "

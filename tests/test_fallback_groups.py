@@ -55,8 +55,8 @@ def test_a_node_cached_model_is_filled_and_pre_pulled_on_every_listed_group() ->
 def test_a_fallback_group_that_cannot_hold_the_model_fails_naming_it() -> None:
     with pytest.raises(PropsError, match=r"models\[0\]\.fallback_groups\[0\]: 'plain' -- holds_caches is false"):
         build(llama(instance_group="big", fallback_groups=("plain",)), groups=GROUPS)
-    with pytest.raises(ValueError, match=r"models\[0\]\.fallback_groups = 'nope' -- the cluster has no such instance "
-                                         r"group; groups: system, big, small, plain"):
+    with pytest.raises(PropsError, match=r"models\[0\]\.fallback_groups\[0\]: 'nope' -- no such instance group; "
+                                         r"allowed: system, big, small, plain"):
         build(llama(instance_group="big", fallback_groups=("nope",)), groups=GROUPS)
 
 

@@ -33,17 +33,20 @@ def _async_invocations(resources: dict[str, Any]) -> Iterator[tuple[Any, str]]:
             yield reference, logical_id
 
 
+def _latest_invoke_configs(resources: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    """The properties of ``function``'s ``AWS::Lambda::EventInvokeConfig`` for ``$LATEST``: what an unqualified ARN
+    (rules, S3, SNS, CloudFormation's ServiceToken) invokes."""
+    return [r.get("Properties", {}) for r in resources.values()
+            if r.get("Type") == "AWS::Lambda::EventInvokeConfig"
+            and ref_target(r.get("Properties", {}).get("FunctionName")) == function
+            and r.get("Properties", {}).get("Qualifier") == "$LATEST"]
+
+
 def _keeps_failures(resources: dict[str, Any], function: str) -> bool:
     if resources[function].get("Properties", {}).get("DeadLetterConfig", {}).get("TargetArn"):
         return True
-    for resource in resources.values():
-        props = resource.get("Properties", {})
-        if (resource.get("Type") == "AWS::Lambda::EventInvokeConfig"
-                and ref_target(props.get("FunctionName")) == function
-                and props.get("Qualifier") == "$LATEST"  # what an unqualified ARN (rules, S3, SNS) invokes
-                and props.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")):
-            return True
-    return False
+    return any(p.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination")
+               for p in _latest_invoke_configs(resources, function))
 
 
 @rule("lambda.async-failure-destination",
@@ -99,15 +102,11 @@ def custom_resource_no_retries(assembly: Assembly) -> Iterator[Finding]:
             if not (resource.get("Type", "").startswith("Custom::")
                     or resource.get("Type") == "AWS::CloudFormation::CustomResource"):
                 continue
-            token = resource.get("Properties", {}).get("ServiceToken")
-            function = token["Fn::GetAtt"][0] if isinstance(token, dict) and "Fn::GetAtt" in token else None
+            function = ref_target(resource.get("Properties", {}).get("ServiceToken"))
             handler = str(resources.get(function, {}).get("Properties", {}).get("Handler", ""))
-            if not handler.startswith("hyperwarm.functions."):
+            if function is None or not handler.startswith("hyperwarm.functions."):
                 continue
-            retries = [r.get("Properties", {}).get("MaximumRetryAttempts") for r in resources.values()
-                       if r.get("Type") == "AWS::Lambda::EventInvokeConfig"
-                       and ref_target(r.get("Properties", {}).get("FunctionName")) == function
-                       and r.get("Properties", {}).get("Qualifier") == "$LATEST"]
+            retries = [p.get("MaximumRetryAttempts") for p in _latest_invoke_configs(resources, function)]
             if retries != [0]:
                 yield Finding("lambda.custom-resource-no-retries", stack, logical_id,
                               f"{function} ({handler}) backs this custom resource but Lambda may retry it "

@@ -25,7 +25,7 @@ from hyperwarm.caches.chart import CachesChart, CachesChartProps
 from hyperwarm.caches.fsx import admit_nodes, vpc_problems
 from hyperwarm.caches.handle import CachedModelHandle
 from hyperwarm.caches.hub import HubTokenSync, HubTokenSyncProps, fingerprint, hub_egress_problems, tokens_of
-from hyperwarm.caches.jumpstart import gated_download_role, grant_jumpstart_read, group_types, shared_type_problems
+from hyperwarm.caches.jumpstart import gated_download_role, grant_jumpstart_read, group_types
 from hyperwarm.caches.node_cache import SERVICE_ACCOUNT
 from hyperwarm.caches.placement import placement_problems
 from hyperwarm.caches.props import CachedModelsProps
@@ -67,20 +67,14 @@ class CachedModels(Construct):
         if operator is None:
             raise ValueError(f"{self.node.path}: model caches need the HyperPod inference operator; "
                              "the cluster was built with install_inference_operator false")
-        missing = [f"models[{i}].{field} = {group!r} -- the cluster has no such instance group; groups: "
-                   f"{', '.join(cluster.instance_groups)}"
-                   for i, m in enumerate(props.models) for field, group in
-                   [("instance_group", m.instance_group), *(("fallback_groups", g) for g in m.fallback_groups)]
-                   if group not in cluster.instance_groups]
-        if missing:
-            raise PropsError(f"{self.node.path}: CachedModelsProps", missing)
-        groups = [cluster.cache_group(name) for name in sorted({g for m in props.models for g in m.instance_groups})]
-        problems = placement_problems(props.models, groups, props.nvme_headroom_percent, refreshed=props.refreshed)
+        # Every group of the cluster: a model naming one it lacks, or one that holds no caches, is a problem there.
+        problems = placement_problems(props.models, list(cluster.instance_groups.values()),
+                                      props.nvme_headroom_percent, refreshed=props.refreshed)
         problems += hub_egress_problems(props.models, cluster)
         problems += vpc_problems(props.models, cluster.vpc.vpc_id)
-        problems = problems or shared_type_problems(props.models, list(cluster.instance_groups.values()))
         if problems:
             raise PropsError(f"{self.node.path}: CachedModelsProps", problems)
+        groups = [cluster.instance_groups[name] for name in sorted({g for m in props.models for g in m.instance_groups})]
         import cdk8s  # here: hyperwarm.caches.chart, imported above, names the extra when cdk8s is missing
 
         self.jumpstart_gated_role = self._jumpstart_gated_role(props)

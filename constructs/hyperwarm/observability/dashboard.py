@@ -21,7 +21,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as acti
 from constructs import Construct
 
 from hyperwarm._internal.constraints import field_problems
-from hyperwarm._internal.durations import ONE_MINUTE
+from hyperwarm._internal.durations import FIVE_MINUTES, ONE_MINUTE
 from hyperwarm._internal.validation import repeated
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.observability import otel_enrichment as otel
@@ -80,7 +80,7 @@ class InferenceObservability(Construct):
                     self._warm_rollout(model, handle.target_id)
             if warm:
                 self._rollout_timeouts(props.hyperpod.namespace)
-            self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=cdk.Duration.minutes(5)),
+            self._alarm("ExporterErrors", self.exporter.function.metric_errors(period=FIVE_MINUTES),
                         threshold=1, periods=1, description="the cache metrics exporter failed: cold-share and "
                         "cache alarms see no data until it runs again")
 
@@ -95,7 +95,7 @@ class InferenceObservability(Construct):
             bridge = EndpointMetricsBridge(self, id, EndpointMetricsBridgeProps(endpoints=group))
             self.endpoint_metrics_bridges.append(bridge)
             self._bridge_of.update({e.node.path: bridge for e in group})
-            self._alarm(f"{id}Errors", bridge.function.metric_errors(period=cdk.Duration.minutes(5)),
+            self._alarm(f"{id}Errors", bridge.function.metric_errors(period=FIVE_MINUTES),
                         threshold=1, periods=1, description="the endpoint metrics bridge failed: the SageMaker "
                         "variants' TTFT graphs have no data until it runs again (the PromQL TTFT alarms still work)")
         self.endpoint_metrics: EndpointMetricsBridge | None = next(iter(self.endpoint_metrics_bridges), None)
@@ -163,7 +163,7 @@ class InferenceObservability(Construct):
         """A PromQL alarm whose query returns no series stays OK, so a blind source is an alarm of its own:
         the bridge's TTFT query returned nothing in minutes the variant served requests."""
         where = f"{endpoint.node.id}/{variant}"
-        period = cdk.Duration.minutes(5)
+        period = FIVE_MINUTES
         blind = cloudwatch.MathExpression(
             # No requests, or no answer from the bridge (its QueryFailures and Errors alarms), is not blind.
             expression="IF(FILL(requests, 0) > 0 AND series == 0, 1, 0)", period=period,

@@ -16,12 +16,13 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_cloudwatch_actions as actions, aws_sns as sns
 from constructs import Construct
 
+from hyperwarm._internal.durations import FIVE_MINUTES, ONE_MINUTE
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.functions.endpoint_metrics import promql
 from hyperwarm.observability.endpoint_metrics import EndpointMetricsBridge
 from hyperwarm.observability.ttft_source import query_window, variant_engine
 
-PENDING = cdk.Duration.minutes(5)
+PENDING = FIVE_MINUTES
 """How long p99 must stay above the threshold before the alarm fires (and below it before it clears)."""
 QUERY_STUDIO_DOCS = "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch-PromQL-QueryStudio.html"
 INSIGHTS_DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch-detailed-observability.html"
@@ -40,7 +41,7 @@ def variant_ttft(scope: Construct, endpoint: IInferenceEndpoint, variant: str, *
     seconds = threshold.to_milliseconds() / 1000
     alarm = cloudwatch.PromQLAlarm(
         scope, f"{endpoint.node.id}-{variant}TtftP99", query=promql.ttft_above(seconds, **scope_labels),
-        evaluation_interval=cdk.Duration.minutes(1), pending_period=PENDING, recovery_period=PENDING,
+        evaluation_interval=ONE_MINUTE, pending_period=PENDING, recovery_period=PENDING,
         alarm_description=f"{where}: p99 time to first token above {seconds:g} s for 5 minutes "
                           f"({engine}'s histogram via SageMaker AI detailed observability; {why})")
     alarm.add_alarm_action(actions.SnsAction(topic))

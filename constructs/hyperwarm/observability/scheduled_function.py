@@ -6,10 +6,10 @@ CloudWatch namespace each; a missed minute is superseded by the next run, so nei
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 from aws_cdk import aws_events as events, aws_events_targets as targets, aws_iam as iam, aws_lambda as lambda_
 from constructs import Construct
 
+from hyperwarm._internal.durations import ONE_MINUTE
 from hyperwarm._internal.nag import acknowledge
 
 
@@ -24,9 +24,9 @@ def grant_put_metric_data(role: iam.Role, namespace: str) -> None:
 
 def run_every_minute(scope: Construct, function: lambda_.Function, description: str) -> events.Rule:
     """An EventBridge rule ``Schedule`` in ``scope`` invoking ``function`` every minute, without retries."""
-    rule = events.Rule(scope, "Schedule", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
+    rule = events.Rule(scope, "Schedule", schedule=events.Schedule.rate(ONE_MINUTE),
                        description=description)
     # A missed minute is superseded by the next run: no retries, nothing worth a dead-letter queue.
-    rule.add_target(targets.LambdaFunction(function, retry_attempts=0, max_event_age=cdk.Duration.minutes(1)))
-    function.configure_async_invoke(retry_attempts=0, max_event_age=cdk.Duration.minutes(1))
+    rule.add_target(targets.LambdaFunction(function, retry_attempts=0, max_event_age=ONE_MINUTE))
+    function.configure_async_invoke(retry_attempts=0, max_event_age=ONE_MINUTE)
     return rule

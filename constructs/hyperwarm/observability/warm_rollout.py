@@ -17,7 +17,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
 from typing_extensions import Unpack
 
-from hyperwarm._internal.durations import ONE_MINUTE
+from hyperwarm._internal.durations import FIVE_MINUTES, ONE_MINUTE
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.observability.cache_exporter import CacheMetricsExporter
@@ -46,7 +46,7 @@ def refresh_failed(reason: str, **options: Unpack[MetricOptions]) -> cloudwatch.
     published = find(contract.METRICS_NAMESPACE, "RefreshFailed")
     return cloudwatch.Metric(namespace=published.namespace, metric_name=published.name,
                              dimensions_map={"service": contract.SERVICE, "Reason": reason},
-                             **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
+                             **over_defaults(options, statistic="Sum", period=FIVE_MINUTES))
 
 
 def cold_during_rollout(exporter: CacheMetricsExporter, model: str, target: str) -> cloudwatch.MathExpression:
@@ -65,7 +65,7 @@ def rollout_widgets(exporter: CacheMetricsExporter, model: str, target: str) -> 
     def metric(name: str, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         return rollout_metric(name, target, **options)
 
-    once: MetricOptions = {"period": cdk.Duration.minutes(5)}  # published once per rollout: one point per rollout
+    once: MetricOptions = {"period": FIVE_MINUTES}  # published once per rollout: one point per rollout
     return [
         cloudwatch.GraphWidget(
             title=f"{model}: refresh staging, StagingReadyNodes of StagingTargetNodes ({SOURCE})",
@@ -74,7 +74,7 @@ def rollout_widgets(exporter: CacheMetricsExporter, model: str, target: str) -> 
             title=f"{model}: refresh TimeToWarm (staged on the nodes) and TimeToSwitch (rolled out), seconds; "
                   f"RolloutAborted ({SOURCE})",
             left=[metric("TimeToWarm", **once), metric("TimeToSwitch", **once)],
-            right=[metric("RolloutAborted", statistic="Sum", period=cdk.Duration.minutes(5))], width=8),
+            right=[metric("RolloutAborted", statistic="Sum", period=FIVE_MINUTES)], width=8),
         cloudwatch.GraphWidget(
             title=f"{model}: ColdPods (Hyperwarm/Caches, cache exporter) and RefreshColdPods (per refresh) beside "
                   f"RolloutInProgress ({SOURCE}): a warm refresh keeps both at 0",

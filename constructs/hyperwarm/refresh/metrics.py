@@ -13,6 +13,7 @@ from aws_cdk import (
 from constructs import Construct
 from typing_extensions import Unpack
 
+from hyperwarm._internal.durations import FIVE_MINUTES
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.metric_options import MetricOptions, over_defaults
 from hyperwarm.refresh.targets import HyperPodRefreshTarget
@@ -37,12 +38,12 @@ class RefreshMetrics(Construct):
         targets a deploy guard saw moved back. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="RefreshFailed",
                                  dimensions_map={"service": contract.SERVICE},
-                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
+                                 **over_defaults(options, statistic="Sum", period=FIVE_MINUTES))
 
     def metric_dead_letters(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters waiting in the dead-letter queue (``hyperwarm refresh replay``). Default: Maximum over 5 minutes."""
         return self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-            **over_defaults(options, period=cdk.Duration.minutes(5), statistic="Maximum"))
+            **over_defaults(options, period=FIVE_MINUTES, statistic="Maximum"))
 
     def metric_dead_letters_suppressed(self, **options: Unpack[MetricOptions]) -> cloudwatch.Metric:
         """Letters not sent because their prefix's hourly quota (``max_dead_letters_per_hour``) was spent: the
@@ -50,7 +51,7 @@ class RefreshMetrics(Construct):
         with ``dimensions_map={"service": ..., "prefix": ...}``. Default: Sum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name=contract.LETTERS_SUPPRESSED_METRIC,
                                  dimensions_map={"service": contract.SERVICE},
-                                 **over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
+                                 **over_defaults(options, statistic="Sum", period=FIVE_MINUTES))
 
     def metric_errors(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Invocations of any of the three functions that raised (for the reconciler: a run that could not
@@ -75,7 +76,7 @@ class RefreshMetrics(Construct):
         workflow; the step already dead-lettered what it could). An execution stopped by the workflow's backstop
         timeout counts in ``rollout_workflow.metric_timed_out()`` instead. Default: Sum over 5 minutes.
         Raises ``ValueError`` without a warm rollout (no node-cached HyperPod target)."""
-        return self._workflow().metric_failed(**over_defaults(options, statistic="Sum", period=cdk.Duration.minutes(5)))
+        return self._workflow().metric_failed(**over_defaults(options, statistic="Sum", period=FIVE_MINUTES))
 
     def metric_rollout_executions_ended_badly(self, **options: Unpack[MetricOptions]) -> cloudwatch.MathExpression:
         """Warm rollout executions that failed, timed out (the workflow's backstop) or were aborted (stopped by
@@ -96,7 +97,7 @@ class RefreshMetrics(Construct):
         ``target`` (``TimeToWarm``, published once per rollout). Default: Maximum over 5 minutes."""
         return cloudwatch.Metric(namespace=contract.METRICS_NAMESPACE, metric_name="TimeToWarm",
                                  dimensions_map={"service": contract.SERVICE, "target": target.to_contract().id},
-                                 **over_defaults(options, statistic="Maximum", period=cdk.Duration.minutes(5)))
+                                 **over_defaults(options, statistic="Maximum", period=FIVE_MINUTES))
 
     def _workflow(self) -> sfn.StateMachine:
         if self.rollout_workflow is None:
@@ -112,7 +113,7 @@ class RefreshMetrics(Construct):
         names = [chr(ord("a") + i) for i in range(len(metrics))]
         return cloudwatch.MathExpression(expression=" + ".join(f"FILL({n}, 0)" for n in names),
                                          using_metrics=dict(zip(names, metrics, strict=True)),
-                                         period=options.get("period", cdk.Duration.minutes(5)),
+                                         period=options.get("period", FIVE_MINUTES),
                                          label=options.get("label"), color=options.get("color"))
 
     def _alarms(self) -> dict[str, cloudwatch.Alarm]:
