@@ -11,7 +11,7 @@ import jsii
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch, aws_iam as iam, aws_lambda as lambda_, aws_s3 as s3
 from constructs import Construct, IConstruct
-from jsii._kernel.providers import process
+from jsii_requests import counted
 
 from hyperwarm import read_through_outputs
 from hyperwarm._internal.constraints import gigabytes, in_gigabytes, in_seconds, is_token, seconds
@@ -21,20 +21,9 @@ from hyperwarm._internal.nag import acknowledge_checkov
 
 @pytest.fixture
 def requests() -> Iterator[collections.Counter[str]]:
-    """The jsii requests made while the test runs, by ``api property-or-method``."""
-    counted: collections.Counter[str] = collections.Counter()
-    send = process._NodeProcess.send
-
-    def counting(self, request, response_type):  # type: ignore[no-untyped-def]
-        sent = self._serializer.unstructure(request)
-        counted[f"{sent.get('api')} {sent.get('property') or sent.get('method') or ''}"] += 1
-        return send(self, request, response_type)
-
-    process._NodeProcess.send = counting  # type: ignore[method-assign]
-    try:
-        yield counted
-    finally:
-        process._NodeProcess.send = send  # type: ignore[method-assign]
+    """The jsii requests made while the test runs."""
+    with counted() as requests:
+        yield requests
 
 
 def _app() -> tuple[cdk.Stack, list[object]]:
@@ -65,7 +54,7 @@ def test_resource_type_is_the_resources_own_and_read_once_per_class(requests: co
     resources = [c for c in stack.node.find_all() if is_a(c, cdk.CfnResource)]
     requests.clear()
     found = [resource_type(r) for r in resources]
-    assert requests["get cfnResourceType"] == 1  # the plain CfnResource; each L1 class's type was read before
+    assert requests["get .cfnResourceType"] == 1  # the plain CfnResource; each L1 class's type was read before
     assert found == [r.cfn_resource_type for r in resources]
     assert "AWS::SQS::Queue" in found and "AWS::Lambda::Function" in found
 
@@ -75,7 +64,7 @@ def test_stack_of_asks_once_per_construct(requests: collections.Counter[str]) ->
     bucket = stack.node.find_child("B")
     requests.clear()
     assert stack_of(bucket) is stack_of(bucket) and stack_of(bucket).node.path == stack.node.path
-    assert requests["sinvoke of"] == 1
+    assert requests["sinvoke Stack.of"] == 1
 
 
 def test_a_duration_or_size_is_read_once_and_one_made_from_a_number_never(
@@ -83,7 +72,7 @@ def test_a_duration_or_size_is_read_once_and_one_made_from_a_number_never(
     given = cdk.Duration.minutes(2)
     requests.clear()
     assert in_seconds(given) == in_seconds(given) == 120.0 and not is_token(given) and not is_token(given)
-    assert requests["invoke toSeconds"] == 1 and requests["invoke isUnresolved"] == 1
+    assert requests["invoke .toSeconds"] == 1 and requests["invoke .isUnresolved"] == 1
     parsed, size = seconds().make(90), gigabytes(145)
     requests.clear()
     assert in_seconds(parsed) == 90.0 and in_gigabytes(size) == 145.0 and not is_token(parsed)

@@ -247,15 +247,15 @@ def _singletons(template: dict[str, Any]) -> list[str]:
 def test_two_apps_with_the_librarys_defaults_create_no_account_wide_resource():
     """Two teams' apps deploy into one account: neither creates the account's OTel enrichment unasked (the second
     would fail with "already exists", and deleting the first would turn PromQL off for both)."""
-    for template in (_team_app(), _team_app()):  # an endpoint without detailed observability: no PromQL alarm
-        assert _singletons(template) == [] and "Metadata" not in template
-    for _ in range(2):  # with a PromQL alarm, the default refuses rather than create it (or make a blind alarm)
-        with pytest.raises(ValueError) as error:
-            _team_app(detailed_observability=None)  # imported: not known to be off, so a PromQL TTFT alarm
-        assert "Team/Obs: otel_enrichment = None -- required: the PromQL TTFT alarms of Team/Chat" in str(error.value)
-        assert "set 'existing'" in str(error.value) and "or 'create'" in str(error.value)
-    for template in (_team_app(True, otel_enrichment="existing"), _team_app(True, otel_enrichment="existing")):
-        assert _singletons(template) == [] and template["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
+    # Each app the same (a build is deterministic): what one creates, the other would too.
+    template = _team_app()  # an endpoint without detailed observability: no PromQL alarm
+    assert _singletons(template) == [] and "Metadata" not in template
+    with pytest.raises(ValueError) as error:  # a PromQL alarm: the default refuses rather than create it or go blind
+        _team_app(detailed_observability=None)  # imported: not known to be off, so a PromQL TTFT alarm
+    assert "Team/Obs: otel_enrichment = None -- required: the PromQL TTFT alarms of Team/Chat" in str(error.value)
+    assert "set 'existing'" in str(error.value) and "or 'create'" in str(error.value)
+    template = _team_app(True, otel_enrichment="existing")
+    assert _singletons(template) == [] and template["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
 
 
 def test_the_opt_in_creates_the_accounts_otel_enrichment_and_retains_it():

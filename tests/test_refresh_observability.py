@@ -204,10 +204,9 @@ def test_models_of_two_clusters_are_refused_naming_both():
 def test_the_app_watches_the_models_its_refresh_rolls_out_warm(synthesized):
     """The observability stack charts a warm rollout for exactly the refresh stack's node-cached targets."""
     for env, warm in {"dev": [], "staging": ["llama-3-1-8b"], "prod": ["llama-3-1-70b", "llama-3-1-8b"]}.items():
-        observability = synthesized.resources(f"hyperwarm-{env}-observability", "AWS::CloudWatch::Alarm") \
-            if env != "dev" else {}
+        observability = synthesized.resources(f"hyperwarm-{env}-observability", "AWS::CloudWatch::Alarm")
         charted = sorted({re.sub(r"ColdDuringRefresh.*", "", k) for k in observability if "ColdDuringRefresh" in k})
-        assert len(charted) == len(warm), (env, charted)
+        assert charted == [f"Observability{model.replace('-', '')}" for model in warm], (env, charted)
 
 
 def test_the_rollout_widgets_and_alarms_synthesize_without_warnings():

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from stand_ins import pk_table
 
 from hyperwarm.functions.cache_refresh import contract, deploy_guard
 from hyperwarm.refresh import publish as publishing
@@ -83,9 +84,7 @@ def aws_fixture(tmp_path: Path) -> Iterator[Any]:
             StackName="hyperwarm-prod-cluster", TemplateBody=json.dumps({
                 "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
                 "Outputs": {served.CLUSTER_NAME_OUTPUT: {"Value": CLUSTER}}}))
-        boto3.client("dynamodb", region_name=REGION).create_table(
-            TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        pk_table(state_table_name("prod"), REGION)
         _versioned_bucket()
         deploy_refresh_function()
         for version in ("v2", "v3"):
@@ -269,9 +268,7 @@ def test_a_signed_prefix_follows_only_versions_its_publisher_signed(project_cont
     moto_ext.install()  # KMS digest signing
     with mock_aws():
         _versioned_bucket()
-        boto3.client("dynamodb", region_name=REGION).create_table(
-            TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        pk_table(state_table_name("prod"), REGION)
         table = boto3.resource("dynamodb", region_name=REGION).Table(state_table_name("prod"))
         key = boto3.client("kms", region_name=REGION).create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")[
             "KeyMetadata"]["Arn"]
@@ -287,9 +284,7 @@ def test_a_signed_prefix_follows_only_versions_its_publisher_signed(project_cont
 
 def test_versions_recorded_without_a_deployed_refresh_function_are_not_followed(project_context) -> None:
     with mock_aws():
-        boto3.client("dynamodb", region_name=REGION).create_table(
-            TableName=state_table_name("prod"), KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+        pk_table(state_table_name("prod"), REGION)
         refreshed(boto3.resource("dynamodb", region_name=REGION).Table(state_table_name("prod")), CHAT, "v2")
         with pytest.raises(ConfigError, match=f"the refresh function {FUNCTION} is not deployed"):
             read(project_context)

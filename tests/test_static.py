@@ -54,7 +54,8 @@ def test_metric_options_and_model_handles_are_checked_by_mypy(tmp_path: Path) ->
     model's name where its handle belongs (each used to pass to jsii or synthesize)."""
     usage = tmp_path / "misuse.py"
     usage.write_text(MISUSES)
-    result = _run("mypy", "--cache-dir", str(REPO / ".venv" / ".mypy_cache" / "project"), "--strict",
+    # A cache of its own: other options than the project run's, which would discard each other's cached modules.
+    result = _run("mypy", "--cache-dir", str(REPO / ".venv" / ".mypy_cache" / "misuse"), "--strict",
                   "--no-warn-unused-ignores", str(usage))
     found = [line.split(": error: ")[1] for line in result.stdout.splitlines() if ": error: " in line]
     assert len(found) == 4, result.stdout

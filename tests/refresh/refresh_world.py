@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from stand_ins import pk_table
 
 # The folder holding the package folder ``cache_refresh/``, as the function's asset does: what a child
 # process puts on PYTHONPATH to run the handlers under their Lambda name. In this process the package is
@@ -156,9 +157,7 @@ def create_account(world: World, refresh_targets: dict[str, Any]) -> None:
     world.s3 = s3 = boto3.client("s3", region_name="us-west-2")
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
-    boto3.client("dynamodb", region_name="us-west-2").create_table(
-        TableName=TABLE, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    pk_table(TABLE, "us-west-2")
     world.ddb = boto3.resource("dynamodb", region_name="us-west-2")
     world.sqs = boto3.client("sqs", region_name="us-west-2")
     world.dlq_url = world.sqs.create_queue(QueueName="hyperwarm-refresh-dlq")["QueueUrl"]

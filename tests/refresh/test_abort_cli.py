@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from stand_ins import pk_table
 from warm_world import TARGET, WarmWorld
 
 from hyperwarm.functions.cache_refresh import contract, flow
@@ -41,10 +42,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Any:
                         "AWS_DEFAULT_REGION": REGION}.items():
         monkeypatch.setenv(name, value)
     with mock_aws():
+        pk_table("state", REGION)
         dynamodb = boto3.client("dynamodb", region_name=REGION)
-        dynamodb.create_table(TableName="state", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                              AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                              BillingMode="PAY_PER_REQUEST")
         sfn = boto3.client("stepfunctions", region_name=REGION)
         machine = sfn.create_state_machine(name="rollout", roleArn="arn:aws:iam::123456789012:role/r", definition=json.dumps(
             {"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 3600, "End": True}}}))["stateMachineArn"]

@@ -16,6 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from refresh_world import BUCKET, PREFIX, TABLE, s3_event, start_world, targets
+from stand_ins import pk_table
 
 from hyperwarm.functions.cache_refresh import config, contract, handler, letters, quota
 from hyperwarm.functions.cache_refresh.contract import ConfigError
@@ -26,9 +27,7 @@ NOW = 491328 * quota.HOUR + 120
 
 
 def table(name: str = "state") -> Any:
-    return boto3.resource("dynamodb", region_name=REGION).create_table(
-        TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+    return pk_table(name, REGION)
 
 
 @mock_aws
