@@ -5,16 +5,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from hyperwarm._internal.bundling import BundlingError, FunctionPackage
+from hyperwarm._internal.bundling import KEPT, BundlingError, FunctionPackage, bundled
 from hyperwarm._internal.lock import LAMBDA_PLATFORM, LAMBDA_PYTHON, LOCK, WHEELS, LockError, locks, read_lock
 from hyperwarm.observability.cache_exporter import FUNCTION as EXPORTER
 from hyperwarm.observability.endpoint_metrics import FUNCTION as BRIDGE
@@ -110,6 +114,103 @@ def test_without_its_wheels_a_function_cannot_be_bundled(tmp_path) -> None:
     function = dataclasses.replace(EXPORTER, wheels=tmp_path / "missing")
     with pytest.raises(BundlingError, match=r"no wheel of prometheus-client==0\.26\.0"):
         function.code()
+
+
+@pytest.fixture
+def user_cache(tmp_path, monkeypatch) -> Iterator[Path]:
+    """An empty user cache, and a process that has bundled nothing yet."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    bundled.cache_clear()
+    yield tmp_path / "cache" / "hyperwarm" / "assets"
+    bundled.cache_clear()
+
+
+@pytest.fixture
+def own_refresh(tmp_path, wheels) -> FunctionPackage:
+    """The refresh function from copies of its package and wheels, to edit."""
+    source = tmp_path / "cache_refresh"
+    shutil.copytree(REFRESH.source, source)
+    return dataclasses.replace(REFRESH, source=source, wheels=wheels)
+
+
+def test_a_function_is_unpacked_once_into_the_user_cache_and_every_later_synth_reuses_it(user_cache, tmp_path,
+                                                                                         monkeypatch) -> None:
+    folder = bundled(REFRESH)
+    assert folder.parent == user_cache and folder.name.startswith("cache_refresh-")
+    REFRESH.bundle(tmp_path / "fresh")
+    assert _tree(folder) == _tree(tmp_path / "fresh")
+    bundled.cache_clear()  # a new synth process
+
+    def unpacking(*args: object) -> None:
+        raise AssertionError("unpacked again")
+    monkeypatch.setattr(FunctionPackage, "bundle", unpacking)
+    assert bundled(REFRESH) == folder
+    assert sorted(p.name for p in user_cache.iterdir()) == [folder.name]  # no scratch folder left
+
+
+def test_edited_code_gets_a_folder_of_its_own_and_compiled_files_change_nothing(user_cache, own_refresh) -> None:
+    before = bundled(own_refresh)
+    (own_refresh.source / "__pycache__").mkdir(exist_ok=True)
+    (own_refresh.source / "__pycache__" / "handler.cpython-311.pyc").write_bytes(b"compiled")
+    bundled.cache_clear()
+    assert bundled(own_refresh) == before
+    handler = own_refresh.source / "handler.py"
+    handler.write_text(handler.read_text() + "\n# edited\n")
+    bundled.cache_clear()
+    after = bundled(own_refresh)
+    assert after != before and (after / "hyperwarm/functions/cache_refresh/handler.py").read_text().endswith("# edited\n")
+    assert not any("__pycache__" in path for path in _tree(after))
+
+
+def test_a_wheel_that_is_not_the_locked_one_stops_synth_even_when_its_asset_is_cached(user_cache, own_refresh) -> None:
+    bundled(own_refresh)
+    jmespath = next(own_refresh.wheels.glob("jmespath-*.whl"))
+    jmespath.write_bytes(jmespath.read_bytes() + b"\0")
+    bundled.cache_clear()
+    with pytest.raises(BundlingError, match=f"{jmespath.name}: sha256 "):
+        bundled(own_refresh)
+
+
+def test_where_the_cache_cannot_be_written_the_asset_goes_to_a_temporary_folder(tmp_path, monkeypatch) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    bundled.cache_clear()
+    try:
+        folder = bundled(EXPORTER)
+    finally:
+        bundled.cache_clear()
+    assert folder.parent == Path(tempfile.gettempdir()) and folder.name.startswith("hyperwarm-asset-")
+    EXPORTER.bundle(tmp_path / "fresh")
+    assert _tree(folder) == _tree(tmp_path / "fresh")
+
+
+def test_when_a_concurrent_synth_makes_the_same_folder_first_its_folder_is_used(user_cache, monkeypatch) -> None:
+    unpack = FunctionPackage.bundle
+    final = user_cache / f"endpoint_metrics-{BRIDGE.digest()[:32]}"
+
+    def racing(self: FunctionPackage, out: Path) -> None:
+        unpack(self, out)
+        unpack(self, final)  # the other synth renames its folder in between
+    monkeypatch.setattr(FunctionPackage, "bundle", racing)
+    assert bundled(BRIDGE) == final
+    assert [p.name for p in user_cache.iterdir()] == [final.name]
+
+
+def test_the_cache_keeps_recent_assets_and_the_newest_old_ones_and_removes_the_rest(user_cache) -> None:
+    user_cache.mkdir(parents=True)
+    day_ago, minute_ago = time.time() - 86400, time.time() - 60
+    old = [user_cache / f"endpoint_metrics-old{i}" for i in range(KEPT + 2)]
+    recent, scratch, other = (user_cache / "endpoint_metrics-recent", user_cache / ".endpoint_metrics-x.killed",
+                              user_cache / "cache_exporter-old")
+    for age, folder in enumerate([*old, recent, scratch, other]):
+        folder.mkdir()
+        stamp = minute_ago if folder == recent else day_ago - age
+        os.utime(folder, (stamp, stamp))
+    current = bundled(BRIDGE)
+    left = {p.name for p in user_cache.iterdir()}
+    # kept: this synth's, the one used a minute ago, the newest old ones up to KEPT, other functions' entries
+    assert left == {current.name, recent.name, *(p.name for p in old[:KEPT - 2]), other.name}
 
 
 def test_a_lock_admits_only_hashed_exact_pins_and_wheels_the_lambda_runtime_loads(tmp_path) -> None:

@@ -9,16 +9,21 @@ An asset's root mirrors the wheel: ``hyperwarm/functions/<package>/`` and the sh
 construct library itself is never deployed. Dependencies are the wheels of the function's hashed lock, built for
 the Lambda's own Python and platform and shipped inside hyperwarm (:mod:`hyperwarm._internal.lock`): synth checks
 their hashes and unpacks them, so the asset is the same whatever the synth environment has installed, and synth
-needs neither Docker nor the network.
+needs neither Docker nor the network. An unpacked asset is kept in the user's cache under the digest of everything
+it is made from (:meth:`FunctionPackage.digest`), so the next synth neither unpacks it again nor, its folder being
+the same, has aws-cdk-lib hash its files again (aws-cdk-lib keeps fingerprints per folder in ``~/.cdk/cache``).
 """
 
 from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import importlib.util
+import os
 import shutil
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +31,17 @@ from pathlib import Path
 from aws_cdk import aws_lambda as lambda_
 
 from hyperwarm._internal.lock import LOCK, WHEELS, LockError, locked_wheels
+from hyperwarm._internal.user_cache import cache_root
 
 ASSET_INIT = {
     "hyperwarm": '"""A hyperwarm Lambda asset: only the function packages, never the construct library."""\n',
     "hyperwarm/functions": '"""The function packages (the same import names as in the wheel)."""\n',
 }
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+_LAYOUT = b"hyperwarm asset layout 1"
+"""Part of every digest: change it when :meth:`FunctionPackage.bundle` lays an asset out differently."""
+KEPT = 4
+"""Cached assets kept per function beyond those used in the last hour (older digests of edited code)."""
 
 
 class BundlingError(RuntimeError):
@@ -103,10 +113,25 @@ class FunctionPackage:
                         (out / target).parent.mkdir(parents=True, exist_ok=True)
                         (out / target).write_bytes(archive.read(member))
 
+    def digest(self) -> str:
+        """The sha256 of everything :meth:`bundle` makes the asset from: the layout, its packages' files (by path)
+        and its locked wheels, each checked against the lock first (so a wrong wheel fails synth, cached or not)."""
+        digest = hashlib.sha256(_LAYOUT)
+        for folder in (self.source, *self.shared):
+            for file in sorted(folder.rglob("*")):
+                path = file.relative_to(folder)
+                if file.is_file() and "__pycache__" not in path.parts and file.suffix != ".pyc":  # as _IGNORED
+                    digest.update(f"\0{folder.name}/{path}\0".encode())
+                    digest.update(file.read_bytes())
+        for wheel in self.dependency_wheels():
+            digest.update(f"\0{wheel.name}\0".encode())
+            digest.update(wheel.read_bytes())
+        return digest.hexdigest()
+
     def code(self) -> lambda_.Code:
-        """Its Lambda asset: a folder written once per process by :meth:`bundle`, so a function whose wheels do not
-        match its lock fails synth here, at construction, with this module's message."""
-        return lambda_.Code.from_asset(str(_bundled(self)))
+        """Its Lambda asset: the folder :func:`bundled` gives, so a function whose wheels do not match its lock
+        fails synth here, at construction, with this module's message."""
+        return lambda_.Code.from_asset(str(bundled(self)))
 
 
 def _install_path(member: str) -> str | None:
@@ -119,8 +144,35 @@ def _install_path(member: str) -> str | None:
 
 
 @functools.cache
-def _bundled(function: FunctionPackage) -> Path:
-    """A temporary folder holding ``function``'s asset, removed when the process ends."""
+def bundled(function: FunctionPackage) -> Path:
+    """The folder holding ``function``'s asset: ``<user cache>/assets/<package>-<digest>``, made once (unpacked into
+    a scratch folder beside it and renamed, so a concurrent synth never sees half of one) and reused by every later
+    synth of the same code and wheels; a temporary folder for this process where the cache cannot be written."""
+    root = cache_root() / "assets"
+    final = root / f"{function.source.name}-{function.digest()[:32]}"
+    try:
+        os.utime(final)  # used now: the last to be evicted
+        return final
+    except OSError:
+        pass  # not made yet (or just evicted by another synth)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    except OSError:
+        return _temporary(function)
+    try:
+        function.bundle(scratch)
+        scratch.rename(final)
+    except OSError:
+        if not final.is_dir():  # else another synth made the same folder first: it is as good as this one
+            raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    _evict(root, function.source.name)
+    return final
+
+
+def _temporary(function: FunctionPackage) -> Path:
     out = Path(tempfile.mkdtemp(prefix="hyperwarm-asset-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
     try:
@@ -129,3 +181,20 @@ def _bundled(function: FunctionPackage) -> Path:
         shutil.rmtree(out, ignore_errors=True)
         raise
     return out
+
+
+def _evict(root: Path, package: str) -> None:
+    """Remove ``package``'s cached assets beyond the :data:`KEPT` newest, and scratch folders a killed synth left,
+    that no synth touched in the last hour."""
+    hour_ago = time.time() - 3600
+    entries = sorted(root.glob(f"{package}-*"), key=_mtime, reverse=True)
+    for entry in [*entries[KEPT:], *root.glob(f".{package}-*")]:
+        if _mtime(entry) < hour_ago:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another synth's eviction
+        return float("inf")

@@ -23,6 +23,7 @@ from aws_cdk import aws_ecr as ecr, aws_iam as iam
 from constructs import IConstruct
 
 from hyperwarm._internal.tokens import unresolved
+from hyperwarm._internal.user_cache import cache_root
 
 _ECR_URI = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z]{2}(-[a-z]+)+-\d)\.amazonaws\.com(\.cn)?"
@@ -82,8 +83,7 @@ def _cache_file(framework: str, version: str) -> Path:
             f"resolving the official {framework} {version} image needs sagemaker-core: "
             "pip install 'hyperwarm[images]', or give the image as an explicit ECR URI"
         ) from None
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "hyperwarm" / f"image-uris-sagemaker-core-{resolver}.json"
+    return cache_root() / f"image-uris-sagemaker-core-{resolver}.json"
 
 
 def _read(cache: Path) -> dict[str, str]:
