@@ -183,6 +183,10 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
                                                                      _model(fallback_groups=("system",)))),
                                     ValueError, r"models\[0\]\.fallback_groups\[0\]: 'system' -- holds_caches is "
                                     r"false for this group; allowed: llm"),
+    "refresh-target-reading-another-bucket": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
+        c.model("llama-3-1-8b")), source=hyperwarm.ModelSource(bucket="old-team-models", prefix="llama", version="v1")),
+        ValueError, r"models\[0\]\.hyperpod\[0\]\.model = llama-3-1-8b -- reads s3://old-team-models/llama/, not the "
+        r"refreshed s3://my-team-models/llama/"),
     "refresh-target-without-room": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
         c.model("llama-3-1-8b")), refreshed=()), ValueError,
         r"models\[\]\.hyperpod\[\]\.model = llama-3-1-8b -- a refresh puts a second version beside the one "

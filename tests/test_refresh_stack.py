@@ -355,7 +355,7 @@ def test_refresh_of_an_unknown_cache_names_the_known_ones(project_context) -> No
 
 def test_refresh_of_a_cache_reading_another_prefix_is_rejected(project_context) -> None:
     with pytest.raises(ConfigError, match=r"cached model 'llama-3-1-8b' reads s3://hyperwarm-models-prod/"
-                                          r"llama-3.1-8b-instruct/, not s3://hyperwarm-models-prod/other/"):
+                                          r"llama-3.1-8b-instruct/, not the refreshed s3://hyperwarm-models-prod/other/"):
         parse_environment("prod", _prod(project_context, {"bucket": "hyperwarm-models-prod", "models": [
             {"prefix": "other", "caches": ["llama-3-1-8b"]}]}))
 
@@ -418,7 +418,7 @@ def test_every_0_1_call_of_a_hyperpod_target_says_how_to_migrate(call) -> None:
     (HuggingFaceModelSource(repo_id="Qwen/Qwen2.5-7B-Instruct", revision="a" * 40),
      "models[0].hyperpod[0].model = m -- reads a huggingface source; an S3 upload refreshes S3 sources only"),
     (ModelSource("models", "other", "v1"),
-     "models[0].hyperpod[0].model = m -- reads s3://models/other/v1, not the refreshed prefix 'm'"),
+     "models[0].hyperpod[0].model = m -- reads s3://models/other/, not the refreshed prefix 'm'"),
 ])
 def test_a_hyperpod_target_whose_model_reads_elsewhere_is_refused_naming_what_it_reads(source, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from hyperwarm.caches import ModelSource
 from hyperwarm.functions.cache_refresh import versions
-from hyperwarm.refresh import MaxStep, ReservedConcurrency, RolloutTimeout, VersionPattern
+from hyperwarm.refresh import MaxStep, ReservedConcurrency, RolloutTimeout, VersionPattern, refresh_source_problem
 
 from .library import config_type
 from .strict import BUCKET, KEY_PREFIX, KMS_KEY, PRINCIPAL, StrictModel, repeated
@@ -127,13 +127,9 @@ def refresh_problems(refresh: RefreshConfig, caches: Any, endpoints: Any) -> lis
             if model is None:
                 problems.append(f"refresh prefix {entry.prefix!r}: no cached model {name!r}; "
                                 f"caches.models: {', '.join(cached) or 'none'}")
-            elif not isinstance(model.source, ModelSource):
-                problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads a "
-                                f"{model.source.kind} source; an S3 upload refreshes S3 sources only")
-            elif (model.source.bucket, model.source.prefix) != (refresh.bucket, entry.prefix):
-                problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} reads "
-                                f"s3://{model.source.bucket}/{model.source.prefix}/, not {root}")
-            else:
+            elif problem := refresh_source_problem(model.source, refresh.bucket, entry.prefix):
+                problems.append(f"refresh prefix {entry.prefix!r}: cached model {name!r} {problem}")
+            elif isinstance(model.source, ModelSource):
                 problems += _unorderable(entry.prefix, f"cached model {name!r}", model.source.version)
         for name in entry.endpoints:
             endpoint = served.get(name)

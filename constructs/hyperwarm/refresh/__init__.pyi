@@ -19,6 +19,7 @@ from .publishing import PublisherSigning as PublisherSigning
 from .targets import (
     HyperPodRefreshTarget as HyperPodRefreshTarget,
     default_staging_timeout as default_staging_timeout,
+    refresh_source_problem as refresh_source_problem,
 )
 from .timeouts import (
     RolloutTimeout as RolloutTimeout,

@@ -46,7 +46,6 @@ from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.tokens import unresolved
 from hyperwarm._internal.validation import raise_problems, repeated
-from hyperwarm.caches.sources import ModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.endpoints.base import IInferenceEndpoint
 from hyperwarm.endpoints.props import ShiftPercent, ShiftWait, TrafficShift, TrafficType
@@ -58,7 +57,7 @@ from hyperwarm.refresh.functions import RefreshFunctions
 from hyperwarm.refresh.metrics import RefreshMetrics
 from hyperwarm.refresh.publishing import PublisherSigning, grant_sign, grant_verify, publisher_key
 from hyperwarm.refresh.rollout import backstop_timeout, history_problems, rollout_workflow
-from hyperwarm.refresh.targets import HyperPodRefreshTarget
+from hyperwarm.refresh.targets import HyperPodRefreshTarget, refresh_source_problem
 from hyperwarm.refresh.version_rules import MaxStep, VersionPattern
 from hyperwarm.serving.buckets import model_bucket
 
@@ -406,8 +405,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     if not props.models:
         return ["models = [] -- needs at least one refreshed prefix"]
     problems = [f"models[].prefix = {p!r} -- prefixes must be unique" for p in repeated(m.prefix for m in props.models)]
+    bucket_name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
     for i, model in enumerate(props.models):
-        problems += _prefix_problems(f"models[{i}]", model)
+        problems += _prefix_problems(f"models[{i}]", model, bucket_name)
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
     if len(clusters) > 1:
         problems.append(f"models[].hyperpod[].cluster = {sorted(clusters)} -- one hook serves one cluster")
@@ -444,14 +444,16 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     return problems
 
 
-def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
+def _prefix_problems(where: str, model: RefreshedPrefix, bucket_name: str | None) -> list[str]:
     problem = contract.prefix_problem(model.prefix)
     problems = [f"{where}.prefix = {model.prefix!r} -- {problem}"] if problem else []
     problems += [f"{where}.{p}" for p in field_problems(model)]
     if not model.hyperpod and not model.endpoints:
         problems.append(f"{where} = {model.prefix!r} -- names no hyperpod or endpoint targets")
     for j, hyperpod in enumerate(model.hyperpod):
-        own = field_problems(hyperpod) + _source_problems(hyperpod, model.prefix)
+        own = field_problems(hyperpod)
+        if source_problem := refresh_source_problem(hyperpod.model.source, bucket_name, model.prefix):
+            own.append(f"model = {hyperpod.model.name} -- {source_problem}")
         problems += [f"{where}.hyperpod[{j}].{p}" for p in own]
         if any(WRONG_TYPE in p for p in own):
             continue
@@ -469,18 +471,6 @@ def _prefix_problems(where: str, model: RefreshedPrefix) -> list[str]:
                             "with execution_role (the refresh passes it to the models it creates)")
         problems += [f"{at}.{p}" for p in contract.target_problems(target.to_contract(), unresolved)]
     return problems
-
-
-def _source_problems(target: HyperPodRefreshTarget, prefix: str) -> list[str]:
-    """A target's model must read the refreshed prefix from S3 (where its handle says what it reads)."""
-    source = target.model.source
-    if source is None:
-        return []
-    if not isinstance(source, ModelSource):
-        return [f"model = {target.model.name} -- reads a {source.kind} source; an S3 upload refreshes S3 sources only"]
-    if source.prefix != prefix:
-        return [f"model = {target.model.name} -- reads {source.uri}, not the refreshed prefix {prefix!r}"]
-    return []
 
 
 def _principal_name(grantee: iam.IGrantable) -> str:

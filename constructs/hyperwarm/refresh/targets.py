@@ -13,8 +13,10 @@ from typing import Any
 import aws_cdk as cdk
 
 from hyperwarm._internal.constraints import in_gigabytes, in_seconds, is_token, known
+from hyperwarm._internal.tokens import unresolved
 from hyperwarm.caches.cold_start import DEFAULT_BANDWIDTH_GBPS
 from hyperwarm.caches.handle import CachedModelHandle
+from hyperwarm.caches.sources import AnyModelSource, ModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
 from hyperwarm.refresh.timeouts import RolloutTimeout
@@ -23,6 +25,23 @@ STAGING_SAFETY_FACTOR = 2.0
 """The default staging timeout is this many times one node's cache fill at the planner's rate
 (:data:`hyperwarm.caches.cold_start.DEFAULT_BANDWIDTH_GBPS`, AWS's published ~1 Gbit/s effective per node):
 nodes fill side by side, and the slowest one counts; twice the estimate lets a node fill at half the rate."""
+
+def refresh_source_problem(source: AnyModelSource | None, bucket_name: str | None, prefix: str) -> str | None:
+    """Why a model reading ``source`` is not moved by new versions under ``s3://<bucket_name>/<prefix>/``, or None.
+
+    An upload refreshes only an S3 source reading that bucket and prefix: any other would stay on its version (the
+    refresh stages the new one from where it lands, which the model is not granted to read). A bucket name that is
+    None or a token is not compared (it is not known at synth); nor is a model without a known source."""
+    if source is None:
+        return None
+    if not isinstance(source, ModelSource):
+        return f"reads a {source.kind} source; an S3 upload refreshes S3 sources only"
+    bucket_known = bucket_name is not None and not unresolved(bucket_name)
+    if source.prefix == prefix and (not bucket_known or source.bucket == bucket_name):
+        return None
+    refreshed = f"s3://{bucket_name}/{prefix}/" if bucket_known else f"prefix {prefix!r}"
+    return f"reads s3://{source.bucket}/{source.prefix}/, not the refreshed {refreshed}"
+
 
 def default_staging_timeout(model_size: cdk.Size | None, bandwidth_gbps: float = DEFAULT_BANDWIDTH_GBPS) -> cdk.Duration:
     """The staging timeout of a target whose model has ``model_size`` weights: one node's cache fill at
