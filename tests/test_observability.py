@@ -273,8 +273,8 @@ def test_cdk_json_names_the_enrichment_where_an_endpoint_is_observed(project_con
     del project_context["environments"]["prod"]["observability"]["otel_enrichment"]
     with pytest.raises(ConfigError) as error:
         parse_environments(project_context["environments"])
-    assert ("environments.prod.observability.otel_enrichment: missing -- endpoints chat have detailed "
-            "observability on") in str(error.value)
+    assert ("environments.prod.observability.otel_enrichment: missing -- required: the PromQL TTFT alarms of chat "
+            "(detailed observability on or not known to be off) read no series") in str(error.value)
     for endpoint in project_context["environments"]["prod"]["endpoints"]:  # no PromQL alarm: nothing to say
         endpoint["detailed_observability"] = False
     assert parse_environments(project_context["environments"])["prod"].observability.otel_enrichment is None

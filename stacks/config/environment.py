@@ -51,6 +51,7 @@ from hyperwarm.cluster import (
     workloads_from_objects,
 )
 from hyperwarm.functions.cache_refresh import contract
+from hyperwarm.observability import creates_enrichment, enrichment_problem
 
 from .alarms import AlarmsConfig, alarm_problems
 from .caches import CachesConfig, cache_problems
@@ -474,22 +475,21 @@ def parse_environment(name: str, raw: Any) -> EnvironmentConfig:
 
 
 
+def _promql_endpoints(config: EnvironmentConfig) -> list[str]:
+    """The endpoints the observability stack's PromQL TTFT alarms read (none without the stack)."""
+    return [e.name for e in config.endpoints if e.detailed_observability] if config.observability.enabled else []
+
+
 def creates_otel_enrichment(config: EnvironmentConfig) -> bool:
-    """Whether the environment's observability stack creates the account's OTel enrichment: it does where
-    a PromQL alarm reads an endpoint (detailed observability on) and ``otel_enrichment`` is ``create``."""
-    return (config.observability.enabled and config.observability.otel_enrichment == "create"
-            and any(e.detailed_observability for e in config.endpoints))
+    """Whether the environment's observability stack creates the account's OTel enrichment (the library's rule)."""
+    return creates_enrichment(config.observability.otel_enrichment, _promql_endpoints(config))
 
 
 def _enrichment_undeclared(env: str, config: EnvironmentConfig) -> list[str]:
-    """A PromQL alarm without the account's OTel enrichment never fires, and the library creates none unasked."""
-    promql = [e.name for e in config.endpoints if e.detailed_observability]
-    if not config.observability.enabled or not promql or config.observability.otel_enrichment is not None:
-        return []
-    return [f"environments.{env}.observability.otel_enrichment: missing -- endpoints {', '.join(promql)} have "
-            "detailed observability on, and their PromQL TTFT alarms read no series without the account's OTel "
-            "enrichment: set \"create\" (this environment's observability stack creates it and retains it; one "
-            "environment per account and region) or \"existing\" (on already)"]
+    """The library's rule (a PromQL alarm without the account's OTel enrichment never fires, and the library
+    creates none unasked), before anything is built, under the cdk.json field's name."""
+    problem = enrichment_problem(config.observability.otel_enrichment, _promql_endpoints(config))
+    return [f"environments.{env}.observability.otel_enrichment: missing -- {problem}"] if problem else []
 
 
 def _enrichment_problems(environments: Mapping[str, EnvironmentConfig]) -> list[str]:

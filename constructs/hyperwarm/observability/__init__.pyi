@@ -23,7 +23,11 @@ from .endpoint_metrics import (
     EndpointMetricsBridgeProps as EndpointMetricsBridgeProps,
 )
 from .metric_catalog import PUBLISHED_METRICS as PUBLISHED_METRICS, PublishedMetric as PublishedMetric
-from .otel_enrichment import OtelEnrichment as OtelEnrichment
+from .otel_enrichment import (
+    OtelEnrichment as OtelEnrichment,
+    creates_enrichment as creates_enrichment,
+    enrichment_problem as enrichment_problem,
+)
 from .props import (
     ColdPodSharePercent as ColdPodSharePercent,
     ColdPodSharePeriod as ColdPodSharePeriod,

@@ -316,12 +316,6 @@ def _validate(scope: Construct, props: InferenceObservabilityProps) -> None:
 def _enrichment_problems(props: InferenceObservabilityProps) -> list[str]:
     """The account's OTel enrichment is one per account and region, so the library never creates it unasked; a
     PromQL alarm without it never fires, so where one is made the props say how enrichment is on."""
-    if props.otel_enrichment is not None and props.otel_enrichment not in otel.CHOICES:
-        return [f"otel_enrichment = {props.otel_enrichment!r} -- allowed: {', '.join(otel.CHOICES)}"]
     promql = [e.node.path for e in props.endpoints if not detailed_observability_off(e)]
-    if props.otel_enrichment is None and promql:
-        return [f"otel_enrichment = None -- required: the PromQL TTFT alarms of {', '.join(promql)} (detailed "
-                "observability on or not known to be off) read no series without the account's OTel enrichment; "
-                f"set 'existing' (on already, {otel.DOCS}) or 'create' (this stack creates it and retains it; one "
-                "per account and region)"]
-    return []
+    problem = otel.enrichment_problem(props.otel_enrichment, promql)
+    return [f"otel_enrichment = {props.otel_enrichment!r} -- {problem}"] if problem else []

@@ -15,6 +15,7 @@ account, they are never created by default: a second app in the account would co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import aws_cdk as cdk
@@ -30,6 +31,24 @@ CREATE: OtelEnrichment = "create"
 EXISTING: OtelEnrichment = "existing"
 CHOICES: tuple[OtelEnrichment, ...] = (CREATE, EXISTING)
 DOCS = "https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-detailed-observability-getting-started.html"
+
+
+def enrichment_problem(otel_enrichment: str | None, promql: Sequence[str]) -> str | None:
+    """Why ``otel_enrichment`` cannot serve a stack whose PromQL TTFT alarms read the endpoints ``promql`` (those
+    with detailed observability on or not known to be off), or None; the caller names the field and its value."""
+    if otel_enrichment is not None and otel_enrichment not in CHOICES:
+        return f"allowed: {', '.join(CHOICES)}"
+    if otel_enrichment is None and promql:
+        return (f"required: the PromQL TTFT alarms of {', '.join(promql)} (detailed observability on or not known to "
+                "be off) read no series without the account's OTel enrichment; set 'existing' (on already, "
+                f"{DOCS}) or 'create' (this stack creates it and retains it; one per account and region)")
+    return None
+
+
+def creates_enrichment(otel_enrichment: str | None, promql: Sequence[str]) -> bool:
+    """Whether a stack whose PromQL TTFT alarms read the endpoints ``promql`` creates the account's OTel enrichment:
+    ``create`` and at least one such endpoint (:class:`InferenceObservability` makes the resources then)."""
+    return otel_enrichment == CREATE and bool(promql)
 
 
 def otel_enrichment(scope: Construct, id: str = "OTelEnrichment") -> cloudwatch.CfnOTelEnrichment:
