@@ -84,11 +84,11 @@ def test_a_suppressed_letter_raises_an_alarm_that_reaches_the_alarm_topic(synthe
             assert variables["HYPERWARM_LETTERS_PER_PREFIX_HOUR"] == "20"
 
 
-@pytest.mark.parametrize("value, allowed", [(0, "1..1000"), (1001, "1..1000"), (2.5, "a whole number, 1..1000"),
-                                            (True, "a whole number, 1..1000")])
+@pytest.mark.parametrize("value, allowed", [(0, "allowed: 1..1000"), (1001, "allowed: 1..1000"),
+                                            (2.5, "wrong type; give an int"), (True, "wrong type; give an int")])
 def test_the_dead_letter_quota_is_validated(value: object, allowed: str) -> None:
     """Out of range, or not a whole number the function would take (it refuses "2.5" at every event)."""
-    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- allowed: {re.escape(allowed)}"):
+    with pytest.raises(ValueError, match=rf"max_dead_letters_per_hour = {value!r} -- {re.escape(allowed)}"):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
               max_dead_letters_per_hour=value)
 
@@ -168,8 +168,10 @@ def test_reconcile_every_is_whole_minutes_up_to_an_hour() -> None:
         return [p for p in props_problems(CacheRefreshHookProps(models=[RefreshedPrefix("m", endpoints=())],
                                                                 reconcile_every=every)) if "reconcile" in p]
     assert problems(cdk.Duration.minutes(5)) == [] and problems(cdk.Duration.hours(1)) == []
-    assert problems(cdk.Duration.seconds(90)) == ["reconcile_every = 90 seconds -- allowed: whole minutes, 1..60"]
-    assert problems(cdk.Duration.hours(2)) == ["reconcile_every = 7200 seconds -- allowed: whole minutes, 1..60"]
+    assert problems(cdk.Duration.seconds(90)) == ["reconcile_every = 90 seconds -- allowed: whole minutes (an "
+                                                  "EventBridge schedule's rate)"]
+    assert problems(cdk.Duration.hours(2)) == ["reconcile_every = 7200 seconds -- allowed: 60..3600 seconds"]
+    assert problems(cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Every")))) == []  # a token: not judged
 
 
 def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
@@ -457,6 +459,10 @@ def test_blue_green_traffic_is_validated() -> None:
 @pytest.mark.parametrize("props, message", [
     ({"function_retry_attempts": 3}, "function_retry_attempts = 3 -- allowed: 0..2"),
     ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age = 25200 seconds -- allowed: 60..21600"),
+    ({"retry_attempts": 186}, r"retry_attempts = 186 -- allowed: 0..185"),
+    ({"lock": cdk.Duration.millis(1500)}, r"lock = 1.5 seconds -- allowed: whole seconds \(it is the refresh "
+                                          r"function's timeout"),
+    ({"lock": cdk.Duration.minutes(16)}, r"lock = 960 seconds -- allowed: 1..900 seconds"),
 ])
 def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
     with pytest.raises(ValueError, match=message):

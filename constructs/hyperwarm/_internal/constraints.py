@@ -169,10 +169,15 @@ def check(props: Any, rules: list[str] | Callable[[], list[str]]) -> None:
     the wrong type (an ``int`` where a ``Size`` belongs) is reported alone: ``rules`` (a callable, so that it runs
     only then) would read it as its type and fail on it."""
     problems = field_problems(props)
-    if not any(WRONG_TYPE in p for p in problems):
+    if not wrong_type(problems):
         problems += rules() if callable(rules) else rules
     if problems:
         raise PropsError(type(props).__name__, problems)
+
+
+def wrong_type(problems: list[str]) -> bool:
+    """Whether ``problems`` report a value of the wrong type (then the rules across fields are not run)."""
+    return any(WRONG_TYPE in problem for problem in problems)
 
 
 def _size_rounding() -> Any:
