@@ -171,7 +171,6 @@ def test_reconcile_every_is_whole_minutes_up_to_an_hour() -> None:
     assert problems(cdk.Duration.seconds(90)) == ["reconcile_every = 90 seconds -- allowed: whole minutes (an "
                                                   "EventBridge schedule's rate)"]
     assert problems(cdk.Duration.hours(2)) == ["reconcile_every = 7200 seconds -- allowed: 60..3600 seconds"]
-    assert problems(cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Every")))) == []  # a token: not judged
 
 
 def test_function_name_and_replay_inputs_are_stack_outputs(synthesized) -> None:
@@ -467,6 +466,19 @@ def test_blue_green_traffic_is_validated() -> None:
 def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
     with pytest.raises(ValueError, match=message):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])], **props)
+
+
+@pytest.mark.parametrize("field", ["lock", "max_event_age"])
+def test_a_deploy_time_lock_or_event_age_is_not_judged_at_synth(field: str) -> None:
+    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
+                 **{field: cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Seconds")))})
+    assert cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()["Resources"]
+
+
+def test_a_deploy_time_reconcile_rate_is_refused_saying_why() -> None:
+    with pytest.raises(ValueError, match=r"reconcile_every = a deploy-time value -- needs a literal cdk\.Duration"):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
+              reconcile_every=cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Seconds"))))
 
 
 def test_hook_rejects_duplicate_prefixes() -> None:

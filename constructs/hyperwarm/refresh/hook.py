@@ -41,7 +41,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from hyperwarm._internal.constraints import Rule, field_problems, in_seconds, seconds, wrong_type
+from hyperwarm._internal.constraints import Rule, field_problems, in_seconds, is_token, seconds, wrong_type
 from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.tokens import unresolved
@@ -425,6 +425,9 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
     problems += field_problems(props)  # counts, times and the reserved concurrency: their Annotated ranges
+    if is_token(props.reconcile_every):
+        problems.append("reconcile_every = a deploy-time value -- needs a literal cdk.Duration: EventBridge's "
+                        "schedule rate is fixed at synth")
     if wrong_type(problems):  # reported alone: the rules below would read it as its type
         return problems
     return problems + history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
