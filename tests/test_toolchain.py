@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# Set on purpose to another value than aws-cdk-lib recommends (README, "feature flags").
-DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}
+# Set on purpose to another value than aws-cdk-lib recommends (docs/operations.md, "feature flag").
+DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong",
+              "@aws-cdk/core:enableAdditionalMetadataCollection": False}
 
 
 def recommended_feature_flags() -> dict[str, object]:
