@@ -29,18 +29,25 @@ The token never appears in a template, a synthesized manifest or a log: template
 the Kubernetes Secret is rendered empty (:func:`token_secret`) and filled at deploy time; the function logs names,
 version ids and whether a value changed. Rotation: the function also runs every ``interval`` (default 5 minutes),
 so the Kubernetes Secret holds a rotated token within one interval; kubelet resolves ``HF_TOKEN`` when it creates
-the init container, so every pod started after that (a scale-out, a replaced node, a retried download) uses it.
-Running pods hold their weights already and need no token. Rotate by adding the new Hub token first and revoking
+the init container, so every pod started after that (a scale-out, a replaced node, a retried download) uses it,
+while a container already running keeps the value it started with ("If a container already consumes a Secret in
+an environment variable, a Secret update will not be seen by the container unless it is restarted",
+https://kubernetes.io/docs/tasks/inject-data-application/distribute-credentials-secure/). Running pods hold their
+weights already and need no token. Rotate by adding the new Hub token first and revoking
 the old one after an interval has passed.
 
 The first copy comes after the Secret exists, so a new gated model waits for it: its Secret and the
 ``InferenceEndpointConfig`` naming it are in the models' one ``KubernetesManifest`` with the namespace, and the
 deploy-time copy runs after that manifest (and the function's RBAC). Until the copy ends (it answers within the
 function's one-minute timeout; a token it cannot copy fails the deploy), the Secret has no ``token`` key: a pod the
-operator starts meanwhile cannot create its download init container (kubelet reports CreateContainerConfigError,
-since the ``secretKeyRef`` names a missing key) and kubelet retries it, so the download starts once the key is
-there. Only a model whose Secret is new waits; a deployed model's Secret stays filled across deploys. The Secrets
-are not applied in a manifest of their own ahead of the models: the namespace they need is in the models' manifest,
+operator starts meanwhile cannot create its download init container ("If a Pod references a specific key in a
+non-optional Secret and that Secret does exist, but is missing the named key, the Pod fails during startup",
+https://kubernetes.io/docs/concepts/configuration/secret/): kubelet reports CreateContainerConfigError ("couldn't
+find key token in Secret ...") and tries again at each sync of the pod, so the download starts once the key is
+there. kubernetes/kubernetes#80466 reports pods that stayed in that state after their Secret appeared; such a pod
+is the one the model's deployment does not get ready (its replicas short on the dashboard), and deleting it lets
+the deployment start a new one. Only a model whose Secret is new waits; a deployed model's Secret stays filled
+across deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need is in the models' manifest,
 and moving it (or the endpoints) to another manifest would let ``kubectl apply --prune`` or the cleanup of a rolled
 back deploy delete it, with every model in it.
 """
