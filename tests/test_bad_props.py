@@ -156,10 +156,13 @@ CASES: dict[str, tuple[Callable[[], object], type[Exception], str]] = {
     "token-endpoint-name-refresh": (lambda: _hook(_stack(), endpoint_name=None), ValueError,
                                     r"models\[0\]\.endpoints\[0\]\.endpoint = Team/Chat -- needs an explicit "
                                     r"endpoint_name"),
+    "token-source-bucket-refresh": (lambda: _hyperpod_hook(lambda c: hyperwarm.HyperPodRefreshTarget(
+        c.model("llama-3-1-8b")), source=hyperwarm.ModelSource(bucket=cdk.Fn.import_value("TeamModelBucket"),
+                                                               prefix="llama", version="v1")), type(None), ""),
     "token-reconcile-rate": (lambda: _hook(_stack(), reconcile_every=cdk.Duration.minutes(
         cdk.Token.as_number(cdk.Fn.import_value("TeamReconcileMinutes")))), ValueError,
-        r"reconcile_every = a deploy-time value -- needs a literal cdk\.Duration: EventBridge's schedule rate is "
-        r"fixed at synth"),
+        r"reconcile_every = a deploy-time value -- needs a literal cdk\.Duration: it is an EventBridge schedule's "
+        r"rate, read at synth"),
     # names that point at nothing
     "unknown-instance-group": (lambda: (s := _stack(), _models(s, _cluster(s), _model(instance_group="gpu"))),
                                ValueError, r"Team/Models: CachedModelsProps: invalid props:\n  models\[0\]\."

@@ -162,6 +162,55 @@ def test_edited_code_gets_a_folder_of_its_own_and_compiled_files_change_nothing(
     assert not any("__pycache__" in path for path in _tree(after))
 
 
+def test_the_digest_follows_what_copytree_copies_linked_folders_and_modes_included(tmp_path, own_refresh) -> None:
+    shared = tmp_path / "outside"
+    shared.mkdir()
+    (shared / "helper.py").write_text("A = 1\n")
+    (own_refresh.source / "linked").symlink_to(shared, target_is_directory=True)
+    before = own_refresh.digest()
+    (shared / "helper.py").write_text("A = 2\n")  # an edit inside the linked folder, which the asset copies
+    edited = own_refresh.digest()
+    (own_refresh.source / "handler.py").chmod(0o755)
+    assert len({before, edited, own_refresh.digest()}) == 3
+    own_refresh.bundle(tmp_path / "out")
+    assert (tmp_path / "out/hyperwarm/functions/cache_refresh/linked/helper.py").read_text() == "A = 2\n"
+
+
+def test_a_cached_folder_others_may_write_to_is_not_used(user_cache) -> None:
+    first = bundled(BRIDGE)
+    first.chmod(0o777)  # another user (or a group) could have put code there that would be deployed
+    bundled.cache_clear()
+    other = bundled(BRIDGE)
+    assert other != first and other.parent == Path(tempfile.gettempdir())
+    first.chmod(0o700)
+
+
+def test_without_a_home_the_asset_goes_to_a_temporary_folder(monkeypatch) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    bundled.cache_clear()
+    try:
+        assert bundled(BRIDGE).parent == Path(tempfile.gettempdir())
+    finally:
+        bundled.cache_clear()
+
+
+def test_an_evicted_folder_leaves_its_name_before_it_is_removed(user_cache, monkeypatch) -> None:
+    """A synth stopped while removing an old asset must not leave part of it under its name for a later synth."""
+    user_cache.mkdir(parents=True)
+    day_ago = time.time() - 86400
+    old = [user_cache / f"endpoint_metrics-old{i}" for i in range(KEPT + 1)]
+    for age, folder in enumerate(old):
+        (folder / "hyperwarm").mkdir(parents=True)
+        os.utime(folder, (day_ago - age, day_ago - age))
+    monkeypatch.setattr(shutil, "rmtree", lambda *args, **kwargs: None)  # stopped before removing anything
+    current = bundled(BRIDGE)
+    named = {p.name for p in user_cache.glob("endpoint_metrics-*")}
+    assert named == {current.name, *(p.name for p in old[:KEPT - 1])}
+
+
 def test_a_wheel_that_is_not_the_locked_one_stops_synth_even_when_its_asset_is_cached(user_cache, own_refresh) -> None:
     bundled(own_refresh)
     jmespath = next(own_refresh.wheels.glob("jmespath-*.whl"))

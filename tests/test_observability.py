@@ -253,7 +253,7 @@ def test_two_apps_with_the_librarys_defaults_create_no_account_wide_resource():
     with pytest.raises(ValueError) as error:  # a PromQL alarm: the default refuses rather than create it or go blind
         _team_app(detailed_observability=None)  # imported: not known to be off, so a PromQL TTFT alarm
     assert "Team/Obs: otel_enrichment = None -- required: the PromQL TTFT alarms of Team/Chat" in str(error.value)
-    assert "set 'existing'" in str(error.value) and "or 'create'" in str(error.value)
+    assert 'set "existing"' in str(error.value) and 'or "create"' in str(error.value)
     template = _team_app(True, otel_enrichment="existing")
     assert _singletons(template) == [] and template["Metadata"]["hyperwarm:otelEnrichment"] == "existing"
 

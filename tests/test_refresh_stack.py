@@ -459,8 +459,8 @@ def test_blue_green_traffic_is_validated() -> None:
     ({"function_retry_attempts": 3}, "function_retry_attempts = 3 -- allowed: 0..2"),
     ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age = 25200 seconds -- allowed: 60..21600"),
     ({"retry_attempts": 186}, r"retry_attempts = 186 -- allowed: 0..185"),
-    ({"lock": cdk.Duration.millis(1500)}, r"lock = 1.5 seconds -- allowed: whole seconds \(it is the refresh "
-                                          r"function's timeout"),
+    ({"lock": cdk.Duration.millis(1500)}, r"lock = 1.5 seconds -- allowed: whole seconds \(Lambda and EventBridge"),
+    ({"max_event_age": cdk.Duration.millis(90500)}, r"max_event_age = 90.5 seconds -- allowed: whole seconds"),
     ({"lock": cdk.Duration.minutes(16)}, r"lock = 960 seconds -- allowed: 1..900 seconds"),
 ])
 def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -> None:
@@ -468,17 +468,21 @@ def test_hook_rejects_async_invocation_settings_lambda_rejects(props, message) -
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])], **props)
 
 
-@pytest.mark.parametrize("field", ["lock", "max_event_age"])
-def test_a_deploy_time_lock_or_event_age_is_not_judged_at_synth(field: str) -> None:
-    hook = _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
-                 **{field: cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Seconds")))})
-    assert cdk.assertions.Template.from_stack(cdk.Stack.of(hook)).to_json()["Resources"]
-
-
-def test_a_deploy_time_reconcile_rate_is_refused_saying_why() -> None:
-    with pytest.raises(ValueError, match=r"reconcile_every = a deploy-time value -- needs a literal cdk\.Duration"):
+@pytest.mark.parametrize("field", ["lock", "max_event_age", "reconcile_every"])
+def test_a_deploy_time_time_is_refused_saying_it_needs_a_literal(field: str) -> None:
+    """Each is read in seconds at synth (the function's lock variable, the async delivery ages, the schedule's rate):
+    a token there once became a 290-digit lock time or aws-cdk-lib's InvalidScheduleUnit."""
+    with pytest.raises(ValueError, match=rf"{field} = a deploy-time value -- needs a literal cdk\.Duration: it is "):
         _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
-              reconcile_every=cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Seconds"))))
+              **{field: cdk.Duration.seconds(cdk.Token.as_number(cdk.Fn.ref("Seconds")))})
+
+
+@pytest.mark.parametrize("field, value", [("lock", 5), ("max_event_age", 5), ("reconcile_every", 5),
+                                          ("retry_attempts", "5")])
+def test_a_time_or_count_of_the_wrong_type_is_named_not_crashed_on(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=rf"{field} = {re.escape(repr(value))} -- wrong type; give "):
+        _hook(lambda c: [RefreshedPrefix(prefix="m", hyperpod=[HyperPodRefreshTarget(cached_model(c, "m", "ns"))])],
+              **{field: value})
 
 
 def test_hook_rejects_duplicate_prefixes() -> None:

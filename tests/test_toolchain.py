@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# Set on purpose to another value than aws-cdk-lib recommends (docs/operations.md, "feature flag").
+# Set on purpose to another value than aws-cdk-lib recommends (docs/operations.md, the paragraph on feature flags).
 DELIBERATE = {"@aws-cdk/core:defaultCrossStackReferences": "strong",
               "@aws-cdk/core:enableAdditionalMetadataCollection": False}
 

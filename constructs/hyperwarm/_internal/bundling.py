@@ -17,6 +17,7 @@ the same, has aws-cdk-lib hash its files again (aws-cdk-lib keeps fingerprints p
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -38,10 +39,8 @@ ASSET_INIT = {
     "hyperwarm/functions": '"""The function packages (the same import names as in the wheel)."""\n',
 }
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
-_LAYOUT = b"hyperwarm asset layout 1"
-"""Part of every digest: change it when :meth:`FunctionPackage.bundle` lays an asset out differently."""
 KEPT = 4
-"""Cached assets kept per function beyond those used in the last hour (older digests of edited code)."""
+"""Cached assets kept per function: the newest, and besides them any used in the last hour (a concurrent synth's)."""
 
 
 class BundlingError(RuntimeError):
@@ -114,15 +113,14 @@ class FunctionPackage:
                         (out / target).write_bytes(archive.read(member))
 
     def digest(self) -> str:
-        """The sha256 of everything :meth:`bundle` makes the asset from: the layout, its packages' files (by path)
-        and its locked wheels, each checked against the lock first (so a wrong wheel fails synth, cached or not)."""
-        digest = hashlib.sha256(_LAYOUT)
+        """The sha256 of everything :meth:`bundle` makes the asset from: this module (how an asset is laid out), its
+        packages' files as ``copytree`` copies them (path, bytes, mode; linked folders followed) and its locked wheels,
+        each checked against the lock first (so a wrong wheel fails synth, cached or not)."""
+        digest = hashlib.sha256(Path(__file__).read_bytes())
         for folder in (self.source, *self.shared):
-            for file in sorted(folder.rglob("*")):
-                path = file.relative_to(folder)
-                if file.is_file() and "__pycache__" not in path.parts and file.suffix != ".pyc":  # as _IGNORED
-                    digest.update(f"\0{folder.name}/{path}\0".encode())
-                    digest.update(file.read_bytes())
+            for file in _copied_files(folder):
+                digest.update(f"\0{folder.name}/{file.relative_to(folder)}\0{file.stat().st_mode & 0o777:o}\0".encode())
+                digest.update(file.read_bytes())
         for wheel in self.dependency_wheels():
             digest.update(f"\0{wheel.name}\0".encode())
             digest.update(wheel.read_bytes())
@@ -132,6 +130,17 @@ class FunctionPackage:
         """Its Lambda asset: the folder :func:`bundled` gives, so a function whose wheels do not match its lock
         fails synth here, at construction, with this module's message."""
         return lambda_.Code.from_asset(str(bundled(self)))
+
+
+def _copied_files(folder: Path) -> list[Path]:
+    """The files ``shutil.copytree(folder, ..., ignore=_IGNORED)`` copies, sorted: linked folders followed, ignored
+    names left out."""
+    found = []
+    for parent, folders, files in os.walk(folder, followlinks=True):
+        ignored = _IGNORED(parent, [*folders, *files])
+        folders[:] = sorted(f for f in folders if f not in ignored)
+        found += [Path(parent) / f for f in files if f not in ignored]
+    return sorted(found)
 
 
 def _install_path(member: str) -> str | None:
@@ -147,29 +156,40 @@ def _install_path(member: str) -> str | None:
 def bundled(function: FunctionPackage) -> Path:
     """The folder holding ``function``'s asset: ``<user cache>/assets/<package>-<digest>``, made once (unpacked into
     a scratch folder beside it and renamed, so a concurrent synth never sees half of one) and reused by every later
-    synth of the same code and wheels; a temporary folder for this process where the cache cannot be written."""
-    root = cache_root() / "assets"
-    final = root / f"{function.source.name}-{function.digest()[:32]}"
+    synth of the same code and wheels. A temporary folder for this process where the cache cannot be written, or
+    where a folder there is not the user's own alone (another user could have written what would be deployed)."""
+    digest = function.digest()
     try:
-        os.utime(final)  # used now: the last to be evicted
-        return final
-    except OSError:
-        pass  # not made yet (or just evicted by another synth)
-    try:
+        root = cache_root() / "assets"
+        final = root / f"{function.source.name}-{digest[:32]}"
+        if _own(final):
+            os.utime(final)  # used now: the last to be evicted
+            return final
         root.mkdir(parents=True, exist_ok=True)
+        if final.exists() or not _own(root):
+            return _temporary(function)
         scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    except OSError:
+    except (OSError, RuntimeError):  # a read-only or missing home (Path.home raises RuntimeError)
         return _temporary(function)
     try:
         function.bundle(scratch)
         scratch.rename(final)
     except OSError:
-        if not final.is_dir():  # else another synth made the same folder first: it is as good as this one
+        if not _own(final):  # else another synth made the same folder first: it is as good as this one
             raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     _evict(root, function.source.name)
     return final
+
+
+def _own(folder: Path) -> bool:
+    """Whether ``folder`` is a folder of this user's that no one else may write to."""
+    try:
+        status = folder.stat()
+    except OSError:
+        return False
+    return folder.is_dir() and status.st_uid == os.getuid() and not status.st_mode & 0o022
 
 
 def _temporary(function: FunctionPackage) -> Path:
@@ -185,12 +205,17 @@ def _temporary(function: FunctionPackage) -> Path:
 
 def _evict(root: Path, package: str) -> None:
     """Remove ``package``'s cached assets beyond the :data:`KEPT` newest, and scratch folders a killed synth left,
-    that no synth touched in the last hour."""
+    that no synth touched in the last hour. Each goes out of the way by rename first: a synth stopped halfway
+    through removing one leaves a hidden folder (removed at a later eviction), never a partial asset under its name."""
     hour_ago = time.time() - 3600
     entries = sorted(root.glob(f"{package}-*"), key=_mtime, reverse=True)
-    for entry in [*entries[KEPT:], *root.glob(f".{package}-*")]:
+    for entry in entries[KEPT:]:
         if _mtime(entry) < hour_ago:
-            shutil.rmtree(entry, ignore_errors=True)
+            with contextlib.suppress(OSError):  # gone already, or renamed by another synth's eviction
+                entry.rename(root / f".{entry.name}.evicted.{os.getpid()}")
+    for leftover in root.glob(f".{package}-*"):
+        if _mtime(leftover) < hour_ago or leftover.name.endswith(f".evicted.{os.getpid()}"):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _mtime(path: Path) -> float:

@@ -102,8 +102,8 @@ class InferenceObservability(Construct):
         """The first endpoint metrics bridge (None without endpoints with detailed observability on)."""
         self.otel_enrichment: cloudwatch.CfnOTelEnrichment | None = None
         """The account's OTel enrichment where this construct creates it (with bridges and ``create``)."""
-        if self.endpoint_metrics_bridges:
-            if props.otel_enrichment == otel.CREATE:
+        if self.endpoint_metrics_bridges:  # PromQL alarms read the bridged endpoints
+            if otel.creates_enrichment(props.otel_enrichment, list(self._bridge_of)):
                 self.otel_enrichment = otel.otel_enrichment(self)
             else:
                 otel.declare_existing_otel_enrichment(cdk.Stack.of(self))

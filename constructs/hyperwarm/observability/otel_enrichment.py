@@ -40,8 +40,8 @@ def enrichment_problem(otel_enrichment: str | None, promql: Sequence[str]) -> st
         return f"allowed: {', '.join(CHOICES)}"
     if otel_enrichment is None and promql:
         return (f"required: the PromQL TTFT alarms of {', '.join(promql)} (detailed observability on or not known to "
-                "be off) read no series without the account's OTel enrichment; set 'existing' (on already, "
-                f"{DOCS}) or 'create' (this stack creates it and retains it; one per account and region)")
+                "be off) read no series without the account's OTel enrichment; set \"existing\" (on already, "
+                f"{DOCS}) or \"create\" (the stack creates it and retains it; one per account and region)")
     return None
 
 

@@ -64,10 +64,14 @@ from hyperwarm.serving.buckets import model_bucket
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
-WHOLE_SECONDS = Rule(lambda lock: None if in_seconds(lock).is_integer() else
-                     "allowed: whole seconds (it is the refresh function's timeout, which Lambda counts so)")
+WHOLE_SECONDS = Rule(lambda duration: None if in_seconds(duration).is_integer() else
+                     "allowed: whole seconds (Lambda and EventBridge count them so)")
 WHOLE_MINUTES = Rule(lambda every: None if in_seconds(every) % 60 == 0 else
                      "allowed: whole minutes (an EventBridge schedule's rate)")
+_LITERAL_TIMES = {"lock": "the refresh function's timeout and the lock time it is given",
+                  "max_event_age": "the event age of the functions' and rules' asynchronous deliveries",
+                  "reconcile_every": "an EventBridge schedule's rate"}
+"""Times hyperwarm reads in seconds at synth, so a deploy-time value cannot be one: why, by field."""
 _TIMEOUT_FIELDS = ("staging_timeout_seconds", "switch_timeout_seconds")
 """The contract's names of the timeouts, which the props check under their own names."""
 
@@ -152,7 +156,7 @@ class CacheRefreshHookProps:
     function_retry_attempts: Annotated[int, Interval(ge=0, le=2)] = 2
     """Lambda's retries of an invocation that raised, before its invocation record goes to the
     dead-letter queue, 0..2. Default: 2."""
-    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600))] = field(
+    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600)), WHOLE_SECONDS] = field(
         default_factory=lambda: cdk.Duration.hours(2))
     """Oldest event EventBridge still delivers and Lambda still runs (then: dead-letter queue),
     1 minute..6 hours. Default: 2 hours."""
@@ -425,11 +429,10 @@ def props_problems(props: CacheRefreshHookProps) -> list[str]:
     problems += [f"models[].hyperpod[].name = {c!r} -- named by two prefixes; a deployment reads one prefix (a warm "
                  "version change drops the previous version once its own deployment has moved)" for c in shared]
     problems += field_problems(props)  # counts, times and the reserved concurrency: their Annotated ranges
-    if is_token(props.reconcile_every):
-        problems.append("reconcile_every = a deploy-time value -- needs a literal cdk.Duration: EventBridge's "
-                        "schedule rate is fixed at synth")
     if wrong_type(problems):  # reported alone: the rules below would read it as its type
         return problems
+    problems += [f"{name} = a deploy-time value -- needs a literal cdk.Duration: it is {why}, read at synth"
+                 for name, why in _LITERAL_TIMES.items() if is_token(getattr(props, name))]
     return problems + history_problems([t.to_contract() for m in props.models for t in m.hyperpod if t.node_cache])
 
 

@@ -37,7 +37,7 @@ def refresh_source_problem(source: AnyModelSource | None, bucket_name: str | Non
     if not isinstance(source, ModelSource):
         return f"reads a {source.kind} source; an S3 upload refreshes S3 sources only"
     bucket_known = bucket_name is not None and not unresolved(bucket_name)
-    if source.prefix == prefix and (not bucket_known or source.bucket == bucket_name):
+    if source.prefix == prefix and (not bucket_known or unresolved(source.bucket) or source.bucket == bucket_name):
         return None
     refreshed = f"s3://{bucket_name}/{prefix}/" if bucket_known else f"prefix {prefix!r}"
     return f"reads s3://{source.bucket}/{source.prefix}/, not the refreshed {refreshed}"
