@@ -59,11 +59,10 @@ def deployed_targets(env_name: str, config: EnvironmentConfig, cluster_name: str
         source = model.source
         if model.name in refreshed:  # the refresh function's record orders it
             continue
-        field = {"huggingface": "revision", "jumpstart": "model_version"}.get(source.kind, "version")
-        resource = "JumpStartModel" if source.kind == "jumpstart" else "InferenceEndpointConfig"
         targets.append(GuardedTarget(
-            target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, resource, model.name),
-            version=source.version, field=f"environments.{env_name}.caches.models[{i}].source.{field}",
+            target_id=contract.hyperpod_target_id(cluster_name, config.caches.namespace, source.deployment_kind,
+                                                  model.name),
+            version=source.version, field=f"environments.{env_name}.caches.models[{i}].source.{source.version_field}",
             pinned_location=source.uri if model.name in config.caches.rollback else None, recorded=True))
     return targets
 

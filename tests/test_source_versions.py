@@ -25,7 +25,7 @@ def _deployment(model: Any) -> dict[str, Any]:
     return obj
 
 
-@pytest.mark.parametrize("first, second, fields", [
+_SOURCES = pytest.mark.parametrize("first, second, fields", [
     (ModelSource("my-models", "llama", "v1"), ModelSource("my-models", "llama", "v2"),
      [".spec.modelSourceConfig.modelLocation", ".spec.modelVersion"]),
     (FsxModelSource("fs-0123456789abcdef0", "abcdef12", "models/llama", "v1", security_group_id="sg-0123456789abcdef0"),
@@ -36,8 +36,20 @@ def _deployment(model: Any) -> dict[str, Any]:
     (JumpStartModelSource("deepseek-llm-r1-distill-qwen-1-5b", "2.0.4"),
      JumpStartModelSource("deepseek-llm-r1-distill-qwen-1-5b", "2.0.5"), [".spec.model.modelVersion"]),
 ], ids=["s3", "fsx", "huggingface", "jumpstart"])
+
+
+@_SOURCES
 def test_a_new_version_in_config_changes_only_the_fields_that_name_it(first: Any, second: Any,
                                                                     fields: list[str]) -> None:
     extra: dict[str, Any] = {"image": None} if isinstance(first, JumpStartModelSource) else {}
     model = llama(source=first, **extra)
     assert _diff(_deployment(model), _deployment(dataclasses.replace(model, source=second))) == fields
+
+
+@_SOURCES
+def test_a_source_names_its_version_field_and_the_object_it_deploys_as(first: Any, second: Any,
+                                                                       fields: list[str]) -> None:
+    """What the deploy guard names when a version would move back, and the kind a model's handle says."""
+    assert dataclasses.replace(first, **{first.version_field: second.version}) == second
+    extra: dict[str, Any] = {"image": None} if isinstance(first, JumpStartModelSource) else {}
+    assert _deployment(llama(source=first, **extra))["kind"] == first.deployment_kind

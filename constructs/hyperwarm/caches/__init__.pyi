@@ -42,7 +42,7 @@ from .fsx import (
     readers as readers,
     vpc_problems as vpc_problems,
 )
-from .handle import CachedModelHandle as CachedModelHandle, DeploymentKind as DeploymentKind
+from .handle import CachedModelHandle as CachedModelHandle
 from .hub import HubTokenSync as HubTokenSync, HubTokenSyncProps as HubTokenSyncProps
 from .jumpstart import is_jumpstart as is_jumpstart, jumpstart_gpus as jumpstart_gpus
 from .objects import cache_ready_preferences as cache_ready_preferences
@@ -78,6 +78,7 @@ from .sources import (
     REGION as REGION,
     VPC_ID as VPC_ID,
     AnyModelSource as AnyModelSource,
+    DeploymentKind as DeploymentKind,
     FsxModelSource as FsxModelSource,
     HuggingFaceModelSource as HuggingFaceModelSource,
     JumpStartModelSource as JumpStartModelSource,

@@ -174,6 +174,6 @@ class CachedModels(Construct):
 def _handles(props: CachedModelsProps) -> Mapping[str, CachedModelHandle]:
     return MappingProxyType({m.name: CachedModelHandle(
         name=m.name, cluster=props.cluster, namespace=props.namespace,
-        kind="JumpStartModel" if isinstance(m.source, JumpStartModelSource) else "InferenceEndpointConfig",
+        kind=m.source.deployment_kind,
         node_cached=m.weights_cache == "node", size=m.size, refreshed=m.name in props.refreshed, source=m.source)
         for m in props.models})

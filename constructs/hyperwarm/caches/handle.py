@@ -9,15 +9,13 @@ A handle built by hand (tests, a model applied outside this app) is taken at its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import aws_cdk as cdk
 
-from hyperwarm.caches.sources import AnyModelSource
+from hyperwarm.caches.sources import AnyModelSource, DeploymentKind
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
 
-DeploymentKind = Literal["InferenceEndpointConfig", "JumpStartModel"]
 """The operator's object a cached model is served as."""
 
 

@@ -57,8 +57,17 @@ HUB_NAME = Matches(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a SageMaker hub name,
 SourceKind = Literal["s3", "fsx", "huggingface", "jumpstart"]
 
 
+DeploymentKind = Literal["InferenceEndpointConfig", "JumpStartModel"]
+"""The operator's object a cached model is deployed as."""
+
+
 class _Checked:
     """A source checks itself when built: its fields' constraints, then its own rules across fields."""
+
+    deployment_kind: ClassVar[DeploymentKind] = "InferenceEndpointConfig"
+    """The operator's object a model of this source is deployed as."""
+    version_field: ClassVar[str] = "version"
+    """The field that holds its version (what a configuration names when a version would move back)."""
 
     def __post_init__(self) -> None:
         check(self, self._rules)
@@ -181,6 +190,7 @@ class HuggingFaceModelSource(_Checked):
     """The repository is gated or private: the download needs ``token_secret``. Default: false."""
 
     kind: ClassVar[SourceKind] = "huggingface"
+    version_field: ClassVar[str] = "revision"
 
     def _rules(self) -> list[str]:
         if self.gated and self.token_secret is None:
@@ -215,6 +225,8 @@ class JumpStartModelSource(_Checked):
     """The hub the model comes from. Default: SageMakerPublicHub."""
 
     kind: ClassVar[SourceKind] = "jumpstart"
+    deployment_kind: ClassVar[DeploymentKind] = "JumpStartModel"
+    version_field: ClassVar[str] = "model_version"
 
     def _rules(self) -> list[str]:
         if self.gated and not self.accept_eula:
