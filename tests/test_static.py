@@ -46,19 +46,23 @@ def misuse(endpoint: hyperwarm.InferenceEndpoint, caches: hyperwarm.CachedModels
     endpoint.metric_invocations("main", period=300)
     hyperwarm.HyperPodRefreshTarget("llama")
     hyperwarm.HyperPodModels(models=["llama"])
+    hyperwarm.ContainerImage.from_uri("123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:0.10.1")
+    hyperwarm.caches.HyperPodAutoScaling(max_replicas=2, trigger=hyperwarm.ExporterTrigger("RequestsWaiting", 8))
 '''
 
 
 def test_metric_options_and_model_handles_are_checked_by_mypy(tmp_path: Path) -> None:
-    """What a team's type checker reports before synth: a misspelt metric option, a wrong option type, and a
-    model's name where its handle belongs (each used to pass to jsii or synthesize)."""
+    """What a team's type checker reports before synth: a misspelt metric option, a wrong option type, a model's
+    name where its handle belongs (each used to pass to jsii or synthesize), and a name renamed in 0.2.0."""
     usage = tmp_path / "misuse.py"
     usage.write_text(MISUSES)
     # A cache of its own: other options than the project run's, which would discard each other's cached modules.
     result = _run("mypy", "--cache-dir", str(REPO / ".venv" / ".mypy_cache" / "misuse"), "--strict",
-                  "--no-warn-unused-ignores", str(usage))
+                  "--enable-error-code", "deprecated", "--no-warn-unused-ignores", str(usage))
     found = [line.split(": error: ")[1] for line in result.stdout.splitlines() if ": error: " in line]
-    assert len(found) == 4, result.stdout
+    assert len(found) == 6, result.stdout
     assert 'Unexpected keyword argument "statistc"' in found[0]
     assert '"period"' in found[1] and '"Duration"' in found[1]
     assert '"CachedModelHandle"' in found[2] and '"CachedModelHandle"' in found[3]
+    assert "ContainerImage is deprecated: use ServingImage" in found[4], found[4]
+    assert "HyperPodAutoScaling is deprecated: use HyperPodAutoscaling" in found[5], found[5]

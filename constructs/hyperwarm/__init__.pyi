@@ -36,6 +36,10 @@ from .caches import (
     WorkerResources as WorkerResources,
     group_usage as group_usage,
 )
+
+# Renamed in 0.2.0, removed in 0.3.0: typed as deprecated; reading one warns at run time, and __all__ leaves them out
+# (hyperwarm._internal.deprecation).
+from .caches._renamed import CachedModelProps as CachedModelProps, HyperPodAutoScaling as HyperPodAutoScaling
 from .cluster import (
     CATALOG as CATALOG,
     HEALTH_TAINT_KEY as HEALTH_TAINT_KEY,
@@ -132,10 +136,4 @@ from .serving import (
     model_bucket as model_bucket,
     server_settings as server_settings,
 )
-
-# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
-# assignment, not an import: lazy_loader reads only the imports.
-CachedModelProps = CachedModelSpec
-HyperPodAutoScaling = HyperPodAutoscaling
-ContainerImage = ServingImage
-ContainerImageConfig = ServingImageConfig
+from .serving._renamed import ContainerImage as ContainerImage, ContainerImageConfig as ContainerImageConfig

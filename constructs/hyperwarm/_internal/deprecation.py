@@ -1,8 +1,9 @@
 """Names renamed in 0.2.0, kept for one release: reading an old one warns (``DeprecationWarning``) and gives the new.
 
-The packages load their names lazily (lazy_loader reads ``__init__.pyi``, whose imports name only the new names:
-an old one is an assignment there, for type checkers, which lazy_loader does not read); a package's or a module's
-``__getattr__`` answers the old names through :func:`with_renamed`.
+The packages load their names lazily (lazy_loader reads ``__init__.pyi``). Their stubs import each old name from a
+``_renamed`` module whose own stub declares it a deprecated subclass of the new class (PEP 702: type checkers and
+editors flag its use); at run time :func:`attach_renamed` answers an old name with the new class and a warning, and
+leaves the old names out of ``__all__`` and ``dir()``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from typing import Any
+
+import lazy_loader
 
 RENAMED = {
     "CachedModelProps": "CachedModelSpec",
@@ -36,3 +39,11 @@ def with_renamed(module: str, getattr_: Callable[[str], Any]) -> Callable[[str],
         return getattr_(new)
     return __getattr__
 
+
+
+def attach_renamed(module: str, file: str) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """A package's ``__getattr__``, ``__dir__`` and ``__all__`` from its stub (lazy_loader), the old names of
+    :data:`RENAMED` answered by :func:`with_renamed` and left out of the other two."""
+    lazy_getattr, _, names = lazy_loader.attach_stub(module, file)
+    public = [name for name in names if name not in RENAMED]
+    return with_renamed(module, lazy_getattr), lambda: list(public), public

@@ -1,6 +1,10 @@
 """Public names of ``hyperwarm.caches`` (read by type checkers, and by lazy_loader at run time)."""
 
 from . import events as events
+
+# Renamed in 0.2.0, removed in 0.3.0: typed as deprecated; reading one warns at run time, and __all__ leaves them out
+# (hyperwarm._internal.deprecation).
+from ._renamed import CachedModelProps as CachedModelProps, HyperPodAutoScaling as HyperPodAutoScaling
 from .autoscaling import (
     CloudWatchTrigger as CloudWatchTrigger,
     ExporterMetric as ExporterMetric,
@@ -85,8 +89,3 @@ from .sources import (
     LustreThroughput as LustreThroughput,
     ModelSource as ModelSource,
 )
-
-# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
-# assignment, not an import: lazy_loader reads only the imports.
-CachedModelProps = CachedModelSpec
-HyperPodAutoScaling = HyperPodAutoscaling

@@ -1,5 +1,8 @@
 """Public names of ``hyperwarm.serving`` (read by type checkers, and by lazy_loader at run time)."""
 
+# Renamed in 0.2.0, removed in 0.3.0: typed as deprecated; reading one warns at run time, and __all__ leaves them out
+# (hyperwarm._internal.deprecation).
+from ._renamed import ContainerImage as ContainerImage, ContainerImageConfig as ContainerImageConfig
 from .buckets import declare_existing_buckets as declare_existing_buckets, model_bucket as model_bucket
 from .images import (
     ServingImage as ServingImage,
@@ -14,8 +17,3 @@ from .settings import (
     sagemaker_placement as sagemaker_placement,
     server_settings as server_settings,
 )
-
-# Renamed in 0.2.0, removed in 0.3.0 (hyperwarm._internal.deprecation: reading one warns at run time). An
-# assignment, not an import: lazy_loader reads only the imports.
-ContainerImage = ServingImage
-ContainerImageConfig = ServingImageConfig
