@@ -1,5 +1,4 @@
-"""The names ``hyperwarm.serving`` had before 0.2.0 (``_renamed.pyi`` types them as deprecated). The package answers
-them itself, with a warning; this module only lets lazy_loader's eager import (``EAGER_IMPORT``) resolve them."""
+"""``hyperwarm.serving``'s names before 0.2.0: see ``hyperwarm.caches._renamed``."""
 
 from .images import ServingImage as ContainerImage, ServingImageConfig as ContainerImageConfig
 

@@ -1,6 +1,4 @@
-"""The names ``hyperwarm.serving`` had before 0.2.0, for type checkers: each a deprecated subclass of its new name
-(PEP 702), so an editor strikes it through and ``mypy --enable-error-code deprecated`` reports it. At run time the
-package answers each with its new class and a ``DeprecationWarning`` (``hyperwarm._internal.deprecation``)."""
+"""``hyperwarm.serving``'s names before 0.2.0, typed as deprecated: see ``hyperwarm.caches._renamed``."""
 
 from typing_extensions import deprecated
 
