@@ -46,11 +46,11 @@ https://kubernetes.io/docs/concepts/configuration/secret/): kubelet reports Crea
 find key token in Secret ...") and tries again at each sync of the pod, so the download starts once the key is
 there. kubernetes/kubernetes#80466 reports pods that stayed in that state after their Secret appeared; such a pod
 keeps the model's deployment short of its replicas (``kubectl get pods`` in the model's namespace shows it in
-CreateContainerConfigError), and deleting it lets the deployment start a new one. Only a model whose Secret is new
-waits; a deployed model's Secret stays filled across deploys. The Secrets are not applied in a manifest of their own
-ahead of the models: the namespace they need is in the models' manifest, and moving it (or the endpoints) to another
-manifest would let ``kubectl apply --prune`` or the cleanup of a rolled back deploy delete it, with every model in
-it.
+CreateContainerConfigError), and deleting it lets the deployment start a new one (docs/operator-semantics.md: D16,
+D17 and the unalarmed assumption A8). Only a model whose Secret is new waits; a deployed model's Secret stays filled
+across deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need
+is in the models' manifest, and moving it (or the endpoints) to another manifest would let ``kubectl apply --prune``
+or the cleanup of a rolled back deploy delete it, with every model in it.
 """
 
 from __future__ import annotations
