@@ -64,8 +64,6 @@ from hyperwarm.serving.buckets import model_bucket
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
-WHOLE_SECONDS = Rule(lambda duration: None if in_seconds(duration).is_integer() else
-                     "allowed: whole seconds (Lambda and EventBridge count them so)")
 WHOLE_MINUTES = Rule(lambda every: None if in_seconds(every) % 60 == 0 else
                      "allowed: whole minutes (an EventBridge schedule's rate)")
 _LITERAL_TIMES = {"lock": "the refresh function's timeout and the lock time it is given",
@@ -156,7 +154,7 @@ class CacheRefreshHookProps:
     function_retry_attempts: Annotated[int, Interval(ge=0, le=2)] = 2
     """Lambda's retries of an invocation that raised, before its invocation record goes to the
     dead-letter queue, 0..2. Default: 2."""
-    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600)), WHOLE_SECONDS] = field(
+    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600))] = field(
         default_factory=lambda: cdk.Duration.hours(2))
     """Oldest event EventBridge still delivers and Lambda still runs (then: dead-letter queue),
     1 minute..6 hours. Default: 2 hours."""
@@ -180,7 +178,7 @@ class CacheRefreshHookProps:
     of the queue, and counted in ``DeadLettersSuppressed`` (by prefix; :meth:`CacheRefreshHook.metric_dead_letters_suppressed`,
     alarmed). The count is a conditional update in the state table; when it cannot be written the letter is
     sent. Default: 20."""
-    lock: Annotated[cdk.Duration, seconds(Interval(ge=1, le=900)), WHOLE_SECONDS] = field(
+    lock: Annotated[cdk.Duration, seconds(Interval(ge=1, le=900))] = field(
         default_factory=lambda: cdk.Duration.minutes(15))
     """How long one refresh holds its target (and the function timeout), whole seconds 1..900. Default: 15 minutes."""
     signing: PublisherSigning | None = None
@@ -390,7 +388,7 @@ class CacheRefreshHook(RefreshMetrics):
     def _grant_serving_read(self, props: CacheRefreshHookProps) -> None:
         """Whatever serves a refreshed prefix reads every version of it, not only the one first deployed.
         By bucket name where the name is known, so the grantees' stacks never depend on this one."""
-        name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
+        name = _bucket_name(props)
         readable = s3.Bucket.from_bucket_attributes(self, "ModelsByName", bucket_name=name,
                                                     encryption_key=self.bucket.encryption_key) \
             if name and not unresolved(name) else self.bucket
@@ -409,12 +407,17 @@ def _acknowledge_notifications_handler(stack: cdk.Stack) -> None:
             acknowledge_deploy_time_handlers(handler)
 
 
+def _bucket_name(props: CacheRefreshHookProps) -> str | None:
+    """The model bucket's name as the props give it (None: a new bucket's generated name)."""
+    return props.bucket_name if props.bucket is None else props.bucket.bucket_name
+
+
 def props_problems(props: CacheRefreshHookProps) -> list[str]:
     """Every problem of the props, ``field = value -- rule``; the targets' own rules are the contract's."""
     if not props.models:
         return ["models = [] -- needs at least one refreshed prefix"]
     problems = [f"models[].prefix = {p!r} -- prefixes must be unique" for p in repeated(m.prefix for m in props.models)]
-    bucket_name = props.bucket_name if props.bucket is None else props.bucket.bucket_name
+    bucket_name = _bucket_name(props)
     for i, model in enumerate(props.models):
         problems += _prefix_problems(f"models[{i}]", model, bucket_name)
     clusters = {t.cluster.node.path for m in props.models for t in m.hyperpod}
