@@ -459,7 +459,7 @@ def test_blue_green_traffic_is_validated() -> None:
     ({"function_retry_attempts": 3}, "function_retry_attempts = 3 -- allowed: 0..2"),
     ({"max_event_age": cdk.Duration.hours(7)}, r"max_event_age = 25200 seconds -- allowed: 60..21600"),
     ({"retry_attempts": 186}, r"retry_attempts = 186 -- allowed: 0..185"),
-    ({"lock": cdk.Duration.millis(1500)}, r"lock = 1.5 seconds -- allowed: whole seconds$"),
+    ({"lock": cdk.Duration.millis(1500)}, r"lock = 1.5 seconds -- allowed: whole seconds \(Lambda and EventBridge"),
     ({"max_event_age": cdk.Duration.millis(90500)}, r"max_event_age = 90.5 seconds -- allowed: whole seconds"),
     ({"lock": cdk.Duration.minutes(16)}, r"lock = 960 seconds -- allowed: 1..900 seconds"),
 ])

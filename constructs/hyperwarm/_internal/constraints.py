@@ -199,8 +199,6 @@ class Constraint:
     kinds: tuple[type, ...] = ()
     """The types a value must have (an ``int`` where a ``Size`` belongs is named as such, not an AttributeError
     later); empty where the field's type cannot be checked at run time (an interface, a collection)."""
-    whole: bool = False
-    """A ``Duration`` or ``Size`` counted in whole :attr:`unit` (:attr:`Measured.fractional` false)."""
 
     def allowed(self) -> str:
         """What the field's bounds allow, in words: ``1..200``, ``a multiple of 1024``, ``60..3600 seconds``."""
@@ -221,8 +219,6 @@ class Constraint:
         if self.choices and value not in self.choices:
             return [f"{self.field} = {shown} -- allowed: {', '.join(map(str, self.choices))}"]
         found = [] if all(_holds(c, number) for c in self.constraints) else [f"allowed: {self.allowed()}"]
-        if self.whole and not float(number).is_integer():
-            found.append(f"allowed: whole {self.unit}")
         for rule in self.rules:
             if isinstance(rule, Matches):
                 found += [] if isinstance(value, str) and re.match(rule.pattern, value) else [f"allowed: {rule.words}"]
@@ -245,8 +241,7 @@ def constraints_of(cls: type) -> dict[str, Constraint]:
         choices = _choices(hint)
         kinds = () if choices else _kinds(hint)
         if own or rules or choices or kinds:
-            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None, choices, rules, kinds,
-                                     whole=bool(measured) and not measured[0].fractional)
+            found[name] = Constraint(name, _flat(own), measured[0].unit if measured else None, choices, rules, kinds)
     return found
 
 

@@ -64,6 +64,8 @@ from hyperwarm.serving.buckets import model_bucket
 MaxExecution = Annotated[cdk.Duration, seconds(Interval(ge=contract.MAX_EXECUTION_SECONDS_RANGE[0],
                                                         le=contract.MAX_EXECUTION_SECONDS_RANGE[1]))]
 """``MaximumExecutionTimeoutInSeconds``: 600..28800."""
+WHOLE_SECONDS = Rule(lambda duration: None if in_seconds(duration).is_integer() else
+                     "allowed: whole seconds (Lambda and EventBridge count them so)")
 WHOLE_MINUTES = Rule(lambda every: None if in_seconds(every) % 60 == 0 else
                      "allowed: whole minutes (an EventBridge schedule's rate)")
 _LITERAL_TIMES = {"lock": "the refresh function's timeout and the lock time it is given",
@@ -154,7 +156,7 @@ class CacheRefreshHookProps:
     function_retry_attempts: Annotated[int, Interval(ge=0, le=2)] = 2
     """Lambda's retries of an invocation that raised, before its invocation record goes to the
     dead-letter queue, 0..2. Default: 2."""
-    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600))] = field(
+    max_event_age: Annotated[cdk.Duration, seconds(Interval(ge=60, le=6 * 3600)), WHOLE_SECONDS] = field(
         default_factory=lambda: cdk.Duration.hours(2))
     """Oldest event EventBridge still delivers and Lambda still runs (then: dead-letter queue),
     1 minute..6 hours. Default: 2 hours."""
@@ -178,7 +180,7 @@ class CacheRefreshHookProps:
     of the queue, and counted in ``DeadLettersSuppressed`` (by prefix; :meth:`CacheRefreshHook.metric_dead_letters_suppressed`,
     alarmed). The count is a conditional update in the state table; when it cannot be written the letter is
     sent. Default: 20."""
-    lock: Annotated[cdk.Duration, seconds(Interval(ge=1, le=900))] = field(
+    lock: Annotated[cdk.Duration, seconds(Interval(ge=1, le=900)), WHOLE_SECONDS] = field(
         default_factory=lambda: cdk.Duration.minutes(15))
     """How long one refresh holds its target (and the function timeout), whole seconds 1..900. Default: 15 minutes."""
     signing: PublisherSigning | None = None
