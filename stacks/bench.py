@@ -1,10 +1,10 @@
 """``make bench``: synth time of hyperwarm's app against a plain-L1 baseline with the same resources.
 
 Each repetition runs in a fresh process (a new jsii runtime, as ``cdk synth`` has) and times
-app construction plus synthesis, after imports. The baseline declares every resource of the
-same templates as a bare ``CfnResource`` (no L2 logic, no validation beyond CloudFormation's
-shape) and stages the same asset files, so the ratio is what hyperwarm's constructs, config
-validation and cdk-nag add. Each repetition runs the three kinds one after the other, so a change in
+app construction plus synthesis, after imports. The baseline (:func:`baseline_app`) synthesizes
+the same templates from bare ``CfnResource``, ``CfnParameter``, ``CfnCondition`` and ``CfnOutput``
+objects (no L2 logic, no validation beyond CloudFormation's shape) and stages the same asset
+files, so the ratio is what hyperwarm's constructs, config validation and cdk-nag add. Each repetition runs the three kinds one after the other, so a change in
 the machine's load falls on all of them; besides the wall clock, each run reports its CPU time (its
 Python process and jsii's Node, user + system), the steadier figure on a shared machine, and a second table
 says where it goes: construction and synthesis, Python's CPU and Node's, and the jsii requests (each a round trip).
@@ -13,15 +13,21 @@ says where it goes: construction and synthesis, Python's CPU and Node's, and the
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    import aws_cdk as cdk
 
 _CPU = """
 import os
@@ -88,32 +94,69 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "my_platform_app
 """The consumer app of the library guide, built from the public API only."""
 
 _BASELINE = _CPU + """
-import json, sys, time
+import sys, time
 from pathlib import Path
 import aws_cdk as cdk
-reference = Path(sys.argv[2])
-templates = [json.loads(p.read_text()) | {"_name": p.name.removesuffix(".template.json")}
-             for p in sorted(reference.glob("*.template.json"))]
-# The files each stack deploys (Lambda code, layers, scripts), from its asset manifest.
-assets = {t["_name"]: [reference / f["source"]["path"]
-                       for f in json.loads((reference / f"{t['_name']}.assets.json").read_text())["files"].values()
-                       if f["source"]["path"] != f"{t['_name']}.template.json"] for t in templates}
-wanted = [e for e in sys.argv[3].split(",") if e]
+from stacks.bench import baseline_app
 start, start_cpu, start_python, sent[0] = time.perf_counter(), cpu(), python_cpu(), 0
-app = cdk.App(outdir=sys.argv[1])
-for template in templates:
-    if wanted and not any(template["_name"].startswith(f"hyperwarm-{e}-") for e in wanted):
-        continue
-    stack = cdk.Stack(app, template["_name"])
-    for logical_id, resource in template["Resources"].items():
-        cfn = cdk.CfnResource(stack, logical_id, type=resource["Type"], properties=resource.get("Properties"))
-        cfn.override_logical_id(logical_id)
-    for index, path in enumerate(assets[template["_name"]]):
-        cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(path))
+app = baseline_app(Path(sys.argv[2]), sys.argv[1], [e for e in sys.argv[3].split(",") if e])
 built = time.perf_counter()
 app.synth()
 report(start, start_cpu, start_python, built)
 """
+
+_RESOURCE_ATTRIBUTES = ("Condition", "CreationPolicy", "DeletionPolicy", "DependsOn", "Metadata", "UpdatePolicy",
+                        "UpdateReplacePolicy")
+_SECTIONS = {"AWSTemplateFormatVersion", "Conditions", "Description", "Metadata", "Outputs", "Parameters",
+             "Resources", "Rules"}
+_SYNTHESIZER_OWN = {"Parameters": {"BootstrapVersion"}, "Rules": {"CheckBootstrapVersion"}}
+"""What the default stack synthesizer adds to every template: the baseline gets it the same way."""
+
+
+def baseline_app(reference: Path, outdir: str, envs: Sequence[str] = ()) -> cdk.App:
+    """The plain-L1 app of the templates in ``reference`` (a ``cdk.out``), only the stacks of ``envs`` (default:
+    all): every resource a bare ``CfnResource`` with its attributes, every parameter, condition and output, each
+    template's description and metadata, and the same asset files staged (Lambda code, layers, scripts), so that
+    it synthesizes the same templates (``tests/test_bench_baseline.py``) without any of hyperwarm's constructs."""
+    import aws_cdk as cdk  # here: the bench's own process never starts a jsii runtime
+
+    app = cdk.App(outdir=outdir)
+    for path in sorted(reference.glob("*.template.json")):
+        name = path.name.removesuffix(".template.json")
+        if envs and not any(name.startswith(f"hyperwarm-{env}-") for env in envs):
+            continue
+        template = json.loads(path.read_text())
+        if unknown := set(template) - _SECTIONS:
+            raise ValueError(f"{path.name}: the baseline does not reproduce the sections {sorted(unknown)}")
+        stack = cdk.Stack(app, name, description=template.get("Description"))
+        if "Metadata" in template:
+            stack.template_options.metadata = template["Metadata"]
+        own = {section: {k: v for k, v in template.get(section, {}).items() if k not in _SYNTHESIZER_OWN[section]}
+               for section in _SYNTHESIZER_OWN}
+        if own["Rules"]:
+            raise ValueError(f"{path.name}: the baseline does not reproduce the rules {sorted(own['Rules'])}")
+        for logical_id, parameter in own["Parameters"].items():
+            cdk.CfnParameter(stack, logical_id, **{_snake(k): v for k, v in parameter.items()})
+        for logical_id, expression in template.get("Conditions", {}).items():
+            cdk.CfnCondition(stack, logical_id, expression=cdk.Token.as_any(expression))
+        for logical_id, resource in template["Resources"].items():
+            cfn = cdk.CfnResource(stack, logical_id, type=resource["Type"], properties=resource.get("Properties"))
+            cfn.override_logical_id(logical_id)
+            for attribute in _RESOURCE_ATTRIBUTES:
+                if attribute in resource:
+                    cfn.add_override(attribute, resource[attribute])
+        for logical_id, output in template.get("Outputs", {}).items():
+            cdk.CfnOutput(stack, logical_id, value=cdk.Token.as_string(output["Value"]),
+                          description=output.get("Description"), export_name=output.get("Export", {}).get("Name"))
+        manifest = json.loads((reference / f"{name}.assets.json").read_text())
+        files = [f["source"]["path"] for f in manifest["files"].values() if f["source"]["path"] != path.name]
+        for index, file in enumerate(files):
+            cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(reference / file))
+    return app
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
 
 
 class Run(NamedTuple):
