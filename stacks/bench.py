@@ -1,13 +1,13 @@
 """``make bench``: synth time of hyperwarm's app against a plain-L1 baseline with the same resources.
 
-Each repetition runs in a fresh process (a new jsii runtime, as ``cdk synth`` has) and times
-app construction plus synthesis, after imports. The baseline (:func:`baseline_app`) synthesizes
-the same templates from bare ``CfnResource``, ``CfnParameter``, ``CfnCondition`` and ``CfnOutput``
-objects (no L2 logic, no validation beyond CloudFormation's shape) and stages the same asset
-files, so the ratio is what hyperwarm's constructs, config validation and cdk-nag add. Each repetition runs the three kinds one after the other, so a change in
-the machine's load falls on all of them; besides the wall clock, each run reports its CPU time (its
-Python process and jsii's Node, user + system), the steadier figure on a shared machine, and a second table
-says where it goes: construction and synthesis, Python's CPU and Node's, and the jsii requests (each a round trip).
+Each repetition runs in a fresh process (a new jsii runtime, as ``cdk synth`` has) and times app construction plus
+synthesis, after imports. The baseline (:func:`baseline_app`) synthesizes the same templates from bare
+``CfnResource``, ``CfnParameter``, ``CfnCondition`` and ``CfnOutput`` objects (no L2 logic, no validation beyond
+CloudFormation's shape) and stages the same asset files, so the ratio is what hyperwarm's constructs, config
+validation and cdk-nag add. Each repetition runs the three kinds one after the other, so a change in the machine's
+load falls on all of them; besides the wall clock, each run reports its CPU time (its Python process and jsii's
+Node, user + system), the steadier figure on a shared machine, and a second table says where it goes: construction
+and synthesis, Python's CPU and Node's, and the jsii requests (each a round trip).
 """
 
 from __future__ import annotations
