@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -26,11 +27,18 @@ from test_caches_manifests import crd_errors, crd_schemas, objects_of  # noqa: F
 from hyperwarm import HyperPodEksCluster, InferenceOperator
 from hyperwarm.caches import CachedModels, CachedModelSpec, CachedModelsProps, PropsError, gigabytes
 from hyperwarm.caches.cold_start import HUB_BANDWIDTH_GBPS, ColdStart
-from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, TOKEN_KEY, HubTokenSync, HubTokenSyncProps
+from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, HubTokenSync, HubTokenSyncProps
 from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
 from hyperwarm.cluster.instance_group import InstanceGroupSpec
 from hyperwarm.functions import eks_auth
 from hyperwarm.functions.hub_token import handler
+from hyperwarm.functions.hub_token.contract import (
+    CLUSTER_DIMENSION,
+    METRICS_NAMESPACE,
+    RESTARTED_METRIC,
+    STUCK_AFTER_SECONDS,
+    TOKEN_KEY,
+)
 from hyperwarm.serving.settings import MODEL_DIR
 from rehearsal import Assembly
 from rehearsal.rules.secrets import hub_token, read_scoped
@@ -201,14 +209,15 @@ def secret_statements_of(policy: dict[str, Any]) -> list[dict[str, Any]]:
     return policy["Properties"]["PolicyDocument"]["Statement"]
 
 
-def test_the_sync_function_may_only_get_and_patch_the_named_secrets_after_the_models_manifest() -> None:
+def test_the_sync_function_may_only_get_and_patch_the_named_secrets_and_restart_pods_after_the_models_manifest():
     caches = build(gated(), gated("other"))
     sync = caches.hub_tokens
     assert sync is not None
     (role, binding) = sync.rbac_objects
     assert role["metadata"]["namespace"] == "hyperwarm-models"
     assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"],
-                              "resourceNames": ["llama-hub-token", "other-hub-token"], "verbs": ["get", "patch"]}]
+                              "resourceNames": ["llama-hub-token", "other-hub-token"], "verbs": ["get", "patch"]},
+                             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]}]
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]
     template = Template.from_stack(cdk.Stack.of(caches))
     stack = cdk.Stack.of(caches)
@@ -230,6 +239,24 @@ def test_the_sync_function_may_only_get_and_patch_the_named_secrets_after_the_mo
     assert json.loads(variables["HYPERWARM_HUB_TOKENS"]) == resource["Properties"]["Tokens"]
     assert variables["HYPERWARM_NAMESPACE"] == "hyperwarm-models"
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
+
+
+def test_a_failed_sync_and_pods_a_restart_does_not_mend_alarm() -> None:
+    caches = build(gated())
+    sync = caches.hub_tokens
+    assert sync is not None
+    stack = cdk.Stack.of(caches)
+    template = Template.from_stack(stack)
+    function_id = stack.resolve(sync.function.node.default_child.logical_id)  # type: ignore[union-attr]
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "Errors", "Namespace": "AWS/Lambda", "Period": 300, "EvaluationPeriods": 1, "Threshold": 1,
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": function_id}}],
+        "TreatMissingData": "notBreaching"})
+    (stuck,) = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {
+        "Namespace": METRICS_NAMESPACE, "MetricName": RESTARTED_METRIC}}).values()
+    assert {k: stuck["Properties"][k] for k in ("Statistic", "Period", "EvaluationPeriods", "Threshold")} == \
+        {"Statistic": "Sum", "Period": 300, "EvaluationPeriods": 3, "Threshold": 1}
+    assert [d["Name"] for d in stuck["Properties"]["Dimensions"]] == [CLUSTER_DIMENSION]
 
 
 def test_public_models_need_no_sync() -> None:
@@ -403,6 +430,88 @@ def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kub
         handler.lambda_handler(event, None)
     ((status, reason),) = answers
     assert status == "FAILED" and "Secret llama-hub-token from hub/missing: ResourceNotFoundException" in reason
+
+
+def pod(name: str, *, age: float, secret: str = "llama-hub-token", reason: str = "CreateContainerConfigError",
+        uid: str = "", owned: bool = True) -> dict[str, Any]:
+    """A model pod as the API lists it (``owned``: by its Deployment's ReplicaSet): its download init container takes
+    HF_TOKEN from ``secret``'s token key and waits for ``reason`` (empty: it runs)."""
+    created = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=age)
+    state = {"waiting": {"reason": reason, "message": f"couldn't find key token in Secret {NS}/{secret}"}} \
+        if reason else {"running": {}}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": uid or f"uid-{name}",
+                         "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "llama-7d9f",
+                                              "uid": "rs", "controller": True}] if owned else []},
+            "spec": {"initContainers": [{"name": "download", "env": [{"name": "HF_TOKEN", "valueFrom": {
+                "secretKeyRef": {"name": secret, "key": "token"}}}]}], "containers": [{"name": "serve"}]},
+            "status": {"phase": "Pending", "initContainerStatuses": [{"name": "download", "state": state}]}}
+
+
+def restart_metric(logged: str) -> list[dict[str, Any]]:
+    """The embedded-metric-format lines a run printed."""
+    return [line for line in map(json.loads, logged.splitlines()) if "_aws" in line]
+
+
+def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_counts_them(kube, monkeypatch,
+                                                                                              capsys):
+    kube.objects.clear()
+    kube.deleted.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    for stuck in (pod("stuck", age=STUCK_AFTER_SECONDS + 60),
+                  pod("young", age=STUCK_AFTER_SECONDS - 30),  # kubelet may still start it by itself
+                  pod("other-secret", age=600, secret="not-ours"),
+                  pod("pulling", age=600, reason="ImagePullBackOff"),
+                  pod("running", age=600, reason=""),
+                  pod("bare", age=600, owned=False)):  # nothing would start it again
+        kube.add(stuck)
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_token")
+        first = handler.lambda_handler({}, None)
+        again = handler.lambda_handler({}, None)
+    assert first["restarted"] == ["stuck"] and kube.deleted == [(NS, "stuck")] and again["restarted"] == []
+    assert {name for (_, _, name) in kube.objects if name != "llama-hub-token"} == \
+        {"young", "other-secret", "pulling", "running", "bare"}
+    metrics = restart_metric(capsys.readouterr().out)
+    assert [(m[RESTARTED_METRIC], m[CLUSTER_DIMENSION]) for m in metrics] == [(1, CLUSTER), (0, CLUSTER)]
+    assert metrics[0]["_aws"]["CloudWatchMetrics"] == [{"Namespace": METRICS_NAMESPACE,
+                                                        "Dimensions": [[CLUSTER_DIMENSION]],
+                                                        "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]
+
+
+def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers):
+    """Right after the models' manifest the operator's first pods are seconds old; kubelet starts them itself."""
+    kube.objects.clear()
+    kube.deleted.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    kube.add(pod("stuck", age=600))
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_token")
+        handler.lambda_handler(cfn_event("Create"), None)
+    assert answers[0][0] == "SUCCESS" and kube.deleted == []
+
+
+def test_a_restart_that_fails_fails_the_run_naming_the_pod_and_a_replaced_pod_is_left_alone(kube, monkeypatch,
+                                                                                             capsys):
+    kube.objects.clear()
+    kube.deleted.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    kube.add(pod("stuck", age=600))
+    kube.add(pod("replaced", age=600, uid="the-new-pod"))  # listed below with the uid of the pod it replaced
+    listed = handler.Namespace.pods
+    monkeypatch.setattr(handler.Namespace, "pods", lambda self: [
+        {**p, "metadata": {**p["metadata"], "uid": "the-old-pod"}} if p["metadata"]["name"] == "replaced" else p
+        for p in listed(self)])
+    kube.fail_next["stuck"] = 403
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_token")
+        with pytest.raises(handler.SyncError, match="delete pod stuck: HTTP 403"):
+            handler.lambda_handler({}, None)  # the function's Errors alarm sees it
+        second = handler.lambda_handler({}, None)
+    assert second["restarted"] == ["stuck"] and kube.deleted == [(NS, "stuck")]  # "replaced": 409, kept
+    assert ("pods", NS, "replaced") in kube.objects
+    assert "hf_token" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("text", ["", "  ", '{"token": ""}', '{"other": "x"}'])

@@ -11,6 +11,15 @@ secret's string is the token itself, or a JSON object with a ``token`` key. The 
 put into an error: what is logged is the Kubernetes Secret's name, the secret's version id and whether it changed.
 RBAC lets this function only ``get`` and ``patch`` the named Secrets in one namespace: it can neither create nor
 list nor read any other Secret.
+
+A new gated model's first pods may start before the first copy, and fail to create the download container for the
+missing key (kubelet's ``CreateContainerConfigError``). kubelet tries again at its next syncs, but pods have been
+reported stuck after their Secret appeared (kubernetes/kubernetes#80466). So each scheduled run also lists the
+namespace's pods and deletes each one still waiting that way on a filled Secret at least
+:data:`~.contract.STUCK_AFTER_SECONDS` after its creation, as AWS's troubleshooting page has the pod restarted once
+the Secret holds the token; its Deployment starts a new pod, which reads the key. The count is published
+(:data:`~.contract.RESTARTED_METRIC`) and alarmed when it does not stop (``hyperwarm.caches.hub``). RBAC adds
+``list`` and ``delete`` of pods in that one namespace: no pod is created, read through or changed otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -25,9 +36,10 @@ import urllib3
 
 from ..cfn_response import respond
 from ..eks_auth import cluster_access, eks_token
+from .contract import CLUSTER_DIMENSION, METRICS_NAMESPACE, RESTARTED_METRIC, STUCK_AFTER_SECONDS, TOKEN_KEY
 
-TOKEN_KEY = "token"
-"""The key of the Kubernetes Secret the operator's ``tokenSecretRef`` names."""
+WAITING_FOR_CONFIG = "CreateContainerConfigError"
+"""kubelet's waiting reason for a container it cannot create from its configuration (a missing Secret key)."""
 
 
 class SyncError(RuntimeError):
@@ -54,11 +66,12 @@ def token_of(secret_string: str, secret_id: str) -> str:
     return text
 
 
-class SecretWriter:
-    """GET and merge-PATCH of named Secrets in one namespace, with the function role's EKS token."""
+class Namespace:
+    """The calls this function makes in its one namespace, with the function role's EKS token: GET and merge-PATCH
+    of named Secrets, the list of pods, and the deletion of a pod."""
 
     def __init__(self, endpoint: str, ca_pem: str, token: str, namespace: str, timeout: float = 10.0) -> None:
-        self._base = f"{endpoint.rstrip('/')}/api/v1/namespaces/{namespace}/secrets/"
+        self._base = f"{endpoint.rstrip('/')}/api/v1/namespaces/{namespace}/"
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca_pem,
                                          retries=urllib3.Retry(total=2, status=0),
@@ -66,18 +79,14 @@ class SecretWriter:
 
     @staticmethod
     def _failure(verb: str, name: str, resp: Any) -> SyncError:
-        try:  # a Status object's message names the object, never a Secret's data
-            message = json.loads(resp.data).get("message", "")
-        except (json.JSONDecodeError, AttributeError):
-            message = ""
         if resp.status == 404:
-            return MissingSecret(f"{verb} Secret {name}: HTTP 404 {message[:200]} (the models' manifest renders "
+            return MissingSecret(f"{verb} Secret {name}: HTTP 404 {_message(resp)} (the models' manifest renders "
                                  "it: deploy the caches first)")
-        return SyncError(f"{verb} Secret {name}: HTTP {resp.status} {message[:200]}")
+        return SyncError(f"{verb} Secret {name}: HTTP {resp.status} {_message(resp)}")
 
     def current(self, name: str) -> str | None:
         """The Secret's token (None when it has none yet)."""
-        resp = self._http.request("GET", self._base + name, headers=self._headers)
+        resp = self._http.request("GET", self._base + "secrets/" + name, headers=self._headers)
         if resp.status != 200:
             raise self._failure("GET", name, resp)
         data = json.loads(resp.data).get("data") or {}
@@ -85,13 +94,73 @@ class SecretWriter:
 
     def write(self, name: str, token: str) -> None:
         body = json.dumps({"data": {TOKEN_KEY: base64.b64encode(token.encode()).decode()}}).encode()
-        resp = self._http.request("PATCH", self._base + name, body=body,
+        resp = self._http.request("PATCH", self._base + "secrets/" + name, body=body,
                                   headers={**self._headers, "Content-Type": "application/merge-patch+json"})
         if resp.status != 200:
             raise self._failure("PATCH", name, resp)
 
+    def pods(self) -> list[dict[str, Any]]:
+        resp = self._http.request("GET", self._base + "pods", headers=self._headers)
+        if resp.status != 200:
+            raise SyncError(f"list pods: HTTP {resp.status} {_message(resp)}")
+        return list(json.loads(resp.data).get("items") or [])
 
-def sync(tokens: dict[str, str], writer: SecretWriter, secrets: Any, *,
+    def delete_pod(self, name: str, uid: str) -> bool:
+        """Delete the pod ``name`` if it is still the one with ``uid`` (not a later pod of the same name); whether
+        this call deleted it."""
+        body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}}).encode()
+        resp = self._http.request("DELETE", self._base + "pods/" + name, body=body,
+                                  headers={**self._headers, "Content-Type": "application/json"})
+        if resp.status not in (200, 202, 404, 409):  # 404: gone already; 409: another pod has the name now
+            raise SyncError(f"delete pod {name}: HTTP {resp.status} {_message(resp)}")
+        return resp.status in (200, 202)
+
+
+def _message(resp: Any) -> str:
+    """A Status object's message (it names objects, never a Secret's data)."""
+    try:
+        return str(json.loads(resp.data).get("message", ""))[:200]
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+
+
+def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], now: datetime) -> list[dict[str, Any]]:
+    """The pods, created at least :data:`STUCK_AFTER_SECONDS` before ``now`` and run by a controller (a ReplicaSet of
+    the operator's Deployment, which replaces a deleted pod), with a container (init or not) that kubelet could not
+    create (:data:`WAITING_FOR_CONFIG`) and that takes the token key of one of ``secrets`` into its environment:
+    once those Secrets hold the key, nothing but a missed retry keeps such a pod waiting."""
+    found = []
+    for pod in pods:
+        spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
+        reads = {c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+                 if any(((e.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets
+                        and e["valueFrom"]["secretKeyRef"].get("key") == TOKEN_KEY for e in c.get("env") or [])}
+        waiting = {s.get("name") for s in (status.get("initContainerStatuses") or [])
+                   + (status.get("containerStatuses") or [])
+                   if ((s.get("state") or {}).get("waiting") or {}).get("reason") == WAITING_FOR_CONFIG}
+        created = meta.get("creationTimestamp")
+        controlled = any(o.get("controller") for o in meta.get("ownerReferences") or [])
+        if reads & waiting and controlled and created and \
+                (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds() >= STUCK_AFTER_SECONDS:
+            found.append(pod)
+    return found
+
+
+def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: datetime) -> list[str]:
+    """Delete every :func:`stuck_pods` pod (its Deployment starts a new one, which reads the key); their names.
+    Publishes the count (0 included) for the alarm that watches it."""
+    restarted = []
+    for pod in stuck_pods(namespace.pods(), secrets, now):
+        if namespace.delete_pod(pod["metadata"]["name"], pod["metadata"].get("uid", "")):
+            restarted.append(pod["metadata"]["name"])
+    print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
+        "Namespace": METRICS_NAMESPACE, "Dimensions": [[CLUSTER_DIMENSION]],
+        "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]},
+        CLUSTER_DIMENSION: cluster, RESTARTED_METRIC: len(restarted), "restarted": restarted}))
+    return restarted
+
+
+def sync(tokens: dict[str, str], namespace: Namespace, secrets: Any, *,
          missing_ok: bool = False) -> list[dict[str, Any]]:
     """Copy every token; one line per Secret (name, secret version, changed), every failure raised together.
     ``missing_ok``: a Kubernetes Secret that does not exist is logged as ``missing`` and skipped, not a failure
@@ -99,14 +168,14 @@ def sync(tokens: dict[str, str], writer: SecretWriter, secrets: Any, *,
     results, missing, failures = [], [], []
     for name, secret_id in sorted(tokens.items()):
         try:
-            current = writer.current(name)  # first: a missing Secret needs no token
+            current = namespace.current(name)  # first: a missing Secret needs no token
             answer = secrets.get_secret_value(SecretId=secret_id)
             if "SecretString" not in answer:
                 raise SyncError(f"secret {secret_id}: binary; store the Hub token as a string")
             token = token_of(answer["SecretString"], secret_id)
             changed = current != token
             if changed:
-                writer.write(name, token)
+                namespace.write(name, token)
             results.append({"secret": name, "source": secret_id, "version": answer.get("VersionId"),
                             "changed": changed})
         except MissingSecret as error:
@@ -124,18 +193,22 @@ def sync(tokens: dict[str, str], writer: SecretWriter, secrets: Any, *,
     return results + [{"secret": name, "missing": True} for name in missing]
 
 
-def run(*, missing_ok: bool = False) -> list[dict[str, Any]]:
+def run(*, missing_ok: bool = False, restart: bool = False) -> dict[str, Any]:
+    """Copy every token (:func:`sync`); with ``restart``, then restart the pods stuck on a Secret that holds it."""
     cluster = os.environ["HYPERWARM_CLUSTER_NAME"]
     region = os.environ["AWS_REGION"] if "AWS_REGION" in os.environ else os.environ["AWS_DEFAULT_REGION"]
     endpoint, ca_pem = cluster_access(cluster, region)
-    writer = SecretWriter(endpoint, ca_pem, eks_token(cluster, region), os.environ["HYPERWARM_NAMESPACE"])
+    namespace = Namespace(endpoint, ca_pem, eks_token(cluster, region), os.environ["HYPERWARM_NAMESPACE"])
     tokens = json.loads(os.environ["HYPERWARM_HUB_TOKENS"])
-    return sync(tokens, writer, boto3.client("secretsmanager", region_name=region), missing_ok=missing_ok)
+    synced = sync(tokens, namespace, boto3.client("secretsmanager", region_name=region), missing_ok=missing_ok)
+    filled = {r["secret"] for r in synced if not r.get("missing")}
+    restarted = restart_stuck(namespace, filled, cluster, datetime.now().astimezone()) if restart else []
+    return {"synced": synced, "restarted": restarted}
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:
-    """A CloudFormation request, or a scheduled run (raises on any failure, so the function's Errors metric
-    counts it).
+    """A CloudFormation request, or a scheduled run, which also restarts stuck pods (:func:`restart_stuck`; raises on
+    any failure, so the function's Errors metric counts it).
 
     Create copies every token and fails the deploy if one cannot be copied (a Secret missing included). Update
     does the same, except that a Kubernetes Secret that does not exist is logged and skipped: CloudFormation also
@@ -144,11 +217,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None
     UPDATE_ROLLBACK_FAILED; the scheduled run fills such a Secret once it exists. Delete does nothing: the
     Secrets go with the models' manifest."""
     if "RequestType" not in event:
-        return {"synced": run()}
+        return run(restart=True)
     status, reason = "SUCCESS", "Secrets go with the models' manifest"
     if event["RequestType"] in ("Create", "Update"):
         try:
-            results = run(missing_ok=event["RequestType"] == "Update")
+            results = run(missing_ok=event["RequestType"] == "Update")["synced"]
             skipped = [r["secret"] for r in results if r.get("missing")]
             reason = f"copied {len(results) - len(skipped)} Hub token(s) into their Kubernetes Secrets"
             if skipped:

@@ -8,7 +8,8 @@ collection: the operator's objects and pods in a namespace, nodes cluster-wide),
 that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.resourceVersion`` is not
 the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write (a spec change also
 raises ``metadata.generation``), and a node list honours ``labelSelector`` equalities. Nothing is created or
-deleted through it: neither the refresh nor the exporter may (their RBAC allows neither). The pod proxy
+deleted through it (neither the refresh nor the exporter may: their RBAC allows neither) but a pod, as the Hub
+token sync restarts one (DELETE, honouring a ``DeleteOptions`` uid precondition with 409). The pod proxy
 (``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>``) serves the pages in ``pod_pages``, and 503
 (the API server's answer when it cannot reach the pod) for any other.
 """
@@ -107,6 +108,7 @@ class FakeKube:
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
         self.proxy_delay = 0.0                # seconds each pod-proxy GET takes (so scrapes overlap)
         self.tokens: set[str] = set()         # service-account tokens accepted besides EKS tokens (in-cluster pods)
+        self.deleted: list[tuple[str, str]] = []  # (namespace, pod) of each pod deleted, in order
         self._rv = 100
         self._lock = threading.Lock()
         self.ca_pem, cert, key = _certificates()
@@ -222,6 +224,28 @@ class FakeKube:
                 if key:
                     with kube._lock:
                         self._send(200, kube.objects[key])
+
+            def do_DELETE(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                key = self._route()
+                if not key:
+                    return
+                if key[0] != "pods":
+                    self._status(405, "MethodNotAllowed", f"the stand-in deletes pods only, not {key[0]}")
+                    return
+                with kube._lock:
+                    if key[2] in kube.fail_next:
+                        code = kube.fail_next.pop(key[2])
+                        self._status(code, "InternalError" if code >= 500 else "Forbidden", "injected failure")
+                        return
+                    uid = (body.get("preconditions") or {}).get("uid")
+                    if uid is not None and uid != kube.objects[key]["metadata"].get("uid"):
+                        self._status(409, "Conflict", "Precondition failed: UID in precondition: "
+                                                      f"{uid}, UID in object meta: {kube.objects[key]['metadata'].get('uid')}")
+                        return
+                    deleted = kube.objects.pop(key)
+                    kube.deleted.append((key[1], key[2]))
+                    self._send(200, deleted)
 
             def do_PATCH(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))

@@ -44,11 +44,12 @@ operator starts meanwhile cannot create its download init container ("If a Pod r
 non-optional Secret and that Secret does exist, but is missing the named key, the Pod fails during startup",
 https://kubernetes.io/docs/concepts/configuration/secret/): kubelet reports CreateContainerConfigError ("couldn't
 find key token in Secret ...") and tries again at each sync of the pod, so the download starts once the key is
-there. kubernetes/kubernetes#80466 reports pods that stayed in that state after their Secret appeared; such a pod
-keeps the model's deployment short of its replicas (``kubectl get pods`` in the model's namespace shows it in
-CreateContainerConfigError), and deleting it lets the deployment start a new one (docs/operator-semantics.md: D16,
-D17 and the unalarmed assumption A8). Only a model whose Secret is new waits; a deployed model's Secret stays filled
-across deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need
+there. kubernetes/kubernetes#80466 reports pods that stayed in that state after their Secret appeared, which would
+keep the model's deployment short of its replicas: each scheduled run deletes such a pod once its Secret holds the
+key (the restart AWS's troubleshooting page prescribes; the Deployment starts a new pod, which reads it), counts it
+and alarms when that recurs (``functions/hub_token``; docs/operator-semantics.md: D16, D17 and the assumption A8,
+checked at run time). Only a model whose Secret is new waits; a deployed model's Secret stays filled across
+deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need
 is in the models' manifest, and moving it (or the endpoints) to another manifest would let ``kubectl apply --prune``
 or the cleanup of a rolled back deploy delete it, with every model in it.
 """
@@ -64,6 +65,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import (
+    aws_cloudwatch as cloudwatch,
     aws_eks_v2 as eks,
     aws_events as events,
     aws_events_targets as targets,
@@ -81,9 +83,13 @@ from hyperwarm.caches.props import CachedModelSpec
 from hyperwarm.caches.sources import HuggingFaceModelSource
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
+from hyperwarm.functions.hub_token.contract import (
+    CLUSTER_DIMENSION,
+    METRICS_NAMESPACE,
+    RESTARTED_METRIC,
+    STUCK_AFTER_SECONDS,
+)
 
-TOKEN_KEY = "token"
-"""The key of the Kubernetes Secret (the operator's ``tokenSecretRef.key``)."""
 RBAC_GROUP = "hyperwarm:hub-token-sync"
 FUNCTION = FunctionPackage.of("hub_token", "the Hub token sync", shared=("cfn_response", "eks_auth"))
 """The sync function's code: ``hyperwarm/functions/hub_token/`` and the shared ``eks_auth``; boto3 and urllib3
@@ -132,12 +138,15 @@ def hub_egress_problems(models: Sequence[CachedModelSpec], cluster: IHyperPodClu
 
 def rbac_objects(namespace: str, secret_names: Sequence[str]) -> list[dict[str, Any]]:
     """A Role that may only ``get`` and ``patch`` the named Secrets (``create`` cannot be limited to names in
-    RBAC, so the Secrets are rendered with the models and never created here), bound to :data:`RBAC_GROUP`."""
+    RBAC, so the Secrets are rendered with the models and never created here), and ``list`` and ``delete`` the
+    namespace's pods (a pod stuck on a missing token key is restarted: ``functions/hub_token``; pods are named by
+    their Deployments, so no ``resourceNames``), bound to :data:`RBAC_GROUP`."""
     meta = {"name": _NAME, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "hyperwarm"}}
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
          "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": sorted(secret_names),
-                    "verbs": ["get", "patch"]}]},
+                    "verbs": ["get", "patch"]},
+                   {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "delete"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": _NAME},
          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": RBAC_GROUP}]},
@@ -166,7 +175,9 @@ class HubTokenSyncProps:
 
 class HubTokenSync(Construct):
     """Copies each Hub token from Secrets Manager into its Kubernetes Secret at deploy time and every
-    ``interval``. ``node.default_child`` is the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy."""
+    ``interval``, and at each scheduled run restarts a pod stuck on a filled token key. ``node.default_child`` is
+    the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy; ``errors_alarm`` (a failed run) and
+    ``stuck_pods_alarm`` (restarts three runs in a row) notify whoever the app wires its alarms to."""
 
     def __init__(self, scope: Construct, id: str, props: HubTokenSyncProps) -> None:
         super().__init__(scope, id)
@@ -216,6 +227,27 @@ class HubTokenSync(Construct):
             properties={"Tokens": {name: s.token_secret for name, s in sorted(props.tokens.items())},
                         "Fingerprint": props.fingerprint})
         self.resource.node.add_dependency(self.rbac, self.access_entry, self.role)
+        self._alarms(props)
+
+    def _alarms(self, props: HubTokenSyncProps) -> None:
+        """A failed copy or restart (the scheduled run raises), and pods still restarted after three runs: kubelet
+        keeps failing them although their Secret holds the token, which a restart does not mend."""
+        self.errors_alarm = cloudwatch.Alarm(
+            self, "ErrorsAlarm", metric=self.function.metric_errors(period=props.interval), threshold=1,
+            evaluation_periods=1, comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description="the Hub token sync failed: a rotated token did not reach its Kubernetes Secret, or a "
+                              "pod stuck on a missing token key could not be restarted (the function's log names it)")
+        restarted = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE, metric_name=RESTARTED_METRIC, statistic="Sum", period=props.interval,
+            dimensions_map={CLUSTER_DIMENSION: props.cluster.eks_cluster.cluster_name})
+        self.stuck_pods_alarm = cloudwatch.Alarm(
+            self, "StuckPodsAlarm", metric=restarted, threshold=1, evaluation_periods=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"pods of {props.namespace} still wait for a Hub token key {STUCK_AFTER_SECONDS} s "
+                              "after creation although their Secret holds it, at three scheduled runs in a row: "
+                              "restarting them does not help (kubectl describe pod names the missing key)")
 
     def _grant_token_reads(self, props: HubTokenSyncProps) -> list[str]:
         """The role reads the token secrets (and decrypts them through Secrets Manager alone); their ARNs."""

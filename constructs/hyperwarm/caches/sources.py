@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from annotated_types import Interval
 
 from hyperwarm._internal.constraints import Matches, check
+from hyperwarm.functions.hub_token.contract import TOKEN_KEY
 
 VERSION = Matches(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$",
                   "1..63 letters, digits, dots, underscores or hyphens, starting with a letter or digit, "
@@ -261,6 +262,6 @@ def model_source_config(source: AnyModelSource, region: str, token_secret_name: 
     if isinstance(source, HuggingFaceModelSource):
         model: dict[str, Any] = {"modelId": source.repo_id, "commitSHA": source.revision}
         if token_secret_name is not None:
-            model["tokenSecretRef"] = {"name": token_secret_name, "key": "token"}
+            model["tokenSecretRef"] = {"name": token_secret_name, "key": TOKEN_KEY}
         return {"modelSourceType": "huggingface", "huggingFaceModel": model}
     raise TypeError(f"{type(source).__name__} has no modelSourceConfig: it is served as a JumpStartModel")
