@@ -93,3 +93,33 @@ def test_every_relative_link_of_the_front_page_and_the_guides_resolves() -> None
             if not file.exists() or (anchor and anchor not in headings):
                 broken.append(f"{page.relative_to(REPO)}: {target}")
     assert broken == []
+
+
+_OWN_CODE = ("constructs/hyperwarm", "stacks", "lambdas", "manifests", "rehearsal")
+
+
+def _stray_docstrings(source: str) -> list[int]:
+    """Lines of string statements that document nothing: neither the first statement of a module, class or function
+    nor right after the assignment they describe (where pdoc and editors read an attribute's docstring)."""
+    import ast
+
+    stray = []
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                first = i == 0 and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                if not first and not (i > 0 and isinstance(body[i - 1], (ast.Assign, ast.AnnAssign))):
+                    stray.append(stmt.lineno)
+    return stray
+
+
+def test_every_docstring_sits_under_what_it_documents() -> None:
+    """A docstring left behind when its constant moved (or put under the wrong one) documents nothing, or the wrong
+    thing, in the API reference."""
+    found = [f"{path.relative_to(REPO)}:{line}" for root in _OWN_CODE for path in sorted((REPO / root).rglob("*.py"))
+             if "/k8s/" not in str(path) for line in _stray_docstrings(path.read_text())]
+    assert not found, found
+    assert _stray_docstrings('A = 1\n"""A."""\n"""stray"""\n') == [3]

@@ -16,8 +16,6 @@ from hyperwarm.caches.sources import AnyModelSource, DeploymentKind
 from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.functions.cache_refresh import contract
 
-"""The operator's object a cached model is served as."""
-
 
 @dataclass(frozen=True)
 class CachedModelHandle:

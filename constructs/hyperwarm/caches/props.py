@@ -48,9 +48,9 @@ from hyperwarm.serving.inference_ami import hyperpod_cuda_problem
 from hyperwarm.serving.settings import Serving
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "hyperwarm"}
+"""The label every object of hyperwarm's caches carries."""
 DEFAULT_FILLER_IMAGE = "public.ecr.aws/lambda/python:3.13"
 """AWS's Lambda base image for Python 3.13: Python with boto3, all a node-cache filler needs."""
-"""The label every object of hyperwarm's caches carries."""
 
 K8S_NAME = Matches(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
                    "1..40 lower-case letters, digits or hyphens, starting and ending with a letter or digit, "
