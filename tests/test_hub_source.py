@@ -27,7 +27,7 @@ from test_caches_manifests import crd_errors, crd_schemas, objects_of  # noqa: F
 from hyperwarm import HyperPodEksCluster, InferenceOperator
 from hyperwarm.caches import CachedModels, CachedModelSpec, CachedModelsProps, PropsError, gigabytes
 from hyperwarm.caches.cold_start import HUB_BANDWIDTH_GBPS, ColdStart
-from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, HubTokenSync, HubTokenSyncProps
+from hyperwarm.caches.hub import RBAC_GROUP, SOURCE_ANNOTATION, HubTokenSync, HubTokenSyncProps, restart_every
 from hyperwarm.caches.sources import HuggingFaceModelSource, model_source_config
 from hyperwarm.cluster.instance_group import InstanceGroupSpec
 from hyperwarm.functions import eks_auth
@@ -35,6 +35,7 @@ from hyperwarm.functions.hub_token import handler
 from hyperwarm.functions.hub_token.contract import (
     CLUSTER_DIMENSION,
     METRICS_NAMESPACE,
+    NAMESPACE_DIMENSION,
     RESTARTED_METRIC,
     STUCK_AFTER_SECONDS,
     TOKEN_KEY,
@@ -254,9 +255,35 @@ def test_a_failed_sync_and_pods_a_restart_does_not_mend_alarm() -> None:
         "TreatMissingData": "notBreaching"})
     (stuck,) = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {
         "Namespace": METRICS_NAMESPACE, "MetricName": RESTARTED_METRIC}}).values()
-    assert {k: stuck["Properties"][k] for k in ("Statistic", "Period", "EvaluationPeriods", "Threshold")} == \
-        {"Statistic": "Sum", "Period": 300, "EvaluationPeriods": 3, "Threshold": 1}
-    assert [d["Name"] for d in stuck["Properties"]["Dimensions"]] == [CLUSTER_DIMENSION]
+    assert {k: stuck["Properties"][k] for k in ("Statistic", "Period", "EvaluationPeriods", "DatapointsToAlarm",
+                                                "Threshold")} == \
+        {"Statistic": "Sum", "Period": 300, "EvaluationPeriods": 3, "DatapointsToAlarm": 3, "Threshold": 1}
+    variables = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp(
+        "hub_token")}}).popitem()[1]["Properties"]["Environment"]["Variables"]
+    # what the function publishes under: its cluster's name and namespace
+    assert stuck["Properties"]["Dimensions"] == [
+        {"Name": CLUSTER_DIMENSION, "Value": variables["HYPERWARM_CLUSTER_NAME"]},
+        {"Name": NAMESPACE_DIMENSION, "Value": variables["HYPERWARM_NAMESPACE"]}]
+
+
+@pytest.mark.parametrize("minutes", [1, 2, 3, 5, 60])
+def test_a_pod_a_restart_never_mends_fills_the_alarms_window_at_any_interval(minutes: int) -> None:
+    """The function restarts such a pod only once its replacement is STUCK_AFTER_SECONDS old: at 1 or 2 minute
+    intervals not at every run. The alarm's window holds its 3 restarts at every allowed interval."""
+    interval, runs = minutes * 60, restart_every(cdk.Duration.minutes(minutes))
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    created, restarts = start, []
+    for run in range(1, 40):
+        now = start + datetime.timedelta(seconds=run * interval)
+        listed = pod("stuck", age=(now - created).total_seconds())
+        listed["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        hit = bool(handler.stuck_pods([listed], {"llama-hub-token"}, NS, now))
+        restarts.append(hit)
+        if hit:
+            created = now + datetime.timedelta(seconds=3)  # the Deployment's replacement
+    window = 3 * runs
+    assert all(sum(restarts[i:i + window]) >= 3 for i in range(len(restarts) - window)), (runs, restarts)
+    assert restart_every(cdk.Duration.minutes(minutes)) == (1 if minutes >= 3 else 3 if minutes == 1 else 2)
 
 
 def test_public_models_need_no_sync() -> None:
@@ -433,11 +460,11 @@ def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kub
 
 
 def pod(name: str, *, age: float, secret: str = "llama-hub-token", reason: str = "CreateContainerConfigError",
-        uid: str = "", owned: bool = True) -> dict[str, Any]:
+        uid: str = "", owned: bool = True, message: str = "") -> dict[str, Any]:
     """A model pod as the API lists it (``owned``: by its Deployment's ReplicaSet): its download init container takes
     HF_TOKEN from ``secret``'s token key and waits for ``reason`` (empty: it runs)."""
     created = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=age)
-    state = {"waiting": {"reason": reason, "message": f"couldn't find key token in Secret {NS}/{secret}"}} \
+    state = {"waiting": {"reason": reason, "message": message or f"couldn't find key token in Secret {NS}/{secret}"}} \
         if reason else {"running": {}}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": NS, "uid": uid or f"uid-{name}",
@@ -454,37 +481,58 @@ def restart_metric(logged: str) -> list[dict[str, Any]]:
     return [line for line in map(json.loads, logged.splitlines()) if "_aws" in line]
 
 
+def filled_secret(name: str, token: str) -> dict[str, Any]:
+    return {**empty_secret(name), "data": {"token": base64.b64encode(token.encode()).decode()}}
+
+
 def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_counts_them(kube, monkeypatch,
                                                                                               capsys):
     kube.objects.clear()
     kube.deleted.clear()
-    kube.add(empty_secret("llama-hub-token"))
+    kube.add(filled_secret("llama-hub-token", "hf_token"))
     for stuck in (pod("stuck", age=STUCK_AFTER_SECONDS + 60),
                   pod("young", age=STUCK_AFTER_SECONDS - 30),  # kubelet may still start it by itself
                   pod("other-secret", age=600, secret="not-ours"),
                   pod("pulling", age=600, reason="ImagePullBackOff"),
                   pod("running", age=600, reason=""),
-                  pod("bare", age=600, owned=False)):  # nothing would start it again
+                  pod("bare", age=600, owned=False),  # nothing would start it again
+                  pod("root-image", age=600, message="container has runAsNonRoot and image will run as root")):
         kube.add(stuck)
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
         first = handler.lambda_handler({}, None)
-        again = handler.lambda_handler({}, None)
+        again = handler.lambda_handler({}, None)  # "stuck" is still listed, being deleted: not deleted again
+        kube.finish_deletions()
     assert first["restarted"] == ["stuck"] and kube.deleted == [(NS, "stuck")] and again["restarted"] == []
     assert {name for (_, _, name) in kube.objects if name != "llama-hub-token"} == \
-        {"young", "other-secret", "pulling", "running", "bare"}
+        {"young", "other-secret", "pulling", "running", "bare", "root-image"}
     metrics = restart_metric(capsys.readouterr().out)
-    assert [(m[RESTARTED_METRIC], m[CLUSTER_DIMENSION]) for m in metrics] == [(1, CLUSTER), (0, CLUSTER)]
+    assert [(m[RESTARTED_METRIC], m[CLUSTER_DIMENSION], m[NAMESPACE_DIMENSION]) for m in metrics] == \
+        [(1, CLUSTER, NS), (0, CLUSTER, NS)]
     assert metrics[0]["_aws"]["CloudWatchMetrics"] == [{"Namespace": METRICS_NAMESPACE,
-                                                        "Dimensions": [[CLUSTER_DIMENSION]],
+                                                        "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
                                                         "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]
+
+
+def test_a_key_written_by_this_run_gets_a_run_to_reach_kubelet_before_a_restart(kube, monkeypatch):
+    """The first copy into an empty Secret (a Secret a rollback applied again, say) leaves its pods to kubelet's own
+    retry for one run: the key may not have reached kubelet yet."""
+    kube.objects.clear()
+    kube.deleted.clear()
+    kube.add(empty_secret("llama-hub-token"))
+    kube.add(pod("stuck", age=600))
+    with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
+        secrets.create_secret(Name="hub/plain", SecretString="hf_token")
+        first = handler.lambda_handler({}, None)
+        second = handler.lambda_handler({}, None)
+    assert first["restarted"] == [] and second["restarted"] == ["stuck"]
 
 
 def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers):
     """Right after the models' manifest the operator's first pods are seconds old; kubelet starts them itself."""
     kube.objects.clear()
     kube.deleted.clear()
-    kube.add(empty_secret("llama-hub-token"))
+    kube.add(filled_secret("llama-hub-token", "hf_token"))
     kube.add(pod("stuck", age=600))
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
@@ -492,26 +540,28 @@ def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers):
     assert answers[0][0] == "SUCCESS" and kube.deleted == []
 
 
-def test_a_restart_that_fails_fails_the_run_naming_the_pod_and_a_replaced_pod_is_left_alone(kube, monkeypatch,
-                                                                                             capsys):
+def test_a_restart_that_fails_fails_the_run_naming_the_pod_after_the_others_and_their_count(kube, monkeypatch,
+                                                                                            capsys):
     kube.objects.clear()
     kube.deleted.clear()
-    kube.add(empty_secret("llama-hub-token"))
-    kube.add(pod("stuck", age=600))
-    kube.add(pod("replaced", age=600, uid="the-new-pod"))  # listed below with the uid of the pod it replaced
+    kube.add(filled_secret("llama-hub-token", "hf_token"))
+    kube.add(pod("a-refused", age=600))
+    kube.add(pod("b-stuck", age=600))
+    kube.add(pod("c-replaced", age=600, uid="the-new-pod"))  # listed below with the uid of the pod it replaced
     listed = handler.Namespace.pods
     monkeypatch.setattr(handler.Namespace, "pods", lambda self: [
-        {**p, "metadata": {**p["metadata"], "uid": "the-old-pod"}} if p["metadata"]["name"] == "replaced" else p
+        {**p, "metadata": {**p["metadata"], "uid": "the-old-pod"}} if p["metadata"]["name"] == "c-replaced" else p
         for p in listed(self)])
-    kube.fail_next["stuck"] = 403
+    kube.fail_next["a-refused"] = 403
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
-        with pytest.raises(handler.SyncError, match="delete pod stuck: HTTP 403"):
+        with pytest.raises(handler.SyncError, match="delete pod a-refused: HTTP 403"):
             handler.lambda_handler({}, None)  # the function's Errors alarm sees it
         second = handler.lambda_handler({}, None)
-    assert second["restarted"] == ["stuck"] and kube.deleted == [(NS, "stuck")]  # "replaced": 409, kept
-    assert ("pods", NS, "replaced") in kube.objects
-    assert "hf_token" not in capsys.readouterr().out
+    assert kube.deleted == [(NS, "b-stuck"), (NS, "a-refused")] and second["restarted"] == ["a-refused"]
+    assert "deletionTimestamp" not in kube.get("Pod", NS, "c-replaced")["metadata"]  # 409: another pod, kept
+    logged = capsys.readouterr().out
+    assert [m[RESTARTED_METRIC] for m in restart_metric(logged)] == [1, 1] and "hf_token" not in logged
 
 
 @pytest.mark.parametrize("text", ["", "  ", '{"token": ""}', '{"other": "x"}'])

@@ -10,6 +10,8 @@ RESTARTED_METRIC = "StuckPodsRestarted"
 """Pods the scheduled run deleted because they still waited for the token key after it was there (published at
 every scheduled run, 0 included, in the embedded metric format)."""
 CLUSTER_DIMENSION = "ClusterName"
+NAMESPACE_DIMENSION = "Namespace"
+"""The models' Kubernetes namespace: two syncs on one cluster (two ``CachedModels``) count apart."""
 
 STUCK_AFTER_SECONDS = 120
 """A pod counts as stuck on a missing token key once it is this old: kubelet tries a pod's containers again at its

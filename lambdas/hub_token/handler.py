@@ -15,7 +15,7 @@ list nor read any other Secret.
 A new gated model's first pods may start before the first copy, and fail to create the download container for the
 missing key (kubelet's ``CreateContainerConfigError``). kubelet tries again at its next syncs, but pods have been
 reported stuck after their Secret appeared (kubernetes/kubernetes#80466). So each scheduled run also lists the
-namespace's pods and deletes each one still waiting that way on a filled Secret at least
+namespace's pods and deletes each one still waiting that way on a Secret that held the key before the run, at least
 :data:`~.contract.STUCK_AFTER_SECONDS` after its creation, as AWS's troubleshooting page has the pod restarted once
 the Secret holds the token; its Deployment starts a new pod, which reads the key. The count is published
 (:data:`~.contract.RESTARTED_METRIC`) and alarmed when it does not stop (``hyperwarm.caches.hub``). RBAC adds
@@ -36,7 +36,14 @@ import urllib3
 
 from ..cfn_response import respond
 from ..eks_auth import cluster_access, eks_token
-from .contract import CLUSTER_DIMENSION, METRICS_NAMESPACE, RESTARTED_METRIC, STUCK_AFTER_SECONDS, TOKEN_KEY
+from .contract import (
+    CLUSTER_DIMENSION,
+    METRICS_NAMESPACE,
+    NAMESPACE_DIMENSION,
+    RESTARTED_METRIC,
+    STUCK_AFTER_SECONDS,
+    TOKEN_KEY,
+)
 
 WAITING_FOR_CONFIG = "CreateContainerConfigError"
 """kubelet's waiting reason for a container it cannot create from its configuration (a missing Secret key)."""
@@ -71,6 +78,7 @@ class Namespace:
     of named Secrets, the list of pods, and the deletion of a pod."""
 
     def __init__(self, endpoint: str, ca_pem: str, token: str, namespace: str, timeout: float = 10.0) -> None:
+        self.name = namespace
         self._base = f"{endpoint.rstrip('/')}/api/v1/namespaces/{namespace}/"
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_cert_data=ca_pem,
@@ -124,23 +132,33 @@ def _message(resp: Any) -> str:
         return ""
 
 
-def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], now: datetime) -> list[dict[str, Any]]:
-    """The pods, created at least :data:`STUCK_AFTER_SECONDS` before ``now`` and run by a controller (a ReplicaSet of
-    the operator's Deployment, which replaces a deleted pod), with a container (init or not) that kubelet could not
-    create (:data:`WAITING_FOR_CONFIG`) and that takes the token key of one of ``secrets`` into its environment:
-    once those Secrets hold the key, nothing but a missed retry keeps such a pod waiting."""
+def _missing_key(message: str, namespace: str, secret: str) -> bool:
+    """kubelet's message for a missing Secret key names the key and ``<namespace>/<secret>`` ("couldn't find key
+    token in Secret ns/name", kubernetes pkg/kubelet/kubelet_pods.go); matched on those names, not the wording.
+    Other causes share the waiting reason (a missing ConfigMap key, runAsNonRoot against a root image)."""
+    return f"{namespace}/{secret}" in message and f" {TOKEN_KEY} " in f" {message} "
+
+
+def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, now: datetime) -> list[dict[str, Any]]:
+    """The pods, created at least :data:`STUCK_AFTER_SECONDS` before ``now``, not being deleted, and run by a
+    ReplicaSet (the operator's Deployment's, which replaces a deleted pod), with a container (init or not) that takes
+    the token key of one of ``secrets`` into its environment and that kubelet could not create for that missing key
+    (:data:`WAITING_FOR_CONFIG`): once those Secrets hold the key, nothing but a missed retry keeps such a pod
+    waiting."""
     found = []
     for pod in pods:
         spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
-        reads = {c.get("name") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
-                 if any(((e.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets
-                        and e["valueFrom"]["secretKeyRef"].get("key") == TOKEN_KEY for e in c.get("env") or [])}
-        waiting = {s.get("name") for s in (status.get("initContainerStatuses") or [])
-                   + (status.get("containerStatuses") or [])
-                   if ((s.get("state") or {}).get("waiting") or {}).get("reason") == WAITING_FOR_CONFIG}
+        reads = {c.get("name"): ref["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+                 for e in c.get("env") or []
+                 if (ref := (e.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets
+                 and ref.get("key") == TOKEN_KEY}
+        stuck = any(s.get("name") in reads and waiting.get("reason") == WAITING_FOR_CONFIG
+                    and _missing_key(str(waiting.get("message", "")), namespace, reads[s["name"]])
+                    for s in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+                    if (waiting := (s.get("state") or {}).get("waiting") or {}))
+        replaced = any(o.get("controller") and o.get("kind") == "ReplicaSet" for o in meta.get("ownerReferences") or [])
         created = meta.get("creationTimestamp")
-        controlled = any(o.get("controller") for o in meta.get("ownerReferences") or [])
-        if reads & waiting and controlled and created and \
+        if stuck and replaced and created and not meta.get("deletionTimestamp") and \
                 (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds() >= STUCK_AFTER_SECONDS:
             found.append(pod)
     return found
@@ -148,21 +166,28 @@ def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], now: datetime) -> 
 
 def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: datetime) -> list[str]:
     """Delete every :func:`stuck_pods` pod (its Deployment starts a new one, which reads the key); their names.
-    Publishes the count (0 included) for the alarm that watches it."""
-    restarted = []
-    for pod in stuck_pods(namespace.pods(), secrets, now):
-        if namespace.delete_pod(pod["metadata"]["name"], pod["metadata"].get("uid", "")):
-            restarted.append(pod["metadata"]["name"])
+    Publishes the count (0 included) for the alarm that watches it, then raises if a deletion failed."""
+    restarted, failures = [], []
+    for pod in stuck_pods(namespace.pods(), secrets, namespace.name, now):
+        try:
+            if namespace.delete_pod(pod["metadata"]["name"], pod["metadata"].get("uid", "")):
+                restarted.append(pod["metadata"]["name"])
+        except SyncError as error:
+            failures.append(str(error))
     print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-        "Namespace": METRICS_NAMESPACE, "Dimensions": [[CLUSTER_DIMENSION]],
+        "Namespace": METRICS_NAMESPACE, "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
         "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]},
-        CLUSTER_DIMENSION: cluster, RESTARTED_METRIC: len(restarted), "restarted": restarted}))
+        CLUSTER_DIMENSION: cluster, NAMESPACE_DIMENSION: namespace.name, RESTARTED_METRIC: len(restarted),
+        "restarted": restarted, "failures": failures}))
+    if failures:
+        raise SyncError("; ".join(failures))
     return restarted
 
 
 def sync(tokens: dict[str, str], namespace: Namespace, secrets: Any, *,
          missing_ok: bool = False) -> list[dict[str, Any]]:
-    """Copy every token; one line per Secret (name, secret version, changed), every failure raised together.
+    """Copy every token; one line per Secret (name, secret version, changed, whether it held a token before), every
+    failure raised together.
     ``missing_ok``: a Kubernetes Secret that does not exist is logged as ``missing`` and skipped, not a failure
     (its token is not read)."""
     results, missing, failures = [], [], []
@@ -177,7 +202,7 @@ def sync(tokens: dict[str, str], namespace: Namespace, secrets: Any, *,
             if changed:
                 namespace.write(name, token)
             results.append({"secret": name, "source": secret_id, "version": answer.get("VersionId"),
-                            "changed": changed})
+                            "changed": changed, "had_token": current is not None})
         except MissingSecret as error:
             if not missing_ok:
                 failures.append(str(error))
@@ -194,14 +219,15 @@ def sync(tokens: dict[str, str], namespace: Namespace, secrets: Any, *,
 
 
 def run(*, missing_ok: bool = False, restart: bool = False) -> dict[str, Any]:
-    """Copy every token (:func:`sync`); with ``restart``, then restart the pods stuck on a Secret that holds it."""
+    """Copy every token (:func:`sync`); with ``restart``, then restart the pods stuck on a Secret that held its token
+    before this run (a key written just now may not have reached kubelet yet: the next run looks again)."""
     cluster = os.environ["HYPERWARM_CLUSTER_NAME"]
     region = os.environ["AWS_REGION"] if "AWS_REGION" in os.environ else os.environ["AWS_DEFAULT_REGION"]
     endpoint, ca_pem = cluster_access(cluster, region)
     namespace = Namespace(endpoint, ca_pem, eks_token(cluster, region), os.environ["HYPERWARM_NAMESPACE"])
     tokens = json.loads(os.environ["HYPERWARM_HUB_TOKENS"])
     synced = sync(tokens, namespace, boto3.client("secretsmanager", region_name=region), missing_ok=missing_ok)
-    filled = {r["secret"] for r in synced if not r.get("missing")}
+    filled = {r["secret"] for r in synced if r.get("had_token")}
     restarted = restart_stuck(namespace, filled, cluster, datetime.now().astimezone()) if restart else []
     return {"synced": synced, "restarted": restarted}
 

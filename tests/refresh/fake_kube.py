@@ -9,7 +9,9 @@ that is not ``application/merge-patch+json``, 409 when a patch's ``metadata.reso
 the stored one, RFC 7386 merge-patch semantics, and a new resourceVersion on every write (a spec change also
 raises ``metadata.generation``), and a node list honours ``labelSelector`` equalities. Nothing is created or
 deleted through it (neither the refresh nor the exporter may: their RBAC allows neither) but a pod, as the Hub
-token sync restarts one (DELETE, honouring a ``DeleteOptions`` uid precondition with 409). The pod proxy
+token sync restarts one: DELETE honours a ``DeleteOptions`` uid precondition (409 otherwise) and, as for a graceful
+deletion, answers 200 and keeps the pod listed with ``metadata.deletionTimestamp`` (kubelet removes it later;
+``finish_deletions`` plays that). The pod proxy
 (``/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>``) serves the pages in ``pod_pages``, and 503
 (the API server's answer when it cannot reach the pod) for any other.
 """
@@ -102,7 +104,7 @@ class FakeKube:
         self.cluster = cluster
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
-        self.fail_next: dict[str, int] = {}   # name -> HTTP status of its next PATCH
+        self.fail_next: dict[str, int] = {}   # name -> HTTP status of its next PATCH or DELETE
         self.race_next: set[str] = set()      # names changed by "someone else" right before their next PATCH
         self.pod_pages: dict[tuple[str, str, int, str], tuple[int, str]] = {}  # (ns, pod, port, path) -> page
         self.proxied: list[str] = []          # paths of pod-proxy GETs, in order
@@ -144,6 +146,12 @@ class FakeKube:
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         return self.objects[(kind.lower() + "s", namespace, name)]
+
+    def finish_deletions(self) -> None:
+        """What kubelet does once a deleted pod's containers are stopped: the pod leaves the API."""
+        with self._lock:
+            for key in [k for k, o in self.objects.items() if k[0] == "pods" and o["metadata"].get("deletionTimestamp")]:
+                del self.objects[key]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         kube = self
@@ -243,9 +251,13 @@ class FakeKube:
                         self._status(409, "Conflict", "Precondition failed: UID in precondition: "
                                                       f"{uid}, UID in object meta: {kube.objects[key]['metadata'].get('uid')}")
                         return
-                    deleted = kube.objects.pop(key)
-                    kube.deleted.append((key[1], key[2]))
-                    self._send(200, deleted)
+                    pod = kube.objects[key]
+                    if not pod["metadata"].get("deletionTimestamp"):
+                        pod["metadata"]["deletionTimestamp"] = datetime.datetime.now(datetime.UTC).strftime(
+                            "%Y-%m-%dT%H:%M:%SZ")
+                        pod["metadata"]["resourceVersion"] = kube._next_rv()
+                        kube.deleted.append((key[1], key[2]))
+                    self._send(200, pod)
 
             def do_PATCH(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))

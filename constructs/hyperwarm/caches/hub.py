@@ -86,6 +86,7 @@ from hyperwarm.cluster.kube_access import cluster_function_role, private_api_net
 from hyperwarm.functions.hub_token.contract import (
     CLUSTER_DIMENSION,
     METRICS_NAMESPACE,
+    NAMESPACE_DIMENSION,
     RESTARTED_METRIC,
     STUCK_AFTER_SECONDS,
 )
@@ -177,7 +178,7 @@ class HubTokenSync(Construct):
     """Copies each Hub token from Secrets Manager into its Kubernetes Secret at deploy time and every
     ``interval``, and at each scheduled run restarts a pod stuck on a filled token key. ``node.default_child`` is
     the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy; ``errors_alarm`` (a failed run) and
-    ``stuck_pods_alarm`` (restarts three runs in a row) notify whoever the app wires its alarms to."""
+    ``stuck_pods_alarm`` (restarts that do not mend) notify whoever the app wires its alarms to."""
 
     def __init__(self, scope: Construct, id: str, props: HubTokenSyncProps) -> None:
         super().__init__(scope, id)
@@ -230,8 +231,8 @@ class HubTokenSync(Construct):
         self._alarms(props)
 
     def _alarms(self, props: HubTokenSyncProps) -> None:
-        """A failed copy or restart (the scheduled run raises), and pods still restarted after three runs: kubelet
-        keeps failing them although their Secret holds the token, which a restart does not mend."""
+        """A failed copy or restart (the scheduled run raises), and pods restarted again and again: kubelet keeps
+        failing them although their Secret holds the token, which a restart does not mend."""
         self.errors_alarm = cloudwatch.Alarm(
             self, "ErrorsAlarm", metric=self.function.metric_errors(period=props.interval), threshold=1,
             evaluation_periods=1, comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -240,14 +241,17 @@ class HubTokenSync(Construct):
                               "pod stuck on a missing token key could not be restarted (the function's log names it)")
         restarted = cloudwatch.Metric(
             namespace=METRICS_NAMESPACE, metric_name=RESTARTED_METRIC, statistic="Sum", period=props.interval,
-            dimensions_map={CLUSTER_DIMENSION: props.cluster.eks_cluster.cluster_name})
+            dimensions_map={CLUSTER_DIMENSION: props.cluster.eks_cluster.cluster_name,
+                            NAMESPACE_DIMENSION: props.namespace})
+        runs = restart_every(props.interval)
         self.stuck_pods_alarm = cloudwatch.Alarm(
-            self, "StuckPodsAlarm", metric=restarted, threshold=1, evaluation_periods=3,
+            self, "StuckPodsAlarm", metric=restarted, threshold=1, datapoints_to_alarm=3, evaluation_periods=3 * runs,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"pods of {props.namespace} still wait for a Hub token key {STUCK_AFTER_SECONDS} s "
-                              "after creation although their Secret holds it, at three scheduled runs in a row: "
-                              "restarting them does not help (kubectl describe pod names the missing key)")
+            alarm_description=f"pods of {props.namespace} restarted 3 times in {3 * runs} runs of the Hub token "
+                              f"sync: each still waited for its token key {STUCK_AFTER_SECONDS} s after creation "
+                              "although the Secret held it, so restarting does not help (kubectl describe pod "
+                              "names what kubelet cannot find)")
 
     def _grant_token_reads(self, props: HubTokenSyncProps) -> list[str]:
         """The role reads the token secrets (and decrypts them through Secrets Manager alone); their ARNs."""
@@ -270,6 +274,14 @@ class HubTokenSync(Construct):
     @property
     def grant_principal(self) -> iam.IPrincipal:
         return self.role
+
+
+def restart_every(interval: cdk.Duration) -> int:
+    """Runs between two restarts of a pod that a restart never mends: its replacement counts as stuck only once it is
+    ``STUCK_AFTER_SECONDS`` old, at the first run after that (3, the most in the allowed intervals, for a
+    deploy-time interval)."""
+    seconds = interval.to_seconds()
+    return 3 if unresolved(seconds) else int(STUCK_AFTER_SECONDS // seconds) + 1
 
 
 def secret_arn(stack: cdk.Stack, secret: str) -> str:
