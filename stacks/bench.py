@@ -21,7 +21,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
@@ -63,7 +63,8 @@ _OURS = _CPU + """
 import json, sys, time
 from pathlib import Path
 import aws_cdk
-from stacks.app import build_app
+from stacks.app import build_app, freeze_imports
+freeze_imports()  # as app.py does after its imports
 context = json.loads(Path("cdk.json").read_text())["context"]
 if sys.argv[2]:
     context["env"] = sys.argv[2]
@@ -97,61 +98,93 @@ _BASELINE = _CPU + """
 import sys, time
 from pathlib import Path
 import aws_cdk as cdk
-from stacks.bench import baseline_app
+from stacks.bench import baseline_app, reference_stacks
+stacks = reference_stacks(Path(sys.argv[2]), [e for e in sys.argv[3].split(",") if e])  # read before the clock
 start, start_cpu, start_python, sent[0] = time.perf_counter(), cpu(), python_cpu(), 0
-app = baseline_app(Path(sys.argv[2]), sys.argv[1], [e for e in sys.argv[3].split(",") if e])
+app = baseline_app(stacks, sys.argv[1])
 built = time.perf_counter()
 app.synth()
 report(start, start_cpu, start_python, built)
 """
 
-_RESOURCE_ATTRIBUTES = ("Condition", "CreationPolicy", "DeletionPolicy", "DependsOn", "Metadata", "UpdatePolicy",
-                        "UpdateReplacePolicy")
-_SECTIONS = {"AWSTemplateFormatVersion", "Conditions", "Description", "Metadata", "Outputs", "Parameters",
-             "Resources", "Rules"}
+_RESOURCE_ATTRIBUTES = {"Condition", "CreationPolicy", "DeletionPolicy", "DependsOn", "Metadata", "UpdatePolicy",
+                        "UpdateReplacePolicy"}
+_KNOWN = {"template": {"AWSTemplateFormatVersion", "Conditions", "Description", "Metadata", "Outputs", "Parameters",
+                       "Resources", "Rules"},
+          "resource": {"Type", "Properties"} | _RESOURCE_ATTRIBUTES,
+          "output": {"Value", "Description", "Export", "Condition"},
+          "asset manifest": {"version", "files"}}
+"""What the baseline reproduces; anything else in a reference is refused by name rather than left out."""
 _SYNTHESIZER_OWN = {"Parameters": {"BootstrapVersion"}, "Rules": {"CheckBootstrapVersion"}}
 """What the default stack synthesizer adds to every template: the baseline gets it the same way."""
 
 
-def baseline_app(reference: Path, outdir: str, envs: Sequence[str] = ()) -> cdk.App:
-    """The plain-L1 app of the templates in ``reference`` (a ``cdk.out``), only the stacks of ``envs`` (default:
-    all): every resource a bare ``CfnResource`` with its attributes, every parameter, condition and output, each
-    template's description and metadata, and the same asset files staged (Lambda code, layers, scripts), so that
-    it synthesizes the same templates (``tests/test_bench_baseline.py``) without any of hyperwarm's constructs."""
-    import aws_cdk as cdk  # here: the bench's own process never starts a jsii runtime
+class ReferenceStack(NamedTuple):
+    """One stack of a reference ``cdk.out``: its name, template and the files it stages."""
 
-    app = cdk.App(outdir=outdir)
+    name: str
+    template: dict[str, Any]
+    assets: list[Path]
+
+
+def reference_stacks(reference: Path, envs: Sequence[str] = ()) -> list[ReferenceStack]:
+    """The stacks in ``reference`` (a ``cdk.out``), only those of ``envs`` (default: all), each checked to hold
+    nothing :func:`baseline_app` would leave out."""
+    stacks = []
     for path in sorted(reference.glob("*.template.json")):
         name = path.name.removesuffix(".template.json")
         if envs and not any(name.startswith(f"hyperwarm-{env}-") for env in envs):
             continue
-        template = json.loads(path.read_text())
-        if unknown := set(template) - _SECTIONS:
-            raise ValueError(f"{path.name}: the baseline does not reproduce the sections {sorted(unknown)}")
+        template, manifest = json.loads(path.read_text()), json.loads((reference / f"{name}.assets.json").read_text())
+        _refuse_unknown(path.name, "template", template)
+        _refuse_unknown(f"{name}.assets.json", "asset manifest", {k: v for k, v in manifest.items() if v})
+        for logical_id, resource in template["Resources"].items():
+            _refuse_unknown(f"{path.name} {logical_id}", "resource", resource)
+        for logical_id, output in template.get("Outputs", {}).items():
+            _refuse_unknown(f"{path.name} {logical_id}", "output", output)
+        if rules := set(template.get("Rules", {})) - _SYNTHESIZER_OWN["Rules"]:
+            raise ValueError(f"{path.name}: the baseline does not reproduce the rules {sorted(rules)}")
+        files = [f["source"]["path"] for f in manifest["files"].values() if f["source"]["path"] != path.name]
+        if nested := [f for f in files if f.endswith(".template.json")]:
+            raise ValueError(f"{path.name}: the baseline does not reproduce the nested stacks {nested}")
+        stacks.append(ReferenceStack(name, template, [reference / f for f in files]))
+    return stacks
+
+
+def _refuse_unknown(where: str, kind: str, found: dict[str, Any]) -> None:
+    if unknown := set(found) - _KNOWN[kind]:
+        raise ValueError(f"{where}: the baseline does not reproduce the {kind} keys {sorted(unknown)}")
+
+
+def baseline_app(stacks: Sequence[ReferenceStack], outdir: str) -> cdk.App:
+    """The plain-L1 app of ``stacks`` (:func:`reference_stacks`): every resource a bare ``CfnResource`` with its
+    attributes, every parameter, condition and output, each template's description and metadata, and the same asset
+    files staged (Lambda code, layers, scripts), so that it synthesizes the same templates
+    (``tests/test_bench_baseline.py``) without any of hyperwarm's constructs."""
+    import aws_cdk as cdk  # here: the bench's own process never starts a jsii runtime
+
+    app = cdk.App(outdir=outdir)
+    for name, template, assets in stacks:
         stack = cdk.Stack(app, name, description=template.get("Description"))
         if "Metadata" in template:
             stack.template_options.metadata = template["Metadata"]
-        own = {section: {k: v for k, v in template.get(section, {}).items() if k not in _SYNTHESIZER_OWN[section]}
-               for section in _SYNTHESIZER_OWN}
-        if own["Rules"]:
-            raise ValueError(f"{path.name}: the baseline does not reproduce the rules {sorted(own['Rules'])}")
-        for logical_id, parameter in own["Parameters"].items():
-            cdk.CfnParameter(stack, logical_id, **{_snake(k): v for k, v in parameter.items()})
-        for logical_id, expression in template.get("Conditions", {}).items():
-            cdk.CfnCondition(stack, logical_id, expression=cdk.Token.as_any(expression))
+        for logical_id, parameter in template.get("Parameters", {}).items():
+            if logical_id not in _SYNTHESIZER_OWN["Parameters"]:
+                cdk.CfnParameter(stack, logical_id, **{_snake(k): v for k, v in parameter.items()})
+        conditions = {logical_id: cdk.CfnCondition(stack, logical_id, expression=cdk.Token.as_any(expression))
+                      for logical_id, expression in template.get("Conditions", {}).items()}
         for logical_id, resource in template["Resources"].items():
             cfn = cdk.CfnResource(stack, logical_id, type=resource["Type"], properties=resource.get("Properties"))
             cfn.override_logical_id(logical_id)
-            for attribute in _RESOURCE_ATTRIBUTES:
-                if attribute in resource:
-                    cfn.add_override(attribute, resource[attribute])
+            for attribute in sorted(_RESOURCE_ATTRIBUTES & set(resource)):
+                cfn.add_override(attribute, resource[attribute])
         for logical_id, output in template.get("Outputs", {}).items():
+            export = output.get("Export", {}).get("Name")
             cdk.CfnOutput(stack, logical_id, value=cdk.Token.as_string(output["Value"]),
-                          description=output.get("Description"), export_name=output.get("Export", {}).get("Name"))
-        manifest = json.loads((reference / f"{name}.assets.json").read_text())
-        files = [f["source"]["path"] for f in manifest["files"].values() if f["source"]["path"] != path.name]
-        for index, file in enumerate(files):
-            cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(reference / file))
+                          description=output.get("Description"), condition=conditions.get(output.get("Condition", "")),
+                          export_name=None if export is None else cdk.Token.as_string(export))
+        for index, path in enumerate(assets):
+            cdk.aws_s3_assets.Asset(stack, f"Asset{index}", path=str(path))
     return app
 
 

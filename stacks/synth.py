@@ -13,7 +13,7 @@ from manifests import write_manifests
 from stacks.config.environment import load_context
 
 from . import served
-from .app import build_app, selected_environments
+from .app import build_app, freeze_imports, selected_environments
 from .baseline import CONTEXT_KEY, synthesize
 from .caches_stack import chart_props
 from .errors import exit_on_config_error
@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", help="templates to compare with: cloudformation, none or a directory "
                                            "(default: the previous synth in --outdir; see stacks/baseline.py)")
     args = parser.parse_args(argv)
+    freeze_imports()
     console = Console()
     if not console.is_terminal:  # CI logs: wide enough that rows do not wrap
         console = Console(width=140)

@@ -43,8 +43,9 @@ import json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, "tests")
 from jsii_requests import counted
-from stacks.app import build_app
+from stacks.app import build_app, freeze_imports
 import gc
+freeze_imports()  # as app.py does
 frozen = gc.get_freeze_count()
 loaded = set(sys.modules)
 context = json.loads(Path("cdk.json").read_text())["context"]
@@ -71,6 +72,19 @@ def test_the_apps_imports_are_out_of_the_garbage_collectors_reach(prod_build: di
     docs/performance.md); frozen, it walks only what the build made, fewer than the imports' own."""
     assert prod_build["frozen"] > 100_000
     assert prod_build["tracked"] < prod_build["frozen"]
+
+
+@pytest.mark.parametrize("entry", ["app.py", "stacks/synth.py", "stacks/bench.py"])
+def test_every_entry_point_freezes_its_imports_before_building(entry: str) -> None:
+    """``cdk synth`` (app.py), ``make synth`` and the bench that times the former."""
+    source = (REPO / entry).read_text()
+    if entry == "stacks/bench.py":  # the program it times is a string
+        source = next(n.value.right.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assign)
+                      and getattr(n.targets[0], "id", "") == "_OURS")
+    calls = sorted((n.lineno, n.func.id) for n in ast.walk(ast.parse(source))
+                   if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
+    names = [name for _, name in calls]
+    assert "freeze_imports" in names and names.index("freeze_imports") < names.index("build_app"), names
 
 
 @pytest.mark.gate
