@@ -16,6 +16,7 @@ import aws_cdk as cdk
 import boto3
 import kubernetes_validate
 import pytest
+import urllib3
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from aws_cdk.assertions import Match, Template
 from moto import mock_aws
@@ -266,6 +267,18 @@ def test_a_failed_sync_and_pods_a_restart_does_not_mend_alarm() -> None:
         {"Name": NAMESPACE_DIMENSION, "Value": variables["HYPERWARM_NAMESPACE"]}]
 
 
+@pytest.mark.parametrize("minutes, evaluated", [(1, 9), (2, 6), (3, 3), (60, 3)])
+def test_the_stuck_pods_alarm_evaluates_three_restarts_of_the_runs_they_need(minutes: int, evaluated: int) -> None:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account=ACCOUNT, region="us-west-2"))
+    sync = HubTokenSync(stack, "Sync", HubTokenSyncProps(imported_cluster(stack, GROUPS), "hyperwarm-models",
+                                                         {"a-hub-token": HuggingFaceModelSource(**LLAMA)},
+                                                         interval=cdk.Duration.minutes(minutes)))
+    alarm_id = stack.resolve(sync.stuck_pods_alarm.node.default_child.logical_id)  # type: ignore[union-attr]
+    properties = Template.from_stack(stack).to_json()["Resources"][alarm_id]["Properties"]
+    assert (properties["Period"], properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == \
+        (minutes * 60, evaluated, 3)
+
+
 @pytest.mark.parametrize("minutes", [1, 2, 3, 5, 60])
 def test_a_pod_a_restart_never_mends_fills_the_alarms_window_at_any_interval(minutes: int) -> None:
     """The function restarts such a pod only once its replacement is STUCK_AFTER_SECONDS old: at 1 or 2 minute
@@ -282,7 +295,7 @@ def test_a_pod_a_restart_never_mends_fills_the_alarms_window_at_any_interval(min
         if hit:
             created = now + datetime.timedelta(seconds=3)  # the Deployment's replacement
     window = 3 * runs
-    assert all(sum(restarts[i:i + window]) >= 3 for i in range(len(restarts) - window)), (runs, restarts)
+    assert all(sum(restarts[i:i + window]) >= 3 for i in range(len(restarts) - window + 1)), (runs, restarts)
     assert restart_every(cdk.Duration.minutes(minutes)) == (1 if minutes >= 3 else 3 if minutes == 1 else 2)
 
 
@@ -460,8 +473,8 @@ def test_an_update_still_fails_when_an_existing_secrets_token_cannot_be_read(kub
 
 
 def pod(name: str, *, age: float, secret: str = "llama-hub-token", reason: str = "CreateContainerConfigError",
-        uid: str = "", owned: bool = True, message: str = "") -> dict[str, Any]:
-    """A model pod as the API lists it (``owned``: by its Deployment's ReplicaSet): its download init container takes
+        uid: str = "", owner: str = "ReplicaSet", message: str = "") -> dict[str, Any]:
+    """A model pod as the API lists it, run by its ``owner`` (kind; empty: none): its download init container takes
     HF_TOKEN from ``secret``'s token key and waits for ``reason`` (empty: it runs)."""
     created = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=age)
     state = {"waiting": {"reason": reason, "message": message or f"couldn't find key token in Secret {NS}/{secret}"}} \
@@ -469,8 +482,8 @@ def pod(name: str, *, age: float, secret: str = "llama-hub-token", reason: str =
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": NS, "uid": uid or f"uid-{name}",
                          "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "llama-7d9f",
-                                              "uid": "rs", "controller": True}] if owned else []},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner, "name": "llama-7d9f",
+                                              "uid": "owner", "controller": True}] if owner else []},
             "spec": {"initContainers": [{"name": "download", "env": [{"name": "HF_TOKEN", "valueFrom": {
                 "secretKeyRef": {"name": secret, "key": "token"}}}]}], "containers": [{"name": "serve"}]},
             "status": {"phase": "Pending", "initContainerStatuses": [{"name": "download", "state": state}]}}
@@ -495,20 +508,25 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
                   pod("other-secret", age=600, secret="not-ours"),
                   pod("pulling", age=600, reason="ImagePullBackOff"),
                   pod("running", age=600, reason=""),
-                  pod("bare", age=600, owned=False),  # nothing would start it again
-                  pod("root-image", age=600, message="container has runAsNonRoot and image will run as root")):
+                  pod("bare", age=600, owner=""),  # nothing would start it again
+                  pod("stateful", age=600, owner="StatefulSet"),  # not the operator's Deployment
+                  pod("root-image", age=600, message="container has runAsNonRoot and image will run as root"),
+                  pod("other-key", age=600, message=f"couldn't find key other in Secret {NS}/llama-hub-token"),
+                  pod("similar-name", age=600, message=f"couldn't find key token in Secret {NS}/llama-hub-token-2"),
+                  pod("older-kubelet", age=600, message=f"Couldn't find key token in Secret {NS}/llama-hub-token")):
         kube.add(stuck)
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
         first = handler.lambda_handler({}, None)
         again = handler.lambda_handler({}, None)  # "stuck" is still listed, being deleted: not deleted again
         kube.finish_deletions()
-    assert first["restarted"] == ["stuck"] and kube.deleted == [(NS, "stuck")] and again["restarted"] == []
+    assert first["restarted"] == ["older-kubelet", "stuck"] and again["restarted"] == []
+    assert kube.deleted == [(NS, "older-kubelet"), (NS, "stuck")]
     assert {name for (_, _, name) in kube.objects if name != "llama-hub-token"} == \
-        {"young", "other-secret", "pulling", "running", "bare", "root-image"}
+        {"young", "other-secret", "pulling", "running", "bare", "stateful", "root-image", "other-key", "similar-name"}
     metrics = restart_metric(capsys.readouterr().out)
     assert [(m[RESTARTED_METRIC], m[CLUSTER_DIMENSION], m[NAMESPACE_DIMENSION]) for m in metrics] == \
-        [(1, CLUSTER, NS), (0, CLUSTER, NS)]
+        [(2, CLUSTER, NS), (0, CLUSTER, NS)]
     assert metrics[0]["_aws"]["CloudWatchMetrics"] == [{"Namespace": METRICS_NAMESPACE,
                                                         "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
                                                         "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]
@@ -552,16 +570,28 @@ def test_a_restart_that_fails_fails_the_run_naming_the_pod_after_the_others_and_
     monkeypatch.setattr(handler.Namespace, "pods", lambda self: [
         {**p, "metadata": {**p["metadata"], "uid": "the-old-pod"}} if p["metadata"]["name"] == "c-replaced" else p
         for p in listed(self)])
+    kube.add(pod("a-timed-out", age=600))
     kube.fail_next["a-refused"] = 403
+    delete = handler.Namespace.delete_pod
+
+    def dropped_once(self: Any, name: str, uid: str) -> bool:
+        if name == "a-timed-out" and not getattr(dropped_once, "done", False):
+            dropped_once.done = True  # type: ignore[attr-defined]
+            raise urllib3.exceptions.MaxRetryError(None, "/pods/a-timed-out", "read timed out")
+        return delete(self, name, uid)
+
+    monkeypatch.setattr(handler.Namespace, "delete_pod", dropped_once)
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
-        with pytest.raises(handler.SyncError, match="delete pod a-refused: HTTP 403"):
+        with pytest.raises(handler.SyncError, match="delete pod a-refused: HTTP 403.*delete pod a-timed-out: "
+                                                   "MaxRetryError"):
             handler.lambda_handler({}, None)  # the function's Errors alarm sees it
         second = handler.lambda_handler({}, None)
-    assert kube.deleted == [(NS, "b-stuck"), (NS, "a-refused")] and second["restarted"] == ["a-refused"]
+    assert kube.deleted == [(NS, "b-stuck"), (NS, "a-refused"), (NS, "a-timed-out")]
+    assert second["restarted"] == ["a-refused", "a-timed-out"]
     assert "deletionTimestamp" not in kube.get("Pod", NS, "c-replaced")["metadata"]  # 409: another pod, kept
     logged = capsys.readouterr().out
-    assert [m[RESTARTED_METRIC] for m in restart_metric(logged)] == [1, 1] and "hf_token" not in logged
+    assert [m[RESTARTED_METRIC] for m in restart_metric(logged)] == [1, 2] and "hf_token" not in logged
 
 
 @pytest.mark.parametrize("text", ["", "  ", '{"token": ""}', '{"other": "x"}'])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import time
 from datetime import datetime
 from typing import Any
@@ -132,11 +133,16 @@ def _message(resp: Any) -> str:
         return ""
 
 
-def _missing_key(message: str, namespace: str, secret: str) -> bool:
-    """kubelet's message for a missing Secret key names the key and ``<namespace>/<secret>`` ("couldn't find key
-    token in Secret ns/name", kubernetes pkg/kubelet/kubelet_pods.go); matched on those names, not the wording.
-    Other causes share the waiting reason (a missing ConfigMap key, runAsNonRoot against a root image)."""
-    return f"{namespace}/{secret}" in message and f" {TOKEN_KEY} " in f" {message} "
+_MISSING_KEY = re.compile(r"key (\S+) in Secret (\S+)/(\S+)$")
+"""The end of kubelet's message for a missing Secret key: "couldn't find key token in Secret ns/name" (kubernetes
+pkg/kubelet/kubelet_pods.go; "Couldn't" in older releases)."""
+
+
+def _missing_key(message: str, namespace: str, secrets: set[str]) -> bool:
+    """Whether ``message`` says the token key of one of ``secrets`` is missing: other causes share the waiting reason
+    (another key, a ConfigMap, runAsNonRoot against a root image)."""
+    found = _MISSING_KEY.search(message.strip())
+    return found is not None and found.group(1) == TOKEN_KEY and found.group(2) == namespace and found.group(3) in secrets
 
 
 def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, now: datetime) -> list[dict[str, Any]]:
@@ -148,12 +154,14 @@ def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, no
     found = []
     for pod in pods:
         spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
-        reads = {c.get("name"): ref["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
-                 for e in c.get("env") or []
-                 if (ref := (e.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets
-                 and ref.get("key") == TOKEN_KEY}
-        stuck = any(s.get("name") in reads and waiting.get("reason") == WAITING_FOR_CONFIG
-                    and _missing_key(str(waiting.get("message", "")), namespace, reads[s["name"]])
+        reads: dict[str, set[str]] = {}
+        for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            for variable in container.get("env") or []:
+                ref = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
+                if ref.get("name") in secrets and ref.get("key") == TOKEN_KEY:
+                    reads.setdefault(container.get("name", ""), set()).add(ref["name"])
+        stuck = any(waiting.get("reason") == WAITING_FOR_CONFIG
+                    and _missing_key(str(waiting.get("message", "")), namespace, reads.get(s.get("name", ""), set()))
                     for s in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
                     if (waiting := (s.get("state") or {}).get("waiting") or {}))
         replaced = any(o.get("controller") and o.get("kind") == "ReplicaSet" for o in meta.get("ownerReferences") or [])
@@ -169,11 +177,14 @@ def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: da
     Publishes the count (0 included) for the alarm that watches it, then raises if a deletion failed."""
     restarted, failures = [], []
     for pod in stuck_pods(namespace.pods(), secrets, namespace.name, now):
+        name = pod["metadata"]["name"]
         try:
-            if namespace.delete_pod(pod["metadata"]["name"], pod["metadata"].get("uid", "")):
-                restarted.append(pod["metadata"]["name"])
+            if namespace.delete_pod(name, pod["metadata"].get("uid", "")):
+                restarted.append(name)
         except SyncError as error:
             failures.append(str(error))
+        except urllib3.exceptions.HTTPError as error:  # a timeout or a dropped connection, after urllib3's retries
+            failures.append(f"delete pod {name}: {type(error).__name__}: {error}")
     print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
         "Namespace": METRICS_NAMESPACE, "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
         "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]},
