@@ -51,6 +51,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..cfn_response import respond
+from ..metric_publishing.emf import emf_line
 from . import contract, deployed, formats, letters
 from .contract import state_pk
 from .state import DynamoStore, StateTable
@@ -187,10 +188,8 @@ def moved_back(table: Any, properties: dict[str, Any], request_id: str, patience
 def _metric(target_id: str) -> None:
     """``RefreshFailed`` (Reason ``moved-back``) in the embedded metric format: Lambda's log line becomes
     the metric, with no CloudWatch permission (the dimensions the refresh function's alarm watches)."""
-    print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-        "Namespace": NAMESPACE, "Dimensions": [["service"], ["service", "Reason"]],
-        "Metrics": [{"Name": "RefreshFailed", "Unit": "Count"}]}]},
-        "service": SERVICE, "Reason": letters.MOVED_BACK, "RefreshFailed": 1, "target": target_id}))
+    print(emf_line(NAMESPACE, [["service"], ["service", "Reason"]], {"RefreshFailed": 1},
+                   service=SERVICE, Reason=letters.MOVED_BACK, target=target_id))
 
 
 def report_moved_back(event: dict[str, Any], patience: Patience | None = None) -> str:

@@ -28,7 +28,6 @@ import base64
 import json
 import os
 import re
-import time
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +36,7 @@ import urllib3
 
 from ..cfn_response import respond
 from ..eks_auth import cluster_access, eks_token
+from ..metric_publishing.emf import emf_line
 from .contract import (
     CLUSTER_DIMENSION,
     METRICS_NAMESPACE,
@@ -185,11 +185,9 @@ def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: da
             failures.append(str(error))
         except urllib3.exceptions.HTTPError as error:  # a timeout or a dropped connection, after urllib3's retries
             failures.append(f"delete pod {name}: {type(error).__name__}: {error}")
-    print(json.dumps({"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": [{
-        "Namespace": METRICS_NAMESPACE, "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
-        "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]},
-        CLUSTER_DIMENSION: cluster, NAMESPACE_DIMENSION: namespace.name, RESTARTED_METRIC: len(restarted),
-        "restarted": restarted, "failures": failures}))
+    print(emf_line(METRICS_NAMESPACE, [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]], {RESTARTED_METRIC: len(restarted)},
+                   **{CLUSTER_DIMENSION: cluster, NAMESPACE_DIMENSION: namespace.name}, restarted=restarted,
+                   failures=failures))
     if failures:
         raise SyncError("; ".join(failures))
     return restarted

@@ -92,9 +92,10 @@ from hyperwarm.functions.hub_token.contract import (
 )
 
 RBAC_GROUP = "hyperwarm:hub-token-sync"
-FUNCTION = FunctionPackage.of("hub_token", "the Hub token sync", shared=("cfn_response", "eks_auth"))
-"""The sync function's code: ``hyperwarm/functions/hub_token/`` and the shared ``eks_auth``; boto3 and urllib3
-come with the Lambda runtime."""
+FUNCTION = FunctionPackage.of("hub_token", "the Hub token sync", shared=("cfn_response", "eks_auth",
+                                                                         "metric_publishing"))
+"""The sync function's code: ``hyperwarm/functions/hub_token/`` and the shared ``cfn_response``, ``eks_auth`` and
+``metric_publishing``; boto3 and urllib3 come with the Lambda runtime."""
 HANDLER = f"{FUNCTION.handler_prefix}.handler.lambda_handler"
 SOURCE_ANNOTATION = "hyperwarm.io/hub-token-source"
 """On each rendered Secret: the Secrets Manager secret its token is copied from (a name or ARN, never a value)."""
