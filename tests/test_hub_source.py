@@ -35,6 +35,7 @@ from hyperwarm.functions import eks_auth
 from hyperwarm.functions.hub_token import handler
 from hyperwarm.functions.hub_token.contract import (
     CLUSTER_DIMENSION,
+    LEFT_METRIC,
     METRICS_NAMESPACE,
     NAMESPACE_DIMENSION,
     RESTARTED_METRIC,
@@ -261,10 +262,17 @@ def test_a_failed_sync_and_pods_a_restart_does_not_mend_alarm() -> None:
         {"Statistic": "Sum", "Period": 300, "EvaluationPeriods": 3, "DatapointsToAlarm": 3, "Threshold": 1}
     variables = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp(
         "hub_token")}}).popitem()[1]["Properties"]["Environment"]["Variables"]
+    (left,) = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {
+        "Namespace": METRICS_NAMESPACE, "MetricName": LEFT_METRIC}}).values()
+    assert {k: left["Properties"][k] for k in ("Statistic", "Period", "EvaluationPeriods", "DatapointsToAlarm",
+                                               "Threshold", "ComparisonOperator")} == \
+        {"Statistic": "Maximum", "Period": 300, "EvaluationPeriods": 3, "DatapointsToAlarm": 2, "Threshold": 1,
+         "ComparisonOperator": "GreaterThanOrEqualToThreshold"}
     # what the function publishes under: its cluster's name and namespace
-    assert stuck["Properties"]["Dimensions"] == [
-        {"Name": CLUSTER_DIMENSION, "Value": variables["HYPERWARM_CLUSTER_NAME"]},
-        {"Name": NAMESPACE_DIMENSION, "Value": variables["HYPERWARM_NAMESPACE"]}]
+    for alarm in (stuck, left):
+        assert alarm["Properties"]["Dimensions"] == [
+            {"Name": CLUSTER_DIMENSION, "Value": variables["HYPERWARM_CLUSTER_NAME"]},
+            {"Name": NAMESPACE_DIMENSION, "Value": variables["HYPERWARM_NAMESPACE"]}]
 
 
 @pytest.mark.parametrize("minutes, evaluated", [(1, 9), (2, 6), (3, 3), (60, 3)])
@@ -290,7 +298,7 @@ def test_a_pod_a_restart_never_mends_fills_the_alarms_window_at_any_interval(min
         now = start + datetime.timedelta(seconds=run * interval)
         listed = pod("stuck", age=(now - created).total_seconds())
         listed["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
-        hit = bool(handler.stuck_pods([listed], {"llama-hub-token"}, NS, now))
+        hit = bool(handler.waiting_pods([listed], {"llama-hub-token"}, NS, now).stuck)
         restarts.append(hit)
         if hit:
             created = now + datetime.timedelta(seconds=3)  # the Deployment's replacement
@@ -513,7 +521,8 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
                   pod("root-image", age=600, message="container has runAsNonRoot and image will run as root"),
                   pod("other-key", age=600, message=f"couldn't find key other in Secret {NS}/llama-hub-token"),
                   pod("similar-name", age=600, message=f"couldn't find key token in Secret {NS}/llama-hub-token-2"),
-                  pod("older-kubelet", age=600, message=f"Couldn't find key token in Secret {NS}/llama-hub-token")):
+                  pod("older-kubelet", age=600, message=f"Couldn't find key token in Secret {NS}/llama-hub-token"),
+                  pod("reworded", age=600, message=f'key "token" not found in Secret {NS}/llama-hub-token')):
         kube.add(stuck)
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
@@ -522,14 +531,18 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
         kube.finish_deletions()
     assert first["restarted"] == ["older-kubelet", "stuck"] and again["restarted"] == []
     assert kube.deleted == [(NS, "older-kubelet"), (NS, "stuck")]
+    # waiting on the token key for another cause, a message worded otherwise, or nothing to start them again
+    left = ["bare", "other-key", "reworded", "root-image", "similar-name", "stateful"]
+    assert sorted(first["left"]) == sorted(again["left"]) == left
     assert {name for (_, _, name) in kube.objects if name != "llama-hub-token"} == \
-        {"young", "other-secret", "pulling", "running", "bare", "stateful", "root-image", "other-key", "similar-name"}
+        {"young", "other-secret", "pulling", "running", *left}
     metrics = restart_metric(capsys.readouterr().out)
-    assert [(m[RESTARTED_METRIC], m[CLUSTER_DIMENSION], m[NAMESPACE_DIMENSION]) for m in metrics] == \
-        [(2, CLUSTER, NS), (0, CLUSTER, NS)]
+    assert [(m[RESTARTED_METRIC], m[LEFT_METRIC], m[CLUSTER_DIMENSION], m[NAMESPACE_DIMENSION]) for m in metrics] == \
+        [(2, 6, CLUSTER, NS), (0, 6, CLUSTER, NS)]
     assert metrics[0]["_aws"]["CloudWatchMetrics"] == [{"Namespace": METRICS_NAMESPACE,
                                                         "Dimensions": [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
-                                                        "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"}]}]
+                                                        "Metrics": [{"Name": RESTARTED_METRIC, "Unit": "Count"},
+                                                                    {"Name": LEFT_METRIC, "Unit": "Count"}]}]
 
 
 def test_a_key_written_by_this_run_gets_a_run_to_reach_kubelet_before_a_restart(kube, monkeypatch):

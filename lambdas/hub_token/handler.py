@@ -18,7 +18,9 @@ reported stuck after their Secret appeared (kubernetes/kubernetes#80466). So eac
 namespace's pods and deletes each one still waiting that way on a Secret that held the key before the run, at least
 :data:`~.contract.STUCK_AFTER_SECONDS` after its creation, as AWS's troubleshooting page has the pod restarted once
 the Secret holds the token; its Deployment starts a new pod, which reads the key. The count is published
-(:data:`~.contract.RESTARTED_METRIC`) and alarmed when it does not stop (``hyperwarm.caches.hub``). RBAC adds
+(:data:`~.contract.RESTARTED_METRIC`) and alarmed when it does not stop (``hyperwarm.caches.hub``); so are the
+pods it leaves waiting that way for another cause, or with kubelet's message worded otherwise
+(:data:`~.contract.LEFT_METRIC`): a restart would not mend them, a person must look. RBAC adds
 ``list`` and ``delete`` of pods in that one namespace: no pod is created, read through or changed otherwise.
 """
 
@@ -29,7 +31,7 @@ import json
 import os
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import boto3
 import urllib3
@@ -39,6 +41,7 @@ from ..eks_auth import cluster_access, eks_token
 from ..metric_publishing.emf import emf_line
 from .contract import (
     CLUSTER_DIMENSION,
+    LEFT_METRIC,
     METRICS_NAMESPACE,
     NAMESPACE_DIMENSION,
     RESTARTED_METRIC,
@@ -145,13 +148,23 @@ def _missing_key(message: str, namespace: str, secrets: set[str]) -> bool:
     return found is not None and found.group(1) == TOKEN_KEY and found.group(2) == namespace and found.group(3) in secrets
 
 
-def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, now: datetime) -> list[dict[str, Any]]:
-    """The pods, created at least :data:`STUCK_AFTER_SECONDS` before ``now``, not being deleted, and run by a
-    ReplicaSet (the operator's Deployment's, which replaces a deleted pod), with a container (init or not) that takes
-    the token key of one of ``secrets`` into its environment and that kubelet could not create for that missing key
-    (:data:`WAITING_FOR_CONFIG`): once those Secrets hold the key, nothing but a missed retry keeps such a pod
-    waiting."""
-    found = []
+class Waiting(NamedTuple):
+    """The pods, created at least :data:`STUCK_AFTER_SECONDS` before now and not being deleted, with a container
+    (init or not) that takes the token key of one of the Secrets into its environment and that kubelet could not
+    create from its configuration (:data:`WAITING_FOR_CONFIG`)."""
+
+    stuck: list[dict[str, Any]]
+    """kubelet's message says that key of that Secret is missing, and a ReplicaSet runs the pod (the operator's
+    Deployment's, which replaces a deleted pod): once the Secret holds the key, nothing but a missed retry keeps
+    such a pod waiting."""
+    left: list[dict[str, Any]]
+    """The others (:data:`~.contract.LEFT_METRIC`): another cause (another key or Secret, runAsNonRoot against a
+    root image), a message worded otherwise, or no ReplicaSet to start the pod again."""
+
+
+def waiting_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, now: datetime) -> Waiting:
+    """Which of ``pods`` wait on the token key of one of ``secrets`` (:class:`Waiting`)."""
+    waiting = Waiting([], [])
     for pod in pods:
         spec, status, meta = pod.get("spec") or {}, pod.get("status") or {}, pod.get("metadata") or {}
         reads: dict[str, set[str]] = {}
@@ -160,23 +173,27 @@ def stuck_pods(pods: list[dict[str, Any]], secrets: set[str], namespace: str, no
                 ref = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
                 if ref.get("name") in secrets and ref.get("key") == TOKEN_KEY:
                     reads.setdefault(container.get("name", ""), set()).add(ref["name"])
-        stuck = any(waiting.get("reason") == WAITING_FOR_CONFIG
-                    and _missing_key(str(waiting.get("message", "")), namespace, reads.get(s.get("name", ""), set()))
+        messages = [(str(w.get("message", "")), reads[s.get("name", "")])
                     for s in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
-                    if (waiting := (s.get("state") or {}).get("waiting") or {}))
-        replaced = any(o.get("controller") and o.get("kind") == "ReplicaSet" for o in meta.get("ownerReferences") or [])
+                    if (w := (s.get("state") or {}).get("waiting") or {}).get("reason") == WAITING_FOR_CONFIG
+                    and s.get("name", "") in reads]
         created = meta.get("creationTimestamp")
-        if stuck and replaced and created and not meta.get("deletionTimestamp") and \
-                (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds() >= STUCK_AFTER_SECONDS:
-            found.append(pod)
-    return found
+        if not messages or not created or meta.get("deletionTimestamp") or \
+                (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).total_seconds() < STUCK_AFTER_SECONDS:
+            continue
+        missing_key = any(_missing_key(message, namespace, read) for message, read in messages)
+        replaced = any(o.get("controller") and o.get("kind") == "ReplicaSet" for o in meta.get("ownerReferences") or [])
+        (waiting.stuck if missing_key and replaced else waiting.left).append(pod)
+    return waiting
 
 
-def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: datetime) -> list[str]:
-    """Delete every :func:`stuck_pods` pod (its Deployment starts a new one, which reads the key); their names.
-    Publishes the count (0 included) for the alarm that watches it, then raises if a deletion failed."""
+def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: datetime) -> dict[str, list[str]]:
+    """Delete every pod :func:`waiting_pods` finds stuck (its Deployment starts a new one, which reads the key);
+    the names of those restarted and of those left. Publishes both counts (0 included) for the alarms that watch
+    them, then raises if a deletion failed."""
+    waiting = waiting_pods(namespace.pods(), secrets, namespace.name, now)
     restarted, failures = [], []
-    for pod in stuck_pods(namespace.pods(), secrets, namespace.name, now):
+    for pod in waiting.stuck:
         name = pod["metadata"]["name"]
         try:
             if namespace.delete_pod(name, pod["metadata"].get("uid", "")):
@@ -185,12 +202,14 @@ def restart_stuck(namespace: Namespace, secrets: set[str], cluster: str, now: da
             failures.append(str(error))
         except urllib3.exceptions.HTTPError as error:  # a timeout or a dropped connection, after urllib3's retries
             failures.append(f"delete pod {name}: {type(error).__name__}: {error}")
-    print(emf_line(METRICS_NAMESPACE, [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]], {RESTARTED_METRIC: len(restarted)},
-                   **{CLUSTER_DIMENSION: cluster, NAMESPACE_DIMENSION: namespace.name}, restarted=restarted,
+    left = [pod["metadata"]["name"] for pod in waiting.left]
+    print(emf_line(METRICS_NAMESPACE, [[CLUSTER_DIMENSION, NAMESPACE_DIMENSION]],
+                   {RESTARTED_METRIC: len(restarted), LEFT_METRIC: len(left)},
+                   **{CLUSTER_DIMENSION: cluster, NAMESPACE_DIMENSION: namespace.name}, restarted=restarted, left=left,
                    failures=failures))
     if failures:
         raise SyncError("; ".join(failures))
-    return restarted
+    return {"restarted": restarted, "left": left}
 
 
 def sync(tokens: dict[str, str], namespace: Namespace, secrets: Any, *,
@@ -237,8 +256,8 @@ def run(*, missing_ok: bool = False, restart: bool = False) -> dict[str, Any]:
     tokens = json.loads(os.environ["HYPERWARM_HUB_TOKENS"])
     synced = sync(tokens, namespace, boto3.client("secretsmanager", region_name=region), missing_ok=missing_ok)
     filled = {r["secret"] for r in synced if r.get("had_token")}
-    restarted = restart_stuck(namespace, filled, cluster, datetime.now().astimezone()) if restart else []
-    return {"synced": synced, "restarted": restarted}
+    pods = restart_stuck(namespace, filled, cluster, datetime.now().astimezone()) if restart else {}
+    return {"synced": synced, **pods}
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any] | None:

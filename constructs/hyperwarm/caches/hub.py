@@ -85,6 +85,7 @@ from hyperwarm.cluster.interfaces import IHyperPodCluster
 from hyperwarm.cluster.kube_access import cluster_function_role, private_api_network
 from hyperwarm.functions.hub_token.contract import (
     CLUSTER_DIMENSION,
+    LEFT_METRIC,
     METRICS_NAMESPACE,
     NAMESPACE_DIMENSION,
     RESTARTED_METRIC,
@@ -178,8 +179,9 @@ class HubTokenSyncProps:
 class HubTokenSync(Construct):
     """Copies each Hub token from Secrets Manager into its Kubernetes Secret at deploy time and every
     ``interval``, and at each scheduled run restarts a pod stuck on a filled token key. ``node.default_child`` is
-    the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy; ``errors_alarm`` (a failed run) and
-    ``stuck_pods_alarm`` (restarts that do not mend) notify whoever the app wires its alarms to."""
+    the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy; ``errors_alarm`` (a failed run),
+    ``stuck_pods_alarm`` (restarts that do not mend) and ``pods_left_alarm`` (pods waiting on a token key that a
+    restart would not mend) notify whoever the app wires its alarms to."""
 
     def __init__(self, scope: Construct, id: str, props: HubTokenSyncProps) -> None:
         super().__init__(scope, id)
@@ -232,18 +234,19 @@ class HubTokenSync(Construct):
         self._alarms(props)
 
     def _alarms(self, props: HubTokenSyncProps) -> None:
-        """A failed copy or restart (the scheduled run raises), and pods restarted again and again: kubelet keeps
-        failing them although their Secret holds the token, which a restart does not mend."""
+        """A failed copy or restart (the scheduled run raises); pods restarted again and again: kubelet keeps
+        failing them although their Secret holds the token, which a restart does not mend; and pods left waiting
+        on a token key for a cause a restart does not mend, in 2 of 3 runs (a datapoint may fall into the next
+        period)."""
         self.errors_alarm = cloudwatch.Alarm(
             self, "ErrorsAlarm", metric=self.function.metric_errors(period=props.interval), threshold=1,
             evaluation_periods=1, comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description="the Hub token sync failed: a rotated token did not reach its Kubernetes Secret, or a "
                               "pod stuck on a missing token key could not be restarted (the function's log names it)")
-        restarted = cloudwatch.Metric(
-            namespace=METRICS_NAMESPACE, metric_name=RESTARTED_METRIC, statistic="Sum", period=props.interval,
-            dimensions_map={CLUSTER_DIMENSION: props.cluster.eks_cluster.cluster_name,
-                            NAMESPACE_DIMENSION: props.namespace})
+        dimensions = {CLUSTER_DIMENSION: props.cluster.eks_cluster.cluster_name, NAMESPACE_DIMENSION: props.namespace}
+        restarted = cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=RESTARTED_METRIC, statistic="Sum",
+                                      period=props.interval, dimensions_map=dimensions)
         runs = restart_every(props.interval)
         self.stuck_pods_alarm = cloudwatch.Alarm(
             self, "StuckPodsAlarm", metric=restarted, threshold=1, datapoints_to_alarm=3, evaluation_periods=3 * runs,
@@ -253,6 +256,18 @@ class HubTokenSync(Construct):
                               f"sync: each still waited for its token key {STUCK_AFTER_SECONDS} s after creation "
                               "although the Secret held it, so restarting does not help (kubectl describe pod "
                               "names what kubelet cannot find)")
+        left = cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=LEFT_METRIC, statistic="Maximum",
+                                 period=props.interval, dimensions_map=dimensions)
+        self.pods_left_alarm = cloudwatch.Alarm(
+            self, "PodsLeftAlarm", metric=left, threshold=1, datapoints_to_alarm=2, evaluation_periods=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"pods of {props.namespace} still wait, {STUCK_AFTER_SECONDS} s after creation, for "
+                              "kubelet to create a container that takes a Hub token key, and the Hub token sync "
+                              "does not restart them: kubelet names another cause (another key or Secret, "
+                              "runAsNonRoot), words a missing key in a way the sync does not know, or no "
+                              "ReplicaSet would start them again (the function's log names them; kubectl describe "
+                              "pod says why)")
 
     def _grant_token_reads(self, props: HubTokenSyncProps) -> list[str]:
         """The role reads the token secrets (and decrypts them through Secrets Manager alone); their ARNs."""
