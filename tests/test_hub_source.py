@@ -511,6 +511,10 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
     kube.objects.clear()
     kube.deleted.clear()
     kube.add(filled_secret("llama-hub-token", "hf_token"))
+    # its download container runs; the serving container, which takes no token, waits for something else
+    serving_waits = pod("serving-waits", age=600, reason="")
+    serving_waits["status"]["containerStatuses"] = [{"name": "serve", "state": {"waiting": {
+        "reason": "CreateContainerConfigError", "message": 'configmap "llama-config" not found'}}}]
     for stuck in (pod("stuck", age=STUCK_AFTER_SECONDS + 60),
                   pod("young", age=STUCK_AFTER_SECONDS - 30),  # kubelet may still start it by itself
                   pod("other-secret", age=600, secret="not-ours"),
@@ -522,7 +526,8 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
                   pod("other-key", age=600, message=f"couldn't find key other in Secret {NS}/llama-hub-token"),
                   pod("similar-name", age=600, message=f"couldn't find key token in Secret {NS}/llama-hub-token-2"),
                   pod("older-kubelet", age=600, message=f"Couldn't find key token in Secret {NS}/llama-hub-token"),
-                  pod("reworded", age=600, message=f'key "token" not found in Secret {NS}/llama-hub-token')):
+                  pod("reworded", age=600, message=f'key "token" not found in Secret {NS}/llama-hub-token'),
+                  serving_waits):
         kube.add(stuck)
     with aws(kube, monkeypatch, {"llama-hub-token": "hub/plain"}) as secrets:
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
@@ -535,7 +540,7 @@ def test_a_scheduled_run_restarts_only_old_pods_stuck_on_a_filled_token_key_and_
     left = ["bare", "other-key", "reworded", "root-image", "similar-name", "stateful"]
     assert sorted(first["left"]) == sorted(again["left"]) == left
     assert {name for (_, _, name) in kube.objects if name != "llama-hub-token"} == \
-        {"young", "other-secret", "pulling", "running", *left}
+        {"young", "other-secret", "pulling", "running", "serving-waits", *left}
     metrics = restart_metric(capsys.readouterr().out)
     assert [(m[RESTARTED_METRIC], m[LEFT_METRIC], m[CLUSTER_DIMENSION], m[NAMESPACE_DIMENSION]) for m in metrics] == \
         [(2, 6, CLUSTER, NS), (0, 6, CLUSTER, NS)]
@@ -556,10 +561,10 @@ def test_a_key_written_by_this_run_gets_a_run_to_reach_kubelet_before_a_restart(
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
         first = handler.lambda_handler({}, None)
         second = handler.lambda_handler({}, None)
-    assert first["restarted"] == [] and second["restarted"] == ["stuck"]
+    assert first["restarted"] == first["left"] == [] and second["restarted"] == ["stuck"]
 
 
-def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers):
+def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers, capsys):
     """Right after the models' manifest the operator's first pods are seconds old; kubelet starts them itself."""
     kube.objects.clear()
     kube.deleted.clear()
@@ -569,6 +574,7 @@ def test_a_deploy_time_copy_leaves_pods_alone(kube, monkeypatch, answers):
         secrets.create_secret(Name="hub/plain", SecretString="hf_token")
         handler.lambda_handler(cfn_event("Create"), None)
     assert answers[0][0] == "SUCCESS" and kube.deleted == []
+    assert restart_metric(capsys.readouterr().out) == []  # nothing counted: the scheduled runs' metrics stay whole
 
 
 def test_a_restart_that_fails_fails_the_run_naming_the_pod_after_the_others_and_their_count(kube, monkeypatch,

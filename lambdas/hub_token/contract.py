@@ -13,7 +13,7 @@ LEFT_METRIC = "StuckPodsLeft"
 """Pods that still wait, :data:`STUCK_AFTER_SECONDS` after creation, for kubelet to create a container that takes
 the token key of a Secret holding it, and that the run did not restart: kubelet's message names another cause or
 words the missing key otherwise, or no ReplicaSet would start the pod again (published with
-:data:`RESTARTED_METRIC`). A restart would not mend them: a person must look."""
+:data:`RESTARTED_METRIC`). The sync does not restart them: a person must look."""
 CLUSTER_DIMENSION = "ClusterName"
 NAMESPACE_DIMENSION = "Namespace"
 """The models' Kubernetes namespace: two syncs on one cluster (two ``CachedModels``) count apart."""

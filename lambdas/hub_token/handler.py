@@ -20,7 +20,7 @@ namespace's pods and deletes each one still waiting that way on a Secret that he
 the Secret holds the token; its Deployment starts a new pod, which reads the key. The count is published
 (:data:`~.contract.RESTARTED_METRIC`) and alarmed when it does not stop (``hyperwarm.caches.hub``); so are the
 pods it leaves waiting that way for another cause, or with kubelet's message worded otherwise
-(:data:`~.contract.LEFT_METRIC`): a restart would not mend them, a person must look. RBAC adds
+(:data:`~.contract.LEFT_METRIC`): the function does not restart them, a person must look. RBAC adds
 ``list`` and ``delete`` of pods in that one namespace: no pod is created, read through or changed otherwise.
 """
 

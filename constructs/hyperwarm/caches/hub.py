@@ -47,9 +47,10 @@ find key token in Secret ...") and tries again at each sync of the pod, so the d
 there. kubernetes/kubernetes#80466 reports pods that stayed in that state after their Secret appeared, which would
 keep the model's deployment short of its replicas: each scheduled run deletes such a pod once its Secret holds the
 key (the restart AWS's troubleshooting page prescribes; the Deployment starts a new pod, which reads it), counts it
-and alarms when that recurs (``functions/hub_token``; docs/operator-semantics.md: D16, D17 and the assumption A8,
-checked at run time). Only a model whose Secret is new waits; a deployed model's Secret stays filled across
-deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need
+and alarms when that recurs; it counts and alarms the pods waiting on the key that it does not restart (another
+cause, a message worded otherwise, no ReplicaSet) as well (``functions/hub_token``; docs/operator-semantics.md: D16,
+D17 and the assumption A8, checked at run time). Only a model whose Secret is new waits; a deployed model's Secret
+stays filled across deploys. The Secrets are not applied in a manifest of their own ahead of the models: the namespace they need
 is in the models' manifest, and moving it (or the endpoints) to another manifest would let ``kubectl apply --prune``
 or the cleanup of a rolled back deploy delete it, with every model in it.
 """
@@ -180,8 +181,8 @@ class HubTokenSync(Construct):
     """Copies each Hub token from Secrets Manager into its Kubernetes Secret at deploy time and every
     ``interval``, and at each scheduled run restarts a pod stuck on a filled token key. ``node.default_child`` is
     the ``AWS::Lambda::Function``; ``resource`` the deploy-time copy; ``errors_alarm`` (a failed run),
-    ``stuck_pods_alarm`` (restarts that do not mend) and ``pods_left_alarm`` (pods waiting on a token key that a
-    restart would not mend) notify whoever the app wires its alarms to."""
+    ``stuck_pods_alarm`` (restarts that do not mend) and ``pods_left_alarm`` (pods waiting on a token key that the
+    sync does not restart) notify whoever the app wires its alarms to."""
 
     def __init__(self, scope: Construct, id: str, props: HubTokenSyncProps) -> None:
         super().__init__(scope, id)
@@ -235,9 +236,9 @@ class HubTokenSync(Construct):
 
     def _alarms(self, props: HubTokenSyncProps) -> None:
         """A failed copy or restart (the scheduled run raises); pods restarted again and again: kubelet keeps
-        failing them although their Secret holds the token, which a restart does not mend; and pods left waiting
-        on a token key for a cause a restart does not mend, in 2 of 3 runs (a datapoint may fall into the next
-        period)."""
+        failing them although their Secret holds the token, which a restart does not mend; and pods waiting
+        on a token key that the sync does not restart, in 2 of 3 intervals (a run's datapoint may fall into the
+        next period)."""
         self.errors_alarm = cloudwatch.Alarm(
             self, "ErrorsAlarm", metric=self.function.metric_errors(period=props.interval), threshold=1,
             evaluation_periods=1, comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -267,7 +268,8 @@ class HubTokenSync(Construct):
                               "does not restart them: kubelet names another cause (another key or Secret, "
                               "runAsNonRoot), words a missing key in a way the sync does not know, or no "
                               "ReplicaSet would start them again (the function's log names them; kubectl describe "
-                              "pod says why)")
+                              "pod says why; if it is the token key of a Secret that holds it, delete the pod, its "
+                              "Deployment starts a new one, and report kubelet's wording to hyperwarm)")
 
     def _grant_token_reads(self, props: HubTokenSyncProps) -> list[str]:
         """The role reads the token secrets (and decrypts them through Secrets Manager alone); their ARNs."""
