@@ -192,6 +192,77 @@ def test_a_version_a_pod_on_the_node_reads_stays_until_the_pod_is_gone(aws: Any,
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["v1"]
 
 
+def test_a_manifest_rewritten_in_s3_changes_no_copy_on_a_node(aws: Any, tmp_path: Path) -> None:
+    """A published version never changes: a bucket writer who swaps a deployed version's files and rewrites its
+    manifest to match (no signing key needed where the entry is not pinned: the version a deploy names) changes no
+    copy a node holds, nor drops its label (new or rescheduled pods need it); the copy is checked against the
+    manifest it was filled from, and S3 is not read for it."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    upload(aws, "v1", {**FILES, "weights/model-00001.safetensors": b"\x66" * 4096})  # files and manifest agree
+    reads: list[str] = []
+    real = aws.get_object
+    aws.get_object = lambda **kw: (reads.append(kw["Key"]), real(**kw))[1]
+    assert fill.converge([version]) and ready(node, "v1")
+    copy = tmp_path / "cache" / "v1"
+    assert all((copy / path).read_bytes() == body for path, body in FILES.items()) and reads == []
+    aws.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v1/manifest.json", Body=b'{"junk": 1}')  # or one that is no manifest
+    pinned = layout.Version("v1", BUCKET, f"{PREFIX}/v1", manifest=_marker_of(copy)["manifest_sha256"])
+    assert fill.converge([pinned]) and ready(node, "v1"), "the refresh's pin of the same manifest keeps it too"
+
+
+def test_a_damaged_copy_is_repaired_only_from_the_manifest_it_was_filled_from(aws: Any, tmp_path: Path) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    (tmp_path / "cache" / "v1" / "config.json").unlink()
+    upload(aws, "v1", {**FILES, "config.json": b'{"layers": 9}'})  # rewritten meanwhile
+    assert not fill.converge([version]) and not ready(node, "v1")
+    assert "is not the manifest this node filled the version from" in \
+        node.annotations[layout.ready_label(MODEL, "v1")]
+    assert (tmp_path / "cache" / "v1" / "weights/model-00001.safetensors").exists(), "kept, not replaced"
+
+
+def test_a_copy_is_replaced_by_another_manifest_only_where_the_refresh_pinned_it(aws: Any, tmp_path: Path) -> None:
+    """A copy filled unpinned from one manifest, then the refresh admits (pins) another one for the version: the
+    node holds the admitted one."""
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([upload(aws, "v1")])
+    admitted = {**FILES, "config.json": b'{"layers": 4}'}
+    upload(aws, "v1", admitted)
+    body = aws.get_object(Bucket=BUCKET, Key=f"{PREFIX}/v1/manifest.json")["Body"].read()
+    pinned = layout.Version("v1", BUCKET, f"{PREFIX}/v1", manifest=hashlib.sha256(body).hexdigest())
+    assert fill.converge([pinned]) and ready(node, "v1")
+    assert (tmp_path / "cache" / "v1" / "config.json").read_bytes() == admitted["config.json"]
+    assert _marker_of(tmp_path / "cache" / "v1")["manifest_sha256"] == pinned.manifest
+
+
+def test_a_copy_an_older_filler_completed_is_kept_and_its_marker_completed(aws: Any, tmp_path: Path) -> None:
+    """Markers written before they recorded the manifest's SHA-256 and files hold the file list's digest alone:
+    a copy whose manifest is unchanged is kept and its marker completed; one whose manifest changed is kept but not
+    labelled (the manifest it was filled from is not known to repair or serve it), and the node says why."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    marker = tmp_path / "cache" / "v1" / layout.COMPLETE
+    old = {k: v for k, v in json.loads(marker.read_text()).items() if k in ("version", "manifest")}
+    marker.write_text(json.dumps(old))
+    assert fill.converge([version]) and ready(node, "v1")
+    assert set(_marker_of(tmp_path / "cache" / "v1")) == {"version", "manifest", "manifest_sha256", "files"}
+    marker.write_text(json.dumps(old))
+    upload(aws, "v1", {**FILES, "config.json": b'{"layers": 5}'})
+    fresh, node = filler(aws, tmp_path)
+    assert not fresh.converge([version]) and not ready(node, "v1")
+    assert "changed since this node filled the version" in node.annotations[layout.ready_label(MODEL, "v1")]
+    assert (tmp_path / "cache" / "v1" / "config.json").read_bytes() == FILES["config.json"]
+
+
+def _marker_of(copy: Path) -> dict[str, Any]:
+    marker: dict[str, Any] = json.loads((copy / layout.COMPLETE).read_text())
+    return marker
+
+
 def test_a_complete_copy_that_lost_a_file_is_unlabelled_and_filled_again(aws: Any, tmp_path: Path) -> None:
     version = upload(aws, "v1")
     fill, node = filler(aws, tmp_path)

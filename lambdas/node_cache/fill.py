@@ -15,7 +15,11 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
    then is the node labelled :func:`~.layout.ready_label`. A version that cannot be a copy (a checksum or size
    mismatch, a missing object, no room) is not retried by this pod: the node gets the annotation of the same
    name, ``failed: <why>``, which the warm rollout reads and dead-letters.
-3. A complete version whose files no longer match the manifest's sizes loses its label and is filled again.
+3. A complete version is checked against the manifest it was filled from (its completion marker keeps the file list
+   and the manifest's SHA-256), not against S3's: a published version never changes, so a manifest rewritten in S3
+   later changes no copy. One whose files no longer match those sizes loses its label and is filled again from that
+   very manifest (none other: else it stays unlabelled and the node says why); a copy is replaced by another
+   manifest only where the refresh pinned that one.
 
 Its Kubernetes rights are its own node's labels and annotations under ``weights.hyperwarm.io/`` (RBAC
 ``get``/``patch`` on nodes, narrowed by a ValidatingAdmissionPolicy the construct ships) and the list of pods in its
@@ -160,34 +164,55 @@ class Filler:
         return versions
 
     def _ensure(self, version: layout.Version) -> bool:
-        """The version complete and labelled on this node (filled now if it is not)."""
-        files = self._manifest(version)
+        """The version complete and labelled on this node (filled now if it is not). A complete copy is checked
+        against the manifest it was filled from (its marker), not against S3's: a published version never changes,
+        so S3 is read again only to fill or to repair a copy from that very manifest, and a copy is replaced by
+        another manifest only where the refresh pinned that one (:attr:`~.layout.Version.manifest`). A bucket
+        writer who rewrites a version's manifest changes no copy already on a node."""
         target = self.root / version.version
-        if not _complete_for(target, files) or not _sizes_match(target, files):
+        marker = _marker(target)
+        filled_from = str(marker.get("manifest_sha256") or "")
+        if filled_from and version.manifest in ("", filled_from):
+            if _sizes_match(target, _listed(marker)):
+                self._mark(version.version, ready=True)
+                return True
+            files, sha = self._manifest(version, filled_from, "the manifest this node filled the version from")
+        else:
+            files, sha = self._manifest(version, version.manifest, "the manifest the refresh admitted")
+            if marker and not version.manifest and marker.get("manifest") != _digest(files):
+                raise Unfillable(f"s3://{version.bucket}/{version.location}/manifest.json changed since this node "
+                                 "filled the version (a published version never changes): the copy is kept, not "
+                                 "replaced; publish a new version")
+        if marker.get("manifest") != _digest(files) or not _sizes_match(target, files):
             self._mark(version.version, ready=False)
             if target.exists():
                 shutil.rmtree(target)
-            self._fill(version, files, target)
+            self._fill(version, files, sha, target)
+        elif filled_from != sha:  # the marker of an older filler, or a copy the refresh has pinned since
+            _write_marker(target, version.version, files, sha)
         self._mark(version.version, ready=True)
         return True
 
-    def _manifest(self, version: layout.Version) -> tuple[ManifestFile, ...]:
+    def _manifest(self, version: layout.Version, expected: str, which: str) -> tuple[tuple[ManifestFile, ...], str]:
+        """The version's files and the SHA-256 of its manifest, which must be ``expected`` (``which`` says what
+        that is) where one is given."""
         key = f"{version.location}/manifest.json"
         try:
             obj = self.s3.get_object(Bucket=version.bucket, Key=key)
             if obj["ContentLength"] > MAX_MANIFEST_BYTES:
                 raise Unfillable(f"s3://{version.bucket}/{key} is larger than {MAX_MANIFEST_BYTES} bytes")
             body = obj["Body"].read()
-            if version.manifest and hashlib.sha256(body).hexdigest() != version.manifest:
-                raise Unfillable(f"s3://{version.bucket}/{key} is not the manifest the refresh admitted (SHA-256 "
-                                 f"{version.manifest[:12]}...): it was overwritten since; publish a new version")
-            return parse(body)
+            sha = hashlib.sha256(body).hexdigest()
+            if expected and sha != expected:
+                raise Unfillable(f"s3://{version.bucket}/{key} is not {which} (SHA-256 {expected[:12]}...): it was "
+                                 "overwritten since; publish a new version")
+            return parse(body), sha
         except PermanentError as exc:
             raise Unfillable(f"s3://{version.bucket}/{key}: {exc.message}") from None
         except self.s3.exceptions.NoSuchKey:
             raise Unfillable(f"s3://{version.bucket}/{key} not found") from None
 
-    def _fill(self, version: layout.Version, files: tuple[ManifestFile, ...], target: Path) -> None:
+    def _fill(self, version: layout.Version, files: tuple[ManifestFile, ...], sha: str, target: Path) -> None:
         partial = self.root / f"{layout.PARTIAL}{version.version}"
         partial.mkdir(exist_ok=True)
         todo = [f for f in files if not _verified(partial / f.path, f)]
@@ -198,7 +223,7 @@ class Filler:
             problems = [p for p in pool.map(lambda f: self._download(version, f, partial), todo) if p]
         if problems:
             raise Unfillable("; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
-        (partial / layout.COMPLETE).write_text(json.dumps({"version": version.version, "manifest": _digest(files)}))
+        _write_marker(partial, version.version, files, sha)
         partial.rename(target)
         seconds = max(time.monotonic() - started, 1e-3)
         self.log(f"{self.model} {version.version}: complete ({total / 1e9:.1f} GB in {seconds:.0f} s, "
@@ -256,19 +281,37 @@ def _verified(path: Path, item: ManifestFile) -> bool:
     return digest.hexdigest() == item.sha256
 
 
+def _entries(files: tuple[ManifestFile, ...]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in f.__dict__.items() if v is not None} for f in files]
+
+
 def _digest(files: tuple[ManifestFile, ...]) -> str:
     """The file list's digest in the completion marker (a field left out is not written: markers of copies filled
     before a manifest field existed still match)."""
-    listed = [{k: v for k, v in f.__dict__.items() if v is not None} for f in files]
-    return hashlib.sha256(json.dumps(listed, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_entries(files), sort_keys=True).encode()).hexdigest()
 
 
-def _complete_for(target: Path, files: tuple[ManifestFile, ...]) -> bool:
-    """The copy was completed from this very file list (a version republished under its folder is filled again)."""
+def _write_marker(directory: Path, version: str, files: tuple[ManifestFile, ...], sha: str) -> None:
+    """The completion marker: the file list (and its digest, which markers of older fillers hold alone) and the
+    SHA-256 of the manifest the copy was filled from."""
+    (directory / layout.COMPLETE).write_text(json.dumps(
+        {"version": version, "manifest": _digest(files), "manifest_sha256": sha, "files": _entries(files)}))
+
+
+def _marker(target: Path) -> dict[str, Any]:
+    """A complete copy's marker; empty when there is none or it cannot be read (the copy is filled again)."""
     try:
-        return bool(json.loads((target / layout.COMPLETE).read_text()).get("manifest") == _digest(files))
-    except (OSError, ValueError, AttributeError):
-        return False
+        marker = json.loads((target / layout.COMPLETE).read_text())
+        listed = marker.get("files")
+        if listed is not None:
+            _listed(marker)  # a marker whose list cannot be read is no marker
+        return marker if isinstance(marker, dict) else {}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _listed(marker: dict[str, Any]) -> tuple[ManifestFile, ...]:
+    return tuple(ManifestFile(**entry) for entry in marker.get("files") or [])
 
 
 def _sizes_match(target: Path, files: tuple[ManifestFile, ...]) -> bool:
