@@ -66,3 +66,29 @@ def test_metric_options_and_model_handles_are_checked_by_mypy(tmp_path: Path) ->
     assert '"CachedModelHandle"' in found[2] and '"CachedModelHandle"' in found[3]
     assert "ContainerImage is deprecated: use ServingImage" in found[4], found[4]
     assert "HyperPodAutoScaling is deprecated: use HyperPodAutoscaling" in found[5], found[5]
+
+
+def _patterns_ending_in_dollar(root: Path) -> list[str]:
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("compile", "match", "fullmatch",
+                                                                                 "search") \
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                    and node.args[0].value.endswith("$") and not node.args[0].value.endswith("\\$"):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.args[0].value}")
+    return found
+
+
+def test_no_pattern_of_the_functions_ends_in_a_dollar() -> None:
+    """The functions judge what others write (S3 keys, manifests, events, kubelet's messages): a pattern ending in
+    ``$`` also matches before a final newline (``re.match(r"^v\\d$", "v3\\n")``), so ``\\Z`` ends them. A review found
+    ``valid_version("v3\\n")`` true and ordered above ``v2``."""
+    from hyperwarm.functions.cache_refresh import events, versions
+
+    assert _patterns_ending_in_dollar(REPO / "lambdas") == []
+    assert not events.valid_version("v3\n") and events.valid_version("v3")
+    with pytest.raises(versions.UnorderableVersion):
+        versions.compare("v3\n", "v2")

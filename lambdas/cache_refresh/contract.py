@@ -194,8 +194,8 @@ WAIT_SECONDS_RANGE = (0, 3600)
 """WaitIntervalInSeconds and TerminationWaitInSeconds."""
 MAX_EXECUTION_SECONDS_RANGE = (600, 28800)
 """MaximumExecutionTimeoutInSeconds."""
-_PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*\Z")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\Z")
 
 
 class ConfigError(ValueError):
@@ -213,7 +213,7 @@ class Problem(NamedTuple):
         return f"{self.field} = {self.value!r} -- {self.rule}"
 
 
-_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}$")
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]{1,128}\Z")
 
 
 @dataclass(frozen=True)

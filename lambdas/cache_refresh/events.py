@@ -18,8 +18,8 @@ from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3Eve
 from .errors import Skip
 
 MANIFEST_NAME = "manifest.json"
-_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+_PREFIX = re.compile(r"^[A-Za-z0-9_.=-]+(/[A-Za-z0-9_.=-]+)*\Z")
 _SEQUENCER = re.compile(r"[0-9A-Fa-f]{1,64}")
 MAX_DEPTH = 12
 """EventBridge events nest a few levels; anything deeper is not an event we handle."""

@@ -45,9 +45,9 @@ MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_FILES = 10_000
 """Files one manifest may list: a bound on the HEADs, the fill and the signature one version costs (a sharded
 405B model has a few hundred)."""
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_CRC64 = re.compile(r"^[A-Za-z0-9+/]{11}=$")
-_VERSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+_CRC64 = re.compile(r"^[A-Za-z0-9+/]{11}=\Z")
+_VERSION_ID = re.compile(r"^[\x21-\x7e]{1,1024}\Z")
 _TRANSIENT_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "Throttling",
                     "ThrottlingException", "RequestLimitExceeded", "503", "500"}
 

@@ -18,7 +18,7 @@ import re
 
 NAME_MAX = 63
 """Longest SageMaker endpoint, endpoint-config and model name."""
-NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 """A valid SageMaker endpoint, endpoint-config or model name."""
 
 _MODEL_STEM = 24  # endpoint part of a model name: 24 + 1 + 10 + 1 + 16 + 1 + 8 <= 63

@@ -25,11 +25,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-_NUMERIC = re.compile(r"^[vV]?(\d{1,18}(?:\.\d{1,18})*)(?:[-.]?(dev|alpha|a|beta|b|rc|c)(?:[-.]?(\d{1,18}))?)?$")
+_NUMERIC = re.compile(r"^[vV]?(\d{1,18}(?:\.\d{1,18})*)(?:[-.]?(dev|alpha|a|beta|b|rc|c)(?:[-.]?(\d{1,18}))?)?\Z")
 _TAGS = {"dev": 0, "alpha": 1, "a": 1, "beta": 2, "b": 2, "rc": 3, "c": 3}
 _RELEASE = 4  # ranks above every pre-release tag
-_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T_-](\d{2})[-.]?(\d{2})[-.]?(\d{2})Z?)?$")
-_COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z?$")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T_-](\d{2})[-.]?(\d{2})[-.]?(\d{2})Z?)?\Z")
+_COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z?\Z")
 RULE = ("numeric or semantic (v10, 1.10.0, 1.10.0-rc.1) or a date/timestamp (2026-11-01, "
         "2026-11-01T12-00-00Z); see lambdas/cache_refresh/versions.py")
 

@@ -136,7 +136,7 @@ def _message(resp: Any) -> str:
         return ""
 
 
-_MISSING_KEY = re.compile(r"key (\S+) in Secret (\S+)/(\S+)$")
+_MISSING_KEY = re.compile(r"key (\S+) in Secret (\S+)/(\S+)\Z")
 """The end of kubelet's message for a missing Secret key: "couldn't find key token in Secret ns/name" (kubernetes
 pkg/kubelet/kubelet_pods.go; "Couldn't" in older releases)."""
 

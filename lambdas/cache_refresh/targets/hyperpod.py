@@ -36,7 +36,7 @@ API = {"InferenceEndpointConfig": (f"/apis/{GROUP_VERSION}", "inferenceendpointc
        "JumpStartModel": (f"/apis/{GROUP_VERSION}", "jumpstartmodels"),
        "DaemonSet": ("/apis/apps/v1", "daemonsets"), "Pod": ("/api/v1", "pods")}
 """Kind -> (API path, plural) of every namespaced object the refresh reads or patches."""
-_JUMPSTART_VERSION = re.compile(r"^\d{1,4}\.\d{1,4}\.\d{1,4}$")
+_JUMPSTART_VERSION = re.compile(r"^\d{1,4}\.\d{1,4}\.\d{1,4}\Z")
 CONFLICT_RETRIES = 3
 
 
