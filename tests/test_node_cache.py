@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.exceptions
 import pytest
 from admission import Request, denials
 from moto import mock_aws
@@ -256,6 +257,77 @@ def test_a_copy_an_older_filler_completed_is_kept_and_its_marker_completed(aws: 
     assert not fresh.converge([version]) and not ready(node, "v1")
     assert "changed since this node filled the version" in node.annotations[layout.ready_label(MODEL, "v1")]
     assert (tmp_path / "cache" / "v1" / "config.json").read_bytes() == FILES["config.json"]
+
+
+def test_an_interrupted_repair_goes_on_from_the_manifest_the_copy_was_filled_from(aws: Any, tmp_path: Path) -> None:
+    """A repair or first fill records what it fills from before it deletes anything: a throttled download (or a
+    restart) half-way, then a rewritten manifest, fills nothing of the rewrite."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    (tmp_path / "cache" / "v1" / "config.json").unlink()
+    real, thrown = aws.download_file, []
+
+    def throttled(bucket: str, key: str, path: str, **extra: Any) -> None:
+        if key.endswith("model-00001.safetensors") and not thrown:
+            thrown.append(key)
+            raise botocore.exceptions.ClientError({"Error": {"Code": "SlowDown"}}, "GetObject")
+        return real(bucket, key, path, **extra)
+
+    aws.download_file = throttled
+    with pytest.raises(botocore.exceptions.ClientError):
+        fill.converge([version])  # the pod's loop logs it and tries again next pass
+    upload(aws, "v1", {**FILES, "weights/model-00001.safetensors": b"\x66" * 4096})
+    fresh, node = filler(aws, tmp_path)  # a restarted filler too
+    assert not fresh.converge([version]) and not ready(node, "v1")
+    assert "is not the manifest this node filled the version from" in \
+        node.annotations[layout.ready_label(MODEL, "v1")]
+
+
+def test_a_marker_is_replaced_whole_or_not_at_all(aws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Completing an older filler's marker rewrites it in a complete copy: a crash before the rename leaves the old
+    one readable, never a torn one (which would read as no copy)."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    marker = tmp_path / "cache" / "v1" / layout.COMPLETE
+    old = json.dumps({k: v for k, v in json.loads(marker.read_text()).items() if k in ("version", "manifest")})
+    marker.write_text(old)
+
+    def crash(source: Any, target: Any) -> None:
+        raise OSError("power lost")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        fill.converge([version])
+    assert marker.read_text() == old
+
+
+def test_a_marker_that_does_not_list_what_it_names_is_no_marker(aws: Any, tmp_path: Path) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    copy = tmp_path / "cache" / "v1"
+    for path in FILES:
+        (copy / path).unlink()
+    (copy / layout.COMPLETE).write_text(json.dumps({**_marker_of(copy), "files": []}))
+    fresh, node = filler(aws, tmp_path)
+    assert fresh.converge([version]) and all((copy / path).read_bytes() == body for path, body in FILES.items())
+
+
+def test_files_the_manifest_does_not_list_never_reach_a_copy(aws: Any, tmp_path: Path) -> None:
+    """A first fill of a rewritten manifest that lists an extra file fails; the refresh then pins the admitted
+    manifest: the copy completes from it without the file the failed attempt left in its partial copy."""
+    upload(aws, "v1")
+    body = aws.get_object(Bucket=BUCKET, Key=f"{PREFIX}/v1/manifest.json")["Body"].read()
+    upload(aws, "v1", {**FILES, "chat_template.jinja": b"evil", "config.json": b'{"layers": 2}'},
+           listed={**FILES, "chat_template.jinja": b"evil", "config.json": b'{"layers": 7}'})  # fails on config.json
+    fill, node = filler(aws, tmp_path)
+    assert not fill.converge([layout.Version("v1", BUCKET, f"{PREFIX}/v1")])
+    aws.put_object(Bucket=BUCKET, Key=f"{PREFIX}/v1/manifest.json", Body=body)
+    pinned = layout.Version("v1", BUCKET, f"{PREFIX}/v1", manifest=hashlib.sha256(body).hexdigest())
+    fresh, node = filler(aws, tmp_path)
+    assert fresh.converge([pinned]) and not (tmp_path / "cache" / "v1" / "chat_template.jinja").exists()
 
 
 def _marker_of(copy: Path) -> dict[str, Any]:

@@ -11,7 +11,8 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
 2. Each listed version that is not complete is filled: the free space is checked first (the files still to
    download plus the headroom must fit), every file of its manifest is downloaded into ``.partial-<version>``
    (the S3 object version the manifest's ``version_id`` names, where it lists one) and checked for its size and
-   SHA-256, the directory is renamed to ``<version>`` and marked complete, and only
+   SHA-256 (what a fill is from is recorded first, so one cut short goes on from that manifest; files the manifest
+   does not list are removed), the directory is marked complete and renamed to ``<version>``, and only
    then is the node labelled :func:`~.layout.ready_label`. A version that cannot be a copy (a checksum or size
    mismatch, a missing object, no room) is not retried by this pod: the node gets the annotation of the same
    name, ``failed: <why>``, which the warm rollout reads and dead-letters.
@@ -171,9 +172,11 @@ class Filler:
         writer who rewrites a version's manifest changes no copy already on a node."""
         target = self.root / version.version
         marker = _marker(target)
+        if not marker and not target.exists():
+            marker = _marker(self.root / f"{layout.PARTIAL}{version.version}", SOURCE)
         filled_from = str(marker.get("manifest_sha256") or "")
         if filled_from and version.manifest in ("", filled_from):
-            if _sizes_match(target, _listed(marker)):
+            if target.exists() and _sizes_match(target, _listed(marker)):
                 self._mark(version.version, ready=True)
                 return True
             files, sha = self._manifest(version, filled_from, "the manifest this node filled the version from")
@@ -185,6 +188,9 @@ class Filler:
                                  "replaced; publish a new version")
         if marker.get("manifest") != _digest(files) or not _sizes_match(target, files):
             self._mark(version.version, ready=False)
+            partial = self.root / f"{layout.PARTIAL}{version.version}"
+            partial.mkdir(exist_ok=True)
+            _write_marker(partial, version.version, files, sha, SOURCE)  # what this fill is from, before any delete
             if target.exists():
                 shutil.rmtree(target)
             self._fill(version, files, sha, target)
@@ -223,6 +229,9 @@ class Filler:
             problems = [p for p in pool.map(lambda f: self._download(version, f, partial), todo) if p]
         if problems:
             raise Unfillable("; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
+        listed = {f.path for f in files}
+        for extra in [q for q in partial.rglob("*") if q.is_file() and str(q.relative_to(partial)) not in listed]:
+            extra.unlink()
         _write_marker(partial, version.version, files, sha)
         partial.rename(target)
         seconds = max(time.monotonic() - started, 1e-3)
@@ -291,20 +300,32 @@ def _digest(files: tuple[ManifestFile, ...]) -> str:
     return hashlib.sha256(json.dumps(_entries(files), sort_keys=True).encode()).hexdigest()
 
 
-def _write_marker(directory: Path, version: str, files: tuple[ManifestFile, ...], sha: str) -> None:
-    """The completion marker: the file list (and its digest, which markers of older fillers hold alone) and the
-    SHA-256 of the manifest the copy was filled from."""
-    (directory / layout.COMPLETE).write_text(json.dumps(
-        {"version": version, "manifest": _digest(files), "manifest_sha256": sha, "files": _entries(files)}))
+SOURCE = ".hyperwarm-source"
+"""In ``.partial-<version>``, written before anything of a fill or repair is deleted or downloaded: what the fill is
+from (as the completion marker), so that one cut short (a throttled download, a restart) goes on from that manifest."""
 
 
-def _marker(target: Path) -> dict[str, Any]:
-    """A complete copy's marker; empty when there is none or it cannot be read (the copy is filled again)."""
+def _write_marker(directory: Path, version: str, files: tuple[ManifestFile, ...], sha: str,
+                  name: str = layout.COMPLETE) -> None:
+    """The completion marker (or :data:`SOURCE`): the file list (and its digest, which markers of older fillers hold
+    alone) and the SHA-256 of the manifest the copy was filled from; replaced whole (a crash leaves the old one)."""
+    tmp = directory / f"{name}.tmp"
+    with tmp.open("w") as out:
+        out.write(json.dumps({"version": version, "manifest": _digest(files), "manifest_sha256": sha,
+                              "files": _entries(files)}))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, directory / name)
+
+
+def _marker(target: Path, name: str = layout.COMPLETE) -> dict[str, Any]:
+    """A complete copy's marker (or a partial copy's :data:`SOURCE`); empty when there is none, it cannot be read or
+    its file list is not the one its digest names (the copy is filled again)."""
     try:
-        marker = json.loads((target / layout.COMPLETE).read_text())
+        marker = json.loads((target / name).read_text())
         listed = marker.get("files")
-        if listed is not None:
-            _listed(marker)  # a marker whose list cannot be read is no marker
+        if listed is not None and (not listed or _digest(_listed(marker)) != marker.get("manifest")):
+            return {}  # a marker whose list cannot be read, or is not the one it names, is no marker
         return marker if isinstance(marker, dict) else {}
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
