@@ -62,6 +62,16 @@ def test_every_format_version_has_a_changelog_line() -> None:
     assert missing == []
 
 
+def test_the_functions_readme_lists_every_format_version() -> None:
+    """Its table of persisted formats is what an operator reads before a downgrade (a review found it two versions
+    behind)."""
+    table = (REPO / "lambdas" / "cache_refresh" / "README.md").read_text().split("| Record | Versions |")[1]
+    table = table.split("\n\n")[0]
+    missing = [v for versions in formats.WRITTEN.values() for v in versions
+               if v != formats.UNVERSIONED and f"`{v}`" not in table]
+    assert missing == []
+
+
 class RecordingLambda:
     """The refresh function as replay invokes it: records each payload and succeeds."""
 

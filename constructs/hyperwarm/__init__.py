@@ -3,8 +3,9 @@
 One subpackage per concept: :mod:`hyperwarm.cluster` (the HyperPod EKS cluster), :mod:`hyperwarm.caches`
 (models cached on its NVMe), :mod:`hyperwarm.endpoints` (SageMaker endpoints and their routing),
 :mod:`hyperwarm.serving` (serving containers), :mod:`hyperwarm.refresh` (new model versions),
-:mod:`hyperwarm.observability` and :mod:`hyperwarm.planner`. Every public name is exported here and from its
-subpackage, and loaded on first use (``__init__.pyi`` lists them for type checkers and lazy_loader): the pure
+:mod:`hyperwarm.observability` and :mod:`hyperwarm.planner`. The constructs, their props and the handles and
+sources they take are exported here too (a concept's option types, rules and helpers from its subpackage only), and
+loaded on first use (``__init__.pyi`` lists them for type checkers and lazy_loader): the pure
 modules (rules, the runtime client, the planner) load without aws-cdk, and so without starting Node.
 
 aws-cdk-lib runs on Node through jsii, which starts it when ``aws_cdk`` is first imported. Run an app as

@@ -4,8 +4,8 @@ Every environment (dev, staging, prod, ...) is parsed into a frozen, validated
 :class:`EnvironmentConfig`. A bad value fails synth before anything deploys, with one
 :class:`ConfigError` that lists every problem as ``environments.<env>.<field path>: <value> -- <rule>``.
 An environment given as ``{}`` is the small embedded default (an ml.c5.4xlarge system group for
-the operator and add-ons beside one ml.g5.xlarge cache group), which is what ``dev`` uses out of
-the box. Every node must hold the pods placed on it (:mod:`hyperwarm.cluster.node_capacity`).
+the operator and add-ons beside one ml.g5.xlarge cache group). Every node must hold the pods placed
+on it (:mod:`hyperwarm.cluster.node_capacity`).
 """
 
 from __future__ import annotations

@@ -206,17 +206,18 @@ class InferenceObservability(Construct):
                     description=f"{model}: a pod on a node without the version it reads while a refresh of it "
                                 "stages or switches: the rollout is not warm and that pod downloads the weights. "
                                 "Compare the model's ColdPods and WarmNodes with StagingReadyNodes: a node that "
-                                "joined after staging, a staged cache whose nodeSelector misses nodes the "
-                                "deployment uses, or a refresh without the rollout state machine (it repoints at "
-                                "once). Cold before the refresh already: see the ColdPodShare alarm")
+                                "joined after staging, or a node whose filler could not fill the version (kubectl "
+                                "describe node: a failed: annotation; kubectl logs ds/hyperwarm-fill-<model>). Cold "
+                                "before the refresh already: see the ColdPodShare alarm")
 
     def _rollout_timeouts(self, namespace: str) -> None:
         """Alarms on a warm rollout's staging or switch timeout: once, as ``RefreshFailed`` names no target."""
         self._alarm("RefreshStagingTimeout", refresh_failed(STAGING_TIMEOUT), threshold=1, periods=1,
                     description="a refresh's new version was not cached on every node within its staging timeout: "
-                                "the refresh failed for good (one dead letter), its staged caches were deleted and "
-                                "the previous version still serves. Check the staged ModelWeightsCacheConfig's "
-                                "status and the nodes' NVMe (kubectl get modelweightscacheconfigs -n "
+                                "the refresh failed for good (one dead letter), the fillers dropped the new version "
+                                "and the previous version still serves. Check which nodes held it (kubectl get nodes "
+                                "-L weights.hyperwarm.io/<model>.<version>-<hash>), a failed: annotation (kubectl "
+                                "describe node), the fillers' progress (kubectl logs ds/hyperwarm-fill-<model> -n "
                                 f"{namespace}) and StagingReadyNodes on the dashboard; raise the target's "
                                 "staging timeout if the fill needs longer (`python -m stacks plan cache` forecasts it), "
                                 "then `hyperwarm refresh replay`")
