@@ -309,3 +309,27 @@ for function in (REFRESH, EXPORTER, BRIDGE):
 def test_every_public_name_loads_without_the_functions_run_time_packages() -> None:
     """Synth needs no boto3 and none of the functions' dependencies: neither is a dependency of the library."""
     subprocess.run([sys.executable, "-c", _WITHOUT_RUN_TIME_PACKAGES], check=True, capture_output=True, cwd=REPO)
+
+
+def test_each_functions_readme_names_what_its_asset_holds() -> None:
+    """Its README is where an operator looks for what runs in the function (a review found two that left shared
+    packages out)."""
+    from hyperwarm.caches import hub
+    from hyperwarm.observability import cache_exporter, endpoint_metrics
+    from hyperwarm.refresh import asset
+
+    repo = Path(__file__).resolve().parent.parent
+    missing = {}
+    for package in (asset.FUNCTION, cache_exporter.FUNCTION, endpoint_metrics.FUNCTION, hub.FUNCTION):
+        readme = (repo / "lambdas" / package.source.name / "README.md").read_text()
+        left = [p.name for p in (package.source, *package.shared) if f"hyperwarm/functions/{p.name}/" not in readme]
+        if left:
+            missing[package.source.name] = left
+    assert missing == {}
+
+
+def test_the_front_page_names_every_function_package() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    readme = (repo / "README.md").read_text()
+    packages = sorted(p.name for p in (repo / "lambdas").iterdir() if (p / "__init__.py").exists())
+    assert len(packages) >= 8 and [p for p in packages if f"`{p}`" not in readme] == []
