@@ -164,3 +164,22 @@ def test_the_library_guides_python_runs_in_order_and_synthesizes(monkeypatch) ->
     assert isinstance(ns["app"], cdk.App)
     ns["app"].synth()
     assert runtime.calls and runtime.calls[0]["EndpointName"] == "hyperwarm-prod-chat"
+
+
+def test_the_operating_guide_names_every_endpoints_field_of_cdk_json() -> None:
+    """The reference of cdk.json's `endpoints` (a review found none: the guide pointed at the library guide, which has
+    no cdk.json form): every field of each model it is parsed into, and of the library props its objects become."""
+    import dataclasses
+
+    from hyperwarm.endpoints.props import ServerlessSpec, VariantAutoscaling
+    from hyperwarm.endpoints.routing import Routing
+    from stacks.config.endpoints import DataCaptureConfig, EndpointConfig, GuardrailsConfig, ImageConfig, VariantConfig
+    from stacks.config.serving import ServingConfig
+
+    guide = (REPO / "docs" / "operating-guide.md").read_text()
+    table = guide.split("**`endpoints[]`**")[1].split("**One schema with the library.**")[0]
+    fields = {f"`{name}`" for model in (EndpointConfig, GuardrailsConfig, DataCaptureConfig, ImageConfig, ServingConfig)
+              for name in model.model_fields}
+    fields |= {f"`.{name}`" for name in VariantConfig.model_fields}
+    fields |= {f"`{f.name}`" for props in (Routing, VariantAutoscaling, ServerlessSpec) for f in dataclasses.fields(props)}
+    assert sorted(f for f in fields if f not in table) == []
