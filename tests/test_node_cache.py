@@ -21,7 +21,7 @@ from admission import Request, denials
 from moto import mock_aws
 
 from hyperwarm.caches.node_cache import NODE_NAME_EXTRA, SERVICE_ACCOUNT, code_config_map, filler_access
-from hyperwarm.functions.node_cache import layout
+from hyperwarm.functions.node_cache import fill as fill_module, layout
 from hyperwarm.functions.node_cache.fill import Filler, InClusterNode
 
 BUCKET, PREFIX, MODEL = "models", "llama", "llama"
@@ -328,6 +328,127 @@ def test_files_the_manifest_does_not_list_never_reach_a_copy(aws: Any, tmp_path:
     pinned = layout.Version("v1", BUCKET, f"{PREFIX}/v1", manifest=hashlib.sha256(body).hexdigest())
     fresh, node = filler(aws, tmp_path)
     assert fresh.converge([pinned]) and not (tmp_path / "cache" / "v1" / "chat_template.jinja").exists()
+
+
+REWRITE = {**FILES, "weights/model-00001.safetensors": b"\x66" * 4096}
+"""A bucket writer's files, with a manifest that agrees with them."""
+
+
+def _the_rewrite_is_refused(aws: Any, tmp_path: Path, version: layout.Version) -> None:
+    upload(aws, "v1", REWRITE)
+    fresh, node = filler(aws, tmp_path)  # the restarted filler
+    fresh.converge([version])
+    copy = tmp_path / "cache" / "v1" / "weights" / "model-00001.safetensors"
+    assert not (ready(node, "v1") and copy.read_bytes() == REWRITE["weights/model-00001.safetensors"])
+
+
+def _killed_in_rmtree(path: Any, *args: Any, **kwargs: Any) -> None:
+    """A kill (SIGKILL after the grace period, a reboot) while the copy is being removed: its marker gone first."""
+    (Path(path) / layout.COMPLETE).unlink()
+    raise KeyboardInterrupt("killed")
+
+
+def test_a_repair_killed_while_it_removes_the_copy_goes_on_from_its_record(aws: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    (tmp_path / "cache" / "v1" / "config.json").unlink()
+    monkeypatch.setattr(fill_module.shutil, "rmtree", _killed_in_rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        fill.converge([version])
+    monkeypatch.undo()
+    _the_rewrite_is_refused(aws, tmp_path, version)
+
+
+def test_a_fill_killed_before_its_marker_goes_on_from_its_record(aws: Any, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record stays through the removal of unlisted files until the copy is complete."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    (tmp_path / "cache" / "v1" / "config.json").unlink()
+    write = fill_module._write_marker
+
+    def killed(directory: Path, version: str, files: Any, sha: str, name: str = layout.COMPLETE) -> None:
+        if name == layout.COMPLETE:
+            raise KeyboardInterrupt("killed")
+        write(directory, version, files, sha, name)
+
+    monkeypatch.setattr(fill_module, "_write_marker", killed)
+    with pytest.raises(KeyboardInterrupt):
+        fill.converge([version])
+    monkeypatch.undo()
+    _the_rewrite_is_refused(aws, tmp_path, version)
+    assert not (tmp_path / "cache" / "v1" / fill_module.SOURCE).exists() or not ready(node, "v1")
+
+
+def test_a_pin_change_killed_while_it_removes_the_copy_never_labels_the_old_files(
+        aws: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    admitted = {**FILES, "config.json": b'{"layers": 9}'}  # same sizes, other bytes
+    upload(aws, "v1", admitted)
+    body = aws.get_object(Bucket=BUCKET, Key=f"{PREFIX}/v1/manifest.json")["Body"].read()
+    pinned = layout.Version("v1", BUCKET, f"{PREFIX}/v1", manifest=hashlib.sha256(body).hexdigest())
+    monkeypatch.setattr(fill_module.shutil, "rmtree", _killed_in_rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        fill.converge([pinned])
+    monkeypatch.undo()
+    fresh, node = filler(aws, tmp_path)
+    assert fresh.converge([pinned])
+    assert (tmp_path / "cache" / "v1" / "config.json").read_bytes() == admitted["config.json"]
+
+
+def test_a_marker_whose_list_is_not_its_digest_keeps_the_digest(aws: Any, tmp_path: Path) -> None:
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    marker = tmp_path / "cache" / "v1" / layout.COMPLETE
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "files": []}))
+    _the_rewrite_is_refused(aws, tmp_path, version)
+
+
+def test_a_manifest_path_with_a_dot_segment_is_filled_once(aws: Any, tmp_path: Path) -> None:
+    """The manifest format admits ``./config.json``: files are compared as paths, not strings."""
+    version = upload(aws, "v1", {"./config.json": FILES["config.json"],
+                                 "weights/model-00001.safetensors": FILES["weights/model-00001.safetensors"]})
+    fill, node = filler(aws, tmp_path)
+    real, fetched = aws.download_file, []
+    aws.download_file = lambda bucket, key, path, **extra: (fetched.append(key), real(bucket, key, path, **extra))[1]
+    assert fill.converge([version])
+    first = len(fetched)
+    assert fill.converge([version]) and fill.converge([version]) and len(fetched) == first == 2
+
+
+def test_what_a_partial_copy_holds_unlisted_does_not_count_against_the_room(aws: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed download's temporary file (s3transfer's name), or a file of another list, goes before the room
+    is checked."""
+    version = upload(aws, "v1")
+    root = tmp_path / "cache"
+    (root / f"{layout.PARTIAL}v1" / "weights").mkdir(parents=True)
+    (root / f"{layout.PARTIAL}v1" / "weights" / "model-00001.safetensors.a1B2c3d4").write_bytes(b"\0" * 6000)
+
+    def usage(path: Any) -> Usage:
+        used = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        return Usage(100_000, used, 100_000 - used - 80_000)  # 20 kB for the cache, 10 kB of it headroom
+
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version]), node.annotations
+
+
+def test_an_unlisted_file_in_a_complete_copy_goes(aws: Any, tmp_path: Path) -> None:
+    """A copy an older filler completed from a partial copy with another list's leftovers loses them."""
+    version = upload(aws, "v1")
+    fill, node = filler(aws, tmp_path)
+    assert fill.converge([version])
+    (tmp_path / "cache" / "v1" / "chat_template.jinja").write_bytes(b"evil")
+    fresh, node = filler(aws, tmp_path)
+    assert fresh.converge([version]) and not (tmp_path / "cache" / "v1" / "chat_template.jinja").exists()
+    assert (tmp_path / "cache" / "v1" / layout.COMPLETE).exists()
 
 
 def _marker_of(copy: Path) -> dict[str, Any]:

@@ -11,8 +11,9 @@ the list in :data:`~.layout.VERSIONS_ENV`, serving version first:
 2. Each listed version that is not complete is filled: the free space is checked first (the files still to
    download plus the headroom must fit), every file of its manifest is downloaded into ``.partial-<version>``
    (the S3 object version the manifest's ``version_id`` names, where it lists one) and checked for its size and
-   SHA-256 (what a fill is from is recorded first, so one cut short goes on from that manifest; files the manifest
-   does not list are removed), the directory is marked complete and renamed to ``<version>``, and only
+   SHA-256 (what a fill is from is recorded first and kept until the copy is complete, so one cut short, even while
+   it removes the copy it repairs, goes on from that manifest; files the manifest does not list are removed, from a
+   complete copy too), the directory is marked complete and renamed to ``<version>``, and only
    then is the node labelled :func:`~.layout.ready_label`. A version that cannot be a copy (a checksum or size
    mismatch, a missing object, no room) is not retried by this pod: the node gets the annotation of the same
    name, ``failed: <why>``, which the warm rollout reads and dead-letters.
@@ -41,7 +42,7 @@ import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from ..cache_refresh.errors import PermanentError
@@ -172,11 +173,13 @@ class Filler:
         writer who rewrites a version's manifest changes no copy already on a node."""
         target = self.root / version.version
         marker = _marker(target)
-        if not marker and not target.exists():
-            marker = _marker(self.root / f"{layout.PARTIAL}{version.version}", SOURCE)
+        complete = bool(marker)
+        if not complete:  # a fill or repair under way (or one killed while it removed the copy it repairs)
+            marker = _marker(self.root / f"{layout.PARTIAL}{version.version}", SOURCE) or marker
         filled_from = str(marker.get("manifest_sha256") or "")
         if filled_from and version.manifest in ("", filled_from):
-            if target.exists() and _sizes_match(target, _listed(marker)):
+            if complete and _sizes_match(target, _listed(marker)):
+                _remove_unlisted(target, _listed(marker))  # what an older filler let through
                 self._mark(version.version, ready=True)
                 return True
             files, sha = self._manifest(version, filled_from, "the manifest this node filled the version from")
@@ -186,7 +189,7 @@ class Filler:
                 raise Unfillable(f"s3://{version.bucket}/{version.location}/manifest.json changed since this node "
                                  "filled the version (a published version never changes): the copy is kept, not "
                                  "replaced; publish a new version")
-        if marker.get("manifest") != _digest(files) or not _sizes_match(target, files):
+        if not complete or marker.get("manifest") != _digest(files) or not _sizes_match(target, files):
             self._mark(version.version, ready=False)
             partial = self.root / f"{layout.PARTIAL}{version.version}"
             partial.mkdir(exist_ok=True)
@@ -221,6 +224,7 @@ class Filler:
     def _fill(self, version: layout.Version, files: tuple[ManifestFile, ...], sha: str, target: Path) -> None:
         partial = self.root / f"{layout.PARTIAL}{version.version}"
         partial.mkdir(exist_ok=True)
+        _remove_unlisted(partial, files)  # before the room check: a killed download's temp file, an older list's
         todo = [f for f in files if not _verified(partial / f.path, f)]
         self._check_room(version, todo)
         total, started = sum(f.size for f in todo), time.monotonic()
@@ -229,11 +233,10 @@ class Filler:
             problems = [p for p in pool.map(lambda f: self._download(version, f, partial), todo) if p]
         if problems:
             raise Unfillable("; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else ""))
-        listed = {f.path for f in files}
-        for extra in [q for q in partial.rglob("*") if q.is_file() and str(q.relative_to(partial)) not in listed]:
-            extra.unlink()
+        _remove_unlisted(partial, files)
         _write_marker(partial, version.version, files, sha)
         partial.rename(target)
+        (target / SOURCE).unlink(missing_ok=True)  # the marker says it now
         seconds = max(time.monotonic() - started, 1e-3)
         self.log(f"{self.model} {version.version}: complete ({total / 1e9:.1f} GB in {seconds:.0f} s, "
                  f"{total * 8 / 1e9 / seconds:.2f} Gbit/s)")
@@ -325,10 +328,25 @@ def _marker(target: Path, name: str = layout.COMPLETE) -> dict[str, Any]:
         marker = json.loads((target / name).read_text())
         listed = marker.get("files")
         if listed is not None and (not listed or _digest(_listed(marker)) != marker.get("manifest")):
-            return {}  # a marker whose list cannot be read, or is not the one it names, is no marker
+            # its list is not the one it names: keep only the digest, as an older filler's marker (S3's must match)
+            return {"version": marker.get("version"), "manifest": marker.get("manifest")} \
+                if isinstance(marker.get("manifest"), str) and marker.get("manifest") else {}
         return marker if isinstance(marker, dict) else {}
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
+
+
+def _remove_unlisted(copy: Path, files: tuple[ManifestFile, ...]) -> None:
+    """Files (and then empty directories) of a copy, partial or complete, its manifest does not list: a killed
+    download's temporary file, a file of another list. Never its own records (:data:`SOURCE`, the marker)."""
+    keep = {PurePosixPath(f.path) for f in files} | {PurePosixPath(n) for n in (SOURCE, layout.COMPLETE)}
+    for extra in [q for q in copy.rglob("*") if (q.is_file() or q.is_symlink())
+                  and PurePosixPath(q.relative_to(copy).as_posix()) not in keep]:
+        extra.unlink()
+    for folder in sorted((q for q in copy.rglob("*") if q.is_dir() and not q.is_symlink()),
+                         key=lambda q: len(q.parts), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def _listed(marker: dict[str, Any]) -> tuple[ManifestFile, ...]:
