@@ -211,6 +211,27 @@ def test_a_deploy_after_a_refresh_from_an_unchanged_cdk_json_neither_rolls_back_
     assert "serves v3" in deploy_guard.stale_targets(aws, stale)[0]
 
 
+def test_a_deploy_that_replaces_the_endpoints_models_updates_the_refresh_stacks_grant_on_them(
+        aws, project_context, tmp_path) -> None:
+    """The refresh reads the endpoint's CloudFormation-named models and config through cross-stack references, which
+    CloudFormation resolves only when the refresh stack updates: a deploy that replaces them (here the one after a
+    refresh, serving v3) must change the refresh stack too (a review found its template unchanged: the next
+    refresh was refused access to the new config), and one that does not, must not."""
+    def grant(name: str) -> dict[str, Any]:
+        assembly = build_app(outdir=str(tmp_path / name), context=_endpoints_only(project_context), nag=False).synth()
+        template = assembly.get_stack_by_name("hyperwarm-prod-refresh").template
+        (statement,) = [s for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+                        for s in r["Properties"]["PolicyDocument"]["Statement"]
+                        if "sagemaker:DescribeEndpointConfig" in s["Action"]]
+        assert any("Fn::GetStackOutput" in json.dumps(r) for r in statement["Resource"])
+        return statement
+
+    before, again = grant("before"), grant("again")
+    refreshed(aws, CHAT, "v3")
+    after = grant("after")
+    assert before == again and after["Sid"] != before["Sid"] and after["Sid"].startswith("ReadLiveVersions")
+
+
 def test_a_pinned_prefix_deploys_cdk_jsons_version_and_the_refresh_leaves_it_alone(
         aws, project_context, tmp_path) -> None:
     """A deliberate rollback: chat back to cdk.json's v1 while v3 serves, explicitly (refresh.models[].pinned). The

@@ -47,6 +47,12 @@ class IInferenceEndpoint(sagemaker.IEndpoint, Protocol):
         serves a config of its own (whose names it knows). Empty if unknown."""
 
     @property
+    def deployed_fingerprint(self) -> str:
+        """Changes whenever CloudFormation replaces what :attr:`deployed_resource_arns` names (resolved at synth);
+        empty if unknown. A stack that grants on those ARNs through a cross-stack reference, which CloudFormation
+        resolves only when that stack updates, puts it in the grant so that it updates with them."""
+
+    @property
     def detailed_observability(self) -> bool | None:
         """Whether SageMaker publishes the containers' own metrics (TTFT among them); None if unknown."""
 
@@ -194,6 +200,7 @@ class ImportedInferenceEndpoint(EndpointBase):
         self.execution_role: iam.IRole | None = execution_role
         self.encryption_key: kms.IKey | None = encryption_key
         self.deployed_resource_arns: tuple[str, ...] = tuple(deployed_resource_arns)
+        self.deployed_fingerprint = ""
 
     def serving_engine(self, variant_name: str) -> str | None:
         """The engine given for the variant in ``serving_engines``; None if not given."""

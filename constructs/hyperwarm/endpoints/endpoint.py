@@ -10,9 +10,12 @@ Application Auto Scaling targets, rollback alarms and a data-capture bucket. Pro
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import (
     aws_applicationautoscaling as appscaling,
     aws_cloudwatch as cloudwatch,
@@ -144,6 +147,12 @@ class InferenceEndpoint(EndpointBase):
         """The EndpointConfig's and the Models' ARNs (their ``Ref``: names CloudFormation generates)."""
         return [self.endpoint_config.endpoint_config_arn, *(m.model_arn for m in self.models.values())]
 
+    @property
+    def deployed_fingerprint(self) -> str:
+        """A hash of the EndpointConfig's and the Models' properties as synthesized: every property of both is
+        create-only, so it changes exactly when CloudFormation replaces them (and their generated names)."""
+        return cdk.Lazy.string(_Fingerprint(self))
+
     # -- validation ------------------------------------------------------------------------
 
     def _raise(self, errors: list[str]) -> None:
@@ -272,3 +281,18 @@ def _deployment_config(g: DeploymentGuardrails | None,
             alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in rollback_alarms]
         ) if rollback_alarms else None,
     )
+
+
+@jsii.implements(cdk.IStableStringProducer)
+class _Fingerprint:
+    """:attr:`InferenceEndpoint.deployed_fingerprint`, produced at synth from the resources' resolved properties."""
+
+    def __init__(self, endpoint: InferenceEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def produce(self) -> str:
+        endpoint = self._endpoint
+        resources = [endpoint.endpoint_config.node.default_child, *(m.node.default_child for m in
+                                                                    endpoint.models.values())]
+        properties = cdk.Stack.of(endpoint).resolve([r._cfn_properties for r in resources])  # type: ignore[union-attr]
+        return hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()[:16]

@@ -126,8 +126,11 @@ def _grant_endpoints(stack: cdk.Stack, role: iam.Role, endpoints: Sequence[IInfe
                  "sagemaker:DeleteEndpointConfig", "sagemaker:AddTags"],
         resources=[arn(kind, n) for kind, n in created]))
     # What serves: the refresh's own (the stems) or what the endpoint was deployed with (by ARN), never another's.
+    # The deployed ARNs come through cross-stack references, which CloudFormation resolves only when this stack
+    # updates: their fingerprints make it update whenever they are replaced (docs/operations.md).
     role.add_to_principal_policy(iam.PolicyStatement(
-        sid="ReadLiveVersions", actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
+        sid="ReadLiveVersions" + "".join(e.deployed_fingerprint for e in endpoints),
+        actions=["sagemaker:DescribeModel", "sagemaker:DescribeEndpointConfig"],
         resources=[*(arn(kind, n) for kind, n in created),
                    *dict.fromkeys(a for e in endpoints for a in e.deployed_resource_arns)]))
     acknowledge(role, "refreshed models and configs get generated names under each endpoint's name (its stem), "
