@@ -149,8 +149,9 @@ class InferenceEndpoint(EndpointBase):
 
     @property
     def deployed_fingerprint(self) -> str:
-        """A hash of the EndpointConfig's and the Models' properties as synthesized: every property of both is
-        create-only, so it changes exactly when CloudFormation replaces them (and their generated names)."""
+        """A hash of the EndpointConfig's and the Models' properties as synthesized: their properties but tags are
+        create-only, so it changes whenever CloudFormation replaces them (and their generated names), and with a
+        change of their tags."""
         return cdk.Lazy.string(_Fingerprint(self))
 
     # -- validation ------------------------------------------------------------------------
