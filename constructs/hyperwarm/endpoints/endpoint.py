@@ -10,8 +10,6 @@ Application Auto Scaling targets, rollback alarms and a data-capture bucket. Pro
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
@@ -27,6 +25,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from hyperwarm._internal.durations import ONE_MINUTE
+from hyperwarm._internal.fingerprint import properties_digest
 from hyperwarm._internal.nag import acknowledge, arn_prefix, pseudo
 from hyperwarm._internal.principals import sagemaker_principal
 from hyperwarm.endpoints.base import EndpointBase, IInferenceEndpoint, ImportedInferenceEndpoint
@@ -295,5 +294,4 @@ class _Fingerprint:
         endpoint = self._endpoint
         resources = [endpoint.endpoint_config.node.default_child, *(m.node.default_child for m in
                                                                     endpoint.models.values())]
-        properties = cdk.Stack.of(endpoint).resolve([r._cfn_properties for r in resources])  # type: ignore[union-attr]
-        return hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()[:16]
+        return properties_digest(resources, cdk.Stack.of(endpoint).resolve)  # type: ignore[arg-type]

@@ -22,8 +22,6 @@ older version through and records it as what serves, so nothing reports it moved
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ import jsii
 from aws_cdk import aws_dynamodb as dynamodb, aws_iam as iam, aws_lambda as lambda_, aws_logs as logs
 from constructs import Construct, IConstruct
 
+from hyperwarm._internal.fingerprint import properties_digest
 from hyperwarm._internal.kinds import is_a
 from hyperwarm._internal.nag import acknowledge, acknowledge_checkov, acknowledge_deploy_time_handlers, managed_policy
 from hyperwarm._internal.tokens import unresolved
@@ -99,8 +98,7 @@ class _Fingerprint:
         return []
 
     def resolve(self, context: cdk.IResolveContext) -> str:
-        properties = [context.resolve(r._cfn_properties) for r in self._resources]  # jsii's protected getter
-        return hashlib.sha256(json.dumps(properties, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return properties_digest(self._resources, context.resolve)
 
     def to_string(self) -> str:
         return cdk.Token.as_string(self)
